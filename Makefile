@@ -1,0 +1,42 @@
+# AccountLifecycle — `make run` and `make test` do all set-up on a fresh Debian 12 machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+
+# Build: C libraries the package links. Tests and benchmarks: the independent
+# readers and reference tools they compare against.
+APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
+	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
+	libcrypt-dev libargon2-dev unzip python3 libimage-exiftool-perl imagemagick hyperfine time
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SWIFT_BUILD_FLAGS ?=
+BIN := .build/debug/lifecycle
+DEMO_DIR := demo
+
+.PHONY: deps build run test bench clean
+
+deps:
+	@missing=$$(for package in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || echo $$package; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing missing packages:" $$missing; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+
+# The tour: a fresh embedded installation (SQLite file + blob directory) under ./demo.
+run: build
+	rm -rf $(DEMO_DIR)
+	$(BIN) demo --database $(DEMO_DIR)/lifecycle.sqlite --blobs $(DEMO_DIR)/blobs --jobs-dir Jobs
+
+test: deps
+	swift build --build-tests $(SWIFT_BUILD_FLAGS)
+	swift test --skip-build $(SWIFT_BUILD_FLAGS)
+
+bench: deps
+	scripts/bench.sh
+
+clean:
+	rm -rf .build $(DEMO_DIR)

@@ -1,0 +1,89 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "AccountLifecycle",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "lifecycle", targets: ["lifecycle"]),
+        .library(name: "Lifecycle", targets: ["Lifecycle"]),
+        .library(name: "JobRunner", targets: ["JobRunner"]),
+        .library(name: "SQLiteBackend", targets: ["SQLiteBackend"]),
+        .library(name: "Archiving", targets: ["Archiving"]),
+        .library(name: "Imaging", targets: ["Imaging"]),
+        .library(name: "Credentials", targets: ["Credentials"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+    ],
+    targets: [
+        // C libraries from Debian, one system-library target each.
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
+        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
+
+        .target(name: "Archiving", dependencies: ["CArchive"], swiftSettings: strict),
+        .target(name: "Imaging", dependencies: ["CVips"], swiftSettings: strict),
+        .target(
+            name: "Credentials",
+            dependencies: [
+                "CCrypt", "CArgon2",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "JobRunner",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Lifecycle",
+            dependencies: [
+                "JobRunner", "Archiving", "Imaging", "Credentials",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "SQLiteBackend",
+            dependencies: [
+                "Lifecycle", "JobRunner",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "lifecycle",
+            dependencies: [
+                "Lifecycle", "JobRunner", "SQLiteBackend",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "ArchivingTests", dependencies: ["Archiving"], swiftSettings: strict),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging"], swiftSettings: strict),
+        .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
+        .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend"], swiftSettings: strict),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["Lifecycle", "SQLiteBackend"], swiftSettings: strict),
+    ]
+)

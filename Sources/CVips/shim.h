@@ -1,0 +1,152 @@
+#ifndef CVIPS_SHIM_H
+#define CVIPS_SHIM_H
+
+#include <vips/vips.h>
+
+/*
+ * libvips takes its optional arguments as NULL-terminated C varargs, which
+ * Swift cannot call. Each wrapper below fixes the argument list for the one
+ * use Imaging makes of it, so the recipe's options live in one reviewed place.
+ */
+
+/* Header-only open: the loader parses the header now and defers pixel
+ * decoding until something asks for pixels, so dimensions can be checked
+ * before a decompression bomb is decoded. */
+static inline VipsImage *
+cvips_header_from_buffer(const void *buf, size_t len)
+{
+	return vips_image_new_from_buffer(buf, len, "",
+		"access", VIPS_ACCESS_SEQUENTIAL,
+		"fail_on", VIPS_FAIL_ON_ERROR,
+		NULL);
+}
+
+/* One-call load, shrink-on-load, orientation, centre crop and resize.
+ * `export_profile` is NULL for untagged images: they are taken as sRGB
+ * already, and routing them through lcms would only cost time.
+ * fail_on=error turns truncation into an error instead of grey padding. It
+ * goes in the loader's option string: libvips 8.14's thumbnail_buffer does
+ * not forward its own "fail_on" argument to the loader. */
+static inline int
+cvips_thumbnail_square(const void *buf, size_t len, VipsImage **out,
+	int side, const char *export_profile)
+{
+	if (export_profile)
+		return vips_thumbnail_buffer((void *) buf, len, out, side,
+			"height", side,
+			"crop", VIPS_INTERESTING_CENTRE,
+			"size", VIPS_SIZE_DOWN,
+			"option_string", "fail_on=error",
+			"export_profile", export_profile,
+			"intent", VIPS_INTENT_RELATIVE,
+			NULL);
+	return vips_thumbnail_buffer((void *) buf, len, out, side,
+		"height", side,
+		"crop", VIPS_INTERESTING_CENTRE,
+		"size", VIPS_SIZE_DOWN,
+		"option_string", "fail_on=error",
+		NULL);
+}
+
+static inline int
+cvips_to_srgb(VipsImage *in, VipsImage **out)
+{
+	return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+static inline int
+cvips_flatten_on_white(VipsImage *in, VipsImage **out)
+{
+	double white[3] = { 255.0, 255.0, 255.0 };
+	VipsArrayDouble *background = vips_array_double_new(white, 3);
+	int result = vips_flatten(in, out, "background", background, NULL);
+	vips_area_unref(VIPS_AREA(background));
+	return result;
+}
+
+static inline int
+cvips_cast_uchar(VipsImage *in, VipsImage **out)
+{
+	return vips_cast(in, out, VIPS_FORMAT_UCHAR, NULL);
+}
+
+static inline int
+cvips_crop(VipsImage *in, VipsImage **out,
+	int left, int top, int width, int height)
+{
+	return vips_crop(in, out, left, top, width, height, NULL);
+}
+
+/* strip=TRUE drops EXIF (with GPS), XMP, IPTC, ICC and comments.
+ * optimize_coding only changes Huffman tables: smaller files, same pixels,
+ * still deterministic. */
+static inline int
+cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality)
+{
+	return vips_jpegsave_buffer(in, buf, len,
+		"Q", quality,
+		"strip", TRUE,
+		"optimize_coding", TRUE,
+		"interlace", FALSE,
+		NULL);
+}
+
+/* NULL when the field is absent, so Swift need not juggle the GType. */
+static inline const char *
+cvips_get_string(VipsImage *image, const char *name)
+{
+	const char *value = NULL;
+	GType type = vips_image_get_typeof(image, name);
+	/* Checking the type first keeps vips_image_get_string from leaving a
+	 * message in the process-wide error buffer for a non-string field. */
+	if (type != G_TYPE_STRING && type != VIPS_TYPE_REF_STRING)
+		return NULL;
+	if (vips_image_get_string(image, name, &value))
+		return NULL;
+	return value;
+}
+
+static inline int
+cvips_has_field(VipsImage *image, const char *name)
+{
+	return vips_image_get_typeof(image, name) != 0;
+}
+
+static inline int cvips_width(const VipsImage *image) { return image->Xsize; }
+static inline int cvips_height(const VipsImage *image) { return image->Ysize; }
+static inline int cvips_bands(const VipsImage *image) { return image->Bands; }
+static inline VipsBandFormat cvips_format(const VipsImage *image) { return image->BandFmt; }
+static inline VipsInterpretation cvips_interpretation(const VipsImage *image) { return image->Type; }
+
+static inline void
+cvips_unref(VipsImage *image)
+{
+	g_object_unref(image);
+}
+
+static inline void
+cvips_free(void *memory)
+{
+	g_free(memory);
+}
+
+static inline void *
+cvips__count_object(VipsObject *object, void *count, void *unused)
+{
+	(void) object;
+	(void) unused;
+	*(long *) count += 1;
+	return NULL;
+}
+
+/* Every live VipsObject in the process: a leak shows up as growth across
+ * a batch. */
+static inline long
+cvips_live_object_count(void)
+{
+	long count = 0;
+	vips_object_map((VipsSListMap2Fn) cvips__count_object, &count, NULL);
+	return count;
+}
+
+#endif

@@ -1,0 +1,75 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file-system step of `PhotoNormalizer.normalizeFile` failed.
+public struct PhotoFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let errorNumber: Int32
+
+    public var description: String {
+        "\(operation) \(path): \(String(cString: strerror(errorNumber)))"
+    }
+}
+
+extension PhotoNormalizer {
+    /// Normalises the photo at `inputPath` and writes the JPEG to
+    /// `outputPath`, replacing it atomically.
+    ///
+    /// The output is written to `outputPath.tmp-<random>`, flushed to disk,
+    /// then renamed: a crash or refusal never leaves a partial or stale file
+    /// at `outputPath`, and running it again after a crash simply redoes the
+    /// work. Throws `PhotoRejection` for the photo, `PhotoFileError` or a
+    /// Foundation error for file-system trouble.
+    @discardableResult
+    public func normalizeFile(at inputPath: String, to outputPath: String) throws -> NormalizedPhoto {
+        let input = try readAtMost(policy.maxInputBytes + 1, from: inputPath)
+        let photo = try normalize(input)
+        try writeReplacing(photo.jpegData, at: outputPath)
+        return photo
+    }
+
+    /// Reads one byte beyond the limit at most, so an oversized input is
+    /// refused without being read whole.
+    private func readAtMost(_ limit: Int, from path: String) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        return try handle.read(upToCount: limit) ?? Data()
+    }
+
+    private func writeReplacing(_ data: Data, at path: String) throws {
+        let temporary = path + ".tmp-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PhotoFileError(operation: "creating", path: temporary, errorNumber: errno) }
+        var committed = false
+        defer {
+            if !committed { unlink(temporary) }
+        }
+        do {
+            defer { close(fd) }
+            try data.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        throw PhotoFileError(operation: "writing", path: temporary, errorNumber: errno)
+                    }
+                    offset += written
+                }
+            }
+            guard fsync(fd) == 0 else {
+                throw PhotoFileError(operation: "flushing", path: temporary, errorNumber: errno)
+            }
+        }
+        guard rename(temporary, path) == 0 else {
+            throw PhotoFileError(operation: "renaming onto", path: path, errorNumber: errno)
+        }
+        committed = true
+    }
+}

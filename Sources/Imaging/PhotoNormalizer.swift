@@ -1,0 +1,170 @@
+import CVips
+import Foundation
+
+/// Turns an uploaded profile photo into the product's canonical form:
+/// upright, centre-cropped square, at most `outputMaxSide` pixels a side
+/// (never enlarged), sRGB, alpha flattened onto white, JPEG at
+/// `jpegQuality`, with every metadata block (EXIF, GPS, XMP, IPTC, ICC,
+/// comments) removed.
+///
+/// Equal input bytes and policy give equal output bytes. Safe to use from
+/// many tasks at once; each call is synchronous and CPU-bound, so run it
+/// off the cooperative pool if the caller is latency-sensitive.
+public struct PhotoNormalizer: Sendable {
+    public let policy: PhotoPolicy
+
+    public init(policy: PhotoPolicy = .init()) {
+        VipsRuntime.start()
+        self.policy = policy
+    }
+
+    /// Checks an upload the way `normalize` will, reading only its header.
+    ///
+    /// Checks run cheapest first: byte size, leading bytes, the libvips
+    /// loader that claims them, then the dimensions the header declares.
+    public func inspect(_ data: Data) throws(PhotoRejection) -> PhotoInfo {
+        try withBytes(data) { bytes throws(PhotoRejection) in
+            try readHeader(bytes).info
+        }
+    }
+
+    /// Runs the whole recipe. Throws `PhotoRejection` for anything it will
+    /// not or cannot turn into a photo; never returns partial output.
+    public func normalize(_ data: Data) throws(PhotoRejection) -> NormalizedPhoto {
+        try withBytes(data) { bytes throws(PhotoRejection) in
+            let header = try readHeader(bytes)
+            let side = min(policy.outputMaxSide, header.info.width, header.info.height)
+            let jpeg = try render(bytes, side: side, hasProfile: header.hasICCProfile)
+            return NormalizedPhoto(jpegData: jpeg, width: side, height: side, source: header.info)
+        }
+    }
+
+    // MARK: - Header
+
+    private struct Header {
+        var info: PhotoInfo
+        var hasICCProfile: Bool
+    }
+
+    private func readHeader(_ bytes: UnsafeRawBufferPointer) throws(PhotoRejection) -> Header {
+        guard bytes.count <= policy.maxInputBytes else {
+            throw .tooLarge(byteCount: bytes.count, limit: policy.maxInputBytes)
+        }
+        guard let format = PhotoFormat.sniff(bytes), let base = bytes.baseAddress else {
+            throw .unsupportedType("content is \(PhotoFormat.describeContent(bytes))")
+        }
+        guard let loaderName = vips_foreign_find_load_buffer(base, bytes.count) else {
+            throw .corrupt("sniffed as \(format.rawValue) but no libvips loader accepts it: \(VipsRuntime.takeError())")
+        }
+        let loader = String(cString: loaderName)
+        guard loader == format.vipsLoader else {
+            throw .unsupportedType("sniffed as \(format.rawValue) but libvips chose \(loader)")
+        }
+
+        let image = try VipsImageHandle.make("reading \(format.rawValue) header") { out in
+            out.pointee = cvips_header_from_buffer(base, bytes.count)
+            return out.pointee == nil ? -1 : 0
+        }
+        if format == .heic {
+            // The same HEIF container carries AV1 (AVIF) and JPEG payloads;
+            // only HEVC is HEIC.
+            let compression = image.string("heif-compression") ?? "unknown"
+            guard compression == "hevc" else {
+                throw .unsupportedType("HEIF container with \(compression) payload, only hevc is HEIC")
+            }
+        }
+
+        let storedWidth = image.width
+        let storedHeight = image.height
+        guard storedWidth > 0, storedHeight > 0 else {
+            throw .corrupt("header declares an empty \(storedWidth)×\(storedHeight) image")
+        }
+        let pixels = storedWidth.multipliedReportingOverflow(by: storedHeight)
+        guard !pixels.overflow, pixels.partialValue <= policy.maxPixels else {
+            throw .dimensionsTooLarge(
+                width: storedWidth, height: storedHeight,
+                detail: " = \(pixels.partialValue) pixels, limit \(policy.maxPixels)")
+        }
+        guard storedWidth <= policy.maxSide, storedHeight <= policy.maxSide else {
+            throw .dimensionsTooLarge(
+                width: storedWidth, height: storedHeight,
+                detail: ", side limit \(policy.maxSide)")
+        }
+
+        // Orientations 5–8 turn the picture a quarter: what the viewer calls
+        // width is the stored height.
+        let swap = image.orientationSwapsAxes
+        let info = PhotoInfo(
+            format: format,
+            width: swap ? storedHeight : storedWidth,
+            height: swap ? storedWidth : storedHeight,
+            orientation: image.orientation)
+        return Header(info: info, hasICCProfile: image.has("icc-profile-data"))
+    }
+
+    // MARK: - Recipe
+
+    private func render(_ bytes: UnsafeRawBufferPointer, side: Int, hasProfile: Bool) throws(PhotoRejection) -> Data {
+        guard let base = bytes.baseAddress else { throw .corrupt("empty input") }
+
+        // vips_thumbnail with size=down only crops what it can reach without
+        // enlarging: asked for 1024 it leaves 800×600 at 800×600. Asking for
+        // the shorter side (capped at the maximum) makes every input square.
+        // A tagged image (Display P3 from a phone, CMYK with its press
+        // profile) is converted through its profile to sRGB; untagged ones
+        // are taken as sRGB, which is what browsers assume too.
+        var image = try VipsImageHandle.make("decoding and resizing") { out in
+            cvips_thumbnail_square(base, bytes.count, out, Int32(side), hasProfile ? "srgb" : nil)
+        }
+
+        // 16-bit, greyscale and (profile-less) CMYK leave the thumbnail in
+        // their own space; the recipe promises 8-bit sRGB.
+        if image.interpretation != VIPS_INTERPRETATION_sRGB || image.format != VIPS_FORMAT_UCHAR {
+            image = try image.then("converting to sRGB") { cvips_to_srgb($0, $1) }
+        }
+        if image.hasAlpha {
+            image = try image.then("flattening alpha") { cvips_flatten_on_white($0, $1) }
+        }
+        if image.format != VIPS_FORMAT_UCHAR {
+            image = try image.then("casting to 8 bit") { cvips_cast_uchar($0, $1) }
+        }
+        if image.width != image.height {
+            // Rounding in the resize could leave a pixel's difference; the
+            // output must be square whatever happened upstream.
+            let edge = min(image.width, image.height)
+            let left = Int32((image.width - edge) / 2)
+            let top = Int32((image.height - edge) / 2)
+            image = try image.then("squaring") { cvips_crop($0, $1, left, top, Int32(edge), Int32(edge)) }
+        }
+        guard image.width == side, image.height == side, image.bands == 3 else {
+            throw .corrupt("recipe produced \(image.width)×\(image.height)×\(image.bands), expected \(side)×\(side)×3")
+        }
+
+        // Pixels are decoded here, so truncation and decode errors surface
+        // from this call: nothing is returned unless the save succeeded.
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard cvips_jpegsave_stripped(image.pointer, &buffer, &length, Int32(policy.jpegQuality)) == 0,
+              let buffer
+        else {
+            throw .corrupt("encoding JPEG: \(VipsRuntime.takeError())")
+        }
+        defer { cvips_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+
+    // MARK: - Plumbing
+
+    /// libvips reads the caller's bytes in place (no copy), so every image
+    /// made from them must be released before this returns; the
+    /// non-copyable handles guarantee that.
+    private func withBytes<Result>(
+        _ data: Data,
+        _ body: (UnsafeRawBufferPointer) throws(PhotoRejection) -> Result
+    ) throws(PhotoRejection) -> Result {
+        let outcome: Swift.Result<Result, PhotoRejection> = data.withUnsafeBytes { bytes in
+            Swift.Result { () throws(PhotoRejection) in try body(bytes) }
+        }
+        return try outcome.get()
+    }
+}

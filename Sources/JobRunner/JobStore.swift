@@ -1,0 +1,101 @@
+import Foundation
+
+/// What the runner needs from a database. A backend implements it once per
+/// dialect (SQLite, PostgreSQL); the runner never sees SQL.
+///
+/// `Transaction` is the backend's handle on one open write transaction. Steps
+/// whose effects are all in the database receive it, so their writes and the
+/// step's "done" mark commit together.
+public protocol JobStore: Sendable {
+    associatedtype Transaction
+
+    /// Runs `body` in one write transaction; commits if it returns, rolls back if it throws.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
+
+    /// Idempotent by unique key: a live job with the same key is returned, not duplicated.
+    func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: Transaction) throws -> EnqueueOutcome
+
+    /// Records a finished step, fenced by the lease: throws `JobRunnerError.leaseLost`
+    /// when another worker now holds the job, which rolls back the step's own writes.
+    /// Returns whether cancellation was requested meanwhile.
+    func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws -> Bool
+
+    /// Marks the job succeeded, fenced by the lease like `markStepDone`.
+    func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: Transaction) throws
+
+    /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running
+    /// with an expired lease) to `owner`: at most `quota[kind]` of each kind, each
+    /// for `leases[kind]` seconds. A rescued job on its last attempt goes `dead`.
+    func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob]
+
+    /// Extends the leases `owner` still holds; returns the ids it no longer holds.
+    func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID>
+
+    /// Records a failed attempt: `retrying` with a new `runAt`, or `dead` when `retryAt` is nil.
+    func markFailed(jobID: JobID, owner: String, error: String, retryAt: Date?, now: Date) async throws -> JobState
+
+    /// Gives back a claimed job this worker never started (it is shutting down), without using up an attempt.
+    func release(jobID: JobID, owner: String, now: Date) async throws
+
+    /// Moves a job whose cancellation was requested to `cancelled`, between steps.
+    func markCancelled(jobID: JobID, owner: String, now: Date) async throws
+
+    /// Queued or retrying jobs become `cancelled` at once; a running job is flagged
+    /// and stops before its next step.
+    func cancel(jobID: JobID, now: Date) async throws -> JobRecord?
+    func cancel(jobID: JobID, now: Date, in tx: Transaction) throws -> JobRecord?
+
+    /// Puts a dead or cancelled job back in the queue with a fresh attempt budget.
+    func retry(jobID: JobID, now: Date) async throws -> JobRecord?
+
+    func job(id: JobID) async throws -> JobRecord?
+    func job(id: JobID, in tx: Transaction) throws -> JobRecord?
+    func liveJob(uniqueKey: String, in tx: Transaction) throws -> JobRecord?
+    func jobs(matching filter: JobFilter) async throws -> [JobRecord]
+    func steps(of jobID: JobID) async throws -> [StepRecord]
+    func countByState() async throws -> [JobState: Int]
+
+    /// For cron-style schedules: returns true exactly once per (name, slot), across
+    /// processes, so overlapping `worker --once` runs enqueue a scheduled job once.
+    func claimScheduleSlot(name: String, slot: Date, in tx: Transaction) throws -> Bool
+
+    /// The runner's own probe table: one row per (job, step) for canary jobs,
+    /// which show that database-only steps take effect exactly once.
+    func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: Transaction) throws
+    func probeEffectCount(jobID: JobID) async throws -> Int
+}
+
+public struct JobRunnerError: Error, CustomStringConvertible, Sendable, Equatable {
+    private enum Code: Equatable, Sendable {
+        case leaseLost, unknownKind, invalidPolicy, invalidSchedule, noSuchJob, notRetryable
+    }
+
+    private let code: Code
+    public let message: String
+
+    public var description: String { message }
+
+    public static func leaseLost(_ id: JobID) -> Self {
+        .init(code: .leaseLost, message: "job \(id): lease lost to another worker; this attempt's step was rolled back")
+    }
+    public static func unknownKind(_ kind: String) -> Self {
+        .init(code: .unknownKind, message: "no job kind named '\(kind)' is registered")
+    }
+    public static func invalidPolicy(_ message: String) -> Self { .init(code: .invalidPolicy, message: message) }
+    public static func invalidSchedule(_ message: String) -> Self { .init(code: .invalidSchedule, message: message) }
+    public static func noSuchJob(_ id: JobID) -> Self { .init(code: .noSuchJob, message: "no job with id \(id)") }
+    public static func notRetryable(_ id: JobID, _ state: JobState) -> Self {
+        .init(code: .notRetryable, message: "job \(id) is \(state.rawValue); only dead or cancelled jobs can be retried")
+    }
+
+    public var isLeaseLost: Bool { code == .leaseLost }
+    public var isNoSuchJob: Bool { code == .noSuchJob }
+}
+
+/// Thrown by a step when running it again cannot help (bad payload, the
+/// account is gone): the job goes straight to `dead`.
+public struct PermanentJobFailure: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

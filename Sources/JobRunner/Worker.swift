@@ -1,0 +1,326 @@
+import Foundation
+import Logging
+
+public struct WorkerOptions: Sendable {
+    /// Jobs run at once by this process, across kinds (each kind also has its own policy limit).
+    public var concurrency: Int
+    /// How often an idle long-running worker looks for due jobs.
+    public var pollInterval: TimeInterval
+    /// Identifies this worker in leases; unique per process.
+    public var owner: String
+    /// Restrict this worker to some kinds; nil runs every registered kind.
+    public var kinds: Set<String>?
+
+    public init(concurrency: Int = 2, pollInterval: TimeInterval = 1, owner: String = WorkerOptions.defaultOwner(), kinds: Set<String>? = nil) {
+        self.concurrency = max(1, concurrency)
+        self.pollInterval = pollInterval
+        self.owner = owner
+        self.kinds = kinds
+    }
+
+    public static func defaultOwner() -> String {
+        let host = ProcessInfo.processInfo.hostName
+        let pid = ProcessInfo.processInfo.processIdentifier
+        return "\(host):\(pid):\(UUID().uuidString.prefix(8).lowercased())"
+    }
+}
+
+public enum JobOutcome: Sendable, Equatable {
+    case succeeded
+    case retrying(error: String, at: Date)
+    case dead(error: String)
+    case cancelled
+    /// Another worker took the job over (this one was too slow to heartbeat); nothing recorded.
+    case leaseLost
+}
+
+public enum WorkerEvent: Sendable {
+    case started(JobRecord)
+    case stepFinished(JobRecord, step: String)
+    case finished(JobRecord, JobOutcome)
+    case message(JobRecord, String)
+}
+
+public struct DrainSummary: Sendable, Equatable {
+    public var succeeded = 0
+    public var retrying = 0
+    public var dead = 0
+    public var cancelled = 0
+    public var leaseLost = 0
+    public var failures: [String] = []
+
+    public init() {}
+
+    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost }
+    /// What cron should see: every job this run touched finished well.
+    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 }
+
+    mutating func add(_ outcome: JobOutcome, job: JobRecord) {
+        switch outcome {
+        case .succeeded: succeeded += 1
+        case .retrying(let error, let at):
+            retrying += 1
+            failures.append("job \(job.id) (\(job.kind)) will retry at \(ISO8601.format(at)): \(error)")
+        case .dead(let error):
+            dead += 1
+            failures.append("job \(job.id) (\(job.kind)) is dead after \(job.attempt) attempt(s): \(error)")
+        case .cancelled: cancelled += 1
+        case .leaseLost: leaseLost += 1
+        }
+    }
+}
+
+/// Claims due jobs and runs their unfinished steps in order. Any number of workers,
+/// in one process or many, can share a store: claims are atomic, leases fence every
+/// step's done-mark, and an expired lease lets another worker resume the job.
+public final class Worker<Store: JobStore>: Sendable {
+    public let store: Store
+    public let registry: JobRegistry<Store.Transaction>
+    public let policies: PolicyBook
+    public let clock: any TimeSource
+    public let options: WorkerOptions
+    private let logger: Logger
+    private let events: @Sendable (WorkerEvent) -> Void
+
+    public init(
+        store: Store, registry: JobRegistry<Store.Transaction>, policies: PolicyBook, clock: any TimeSource,
+        options: WorkerOptions = .init(), logger: Logger = Logger(label: "lifecycle.worker"),
+        events: @escaping @Sendable (WorkerEvent) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.registry = registry
+        self.policies = policies
+        self.clock = clock
+        self.options = options
+        self.logger = logger
+        self.events = events
+    }
+
+    private var kindNames: [String] {
+        registry.names.filter { options.kinds?.contains($0) ?? true }
+    }
+
+    /// Runs everything due now, then returns: the `worker --once` cron mode.
+    public func drain() async throws -> DrainSummary {
+        try await loop(untilIdle: true)
+    }
+
+    /// Runs until the surrounding task is cancelled (SIGTERM), finishing the steps in flight.
+    public func run() async throws -> DrainSummary {
+        try await loop(untilIdle: false)
+    }
+
+    /// Enqueues each scheduled kind once per cron slot, however many workers race.
+    @discardableResult
+    public func enqueueScheduledJobs() async throws -> [EnqueueOutcome] {
+        let now = clock.now()
+        var outcomes: [EnqueueOutcome] = []
+        for kind in kindNames {
+            let policy = policies.policy(for: kind)
+            guard let schedule = policy.schedule, let slot = schedule.latestSlot(atOrBefore: now) else { continue }
+            let store = self.store
+            let outcome: EnqueueOutcome? = try await store.write { tx in
+                guard try store.claimScheduleSlot(name: kind, slot: slot, in: tx) else { return nil }
+                let request = EnqueueRequest(kind: kind, payload: "{}", uniqueKey: "schedule:\(kind)")
+                return try store.enqueue(request, policy: policy, now: now, in: tx)
+            }
+            if let outcome {
+                logger.info("scheduled job enqueued", metadata: ["kind": "\(kind)", "slot": "\(ISO8601.format(slot))", "job": "\(outcome.job.id)"])
+                outcomes.append(outcome)
+            }
+        }
+        return outcomes
+    }
+
+    private func loop(untilIdle: Bool) async throws -> DrainSummary {
+        var summary = DrainSummary()
+        let kinds = kindNames
+        guard !kinds.isEmpty else { return summary }
+        try await enqueueScheduledJobs()
+        var lastScheduleCheck = clock.now()
+
+        try await withThrowingTaskGroup(of: (JobRecord, JobOutcome).self) { group in
+            var inFlight: [String: Int] = [:]
+            var buffered: [ClaimedJob] = []
+            var running = 0
+            var stopping = false
+
+            while true {
+                if Task.isCancelled { stopping = true }
+                if !stopping {
+                    if running < options.concurrency && buffered.isEmpty {
+                        buffered = try await claimBatch(kinds: kinds)
+                    }
+                    while running < options.concurrency,
+                          let next = buffered.firstIndex(where: { inFlight[$0.record.kind, default: 0] < policies.policy(for: $0.record.kind).concurrency }) {
+                        let claimed = buffered.remove(at: next)
+                        running += 1
+                        inFlight[claimed.record.kind, default: 0] += 1
+                        group.addTask { (claimed.record, await self.execute(claimed)) }
+                    }
+                }
+                if running == 0 {
+                    if untilIdle || stopping { break }
+                    try? await Task.sleep(nanoseconds: UInt64(options.pollInterval * 1_000_000_000))
+                    if clock.now().timeIntervalSince(lastScheduleCheck) >= 30 {
+                        try await enqueueScheduledJobs()
+                        lastScheduleCheck = clock.now()
+                    }
+                    continue
+                }
+                guard let (job, outcome) = try await group.next() else { break }
+                running -= 1
+                inFlight[job.kind, default: 1] -= 1
+                summary.add(outcome, job: job)
+            }
+            // Claimed but never started: hand them back now rather than after the lease expires.
+            for claimed in buffered {
+                try? await store.release(jobID: claimed.record.id, owner: options.owner, now: clock.now())
+            }
+        }
+        return summary
+    }
+
+    /// Claims several jobs per transaction so one claim feeds several executions:
+    /// the per-job transaction count is what limits throughput on SQLite. Jobs wait
+    /// in the buffer while their kind is at its concurrency limit.
+    private func claimBatch(kinds: [String]) async throws -> [ClaimedJob] {
+        let batch = options.concurrency * 8
+        var quota: [String: Int] = [:]
+        var leases: [String: TimeInterval] = [:]
+        for kind in kinds {
+            let policy = policies.policy(for: kind)
+            quota[kind] = min(batch, policy.concurrency * 8)
+            leases[kind] = policy.lease
+        }
+        return try await store.claim(quota: quota, leases: leases, owner: options.owner, now: clock.now())
+    }
+
+    private func execute(_ claimed: ClaimedJob) async -> JobOutcome {
+        let job = claimed.record
+        var jobLogger = logger
+        jobLogger[metadataKey: "job"] = "\(job.id)"
+        jobLogger[metadataKey: "kind"] = "\(job.kind)"
+        events(.started(job))
+
+        if job.state == .dead {
+            // Claimed by rescue on its last attempt: the store already buried it.
+            let outcome = JobOutcome.dead(error: job.lastError ?? "worker lost during the final attempt")
+            events(.finished(job, outcome))
+            return outcome
+        }
+        let policy = policies.policy(for: job.kind)
+        guard let kind = registry[job.kind] else {
+            let outcome = await recordFailure(job, error: JobRunnerError.unknownKind(job.kind), policy: policy, logger: jobLogger)
+            events(.finished(job, outcome))
+            return outcome
+        }
+
+        let heartbeat = startHeartbeat(job: job, policy: policy)
+        defer { heartbeat.cancel() }
+
+        var outputs = claimed.finishedSteps
+        let store = self.store
+        let owner = options.owner
+        do {
+            for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil {
+                let isLast = index == kind.steps.count - 1
+                let context = StepContext(
+                    job: job, outputs: outputs, now: clock.now(), logger: jobLogger,
+                    progress: { [events] text in events(.message(job, text)) })
+                let finish: @Sendable (StepResult, Store.Transaction) throws -> Bool = { result, tx in
+                    let now = context.now
+                    let cancelRequested = try store.markStepDone(
+                        jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
+                    if isLast || result.finishesJob {
+                        try store.markSucceeded(jobID: job.id, owner: owner, now: now, in: tx)
+                    }
+                    return cancelRequested
+                }
+                let result: StepResult
+                let cancelRequested: Bool
+                switch step.body {
+                case .database(let body):
+                    (result, cancelRequested) = try await store.write { tx in
+                        let result = try body(context, tx)
+                        return (result, try finish(result, tx))
+                    }
+                case .external(let body):
+                    result = try await body(context)
+                    cancelRequested = try await store.write { tx in try finish(result, tx) }
+                }
+                outputs[step.name] = .some(result.output)
+                events(.stepFinished(job, step: step.name))
+                jobLogger.debug("step finished", metadata: ["step": "\(step.name)"])
+                if isLast || result.finishesJob {
+                    events(.finished(job, .succeeded))
+                    return .succeeded
+                }
+                if cancelRequested {
+                    try await store.markCancelled(jobID: job.id, owner: owner, now: clock.now())
+                    jobLogger.notice("job cancelled between steps", metadata: ["after": "\(step.name)"])
+                    events(.finished(job, .cancelled))
+                    return .cancelled
+                }
+            }
+            // Every step was already recorded by an earlier attempt.
+            let now = clock.now()
+            try await store.write { tx in try store.markSucceeded(jobID: job.id, owner: owner, now: now, in: tx) }
+            events(.finished(job, .succeeded))
+            return .succeeded
+        } catch let error as JobRunnerError where error.isLeaseLost {
+            jobLogger.warning("lease lost; another worker continues this job")
+            events(.finished(job, .leaseLost))
+            return .leaseLost
+        } catch {
+            let outcome = await recordFailure(job, error: error, policy: policy, logger: jobLogger)
+            events(.finished(job, outcome))
+            return outcome
+        }
+    }
+
+    private func recordFailure(_ job: JobRecord, error: any Error, policy: JobPolicy, logger: Logger) async -> JobOutcome {
+        let message = String(describing: error)
+        let now = clock.now()
+        let permanent = error is PermanentJobFailure || (error as? JobRunnerError) == JobRunnerError.unknownKind(job.kind)
+        let retryAt: Date? = (permanent || job.attempt >= job.maxAttempts)
+            ? nil : now.addingTimeInterval(policy.retryDelay(afterAttempt: job.attempt))
+        do {
+            let state = try await store.markFailed(jobID: job.id, owner: options.owner, error: message, retryAt: retryAt, now: now)
+            if state == .retrying, let retryAt {
+                logger.warning("attempt failed; will retry", metadata: ["attempt": "\(job.attempt)", "retry_at": "\(ISO8601.format(retryAt))", "error": "\(message)"])
+                return .retrying(error: message, at: retryAt)
+            }
+            logger.error("job is dead", metadata: ["attempt": "\(job.attempt)", "error": "\(message)"])
+            return .dead(error: message)
+        } catch let storeError as JobRunnerError where storeError.isLeaseLost {
+            return .leaseLost
+        } catch {
+            logger.error("could not record the failure; the lease will expire and the job be retried", metadata: ["error": "\(error)"])
+            return .retrying(error: message, at: now.addingTimeInterval(policy.lease))
+        }
+    }
+
+    private func startHeartbeat(job: JobRecord, policy: JobPolicy) -> Task<Void, Never> {
+        let store = self.store
+        let owner = options.owner
+        let clock = self.clock
+        let logger = self.logger
+        let interval = max(0.2, policy.lease / 3)
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                if Task.isCancelled { return }
+                do {
+                    let lost = try await store.heartbeat(jobIDs: [job.id], owner: owner, lease: policy.lease, now: clock.now())
+                    if lost.contains(job.id) {
+                        logger.warning("heartbeat found the lease taken over", metadata: ["job": "\(job.id)"])
+                        return
+                    }
+                } catch {
+                    logger.warning("heartbeat failed; will try again", metadata: ["job": "\(job.id)", "error": "\(error)"])
+                }
+            }
+        }
+    }
+}

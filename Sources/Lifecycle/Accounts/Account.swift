@@ -1,0 +1,213 @@
+import Foundation
+
+public enum AccountState: String, Sendable, Codable, CaseIterable {
+    case active, pendingDeletion, purging, purged
+}
+
+public struct Integrations: Sendable, Codable, Equatable {
+    public var whoop: Bool
+    public var strava: Bool
+    public var appleHealth: Bool
+    public var fitness: Bool
+
+    public init(whoop: Bool = false, strava: Bool = false, appleHealth: Bool = false, fitness: Bool = false) {
+        self.whoop = whoop
+        self.strava = strava
+        self.appleHealth = appleHealth
+        self.fitness = fitness
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case whoop, strava, appleHealth = "apple_health", fitness
+    }
+}
+
+public struct Account: Sendable, Codable, Equatable {
+    public var id: String
+    public var email: String?
+    public var passwordHash: String?
+    public var firstName: String?
+    public var lastName: String?
+    public var displayName: String?
+    public var bio: String?
+    public var profilePhotoID: String?
+    public var primarySport: String?
+    public var morningReminderTime: String?
+    public var timezone: String?
+    public var subscriptionStatus: String?
+    public var integrations: Integrations
+    public var state: AccountState
+    public var deletionRequestedAt: Date?
+    public var purgeAfter: Date?
+    public var purgedAt: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        id: String, email: String?, passwordHash: String?, firstName: String?, lastName: String?, displayName: String?,
+        bio: String?, profilePhotoID: String?, primarySport: String?, morningReminderTime: String?, timezone: String?,
+        subscriptionStatus: String?, integrations: Integrations, state: AccountState, deletionRequestedAt: Date?,
+        purgeAfter: Date?, purgedAt: Date?, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.email = email
+        self.passwordHash = passwordHash
+        self.firstName = firstName
+        self.lastName = lastName
+        self.displayName = displayName
+        self.bio = bio
+        self.profilePhotoID = profilePhotoID
+        self.primarySport = primarySport
+        self.morningReminderTime = morningReminderTime
+        self.timezone = timezone
+        self.subscriptionStatus = subscriptionStatus
+        self.integrations = integrations
+        self.state = state
+        self.deletionRequestedAt = deletionRequestedAt
+        self.purgeAfter = purgeAfter
+        self.purgedAt = purgedAt
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+public enum Theme: String, Sendable, Codable, CaseIterable { case system, light, dark }
+
+public struct Preferences: Sendable, Codable, Equatable {
+    public static let fontSizeOffsets: Set<Int> = [-2, 0, 2, 4]
+
+    public var theme: Theme
+    public var fontSizeOffset: Int
+    public var notificationsEnabled: Bool
+    public var dailyReminderTime: String?
+
+    public init(theme: Theme = .system, fontSizeOffset: Int = 0, notificationsEnabled: Bool = true, dailyReminderTime: String? = nil) {
+        self.theme = theme
+        self.fontSizeOffset = fontSizeOffset
+        self.notificationsEnabled = notificationsEnabled
+        self.dailyReminderTime = dailyReminderTime
+    }
+}
+
+public enum PhotoRole: String, Sendable, Codable { case entry, profile }
+
+/// Where a profile photo stands in normalisation (entry photos are kept as uploaded).
+public enum NormalizationState: String, Sendable, Codable { case pending, normalized, rejected }
+
+public struct PhotoRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var accountID: String
+    public var entryID: String?
+    public var role: PhotoRole
+    public var blobKey: String
+    public var contentType: String
+    public var byteSize: Int64
+    public var sha256: String
+    public var takenAt: Date?
+    public var createdAt: Date
+    public var normalizationState: NormalizationState?
+    public var normalizationReason: String?
+    public var recipeVersion: Int?
+
+    public init(
+        id: String, accountID: String, entryID: String?, role: PhotoRole, blobKey: String, contentType: String,
+        byteSize: Int64, sha256: String, takenAt: Date?, createdAt: Date,
+        normalizationState: NormalizationState? = nil, normalizationReason: String? = nil, recipeVersion: Int? = nil
+    ) {
+        self.id = id
+        self.accountID = accountID
+        self.entryID = entryID
+        self.role = role
+        self.blobKey = blobKey
+        self.contentType = contentType
+        self.byteSize = byteSize
+        self.sha256 = sha256
+        self.takenAt = takenAt
+        self.createdAt = createdAt
+        self.normalizationState = normalizationState
+        self.normalizationReason = normalizationReason
+        self.recipeVersion = recipeVersion
+    }
+}
+
+public struct JournalEntry: Sendable, Codable, Equatable {
+    public var id: String
+    public var accountID: String
+    public var createdAt: Date
+    public var text: String
+
+    public init(id: String, accountID: String, createdAt: Date, text: String) {
+        self.id = id
+        self.accountID = accountID
+        self.createdAt = createdAt
+        self.text = text
+    }
+}
+
+public struct Mesocycle: Sendable, Codable, Equatable {
+    public static let statuses: Set<String> = ["planned", "active", "completed", "abandoned"]
+
+    public var id: String
+    public var accountID: String
+    public var status: String
+    public var startedAt: Date?
+    public var completedAt: Date?
+
+    public init(id: String, accountID: String, status: String, startedAt: Date?, completedAt: Date?) {
+        self.id = id
+        self.accountID = accountID
+        self.status = status
+        self.startedAt = startedAt
+        self.completedAt = completedAt
+    }
+}
+
+public struct MeditationSession: Sendable, Codable, Equatable {
+    public var id: String
+    public var accountID: String
+    public var startedAt: Date
+    public var durationSeconds: Int
+
+    public init(id: String, accountID: String, startedAt: Date, durationSeconds: Int) {
+        self.id = id
+        self.accountID = accountID
+        self.startedAt = startedAt
+        self.durationSeconds = durationSeconds
+    }
+}
+
+/// A sign-in session. Revoking it signs the user out everywhere it was used.
+public struct SignInSession: Sendable, Codable, Equatable {
+    public var id: String
+    public var accountID: String
+    public var createdAt: Date
+    public var revokedAt: Date?
+
+    public init(id: String, accountID: String, createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.accountID = accountID
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Who did what to which account, and how it ended. Never holds a password or hash.
+public struct AuditEvent: Sendable, Codable, Equatable {
+    public var id: Int64?
+    public var at: Date
+    public var actor: String
+    public var action: String
+    public var accountID: String?
+    public var outcome: String
+    public var detail: String?
+
+    public init(id: Int64? = nil, at: Date, actor: String, action: String, accountID: String?, outcome: String, detail: String? = nil) {
+        self.id = id
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.accountID = accountID
+        self.outcome = outcome
+        self.detail = detail
+    }
+}

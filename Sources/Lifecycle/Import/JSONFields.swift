@@ -1,0 +1,130 @@
+import Foundation
+import JobRunner
+
+/// A parsed JSON value that keeps booleans and numbers apart (JSONSerialization
+/// on Linux does not), so `"notifications_enabled": 1` is refused, not read as true.
+enum JSONValue: Decodable {
+    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
+        else if let number = try? container.decode(Double.self) { self = .number(number) }
+        else if let text = try? container.decode(String.self) { self = .string(text) }
+        else if let items = try? container.decode([JSONValue].self) { self = .array(items) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+}
+
+/// Typed, path-aware access to one JSON object of an import line, so every
+/// error names the exact field ("entries[2].photos[0].file: …").
+struct JSONFields {
+    let values: [String: JSONValue]
+    let path: String
+
+    init(_ value: JSONValue?, path: String) throws(ValidationFailure) {
+        guard case .object(let values) = value else {
+            throw ValidationFailure(path.isEmpty ? "line" : path, "must be a JSON object")
+        }
+        self.values = values
+        self.path = path
+    }
+
+    func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    func requireOnly(_ allowed: Set<String>) throws(ValidationFailure) {
+        let unknown = Set(values.keys).subtracting(allowed).sorted()
+        guard unknown.isEmpty else {
+            throw ValidationFailure(name(unknown[0]), "is not a known field (known here: \(allowed.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    private func present(_ key: String) -> JSONValue? {
+        guard let value = values[key] else { return nil }
+        if case .null = value { return nil }
+        return value
+    }
+
+    func string(_ key: String) throws(ValidationFailure) -> String {
+        guard let value = try optionalString(key) else { throw ValidationFailure(name(key), "is required") }
+        return value
+    }
+
+    func optionalString(_ key: String) throws(ValidationFailure) -> String? {
+        guard let value = present(key) else { return nil }
+        guard case .string(let text) = value else { throw ValidationFailure(name(key), "must be a string") }
+        return text
+    }
+
+    func optionalBool(_ key: String) throws(ValidationFailure) -> Bool? {
+        guard let value = present(key) else { return nil }
+        guard case .bool(let flag) = value else { throw ValidationFailure(name(key), "must be true or false") }
+        return flag
+    }
+
+    func optionalInt(_ key: String) throws(ValidationFailure) -> Int? {
+        guard let value = present(key) else { return nil }
+        guard case .number(let number) = value, let exact = Int(exactly: number) else {
+            throw ValidationFailure(name(key), "must be a whole number")
+        }
+        return exact
+    }
+
+    func date(_ key: String) throws(ValidationFailure) -> Date {
+        guard let value = try optionalDate(key) else { throw ValidationFailure(name(key), "is required") }
+        return value
+    }
+
+    func optionalDate(_ key: String) throws(ValidationFailure) -> Date? {
+        guard let text = try optionalString(key) else { return nil }
+        guard let date = ISO8601.parse(text) else {
+            throw ValidationFailure(name(key), "must be an ISO-8601 timestamp like 2025-01-02T03:04:05Z (got \(ProfileRules.quoted(text)))")
+        }
+        return date
+    }
+
+    func object(_ key: String) throws(ValidationFailure) -> JSONFields? {
+        guard let value = present(key) else { return nil }
+        return try JSONFields(value, path: name(key))
+    }
+
+    func array(_ key: String) throws(ValidationFailure) -> [JSONFields] {
+        guard let value = present(key) else { return [] }
+        guard case .array(let items) = value else { throw ValidationFailure(name(key), "must be an array") }
+        var result: [JSONFields] = []
+        for (index, item) in items.enumerated() {
+            result.append(try JSONFields(item, path: "\(name(key))[\(index)]"))
+        }
+        return result
+    }
+}
+
+/// Reads a file line by line in bounded chunks, so a large import never sits in memory whole.
+struct LineReader {
+    private let handle: FileHandle
+    private var buffer = Data()
+    private var finished = false
+
+    init(handle: FileHandle) { self.handle = handle }
+
+    mutating func next() throws -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = Data(buffer[(newline + 1)...])
+                return String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self)
+            }
+            if finished {
+                guard !buffer.isEmpty else { return nil }
+                defer { buffer = Data() }
+                return String(decoding: buffer, as: UTF8.self)
+            }
+            if let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+                buffer.append(chunk)
+            } else {
+                finished = true
+            }
+        }
+    }
+}

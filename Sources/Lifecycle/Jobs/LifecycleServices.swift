@@ -1,0 +1,43 @@
+import Foundation
+import JobRunner
+import Logging
+
+/// Everything a job or command needs, passed in explicitly: no globals, so tests
+/// choose the store, the blob store and the clock.
+public struct LifecycleServices<Store: LifecycleStore>: Sendable {
+    public let store: Store
+    public let blobs: any BlobStore
+    public let policies: PolicyBook
+    public let clock: any TimeSource
+    public let logger: Logger
+
+    public init(store: Store, blobs: any BlobStore, policies: PolicyBook, clock: any TimeSource, logger: Logger) {
+        self.store = store
+        self.blobs = blobs
+        self.policies = policies
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Every job kind the toolkit runs, for workers to register.
+    public var registry: JobRegistry<Store.Transaction> {
+        JobRegistry([
+            ProbeJobs.probe(store: store),
+            ProbeJobs.noop(store: store),
+        ])
+    }
+
+    public func enqueue(_ request: EnqueueRequest) async throws -> EnqueueOutcome {
+        let policy = policies.policy(for: request.kind)
+        let now = clock.now()
+        let store = self.store
+        return try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }
+    }
+
+    public func account(_ reference: String) async throws -> Account? {
+        try await store.read { tx in
+            if let account = try tx.account(id: reference) { return account }
+            return reference.contains("@") ? try tx.account(email: reference) : nil
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+public struct BlobInfo: Sendable, Equatable {
+    public var key: String
+    public var size: Int64
+
+    public init(key: String, size: Int64) {
+        self.key = key
+        self.size = size
+    }
+}
+
+public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+
+    public static func invalidKey(_ key: String) -> Self {
+        .init("blob key '\(key)' is not allowed: use segments of letters, digits, '.', '_' or '-' separated by '/', with no '.' or '..' segment")
+    }
+    public static func notFound(_ key: String) -> Self { .init("blob '\(key)' does not exist") }
+}
+
+/// Photos and export archives. Keys look like `accounts/<id>/photos/<photo-id>`;
+/// everything of one account lives under `accounts/<id>/`, so purge can list
+/// that prefix and require it empty.
+public protocol BlobStore: Sendable {
+    /// Stores a local file under `key`, complete or not at all (temp + rename on disk,
+    /// a single or multipart upload remotely). `moving` lets a local store rename instead of copy.
+    func put(key: String, fromFile path: String, moving: Bool) async throws -> BlobInfo
+    func put(key: String, data: Data) async throws -> BlobInfo
+    func info(key: String) async throws -> BlobInfo?
+    /// Streams the blob in chunks; memory stays bounded whatever its size.
+    func read(key: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) async throws
+    /// Keys in lexical order, starting after `after`, at most `limit` of them.
+    func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo]
+    /// Deleting a key that does not exist is not an error: purge may run twice.
+    func delete(keys: [String]) async throws
+    /// Makes the blob at `from` available at `to` and removes `from` (an archive's publish step).
+    func move(from: String, to: String) async throws
+}
+
+extension BlobStore {
+    public func readAll(key: String) async throws -> Data {
+        var data = Data()
+        try await read(key: key, chunkSize: 1 << 16) { chunk in data.append(contentsOf: chunk) }
+        return data
+    }
+}
+
+public enum BlobKey {
+    /// Ids that become key segments and archive names must be this safe: imported data
+    /// comes from other systems, and a `..` in an id must never become a path.
+    public static func isSafeSegment(_ segment: some StringProtocol) -> Bool {
+        guard !segment.isEmpty, segment.count <= 128, segment != ".", segment != ".." else { return false }
+        return segment.unicodeScalars.allSatisfy { scalar in
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "-": return true
+            default: return false
+            }
+        }
+    }
+
+    public static func isValid(_ key: String) -> Bool {
+        guard !key.isEmpty, key.utf8.count <= 1_024 else { return false }
+        return key.split(separator: "/", omittingEmptySubsequences: false).allSatisfy(isSafeSegment)
+    }
+
+    public static func accountPrefix(_ accountID: String) -> String { "accounts/\(accountID)/" }
+    public static func photo(accountID: String, photoID: String) -> String { "accounts/\(accountID)/photos/\(photoID)" }
+}

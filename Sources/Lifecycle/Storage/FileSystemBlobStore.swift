@@ -1,0 +1,170 @@
+import Foundation
+import Crypto
+
+/// The embedded default: one file per blob under a root directory (`./blobs`).
+/// Writes go to `<root>/.incoming/` first and are renamed into place, so a reader
+/// or a crash never sees half a blob.
+public struct FileSystemBlobStore: BlobStore {
+    public let root: String
+    private var incoming: String { (root as NSString).appendingPathComponent(".incoming") }
+
+    public init(root: String) throws {
+        self.root = (root as NSString).standardizingPath
+        try FileManager.default.createDirectory(atPath: self.root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: (self.root as NSString).appendingPathComponent(".incoming"), withIntermediateDirectories: true)
+    }
+
+    public func path(for key: String) throws -> String {
+        guard BlobKey.isValid(key) else { throw BlobStoreError.invalidKey(key) }
+        return (root as NSString).appendingPathComponent(key)
+    }
+
+    private func temporaryPath() -> String {
+        (incoming as NSString).appendingPathComponent(UUID().uuidString)
+    }
+
+    private func install(_ temporary: String, at key: String) throws -> BlobInfo {
+        let destination = try path(for: key)
+        try FileManager.default.createDirectory(
+            atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard rename(temporary, destination) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw BlobStoreError("cannot store blob '\(key)': \(reason)")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? NSNumber)?.int64Value ?? 0
+        return BlobInfo(key: key, size: size)
+    }
+
+    public func put(key: String, fromFile source: String, moving: Bool) async throws -> BlobInfo {
+        _ = try path(for: key)
+        let temporary = temporaryPath()
+        if moving, rename(source, temporary) == 0 {
+            return try install(temporary, at: key)
+        }
+        do {
+            try copyDurably(from: source, to: temporary)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        return try install(temporary, at: key)
+    }
+
+    public func put(key: String, data: Data) async throws -> BlobInfo {
+        _ = try path(for: key)
+        let temporary = temporaryPath()
+        do {
+            try data.write(to: URL(fileURLWithPath: temporary))
+        } catch {
+            unlink(temporary)
+            throw BlobStoreError("cannot write blob '\(key)': \(error.localizedDescription)")
+        }
+        return try install(temporary, at: key)
+    }
+
+    private func copyDurably(from source: String, to destination: String) throws {
+        guard let input = FileHandle(forReadingAtPath: source) else {
+            throw BlobStoreError("cannot read '\(source)': \(String(cString: strerror(errno)))")
+        }
+        defer { try? input.close() }
+        guard FileManager.default.createFile(atPath: destination, contents: nil),
+              let output = FileHandle(forWritingAtPath: destination) else {
+            throw BlobStoreError("cannot create '\(destination)': \(String(cString: strerror(errno)))")
+        }
+        defer { try? output.close() }
+        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+            try output.write(contentsOf: chunk)
+        }
+        try output.synchronize()
+    }
+
+    public func info(key: String) async throws -> BlobInfo? {
+        let file = try path(for: key)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+              (attributes[.type] as? FileAttributeType) == .typeRegular else { return nil }
+        return BlobInfo(key: key, size: (attributes[.size] as? NSNumber)?.int64Value ?? 0)
+    }
+
+    public func read(key: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        let file = try path(for: key)
+        guard let handle = FileHandle(forReadingAtPath: file) else { throw BlobStoreError.notFound(key) }
+        defer { try? handle.close() }
+        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
+            try chunk.withUnsafeBytes { try body($0) }
+        }
+    }
+
+    public func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
+        // Walk only the directory the prefix names, so listing one account stays cheap.
+        let directoryPart = prefix.hasSuffix("/") ? String(prefix.dropLast()) : (prefix as NSString).deletingLastPathComponent
+        let start = directoryPart.isEmpty ? root : (root as NSString).appendingPathComponent(directoryPart)
+        guard let enumerator = FileManager.default.enumerator(atPath: start) else { return [] }
+        var keys: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            if directoryPart.isEmpty, relative == ".incoming" { enumerator.skipDescendants(); continue }
+            let key = directoryPart.isEmpty ? relative : directoryPart + "/" + relative
+            guard key.hasPrefix(prefix), enumerator.fileAttributes?[.type] as? FileAttributeType == .typeRegular else { continue }
+            if let after, key <= after { continue }
+            keys.append(key)
+        }
+        keys.sort()
+        return try keys.prefix(limit).map { key in
+            let size = (try FileManager.default.attributesOfItem(atPath: try path(for: key))[.size] as? NSNumber)?.int64Value ?? 0
+            return BlobInfo(key: key, size: size)
+        }
+    }
+
+    public func delete(keys: [String]) async throws {
+        for key in keys {
+            let file = try path(for: key)
+            if unlink(file) != 0 && errno != ENOENT {
+                throw BlobStoreError("cannot delete blob '\(key)': \(String(cString: strerror(errno)))")
+            }
+            removeEmptyParents(of: file)
+        }
+    }
+
+    public func move(from: String, to: String) async throws {
+        let source = try path(for: from)
+        let destination = try path(for: to)
+        try FileManager.default.createDirectory(
+            atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard rename(source, destination) == 0 else {
+            // Already moved by an earlier run of the same step.
+            if errno == ENOENT, FileManager.default.fileExists(atPath: destination) { return }
+            throw BlobStoreError("cannot move blob '\(from)' to '\(to)': \(String(cString: strerror(errno)))")
+        }
+        removeEmptyParents(of: source)
+    }
+
+    /// A purged account should leave no empty directories that still carry its id.
+    private func removeEmptyParents(of file: String) {
+        var directory = (file as NSString).deletingLastPathComponent
+        while directory.count > root.count, directory.hasPrefix(root + "/") {
+            if rmdir(directory) != 0 { return }
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+    }
+}
+
+public enum FileDigest {
+    /// SHA-256 (hex) and size of a file, read in chunks.
+    public static func sha256(ofFile path: String) throws -> (hex: String, size: Int64) {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw BlobStoreError("cannot read '\(path)': \(String(cString: strerror(errno)))")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        var size: Int64 = 0
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            hasher.update(data: chunk)
+            size += Int64(chunk.count)
+        }
+        return (hex(hasher.finalize()), size)
+    }
+
+    public static func hex(_ digest: some Sequence<UInt8>) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import GRDB
+import Lifecycle
+
+extension Account {
+    init(row: Row) {
+        self.init(
+            id: row["id"], email: row["email"], passwordHash: row["password_hash"], firstName: row["first_name"],
+            lastName: row["last_name"], displayName: row["display_name"], bio: row["bio"],
+            profilePhotoID: row["profile_photo_id"], primarySport: row["primary_sport"],
+            morningReminderTime: row["morning_reminder_time"], timezone: row["timezone"],
+            subscriptionStatus: row["subscription_status"],
+            integrations: Integrations(
+                whoop: row["integration_whoop"], strava: row["integration_strava"],
+                appleHealth: row["integration_apple_health"], fitness: row["integration_fitness"]),
+            state: AccountState(rawValue: row["state"]) ?? .active, deletionRequestedAt: row["deletion_requested_at"],
+            purgeAfter: row["purge_after"], purgedAt: row["purged_at"], createdAt: row["created_at"], updatedAt: row["updated_at"])
+    }
+}
+
+extension PhotoRecord {
+    init(row: Row) {
+        self.init(
+            id: row["id"], accountID: row["account_id"], entryID: row["entry_id"],
+            role: PhotoRole(rawValue: row["role"]) ?? .entry, blobKey: row["blob_key"], contentType: row["content_type"],
+            byteSize: row["byte_size"], sha256: row["sha256"], takenAt: row["taken_at"], createdAt: row["created_at"],
+            normalizationState: (row["normalization_state"] as String?).flatMap(NormalizationState.init(rawValue:)),
+            normalizationReason: row["normalization_reason"], recipeVersion: row["recipe_version"])
+    }
+}
+
+/// The tables that hang off an account, children before parents: the order rows must be deleted in.
+let accountChildTables = ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"]
+
+extension SQLiteTransaction: AccountTransaction {
+    public func account(id: String) throws -> Account? {
+        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id]).map(Account.init(row:))
+    }
+
+    public func account(email: String) throws -> Account? {
+        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE email = ?", arguments: [email]).map(Account.init(row:))
+    }
+
+    public func preferences(accountID: String) throws -> Preferences? {
+        try Row.fetchOne(db, sql: "SELECT * FROM preferences WHERE account_id = ?", arguments: [accountID]).map { row in
+            Preferences(
+                theme: Theme(rawValue: row["theme"]) ?? .system, fontSizeOffset: row["font_size_offset"],
+                notificationsEnabled: row["notifications_enabled"], dailyReminderTime: row["daily_reminder_time"])
+        }
+    }
+
+    /// Inserts unless a row with the id exists; reports who owns an existing id.
+    private func insertIfAbsent(table: String, id: String, accountID: String, ownerColumn: String = "account_id", _ insert: () throws -> Void) throws -> InsertOutcome {
+        if let owner = try String.fetchOne(db, sql: "SELECT \(ownerColumn) FROM \(table) WHERE id = ?", arguments: [id]) {
+            return owner == accountID ? .alreadyPresent : .belongsToAnotherAccount(owner)
+        }
+        try insert()
+        return .inserted
+    }
+
+    public func insertAccount(_ account: Account, preferences: Preferences?) throws -> InsertOutcome {
+        try insertIfAbsent(table: "accounts", id: account.id, accountID: account.id, ownerColumn: "id") {
+            try db.execute(
+                sql: """
+                    INSERT INTO accounts (id, email, password_hash, first_name, last_name, display_name, bio, profile_photo_id,
+                      primary_sport, morning_reminder_time, timezone, subscription_status, integration_whoop, integration_strava,
+                      integration_apple_health, integration_fitness, state, deletion_requested_at, purge_after, purged_at,
+                      created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    account.id, account.email, account.passwordHash, account.firstName, account.lastName, account.displayName,
+                    account.bio, account.profilePhotoID, account.primarySport, account.morningReminderTime, account.timezone,
+                    account.subscriptionStatus, account.integrations.whoop, account.integrations.strava,
+                    account.integrations.appleHealth, account.integrations.fitness, account.state.rawValue,
+                    account.deletionRequestedAt, account.purgeAfter, account.purgedAt, account.createdAt, account.updatedAt,
+                ])
+            if let preferences {
+                try db.execute(
+                    sql: "INSERT INTO preferences (account_id, theme, font_size_offset, notifications_enabled, daily_reminder_time) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [account.id, preferences.theme.rawValue, preferences.fontSizeOffset,
+                                preferences.notificationsEnabled, preferences.dailyReminderTime])
+            }
+        }
+    }
+
+    public func insertEntry(_ entry: JournalEntry) throws -> InsertOutcome {
+        try insertIfAbsent(table: "journal_entries", id: entry.id, accountID: entry.accountID) {
+            try db.execute(
+                sql: "INSERT INTO journal_entries (id, account_id, created_at, text) VALUES (?, ?, ?, ?)",
+                arguments: [entry.id, entry.accountID, entry.createdAt, entry.text])
+        }
+    }
+
+    public func insertPhoto(_ photo: PhotoRecord) throws -> InsertOutcome {
+        try insertIfAbsent(table: "photos", id: photo.id, accountID: photo.accountID) {
+            try db.execute(
+                sql: """
+                    INSERT INTO photos (id, account_id, entry_id, role, blob_key, content_type, byte_size, sha256, taken_at,
+                      created_at, normalization_state, normalization_reason, recipe_version)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    photo.id, photo.accountID, photo.entryID, photo.role.rawValue, photo.blobKey, photo.contentType,
+                    photo.byteSize, photo.sha256, photo.takenAt, photo.createdAt, photo.normalizationState?.rawValue,
+                    photo.normalizationReason, photo.recipeVersion,
+                ])
+        }
+    }
+
+    public func insertMesocycle(_ mesocycle: Mesocycle) throws -> InsertOutcome {
+        try insertIfAbsent(table: "mesocycles", id: mesocycle.id, accountID: mesocycle.accountID) {
+            try db.execute(
+                sql: "INSERT INTO mesocycles (id, account_id, status, started_at, completed_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [mesocycle.id, mesocycle.accountID, mesocycle.status, mesocycle.startedAt, mesocycle.completedAt])
+        }
+    }
+
+    public func insertMeditationSession(_ session: MeditationSession) throws -> InsertOutcome {
+        try insertIfAbsent(table: "meditation_sessions", id: session.id, accountID: session.accountID) {
+            try db.execute(
+                sql: "INSERT INTO meditation_sessions (id, account_id, started_at, duration_seconds) VALUES (?, ?, ?, ?)",
+                arguments: [session.id, session.accountID, session.startedAt, session.durationSeconds])
+        }
+    }
+
+    public func insertSession(_ session: SignInSession) throws -> InsertOutcome {
+        try insertIfAbsent(table: "sessions", id: session.id, accountID: session.accountID) {
+            try db.execute(
+                sql: "INSERT INTO sessions (id, account_id, created_at, revoked_at) VALUES (?, ?, ?, ?)",
+                arguments: [session.id, session.accountID, session.createdAt, session.revokedAt])
+        }
+    }
+
+    public func setProfilePhoto(accountID: String, photoID: String?, now: Date) throws {
+        try db.execute(
+            sql: "UPDATE accounts SET profile_photo_id = ?, updated_at = ? WHERE id = ?", arguments: [photoID, now, accountID])
+    }
+
+    public func photo(id: String) throws -> PhotoRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM photos WHERE id = ?", arguments: [id]).map(PhotoRecord.init(row:))
+    }
+
+    public func photos(accountID: String) throws -> [PhotoRecord] {
+        try Row.fetchAll(db, sql: "SELECT * FROM photos WHERE account_id = ? ORDER BY id", arguments: [accountID])
+            .map(PhotoRecord.init(row:))
+    }
+
+    public func sessions(accountID: String) throws -> [SignInSession] {
+        try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
+            SignInSession(id: $0["id"], accountID: $0["account_id"], createdAt: $0["created_at"], revokedAt: $0["revoked_at"])
+        }
+    }
+
+    public func rowCounts(accountID: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for table in accountChildTables {
+            counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE account_id = ?", arguments: [accountID]) ?? 0
+        }
+        return counts
+    }
+
+    public func recordAudit(_ event: AuditEvent) throws {
+        try db.execute(
+            sql: "INSERT INTO audit_events (at, actor, action, account_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [event.at, event.actor, event.action, event.accountID, event.outcome, event.detail])
+    }
+
+    public func auditEvents(accountID: String) throws -> [AuditEvent] {
+        try Row.fetchAll(db, sql: "SELECT * FROM audit_events WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
+            AuditEvent(id: $0["id"], at: $0["at"], actor: $0["actor"], action: $0["action"], accountID: $0["account_id"],
+                       outcome: $0["outcome"], detail: $0["detail"])
+        }
+    }
+}

@@ -1,0 +1,376 @@
+import Foundation
+import GRDB
+import JobRunner
+import Lifecycle
+
+/// One open write (or read) transaction on the SQLite file. Only valid inside the
+/// closure it was handed to.
+public struct SQLiteTransaction {
+    public let db: Database
+}
+
+public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+}
+
+/// The embedded default backend: one SQLite file in WAL mode, shared safely by
+/// several workers in one process (GRDB's pool) and by several processes
+/// (busy timeout, IMMEDIATE write transactions).
+public final class SQLiteStore: LifecycleStore, Sendable {
+    public typealias Transaction = SQLiteTransaction
+
+    public let path: String
+    let pool: DatabasePool
+
+    public var location: String { "SQLite file \(path)" }
+
+    public init(path: String, busyTimeout: TimeInterval = 30) throws {
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            // NORMAL in WAL mode survives any process crash (SIGKILL included); only
+            // an OS crash or power loss can lose the last commits, and every step is
+            // written to be safely repeated.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw SQLiteStoreError(message: "cannot open the SQLite database at \(path): \(error)")
+        }
+        try migrate()
+    }
+
+    /// Serialised across processes with a lock file: two processes starting on a
+    /// fresh file must not both apply the same migration.
+    public func migrate() throws {
+        let lockPath = path + ".migrate-lock"
+        let descriptor = open(lockPath, O_CREAT | O_RDWR, 0o644)
+        guard descriptor >= 0 else {
+            throw SQLiteStoreError(message: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        flock(descriptor, LOCK_EX)
+        defer { flock(descriptor, LOCK_UN) }
+        try Migrations.migrator.migrate(pool)
+    }
+
+    public var appliedMigrations: [String] {
+        get throws { try pool.read { db in try Migrations.migrator.appliedMigrations(db) } }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
+        try await pool.write { db in try body(SQLiteTransaction(db: db)) }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
+        try await pool.read { db in try body(SQLiteTransaction(db: db)) }
+    }
+
+    /// Synchronous access for tools (copy, benchmarks) that are not inside a task.
+    public func writeSync<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try pool.write { db in try body(SQLiteTransaction(db: db)) }
+    }
+
+    public func checkpoint() throws {
+        try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+    }
+}
+
+// MARK: - Job queue
+
+extension JobRecord {
+    init(row: Row) {
+        self.init(
+            id: row["id"], kind: row["kind"], payload: row["payload"], uniqueKey: row["unique_key"],
+            state: JobState(rawValue: row["state"]) ?? .dead, attempt: row["attempt"], maxAttempts: row["max_attempts"],
+            runAt: row["run_at"], leaseOwner: row["lease_owner"], leaseExpiresAt: row["lease_expires_at"],
+            lastError: row["last_error"], cancelRequested: row["cancel_requested"], createdAt: row["created_at"],
+            updatedAt: row["updated_at"], finishedAt: row["finished_at"])
+    }
+}
+
+extension SQLiteStore {
+    public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: SQLiteTransaction) throws -> EnqueueOutcome {
+        if let key = request.uniqueKey, let live = try liveJob(uniqueKey: key, in: tx) {
+            return EnqueueOutcome(job: live, created: false)
+        }
+        try tx.db.execute(
+            sql: """
+                INSERT INTO jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
+                VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
+                """,
+            arguments: [request.kind, request.payload, request.uniqueKey, request.maxAttempts ?? policy.maxAttempts,
+                        request.runAt ?? now, now, now])
+        let id = tx.db.lastInsertedRowID
+        guard let job = try job(id: id, in: tx) else { throw JobRunnerError.noSuchJob(id) }
+        return EnqueueOutcome(job: job, created: true)
+    }
+
+    public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: SQLiteTransaction) throws -> Bool {
+        guard let row = try Row.fetchOne(
+            tx.db,
+            sql: "UPDATE jobs SET updated_at = ? WHERE id = ? AND lease_owner = ? AND state = 'running' RETURNING cancel_requested",
+            arguments: [now, jobID, owner])
+        else { throw JobRunnerError.leaseLost(jobID) }
+        // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
+        try tx.db.execute(
+            sql: "INSERT INTO job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)",
+            arguments: [jobID, step, output, now])
+        return row[0] as Bool
+    }
+
+    public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: SQLiteTransaction) throws {
+        try tx.db.execute(
+            sql: """
+                UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
+                WHERE id = ? AND lease_owner = ? AND state = 'running'
+                """,
+            arguments: [now, now, jobID, owner])
+        guard tx.db.changesCount == 1 else { throw JobRunnerError.leaseLost(jobID) }
+    }
+
+    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
+        guard !quota.isEmpty else { return [] }
+        let kinds = Array(quota.keys)
+        let placeholders = databaseQuestionMarks(count: kinds.count)
+        let total = quota.values.reduce(0, +)
+        return try await pool.write { db in
+            var remaining = quota
+            var claimedIDs: [JobID] = []
+            var buried: [JobID] = []
+            // Rescue first: a job whose worker died should not wait behind new work.
+            let rescued = try Row.fetchAll(
+                db,
+                sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) ORDER BY lease_expires_at LIMIT ?",
+                arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
+            let ready = try Row.fetchAll(
+                db,
+                sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) ORDER BY run_at, id LIMIT ?",
+                arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
+            for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
+                let kind: String = row["kind"]
+                guard let left = remaining[kind], left > 0 else { continue }
+                let id: JobID = row["id"]
+                let attempt: Int = row["attempt"]
+                let maxAttempts: Int = row["max_attempts"]
+                if isRescue && attempt >= maxAttempts {
+                    try db.execute(
+                        sql: """
+                            UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?,
+                              last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
+                            WHERE id = ?
+                            """,
+                        arguments: [now, now, id])
+                    buried.append(id)
+                    remaining[kind] = left - 1
+                    continue
+                }
+                let lease = leases[kind] ?? JobPolicy().lease
+                try db.execute(
+                    sql: """
+                        UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
+                          started_at = COALESCE(started_at, ?), updated_at = ?
+                        WHERE id = ?
+                        """,
+                    arguments: [owner, now.addingTimeInterval(lease), now, now, id])
+                claimedIDs.append(id)
+                remaining[kind] = left - 1
+            }
+            let all = claimedIDs + buried
+            guard !all.isEmpty else { return [] }
+            let idMarks = databaseQuestionMarks(count: all.count)
+            let records = try Row.fetchAll(db, sql: "SELECT * FROM jobs WHERE id IN (\(idMarks))", arguments: StatementArguments(all))
+                .map(JobRecord.init(row:))
+            var steps: [JobID: [String: String?]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT job_id, step, output FROM job_steps WHERE job_id IN (\(idMarks))", arguments: StatementArguments(all)) {
+                steps[row["job_id"], default: [:]][row["step"]] = .some(row["output"])
+            }
+            let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
+            return all.compactMap { id in byID[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
+        }
+    }
+
+    public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {
+        guard !jobIDs.isEmpty else { return [] }
+        let held = try await pool.write { db in
+            try JobID.fetchSet(
+                db,
+                sql: "UPDATE jobs SET lease_expires_at = ? WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND lease_owner = ? AND state = 'running' RETURNING id",
+                arguments: StatementArguments([now.addingTimeInterval(lease)]) + StatementArguments(jobIDs) + [owner])
+        }
+        return Set(jobIDs).subtracting(held)
+    }
+
+    public func markFailed(jobID: JobID, owner: String, error: String, retryAt: Date?, now: Date) async throws -> JobState {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(
+                db,
+                sql: """
+                    UPDATE jobs SET
+                      state = CASE WHEN cancel_requested THEN 'cancelled' WHEN ? IS NULL THEN 'dead' ELSE 'retrying' END,
+                      run_at = COALESCE(?, run_at), last_error = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+                      finished_at = CASE WHEN cancel_requested OR ? IS NULL THEN ? ELSE NULL END
+                    WHERE id = ? AND lease_owner = ? AND state = 'running'
+                    RETURNING state
+                    """,
+                arguments: [retryAt, retryAt, String(error.prefix(4_000)), now, retryAt, now, jobID, owner])
+            else { throw JobRunnerError.leaseLost(jobID) }
+            return JobState(rawValue: row[0]) ?? .dead
+        }
+    }
+
+    public func release(jobID: JobID, owner: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
+                      lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                    WHERE id = ? AND lease_owner = ? AND state = 'running'
+                    """,
+                arguments: [now, jobID, owner])
+        }
+    }
+
+    public func markCancelled(jobID: JobID, owner: String, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
+                    WHERE id = ? AND lease_owner = ? AND state = 'running'
+                    """,
+                arguments: [now, now, jobID, owner])
+        }
+    }
+
+    public func cancel(jobID: JobID, now: Date) async throws -> JobRecord? {
+        try await pool.write { db in try self.cancel(jobID: jobID, now: now, in: SQLiteTransaction(db: db)) }
+    }
+
+    public func cancel(jobID: JobID, now: Date, in tx: SQLiteTransaction) throws -> JobRecord? {
+        guard let job = try job(id: jobID, in: tx) else { return nil }
+        switch job.state {
+        case .queued, .retrying:
+            try tx.db.execute(
+                sql: "UPDATE jobs SET state = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
+                arguments: [now, now, jobID])
+        case .running:
+            try tx.db.execute(sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, jobID])
+        case .succeeded, .dead, .cancelled:
+            break
+        }
+        return try self.job(id: jobID, in: tx)
+    }
+
+    public func retry(jobID: JobID, now: Date) async throws -> JobRecord? {
+        try await pool.write { db in
+            let tx = SQLiteTransaction(db: db)
+            guard let job = try self.job(id: jobID, in: tx) else { return nil }
+            switch job.state {
+            case .dead, .cancelled:
+                if let key = job.uniqueKey, let live = try self.liveJob(uniqueKey: key, in: tx) {
+                    throw JobRunnerError.invalidPolicy(
+                        "job \(jobID) cannot be retried: job \(live.id) already holds its unique key '\(key)' and is \(live.state.rawValue)")
+                }
+                try db.execute(
+                    sql: """
+                        UPDATE jobs SET state = 'queued', attempt = 0, run_at = ?, cancel_requested = 0, finished_at = NULL, updated_at = ?
+                        WHERE id = ?
+                        """,
+                    arguments: [now, now, jobID])
+            case .queued, .retrying:
+                // "Retry" on a waiting job means: run it now instead of after its backoff.
+                try db.execute(sql: "UPDATE jobs SET run_at = ?, updated_at = ? WHERE id = ?", arguments: [now, now, jobID])
+            case .running, .succeeded:
+                throw JobRunnerError.notRetryable(jobID, job.state)
+            }
+            return try self.job(id: jobID, in: tx)
+        }
+    }
+
+    public func job(id: JobID) async throws -> JobRecord? {
+        try await pool.read { db in try self.job(id: id, in: SQLiteTransaction(db: db)) }
+    }
+
+    public func job(id: JobID, in tx: SQLiteTransaction) throws -> JobRecord? {
+        try Row.fetchOne(tx.db, sql: "SELECT * FROM jobs WHERE id = ?", arguments: [id]).map(JobRecord.init(row:))
+    }
+
+    public func liveJob(uniqueKey: String, in tx: SQLiteTransaction) throws -> JobRecord? {
+        try Row.fetchOne(
+            tx.db,
+            sql: "SELECT * FROM jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')",
+            arguments: [uniqueKey]).map(JobRecord.init(row:))
+    }
+
+    public func jobs(matching filter: JobFilter) async throws -> [JobRecord] {
+        var clauses: [String] = []
+        var arguments = StatementArguments()
+        if !filter.states.isEmpty {
+            clauses.append("state IN (\(databaseQuestionMarks(count: filter.states.count)))")
+            arguments += StatementArguments(filter.states.map(\.rawValue))
+        }
+        if !filter.kinds.isEmpty {
+            clauses.append("kind IN (\(databaseQuestionMarks(count: filter.kinds.count)))")
+            arguments += StatementArguments(filter.kinds)
+        }
+        if let key = filter.uniqueKey {
+            clauses.append("unique_key = ?")
+            arguments += [key]
+        }
+        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        arguments += [filter.limit]
+        let sql = "SELECT * FROM jobs \(whereClause) ORDER BY id DESC LIMIT ?"
+        let finalArguments = arguments
+        return try await pool.read { db in
+            try Row.fetchAll(db, sql: sql, arguments: finalArguments).map(JobRecord.init(row:))
+        }
+    }
+
+    public func steps(of jobID: JobID) async throws -> [StepRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM job_steps WHERE job_id = ? ORDER BY finished_at", arguments: [jobID]
+            ).map { StepRecord(jobID: $0["job_id"], step: $0["step"], output: $0["output"], finishedAt: $0["finished_at"]) }
+        }
+    }
+
+    public func countByState() async throws -> [JobState: Int] {
+        try await pool.read { db in
+            var counts: [JobState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
+                if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    public func claimScheduleSlot(name: String, slot: Date, in tx: SQLiteTransaction) throws -> Bool {
+        if let last = try Date.fetchOne(tx.db, sql: "SELECT last_slot FROM job_schedules WHERE name = ?", arguments: [name]),
+           last >= slot {
+            return false
+        }
+        try tx.db.execute(
+            sql: "INSERT INTO job_schedules (name, last_slot) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET last_slot = excluded.last_slot",
+            arguments: [name, slot])
+        return true
+    }
+
+    public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: SQLiteTransaction) throws {
+        try tx.db.execute(
+            sql: "INSERT INTO runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)", arguments: [jobID, step, now])
+    }
+
+    public func probeEffectCount(jobID: JobID) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM runner_probe_effects WHERE job_id = ?", arguments: [jobID]) ?? 0
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+
+struct AccountsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accounts", abstract: "Load and inspect accounts.",
+        subcommands: [ImportAccounts.self, ShowAccount.self])
+}
+
+struct ImportAccounts: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import accounts from a JSONL file, one account per line.",
+        discussion: """
+            Photo paths are relative to the JSONL file. Each line is all-or-nothing; bad lines are reported
+            with their line number and the others are imported. Importing the same file again changes nothing.
+            Exit 65 if any line failed, 66 if the file does not exist.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The JSONL file.") var file: String
+
+    func run() async throws {
+        try await guarded {
+            guard FileManager.default.fileExists(atPath: file) else {
+                throw CLIFailure(.noInput, "\(file): no such file. Pass the path of a JSONL file with one account per line.")
+            }
+            let services = try options.services()
+            let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger)
+            let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
+            let report = try await importer.importFile(at: file) { line, report in
+                progress.update(count: report.imported.count + report.unchanged.count, doing: "line \(line)")
+            }
+            progress.finish()
+            if options.json {
+                try Terminal.printJSON(report)
+            } else {
+                Terminal.line("imported \(report.imported.count) account(s), \(report.unchanged.count) already present, \(report.failures.count) line(s) refused, \(report.photosStored) photo(s) stored")
+                for failure in report.failures {
+                    Terminal.note("line \(failure.line): \(failure.reason)")
+                }
+                if !report.failures.isEmpty {
+                    Terminal.note("Fix the refused lines and run the same command again: lines already imported are left as they are.")
+                }
+            }
+            return report.failures.isEmpty ? .ok : .dataError
+        }
+    }
+}
+
+struct AccountSummary: Codable {
+    var account: Account
+    var preferences: Preferences?
+    var rows: [String: Int]
+    var photos: [PhotoRecord]
+    var openSessions: Int
+}
+
+struct ShowAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show one account by id or email (exit 67 if there is none).")
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Account id or email.") var reference: String
+
+    func run() async throws {
+        try await guarded {
+            let services = try options.services()
+            guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
+            let id = account.id
+            // The stored hash is a secret: never printed, not even in JSON.
+            account.passwordHash = account.passwordHash == nil ? nil : "(set)"
+            let shown = account
+            let summary = try await services.store.read { tx in
+                AccountSummary(
+                    account: shown, preferences: try tx.preferences(accountID: id), rows: try tx.rowCounts(accountID: id),
+                    photos: try tx.photos(accountID: id),
+                    openSessions: try tx.sessions(accountID: id).filter { $0.revokedAt == nil }.count)
+            }
+            if options.json {
+                try Terminal.printJSON(summary)
+                return .ok
+            }
+            Terminal.line("account \(account.id) <\(account.email ?? "-")>  state: \(account.state.rawValue)")
+            Terminal.line("  name: \(account.firstName ?? "") \(account.lastName ?? "")  display: \(account.displayName ?? "-")")
+            Terminal.line("  timezone: \(account.timezone ?? "-")  subscription: \(account.subscriptionStatus ?? "-")  created: \(ISO8601.format(account.createdAt))")
+            if let purgeAfter = account.purgeAfter { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
+            if let purgedAt = account.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
+            Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            Terminal.line("  photos: \(summary.photos.count) (\(summary.photos.reduce(0) { $0 + $1.byteSize }) bytes)  open sessions: \(summary.openSessions)")
+            return .ok
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import JobRunner
+import Lifecycle
+import Logging
+import SQLiteBackend
+
+enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+/// Options every command takes, written after the command name.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("SQLite database file (env LIFECYCLE_DATABASE).", valueName: "path"))
+    var database: String?
+
+    @Option(help: ArgumentHelp("Blob directory for photos and export archives (env LIFECYCLE_BLOBS).", valueName: "dir"))
+    var blobs: String?
+
+    @Option(name: .customLong("jobs-dir"), help: ArgumentHelp("Directory with policies and the data map (env LIFECYCLE_JOBS_DIR).", valueName: "dir"))
+    var jobsDir: String?
+
+    @Flag(help: "Machine-readable JSON on stdout.")
+    var json = false
+
+    @Option(name: .customLong("log-format"), help: "Log lines on stderr as text or one JSON object per line.")
+    var logFormat: LogFormat = .text
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = ProcessInfo.processInfo.environment["LIFECYCLE_LOG_LEVEL"] ?? "info"
+
+    private var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    var databasePath: String { database ?? environment["LIFECYCLE_DATABASE"] ?? "./lifecycle.sqlite" }
+    var blobDirectory: String { blobs ?? environment["LIFECYCLE_BLOBS"] ?? "./blobs" }
+    var jobsDirectory: String { jobsDir ?? environment["LIFECYCLE_JOBS_DIR"] ?? "./Jobs" }
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical (got '\(logLevel)')")
+        }
+    }
+
+    /// The clock every command uses. `LIFECYCLE_NOW` starts it at another instant
+    /// (it then keeps ticking), for tests and what-if runs.
+    func clock() throws -> any TimeSource {
+        guard let text = environment["LIFECYCLE_NOW"], !text.isEmpty else { return SystemTimeSource() }
+        guard let start = ISO8601.parse(text) else {
+            throw CLIFailure(.usage, "LIFECYCLE_NOW must be an ISO-8601 timestamp like 2026-01-31T03:00:00Z (got '\(text)')")
+        }
+        return ShiftedTimeSource(startingAt: start)
+    }
+
+    func bootstrapLogging() {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let format = logFormat
+        LoggingBootstrap.once(format: format, level: level)
+    }
+
+    func logger(_ label: String) -> Logger {
+        bootstrapLogging()
+        return Logger(label: label)
+    }
+
+    /// Opens the store (running migrations), the blob store and the policies.
+    func services() throws -> LifecycleServices<SQLiteStore> {
+        let logger = logger("lifecycle")
+        let policies: PolicyBook
+        do {
+            policies = try PolicyBook(jobsDirectory: jobsDirectory)
+        } catch let error as JobRunnerError {
+            throw CLIFailure(.dataError, "policy files in \(jobsDirectory)/policies: \(error.message)")
+        }
+        let store = try SQLiteStore(path: databasePath)
+        let blobStore: FileSystemBlobStore
+        do {
+            blobStore = try FileSystemBlobStore(root: blobDirectory)
+        } catch {
+            throw CLIFailure(.unavailable, "cannot use blob directory \(blobDirectory): \(error.localizedDescription)")
+        }
+        return LifecycleServices(store: store, blobs: blobStore, policies: policies, clock: try clock(), logger: logger)
+    }
+}
+
+/// swift-log allows one bootstrap per process.
+enum LoggingBootstrap {
+    nonisolated(unsafe) private static var done = false
+    private static let lock = NSLock()
+
+    static func once(format: LogFormat, level: Logger.Level) {
+        lock.withLock {
+            guard !done else { return }
+            done = true
+            LoggingSystem.bootstrap { label in
+                switch format {
+                case .text: TextLogHandler(label: label, logLevel: level)
+                case .json: JSONLogHandler(label: label, logLevel: level)
+                }
+            }
+        }
+    }
+}

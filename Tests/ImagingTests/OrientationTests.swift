@@ -1,0 +1,47 @@
+import Foundation
+import Imaging
+import Testing
+
+extension ImagingTests {
+    /// Orientation is checked by where the coloured quadrants land, read
+    /// back from the output's pixels; the tag itself is gone from the output.
+    @Suite struct Orientation {
+        let normalizer = PhotoNormalizer()
+        let display = Raster.quadrants(width: 300, height: 200)
+
+        @Test("JPEG with EXIF orientation is stored upright", arguments: 1...8)
+        func jpeg(orientation: Int) throws {
+            let scratch = try Scratch()
+            let input = try scratch.orientedJPEG(showing: display, orientation: orientation)
+            let info = try normalizer.inspect(input)
+            #expect(info == PhotoInfo(format: .jpeg, width: 300, height: 200, orientation: orientation))
+
+            let photo = try normalizer.normalize(input)
+            #expect(photo.width == 200 && photo.height == 200)
+            expectUpright(try OutputCheck.expectCleanJPEG(photo.jpegData, side: 200, in: scratch))
+        }
+
+        @Test("PNG with an EXIF orientation is stored upright", arguments: [3, 6, 8])
+        func png(orientation: Int) throws {
+            let scratch = try Scratch()
+            let input = try scratch.orientedPNG(showing: display, orientation: orientation)
+            #expect(try normalizer.inspect(input).orientation == orientation)
+            let photo = try normalizer.normalize(input)
+            expectUpright(try OutputCheck.expectCleanJPEG(photo.jpegData, side: 200, in: scratch))
+        }
+
+        /// libheif applies the HEIF `irot` box itself; an EXIF Orientation tag
+        /// inside a HEIC is not authoritative and is ignored, as libheif's own
+        /// tools do. This pins that behaviour so a libvips upgrade that starts
+        /// double-rotating phone photos is noticed.
+        @Test("EXIF orientation inside HEIC is ignored")
+        func heicExifOrientation() throws {
+            let scratch = try Scratch()
+            _ = try scratch.encode(display, as: "tagged.heic", options: "Q=90")
+            try Tool.run("exiftool", "-q", "-overwrite_original", "-n", "-Orientation=6", scratch.path("tagged.heic"))
+            let input = try scratch.read("tagged.heic")
+            #expect(try normalizer.inspect(input) == PhotoInfo(format: .heic, width: 300, height: 200, orientation: 1))
+            expectUpright(try OutputCheck.expectCleanJPEG(try normalizer.normalize(input).jpegData, side: 200, in: scratch))
+        }
+    }
+}

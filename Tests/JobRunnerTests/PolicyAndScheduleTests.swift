@@ -1,0 +1,75 @@
+import Foundation
+import JobRunner
+import Testing
+
+struct CronScheduleTests {
+    let utc: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }()
+
+    func date(_ text: String) -> Date { ISO8601.parse(text)! }
+
+    @Test func latestSlotOfANightlySchedule() throws {
+        let nightly = try CronSchedule("30 3 * * *")
+        #expect(nightly.latestSlot(atOrBefore: date("2026-03-10T12:00:00Z")) == date("2026-03-10T03:30:00Z"))
+        #expect(nightly.latestSlot(atOrBefore: date("2026-03-10T03:29:59Z")) == date("2026-03-09T03:30:00Z"))
+        #expect(nightly.nextSlot(after: date("2026-03-10T03:30:00Z")) == date("2026-03-11T03:30:00Z"))
+    }
+
+    @Test func stepsListsRangesAndWeekdays() throws {
+        let schedule = try CronSchedule("*/15 8-10 * * 1-5")
+        #expect(schedule.matches(date("2026-03-10T08:45:00Z")))  // a Tuesday
+        #expect(!schedule.matches(date("2026-03-10T08:50:00Z")))
+        #expect(!schedule.matches(date("2026-03-14T08:45:00Z")))  // a Saturday
+        #expect(try CronSchedule("@hourly").matches(date("2026-03-10T05:00:00Z")))
+    }
+
+    @Test(arguments: ["", "* * * *", "61 * * * *", "a * * * *", "5-1 * * * *", "*/0 * * * *"])
+    func invalidExpressionsAreRefused(_ expression: String) {
+        #expect(throws: JobRunnerError.self) { try CronSchedule(expression) }
+    }
+}
+
+struct PolicyBookTests {
+    func writePolicies(_ files: [String: String]) throws -> String {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("policies-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/policies", withIntermediateDirectories: true)
+        for (name, text) in files { try text.write(toFile: root + "/policies/" + name, atomically: true, encoding: .utf8) }
+        return root
+    }
+
+    @Test func readsJobSectionsAndDomainSections() throws {
+        let root = try writePolicies(["export.yaml": """
+            job:
+              kind: export
+              max_attempts: 7
+              lease_seconds: 120
+              schedule: "0 * * * *"
+            export:
+              rate_limit_hours: 24
+            """])
+        let book = try PolicyBook(jobsDirectory: root)
+        #expect(book.policy(for: "export").maxAttempts == 7)
+        #expect(book.policy(for: "export").lease == 120)
+        #expect(book.policy(for: "export").schedule?.expression == "0 * * * *")
+        #expect(try book.section("export").int("rate_limit_hours", default: 1) == 24)
+        // Kinds without a file run on the documented defaults.
+        #expect(book.policy(for: "other") == JobPolicy())
+    }
+
+    @Test func aTypoInAPolicyFileIsAnErrorNamingTheKey() throws {
+        let root = try writePolicies(["purge.yaml": "job:\n  kind: purge\n  max_atempts: 3\n"])
+        #expect {
+            try PolicyBook(jobsDirectory: root)
+        } throws: { error in
+            "\(error)".contains("max_atempts") && "\(error)".contains("purge.yaml")
+        }
+    }
+
+    @Test func aMissingPoliciesFolderMeansDefaults() throws {
+        let book = try PolicyBook(jobsDirectory: "/nonexistent-\(UUID().uuidString)")
+        #expect(book.policy(for: "anything") == JobPolicy())
+    }
+}
