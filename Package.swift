@@ -84,6 +84,10 @@ let package = Package(
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend"], swiftSettings: strict),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["Lifecycle", "SQLiteBackend"], swiftSettings: strict),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
     ]
 )

@@ -239,7 +239,8 @@ public final class ArchiveWriter {
         self.archive = nil
         // The caller renames the file into place next; without fsync a crash right
         // after the rename can leave an empty or partial file under the final name.
-        let syncError: Int32? = fsync(fd) == 0 ? nil : errno
+        // EINVAL: a pipe or device (e.g. /dev/stdout), which has nothing to sync.
+        let syncError: Int32? = fsync(fd) == 0 || errno == EINVAL ? nil : errno
         let closeError = FileDescriptor.closeReportingError(fd)
         fd = -1
         if let code = syncError ?? closeError {

@@ -5,7 +5,8 @@
 /// `rounds=999999999`, and every deletion attempt would then pin a core or
 /// exhaust memory. Anything above these is refused as malformed before any
 /// hashing starts. Each is far above what any tool writes by default (the
-/// defaults need at most 64 MiB and well under a second here).
+/// defaults need at most 64 MiB and under a second here); at a limit, one
+/// verification takes several seconds on this project's 2-core machines.
 enum Limits {
     /// Longer passwords are treated as wrong without hashing (Django used the
     /// same cut-off against long-password DoS); sha-crypt's work grows with
@@ -20,14 +21,16 @@ enum Limits {
 
     /// Memory for one verification (argon2 m, scrypt/yescrypt 128·N·r).
     static let maxMemoryBytes = 1 << 30
-    /// PBKDF2 iterations and sha-crypt rounds (about 3 s of CPU here).
+    /// PBKDF2 iterations and sha-crypt rounds (10 million: about 5–6 s).
     static let maxIterations = 10_000_000
-    /// bcrypt cost 16 takes about 3.5 s here; each step doubles it.
+    /// bcrypt cost 16 takes about 4–6 s; each step doubles it.
     static let maxBcryptCost = 16
-    /// argon2 passes × memory, in KiB: 4 GiB of memory traffic.
+    /// argon2 passes × memory, in KiB: 4 GiB of memory traffic (libsodium's
+    /// "sensitive" preset, 1 GiB × 4 passes, takes about 7 s).
     static let maxArgon2PassesTimesMemoryKiB = 4 << 20
     static let maxArgon2Parallelism = 64
     /// scrypt/yescrypt N·r·p (× yescrypt's extra time factor), in 128-byte
-    /// blocks: 4 GiB of memory traffic.
-    static let maxScryptBlockWork = 1 << 25
+    /// blocks: the work of one pass over the 1 GiB memory limit. swift-crypto's
+    /// scrypt is slow in debug builds (N=2^20, r=8 took 29 s here).
+    static let maxScryptBlockWork = 1 << 23
 }

@@ -16,7 +16,7 @@ import CArgon2
 /// malformed rather than computed: memory above 1 GiB (argon2 m, scrypt and
 /// yescrypt 128·N·r), more than 10 million PBKDF2 iterations or sha-crypt
 /// rounds, bcrypt cost above 16, argon2 t·m above 4 GiB or p above 64, and
-/// scrypt N·r·p above 2^25. A password longer than 4096 bytes or containing
+/// scrypt N·r·p above 2^23. A password longer than 4096 bytes or containing
 /// NUL is reported as wrong without hashing.
 ///
 /// Thread-safe: every call uses its own scratch memory (libxcrypt's
@@ -41,7 +41,7 @@ public struct PasswordVerifier: Sendable {
         let stored = try Self.parse(storedHash)
         let passwordBytes = Array(password.utf8)
         guard passwordBytes.count <= Limits.maxPasswordBytes else { return false }
-        // NUL is never part of a real password (Django's forms and PHP refuse
+        // NUL is never part of a real password (Django's form fields refuse
         // it) and would otherwise alias another one: crypt(3) stops at it, so
         // "secret\0x" would pass as "secret", and HMAC pads keys with zeros,
         // so PBKDF2 and scrypt take "secret\0" for "secret".

@@ -40,6 +40,8 @@ struct HashNewPasswordTests {
         PasswordHashingParameters(iterations: 0, memoryKiB: 1024),
         PasswordHashingParameters(iterations: 1, memoryKiB: 4),
         PasswordHashingParameters(iterations: 1, memoryKiB: 2 << 20),
+        PasswordHashingParameters(iterations: .max, memoryKiB: 1024),
+        PasswordHashingParameters(iterations: 1, memoryKiB: -1024),
         PasswordHashingParameters(iterations: 1, memoryKiB: 1024, parallelism: 0),
         PasswordHashingParameters(iterations: 1, memoryKiB: 1024, saltByteCount: 4),
         PasswordHashingParameters(iterations: 1, memoryKiB: 1024, hashByteCount: 8),

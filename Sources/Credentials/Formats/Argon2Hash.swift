@@ -88,7 +88,8 @@ struct Argon2Hash: StoredHash {
         guard m <= Limits.maxMemoryBytes / 1024 else {
             throw CredentialsError.malformed(format, "memory m=\(m) KiB is above the 1 GiB limit")
         }
-        guard t * m <= Limits.maxArgon2PassesTimesMemoryKiB else {
+        let (work, overflow) = t.multipliedReportingOverflow(by: m)
+        guard !overflow, work <= Limits.maxArgon2PassesTimesMemoryKiB else {
             throw CredentialsError.malformed(format, "t=\(t) passes over m=\(m) KiB is above the work limit")
         }
         guard p <= Limits.maxArgon2Parallelism else {

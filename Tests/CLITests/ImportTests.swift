@@ -1,0 +1,151 @@
+import GRDB
+import Foundation
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+import Testing
+
+/// Writes a JSONL file plus the photos it names into a folder of its own.
+struct ImportFixture {
+    let directory: String
+    var path: String { directory + "/accounts.jsonl" }
+
+    init(lines: [String]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory + "/photos", withIntermediateDirectories: true)
+        for name in ["run.jpg", "trail.jpg", "portrait.heic", "avatar-alpha.png"] {
+            try FileManager.default.copyItem(atPath: repositoryRoot + "/Jobs/demo/photos/" + name, toPath: directory + "/photos/" + name)
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    static func account(
+        id: String, email: String? = nil, firstName: String = "Ada", reminder: String = "07:30:00",
+        timezone: String = "Europe/London", profilePhoto: String? = "photos/portrait.heic", entryPhoto: String = "photos/run.jpg"
+    ) -> String {
+        let profile = profilePhoto.map { #","profile_photo":"\#($0)""# } ?? ""
+        return #"""
+        {"id":"\#(id)","email":"\#(email ?? id + "@example.com")","password_hash":"$2b$04$abcdefghijklmnopqrstuu","first_name":"\#(firstName)","last_name":"Lovelace","display_name":"Ada","bio":"Runs at dawn","primary_sport":"running","morning_reminder_time":"\#(reminder)","timezone":"\#(timezone)","created_at":"2025-01-02T03:04:05Z","preferences":{"theme":"dark","font_size_offset":2,"notifications_enabled":true,"daily_reminder_time":"20:00:00"},"subscription":{"status":"premium"},"integrations":{"whoop":false,"strava":true,"apple_health":true,"fitness":false}\#(profile),"entries":[{"id":"\#(id)-e1","created_at":"2025-03-01T08:00:00Z","text":"Tempo run 🏃 café 東京","photos":[{"id":"\#(id)-p1","file":"\#(entryPhoto)","taken_at":"2025-03-01T07:55:00Z"}]}],"mesocycles":[{"id":"\#(id)-m1","status":"completed","started_at":"2025-01-01T00:00:00Z","completed_at":"2025-02-01T00:00:00Z"}],"meditation_sessions":[{"id":"\#(id)-s1","started_at":"2025-03-02T06:00:00Z","duration_seconds":600}],"sessions":[{"id":"\#(id)-t1","created_at":"2025-03-01T00:00:00Z"}]}
+        """#
+    }
+}
+
+@Suite(.serialized)
+struct ImportTests {
+    @Test func aGoodFileImportsEveryRowAndPhoto() async throws {
+        let workspace = try Workspace()
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2", profilePhoto: "photos/avatar-alpha.png")])
+        let result = try workspace.run(["accounts", "import", fixture.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("imported 2 account(s)"))
+
+        let store = try workspace.store()
+        let summary = try await store.read { tx in (try tx.account(id: "u-1"), try tx.rowCounts(accountID: "u-1"), try tx.photos(accountID: "u-1")) }
+        let account = try #require(summary.0)
+        #expect(account.firstName == "Ada")
+        #expect(account.integrations.strava)
+        #expect(summary.1 == ["journal_entries": 1, "mesocycles": 1, "meditation_sessions": 1, "sessions": 1, "photos": 2, "preferences": 1])
+        let profile = try #require(summary.2.first { $0.role == .profile })
+        #expect(profile.contentType == "image/heic")
+        #expect(profile.normalizationState == .pending)
+        #expect(account.profilePhotoID == profile.id)
+        // Stored byte for byte, with the SHA-256 recorded.
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for photo in summary.2 {
+            let stored = try blobs.path(for: photo.blobKey)
+            #expect(try FileDigest.sha256(ofFile: stored).hex == photo.sha256)
+        }
+        let shown = try workspace.run(["accounts", "show", "u-1@example.com"])
+        #expect(shown.status == 0)
+        #expect(shown.stdout.contains("state: active"))
+        #expect(!shown.stdout.contains("$2b$"))
+    }
+
+    @Test func importingTheSameFileAgainChangesNothing() async throws {
+        let workspace = try Workspace()
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2")])
+        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        let store = try workspace.store()
+        let rowsBefore = try store.writeSync { tx in
+            try ["accounts", "journal_entries", "photos"].map { try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM \($0)") ?? -1 }
+        }
+        let updatedBefore = try await store.read { tx in try tx.account(id: "u-1")?.updatedAt }
+        let again = try workspace.run(["accounts", "import", fixture.path])
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("imported 0 account(s), 2 already present"))
+        let rowsAfter = try store.writeSync { tx in
+            try ["accounts", "journal_entries", "photos"].map { try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM \($0)") ?? -1 }
+        }
+        #expect(rowsBefore == rowsAfter)
+        #expect(try await store.read { tx in try tx.account(id: "u-1")?.updatedAt } == updatedBefore)
+        let blobFiles = FileManager.default.enumerator(atPath: workspace.blobs + "/accounts")?.allObjects.compactMap { $0 as? String }
+            .filter { $0.contains("/photos/") } ?? []
+        #expect(blobFiles.count == 4)
+    }
+
+    @Test func badLinesAreReportedWithLineNumbersAndTheOthersImported() async throws {
+        let workspace = try Workspace()
+        let fixture = try ImportFixture(lines: [
+            ImportFixture.account(id: "good-1"),
+            ImportFixture.account(id: "bad-name", firstName: "R2-D2!"),
+            ImportFixture.account(id: "bad-time", reminder: "7:30"),
+            ImportFixture.account(id: "bad-zone", timezone: "Mars/Olympus_Mons"),
+            ImportFixture.account(id: "bad-photo", entryPhoto: "photos/missing.jpg"),
+            "{not json",
+            ImportFixture.account(id: "good-2"),
+        ])
+        let result = try workspace.run(["accounts", "import", fixture.path])
+        #expect(result.status == 65)
+        #expect(result.stdout.contains("imported 2 account(s)"))
+        #expect(result.stderr.contains("line 2: first_name: may contain only letters, spaces and hyphens"))
+        #expect(result.stderr.contains("line 3: morning_reminder_time: must be a time of day as HH:mm:ss"))
+        #expect(result.stderr.contains("line 4: timezone: must be an IANA time zone name"))
+        #expect(result.stderr.contains("line 5: entries[0].photos[0].file: photo file 'photos/missing.jpg' does not exist"))
+        #expect(result.stderr.contains("line 6: line: is not valid JSON"))
+
+        let store = try workspace.store()
+        let ids = try store.writeSync { tx in try String.fetchAll(tx.db, sql: "SELECT id FROM accounts ORDER BY id") }
+        #expect(ids == ["good-1", "good-2"])
+        // A refused line leaves nothing behind: no rows, no blobs.
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/bad-photo"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/bad-zone"))
+    }
+
+    @Test func unicodeNamesAreAcceptedAndTrimmed() async throws {
+        let workspace = try Workspace()
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-9", firstName: "  Zoë-Ångström ")])
+        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        let account = try await workspace.store().read { tx in try tx.account(id: "u-9") }
+        #expect(account?.firstName == "Zoë-Ångström")
+    }
+
+    @Test func idsThatCouldEscapeAPathAreRefused() throws {
+        let workspace = try Workspace()
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "../etc")])
+        let result = try workspace.run(["accounts", "import", fixture.path])
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("line 1: id: must be 1–128 characters"))
+    }
+
+    @Test func anEmailAlreadyUsedByAnotherAccountRefusesTheLine() throws {
+        let workspace = try Workspace()
+        let fixture = try ImportFixture(lines: [
+            ImportFixture.account(id: "u-1", email: "same@example.com"),
+            ImportFixture.account(id: "u-2", email: "SAME@example.com"),
+        ])
+        let result = try workspace.run(["accounts", "import", fixture.path])
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("line 2: email: SAME@example.com already belongs to account u-1"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/u-2"))
+    }
+
+    @Test func missingFileAndUnknownAccountHaveTheirExitCodes() throws {
+        let workspace = try Workspace()
+        let missing = try workspace.run(["accounts", "import", workspace.root + "/nope.jsonl"])
+        #expect(missing.status == 66)
+        #expect(missing.stderr.contains("no such file"))
+        let unknown = try workspace.run(["accounts", "show", "nobody"])
+        #expect(unknown.status == 67)
+        #expect(unknown.stderr.contains("no account with id or email 'nobody'"))
+    }
+}

@@ -1,0 +1,117 @@
+import GRDB
+import Foundation
+import JobRunner
+import SQLiteBackend
+import Testing
+
+@Suite(.serialized)
+struct RunnerProcessTests {
+    @Test func twoProcessesRacingOnTheSameUniqueKeysGetOneJobPerKey() throws {
+        let workspace = try Workspace()
+        try workspace.run(["migrate"])
+        let racers = try (0..<2).map { _ in
+            try workspace.process(["jobs", "probe", "--count", "200", "--unique-key-prefix", "race-"])
+        }
+        for (process, _, _) in racers { process.waitUntilExit() }
+        #expect(racers.allSatisfy { $0.0.terminationStatus == 0 })
+        let list = try workspace.run(["jobs", "list", "--json", "--limit", "1000"])
+        let jobs = try JobJSON.decode([JobRecord].self, from: list.stdout)
+        #expect(jobs.count == 200)
+        #expect(Set(jobs.compactMap(\.uniqueKey)).count == 200)
+    }
+
+    @Test func aWorkerKilledMidJobIsResumedAtTheUnfinishedStep() async throws {
+        let workspace = try Workspace()
+        // The hold step stands in for slow outside work; it holds on the first attempt only.
+        try workspace.run(["jobs", "probe", "--hold", "120", "--hold-attempts", "1"])
+        let store = try workspace.store()
+        let (worker, _, _) = try workspace.process(["worker", "--once"])
+        let reachedHold = try await eventually {
+            try await store.steps(of: 1).map(\.step) == ["record-start"]
+        }
+        #expect(reachedHold)
+        kill(worker.processIdentifier, SIGKILL)
+        worker.waitUntilExit()
+        #expect(worker.terminationReason == .uncaughtSignal)
+
+        let orphaned = try #require(try await store.job(id: 1))
+        #expect(orphaned.state == .running)
+        let leaseEnd = try #require(orphaned.leaseExpiresAt)
+
+        // Before the lease runs out nobody takes the job over.
+        let early = try workspace.run(["worker", "--once"])
+        #expect(early.status == 0)
+        #expect(try await store.job(id: 1)?.state == .running)
+
+        // After it, any worker rescues the job and resumes after the finished step.
+        let rescue = try workspace.run(["worker", "--once"], environment: ["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))])
+        #expect(rescue.status == 0, "\(rescue.stderr)")
+        let finished = try #require(try await store.job(id: 1))
+        #expect(finished.state == .succeeded)
+        #expect(finished.attempt == 2)
+        #expect(try await store.steps(of: 1).map(\.step).sorted() == ["hold", "record-finish", "record-start"])
+        // The database-only step's effect exists exactly once, although the job ran twice.
+        #expect(try await store.probeEffectCount(jobID: 1) == 2)
+    }
+
+    @Test func twoWorkerProcessesDrainAThousandJobsRunningEachOnce() async throws {
+        let workspace = try Workspace()
+        let enqueue = try workspace.run(["jobs", "probe", "--count", "1000"])
+        #expect(enqueue.status == 0)
+        let workers = try (0..<2).map { _ in try workspace.process(["worker", "--once", "--concurrency", "4"]) }
+        for (process, _, _) in workers { process.waitUntilExit() }
+        #expect(workers.allSatisfy { $0.0.terminationStatus == 0 })
+
+        let store = try workspace.store()
+        let counts = try await store.countByState()
+        #expect(counts[.succeeded] == 1000)
+        #expect(counts.count == 1)
+        // Every job: each of its two database steps took effect exactly once.
+        let effects = try store.writeSync { tx in
+            try Int.fetchAll(tx.db, sql: "SELECT COUNT(*) FROM runner_probe_effects GROUP BY job_id")
+        }
+        #expect(effects.count == 1000)
+        #expect(effects.allSatisfy { $0 == 2 })
+        let attempts = try store.writeSync { tx in try Int.fetchOne(tx.db, sql: "SELECT MAX(attempt) FROM jobs") }
+        #expect(attempts == 1)
+    }
+
+    @Test func workerOnceExitsSeventyFiveWhenJobsAreRetrying() throws {
+        let workspace = try Workspace()
+        try workspace.run(["jobs", "probe", "--fail-attempts", "1"])
+        let first = try workspace.run(["worker", "--once"])
+        #expect(first.status == 75)
+        #expect(first.stdout.contains("1 retrying"))
+        let later = try workspace.run(["worker", "--once"], environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(3_600))])
+        #expect(later.status == 0)
+    }
+
+    @Test func operatorsListShowRetryAndCancel() throws {
+        let workspace = try Workspace()
+        try workspace.run(["jobs", "probe", "--count", "2"])
+        let cancel = try workspace.run(["jobs", "cancel", "2"])
+        #expect(cancel.status == 0)
+        #expect(cancel.stdout.contains("cancelled"))
+        let listed = try workspace.run(["jobs", "list", "--state", "cancelled"])
+        #expect(listed.stdout.contains("#2 runner.probe cancelled"))
+        #expect(!listed.stdout.contains("#1 "))
+        let retried = try workspace.run(["jobs", "retry", "2"])
+        #expect(retried.status == 0)
+        #expect(try workspace.run(["worker", "--once"]).status == 0)
+        let shown = try workspace.run(["jobs", "show", "2", "--json"])
+        #expect(shown.stdout.contains("\"state\":\"succeeded\""))
+        #expect(shown.stdout.contains("record-finish"))
+        let missing = try workspace.run(["jobs", "show", "999"])
+        #expect(missing.status == 65)
+        #expect(missing.stderr.contains("no job with id 999"))
+        let notANumber = try workspace.run(["jobs", "retry", "abc"])
+        #expect(notANumber.status == 64)
+    }
+
+    @Test func badClockOverrideIsAUsageError() throws {
+        let workspace = try Workspace()
+        let result = try workspace.run(["jobs", "list"], environment: ["LIFECYCLE_NOW": "yesterday"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("LIFECYCLE_NOW"))
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import JobRunner
+import SQLiteBackend
+import Testing
+
+/// The repository root, found from this file, for the shipped Jobs/ folder and demo photos.
+let repositoryRoot: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url.path
+}()
+
+/// The `lifecycle` executable SwiftPM built next to the test bundle.
+let lifecycleBinary: String = {
+    if let explicit = ProcessInfo.processInfo.environment["LIFECYCLE_BIN"] { return explicit }
+    let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    var directory = testBinary.deletingLastPathComponent()
+    // The test runner may be the .xctest bundle itself or a binary inside it.
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("lifecycle").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    return repositoryRoot + "/.build/debug/lifecycle"
+}()
+
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// One throwaway installation: a SQLite file and a blob directory in a temp folder.
+struct Workspace {
+    let root: String
+    var database: String { root + "/lifecycle.sqlite" }
+    var blobs: String { root + "/blobs" }
+    var jobsDirectory: String
+
+    init(jobsDirectory: String = repositoryRoot + "/Jobs") throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        self.jobsDirectory = jobsDirectory
+    }
+
+    func arguments(_ command: [String]) -> [String] {
+        command + ["--database", database, "--blobs", blobs, "--jobs-dir", jobsDirectory]
+    }
+
+    func process(_ command: [String], environment: [String: String] = [:], stdin: String? = nil) throws -> (Process, String, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: lifecycleBinary)
+        process.arguments = arguments(command)
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "LIFECYCLE_NOW")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        // Files, not pipes: a chatty child can never block on a full pipe.
+        let id = UUID().uuidString
+        let out = root + "/stdout-\(id)"
+        let err = root + "/stderr-\(id)"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        process.standardError = FileHandle(forWritingAtPath: err)
+        if let stdin {
+            let input = root + "/stdin-\(id)"
+            try stdin.write(toFile: input, atomically: true, encoding: .utf8)
+            process.standardInput = FileHandle(forReadingAtPath: input)
+        } else {
+            process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        }
+        try process.run()
+        return (process, out, err)
+    }
+
+    @discardableResult
+    func run(_ command: [String], environment: [String: String] = [:], stdin: String? = nil) throws -> CommandResult {
+        let (process, out, err) = try process(command, environment: environment, stdin: stdin)
+        process.waitUntilExit()
+        return CommandResult(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    func store() throws -> SQLiteStore { try SQLiteStore(path: database) }
+}
+
+/// Waits for a condition another process brings about, checking every 50 ms, up to a deadline.
+func eventually(timeout: TimeInterval = 60, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(nanoseconds: 50_000_000)
+    }
+    return false
+}
+
+func iso(_ date: Date) -> String { ISO8601.format(date) }
