@@ -91,21 +91,6 @@ cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality)
 		NULL);
 }
 
-/* NULL when the field is absent, so Swift need not juggle the GType. */
-static inline const char *
-cvips_get_string(VipsImage *image, const char *name)
-{
-	const char *value = NULL;
-	GType type = vips_image_get_typeof(image, name);
-	/* Checking the type first keeps vips_image_get_string from leaving a
-	 * message in the process-wide error buffer for a non-string field. */
-	if (type != G_TYPE_STRING && type != VIPS_TYPE_REF_STRING)
-		return NULL;
-	if (vips_image_get_string(image, name, &value))
-		return NULL;
-	return value;
-}
-
 static inline int
 cvips_has_field(VipsImage *image, const char *name)
 {

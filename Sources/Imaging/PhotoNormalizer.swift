@@ -61,17 +61,21 @@ public struct PhotoNormalizer: Sendable {
             throw .unsupportedType("sniffed as \(format.rawValue) but libvips chose \(loader)")
         }
 
+        if format == .heic {
+            guard let coded = HEIFItems.codedTypes(in: bytes) else {
+                throw .corrupt("HEIF item table (meta/iinf) missing or truncated")
+            }
+            guard !coded.isEmpty else {
+                throw .corrupt("HEIF container declares no coded image")
+            }
+            guard coded == ["hvc1"] else {
+                throw .unsupportedType("HEIF container holds \(coded.sorted().joined(separator: ",")) images, only hvc1 (HEVC) is HEIC")
+            }
+        }
+
         let image = try VipsImageHandle.make("reading \(format.rawValue) header") { out in
             out.pointee = cvips_header_from_buffer(base, bytes.count)
             return out.pointee == nil ? -1 : 0
-        }
-        if format == .heic {
-            // The same HEIF container carries AV1 (AVIF) and JPEG payloads;
-            // only HEVC is HEIC.
-            let compression = image.string("heif-compression") ?? "unknown"
-            guard compression == "hevc" else {
-                throw .unsupportedType("HEIF container with \(compression) payload, only hevc is HEIC")
-            }
         }
 
         let storedWidth = image.width

@@ -1,4 +1,5 @@
 import Credentials
+import Foundation
 import Testing
 
 /// A damaged, foreign or hostile hash column must never let a password
@@ -47,6 +48,34 @@ struct MalformedHashTests {
             #expect(throws: CredentialsError.malformedHash) {
                 try verifier.verify(password: vector.password, storedHash: String(hash.dropLast()))
             }
+        }
+    }
+
+    /// A digest re-encoded to fewer whole bytes is valid base64. PBKDF2 and
+    /// scrypt output cut short is a prefix of the full output, so comparing
+    /// only the stored length would accept it; argon2 feeds the length into
+    /// its first block, so there it must simply not match.
+    @Test(arguments: Vector.all.filter { ["argon2", "pbkdf2", "passlib-scrypt"].contains(where: $0.format.contains) })
+    func digestShortenedToWholeBytesNeverVerifies(_ vector: Vector) throws {
+        var fields = vector.hash.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
+        let encoded = fields[fields.count - 1]
+        var standard = encoded.replacingOccurrences(of: ".", with: "+").replacingOccurrences(of: "=", with: "")
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        let digest = try #require(Data(base64Encoded: standard))
+        var shortened = digest.prefix(16).base64EncodedString()
+        if !encoded.hasSuffix("=") {
+            shortened = shortened.replacingOccurrences(of: "=", with: "")
+        }
+        if vector.format == "passlib-pbkdf2-sha256" {
+            shortened = shortened.replacingOccurrences(of: "+", with: ".")
+        }
+        fields[fields.count - 1] = shortened
+        let hash = fields.joined(separator: "$")
+        do {
+            #expect(try verifier.verify(password: vector.password, storedHash: hash) == false)
+            #expect(vector.format.hasPrefix("argon2"), "only argon2 may treat a shorter digest as a mismatch")
+        } catch let error as CredentialsError {
+            #expect(error == .malformedHash)
         }
     }
 

@@ -25,7 +25,7 @@ extension ImagingTests {
                          + ["-IPTC:Keywords=private", "-Comment=taken at home", scratch.path("in.jpg")])
 
             let before = try OutputCheck.exifTool(scratch.path("in.jpg"))
-            for key in ["GPS:GPSLatitude", "XMP:Creator", "IPTC:Keywords", "File:Comment", "EXIF:Artist"] {
+            for key in ["EXIF:GPSLatitude", "XMP:Creator", "IPTC:Keywords", "File:Comment", "EXIF:Artist"] {
                 #expect(before[key] != nil, "fixture lacks \(key): \(before.keys.sorted())")
             }
             #expect(before.keys.contains { $0.hasPrefix("ICC_Profile:") }, "fixture lacks an ICC profile")

@@ -42,7 +42,8 @@ struct CryptHash: StoredHash {
             // cutting here also keeps long passwords under libxcrypt's limit.
             phrase = Array(phrase.prefix(Limits.bcryptPasswordBytes))
         } else if phrase.count > Limits.maxCryptPasswordBytes {
-            // libxcrypt cannot hash it, so no hash it wrote can match.
+            // libxcrypt refuses passphrases this long. The stored hash is not
+            // at fault, so this is reported as a wrong password, not an error.
             return false
         }
         let computed = try crypt(phrase)

@@ -39,10 +39,6 @@ struct VipsImageHandle: ~Copyable {
     var orientation: Int { Int(vips_image_get_orientation(pointer)) }
     var orientationSwapsAxes: Bool { vips_image_get_orientation_swap(pointer) != 0 }
 
-    func string(_ field: String) -> String? {
-        cvips_get_string(pointer, field).map { String(cString: $0) }
-    }
-
     func has(_ field: String) -> Bool {
         cvips_has_field(pointer, field) != 0
     }

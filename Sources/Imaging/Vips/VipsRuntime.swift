@@ -58,4 +58,10 @@ enum VipsRuntime {
         start()
         return vips_tracked_get_mem()
     }
+
+    /// Live pixel-buffer allocations libvips is tracking right now.
+    static var trackedAllocations: Int {
+        start()
+        return Int(vips_tracked_get_allocs())
+    }
 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make bench: speed and memory figures, each against a reference measured in the same run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build -c release --product lifecycle >/dev/null
+BIN="$PWD/.build/release/lifecycle"
+WORK=$(mktemp -d /tmp/lifecycle-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+JOBS=${BENCH_JOBS:-20000}
+
+seconds() { python3 -c "import sys; print(f'{float(sys.argv[1]):.3f}')" "$1"; }
+now() { date +%s.%N; }
+ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$1" "$2"; }
+
+echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores =="
+
+runner_case() {  # name, processes, kind-flag
+  local name=$1 processes=$2 flag=$3 db="$WORK/$1.sqlite"
+  "$BIN" jobs probe $flag --count "$JOBS" --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
+  local start end pids=()
+  start=$(now)
+  for _ in $(seq "$processes"); do
+    "$BIN" worker --once --concurrency 4 --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  end=$(now)
+  local done_count
+  done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM jobs WHERE state='succeeded'")
+  [ "$done_count" = "$JOBS" ] || { echo "only $done_count of $JOBS jobs succeeded" >&2; exit 1; }
+  python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end"
+}
+
+noop1=$(runner_case noop-1p 1 --noop)
+noop2=$(runner_case noop-2p 2 --noop)
+probe1=$(runner_case probe-1p 1 "")
+
+# Reference floor: the same two writes per job (claim, then done), each its own
+# transaction, issued by the sqlite3 shell with no runner around them.
+floor_db="$WORK/floor.sqlite"
+sqlite3 "$floor_db" "PRAGMA journal_mode=WAL; CREATE TABLE jobs(id INTEGER PRIMARY KEY, state TEXT, lease_owner TEXT, updated_at TEXT);" >/dev/null
+python3 - "$JOBS" > "$WORK/floor.sql" <<'PY'
+import sys
+n = int(sys.argv[1])
+print("PRAGMA synchronous=NORMAL;")
+print("BEGIN; " + " ".join(f"INSERT INTO jobs VALUES({i},'queued',NULL,NULL);" for i in range(1, n + 1)) + " COMMIT;")
+for i in range(1, n + 1):
+    print(f"BEGIN IMMEDIATE; UPDATE jobs SET state='running', lease_owner='w' WHERE id={i}; COMMIT;")
+    print(f"BEGIN IMMEDIATE; UPDATE jobs SET state='succeeded', updated_at='x' WHERE id={i} AND lease_owner='w'; COMMIT;")
+PY
+start=$(now); sqlite3 "$floor_db" < "$WORK/floor.sql" >/dev/null; end=$(now)
+floor=$(python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end")
+
+per_step_us=$(python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{(1e6/b-1e6/a)/2:.0f}')" "$noop1" "$probe1")
+echo "no-op single-step jobs, 1 worker process:   $noop1 jobs/s   (target ≥ 5000)"
+echo "no-op single-step jobs, 2 worker processes: $noop2 jobs/s"
+echo "sqlite3 shell, claim + done UPDATEs only:    $floor jobs/s   → runner/floor = $(ratio "$noop1" "$floor")"
+echo "three-step probe jobs, 1 process:           $probe1 jobs/s   → each extra checkpointed step ≈ ${per_step_us} µs"
