@@ -2,8 +2,8 @@
 # make bench: speed and memory figures, each against a reference measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product lifecycle >/dev/null
-BIN="$PWD/.build/release/lifecycle"
+if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then swift build -c release --product lifecycle >/dev/null; fi
+BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 WORK=$(mktemp -d /tmp/lifecycle-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 JOBS=${BENCH_JOBS:-20000}

@@ -1,5 +1,5 @@
 import CArchive
-import Foundation
+public import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -68,7 +68,7 @@ public struct ArchiveEntryContent: ~Copyable {
 
 /// Streams through a ZIP, tar or tar.gz file (format detected from the content),
 /// one entry at a time with constant memory. Used to verify an export after it is written.
-public struct ArchiveReader {
+public struct ArchiveReader: Sendable {
     public let path: String
 
     public init(path: String) {

@@ -28,18 +28,24 @@ extension PhotoNormalizer {
     /// Foundation error for file-system trouble.
     @discardableResult
     public func normalizeFile(at inputPath: String, to outputPath: String) throws -> NormalizedPhoto {
-        let input = try readAtMost(policy.maxInputBytes + 1, from: inputPath)
+        let input = try readInput(at: inputPath)
         let photo = try normalize(input)
         try writeReplacing(photo.jpegData, at: outputPath)
         return photo
     }
 
-    /// Reads one byte beyond the limit at most, so an oversized input is
-    /// refused without being read whole.
-    private func readAtMost(_ limit: Int, from path: String) throws -> Data {
+    /// Refuses an oversized regular file by its size, without reading it,
+    /// and never reads more than one byte past the limit from anything else
+    /// (a pipe, a file still growing).
+    private func readInput(at path: String) throws -> Data {
+        let limit = policy.maxInputBytes
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
         defer { try? handle.close() }
-        return try handle.read(upToCount: limit) ?? Data()
+        var status = stat()
+        if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) > limit {
+            throw PhotoRejection.tooLarge(byteCount: Int(status.st_size), limit: limit)
+        }
+        return try handle.read(upToCount: limit + 1) ?? Data()
     }
 
     private func writeReplacing(_ data: Data, at path: String) throws {

@@ -157,6 +157,11 @@ enum Migrations {
                 CREATE INDEX audit_events_account ON audit_events(account_id, at);
                 """)
         }
+        // Later schema changes, one named migration each, registered in order by the
+        // file that owns the feature (ExportQueries, DeletionQueries, PhotoQueries).
+        ExportSchema.register(in: &migrator)
+        DeletionSchema.register(in: &migrator)
+        PhotoSchema.register(in: &migrator)
         return migrator
     }
 }

@@ -79,6 +79,16 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         try pool.write { db in try body(SQLiteTransaction(db: db)) }
     }
 
+    public func accountTables() async throws -> [String] {
+        try await pool.read { db in
+            // The audit trail outlives the account on purpose: ids and outcomes only, no personal data.
+            try String.fetchAll(db, sql: """
+                SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c
+                WHERE m.type = 'table' AND c.name = 'account_id' AND m.name != 'audit_events' ORDER BY m.name
+                """)
+        }
+    }
+
     public func checkpoint() throws {
         try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }

@@ -7,7 +7,7 @@ import SQLiteBackend
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts", abstract: "Load and inspect accounts.",
-        subcommands: [ImportAccounts.self, ShowAccount.self])
+        subcommands: [ImportAccounts.self, ShowAccount.self, SetPasswordCommand.self])
 }
 
 struct ImportAccounts: AsyncParsableCommand {

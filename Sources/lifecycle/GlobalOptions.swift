@@ -76,7 +76,8 @@ struct GlobalOptions: ParsableArguments {
         } catch {
             throw CLIFailure(.unavailable, "cannot use blob directory \(blobDirectory): \(error.localizedDescription)")
         }
-        return LifecycleServices(store: store, blobs: blobStore, policies: policies, clock: try clock(), logger: logger)
+        return LifecycleServices(
+            store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: try clock(), logger: logger)
     }
 }
 

@@ -55,7 +55,7 @@ struct MalformedHashTests {
     /// scrypt output cut short is a prefix of the full output, so comparing
     /// only the stored length would accept it; argon2 feeds the length into
     /// its first block, so there it must simply not match.
-    @Test(arguments: Vector.all.filter { ["argon2", "pbkdf2", "passlib-scrypt"].contains(where: $0.format.contains) })
+    @Test(arguments: Vector.all.filter { !$0.usesDefaultCost && ["argon2", "pbkdf2", "passlib-scrypt"].contains(where: $0.format.contains) })
     func digestShortenedToWholeBytesNeverVerifies(_ vector: Vector) throws {
         var fields = vector.hash.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
         let encoded = fields[fields.count - 1]

@@ -47,7 +47,7 @@ enum VipsRuntime {
         return lines.isEmpty ? "libvips failed without a message" : lines.joined(separator: "; ")
     }
 
-    /// Live libvips objects in the process, for leak checks.
+    /// Live libvips objects (images, operations, sources) in the process.
     static var liveObjectCount: Int {
         start()
         return cvips_live_object_count()

@@ -8,11 +8,14 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     public let store: Store
     public let blobs: any BlobStore
     public let policies: PolicyBook
+    /// Where policies, the data map and demo files live.
+    public let jobsDirectory: String
     public let clock: any TimeSource
     public let logger: Logger
 
-    public init(store: Store, blobs: any BlobStore, policies: PolicyBook, clock: any TimeSource, logger: Logger) {
+    public init(store: Store, blobs: any BlobStore, policies: PolicyBook, jobsDirectory: String, clock: any TimeSource, logger: Logger) {
         self.store = store
+        self.jobsDirectory = jobsDirectory
         self.blobs = blobs
         self.policies = policies
         self.clock = clock
@@ -21,10 +24,8 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
 
     /// Every job kind the toolkit runs, for workers to register.
     public var registry: JobRegistry<Store.Transaction> {
-        JobRegistry([
-            ProbeJobs.probe(store: store),
-            ProbeJobs.noop(store: store),
-        ])
+        JobRegistry([ProbeJobs.probe(store: store), ProbeJobs.noop(store: store)]
+            + PhotoJobs.kinds(for: self) + ExportJobs.kinds(for: self) + DeletionJobs.kinds(for: self))
     }
 
     public func enqueue(_ request: EnqueueRequest) async throws -> EnqueueOutcome {
@@ -32,6 +33,13 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
         let now = clock.now()
         let store = self.store
         return try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }
+    }
+
+    /// The account data map, checked against the tables the database really has.
+    public func dataMap() async throws -> AccountDataMap {
+        let map = try AccountDataMap(jobsDirectory: jobsDirectory)
+        try map.requireCovers(accountTables: try await store.accountTables())
+        return map
     }
 
     public func account(_ reference: String) async throws -> Account? {

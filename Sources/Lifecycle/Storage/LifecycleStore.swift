@@ -37,8 +37,11 @@ public protocol AccountTransaction {
 
 /// A backend: the job queue and the account data, in one database so that a
 /// step's domain writes and its done-mark share a transaction.
-public protocol LifecycleStore: JobStore where Transaction: AccountTransaction {
+public protocol LifecycleStore: JobStore
+where Transaction: AccountTransaction & ExportTransaction & DeletionTransaction & PhotoTransaction {
     func read<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
     /// Where the data lives, for messages ("SQLite file ./lifecycle.sqlite").
     var location: String { get }
+    /// Tables with an account id column that the account data map must cover.
+    func accountTables() async throws -> [String]
 }

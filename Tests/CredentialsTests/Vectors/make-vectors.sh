@@ -22,7 +22,7 @@
 #   htpasswd -B -C 5   $2y$ cost 5, as Apache and PHP's password_hash write it
 #   argon2-cffi        argon2id m=1024 t=2 p=1 (four, one empty password),
 #                      argon2i m=1024 t=2 p=1 (two), and one argon2id with the
-#                      library defaults (m=65536 t=3 p=4, about 0.16 s to verify)
+#                      library defaults (m=65536 t=3 p=4, 0.2–0.3 s to verify)
 #   passlib scrypt     $scrypt$ln=8,r=8,p=1 (three, one empty) and the $7$ form
 #                      of the same algorithm (ln=8), computed by hashlib.scrypt;
 #                      passlib writes these in unpadded standard base64

@@ -1,0 +1,4 @@
+import Foundation
+
+/// What deletion, restore and purge reads and writes inside one database transaction.
+public protocol DeletionTransaction {}

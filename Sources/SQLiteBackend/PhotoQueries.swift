@@ -1,0 +1,8 @@
+import GRDB
+import Lifecycle
+
+extension SQLiteTransaction: PhotoTransaction {}
+
+enum PhotoSchema {
+    static func register(in migrator: inout DatabaseMigrator) {}
+}

@@ -1,0 +1,5 @@
+import Foundation
+
+extension DemoTour {
+    func exportChapter() async throws {}
+}
