@@ -14,25 +14,26 @@ ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2])
 
 echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores =="
 
-runner_case() {  # name, processes, kind-flag
-  local name=$1 processes=$2 flag=$3 db="$WORK/$1.sqlite"
+runner_case() {  # name, processes, kind-flag, concurrency per process
+  local name=$1 processes=$2 flag=$3 concurrency=$4 db="$WORK/$1.sqlite"
   "$BIN" jobs probe $flag --count "$JOBS" --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
   local start end pids=()
   start=$(now)
   for _ in $(seq "$processes"); do
-    "$BIN" worker --once --concurrency 4 --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
+    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
   end=$(now)
   local done_count
-  done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM jobs WHERE state='succeeded'")
+  done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM jobs WHERE state='succeeded' AND kind LIKE 'runner.%'")
   [ "$done_count" = "$JOBS" ] || { echo "only $done_count of $JOBS jobs succeeded" >&2; exit 1; }
   python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end"
 }
 
-noop1=$(runner_case noop-1p 1 --noop)
-noop2=$(runner_case noop-2p 2 --noop)
-probe1=$(runner_case probe-1p 1 "")
+# No-op jobs wait on nothing, so Jobs/policies/noop.yaml lets 64 run at once per process.
+noop1=$(runner_case noop-1p 1 --noop 64)
+noop2=$(runner_case noop-2p 2 --noop 64)
+probe1=$(runner_case probe-1p 1 "" 4)
 
 # Reference floor: the same two writes per job (claim, then done), each its own
 # transaction, issued by the sqlite3 shell with no runner around them.
@@ -50,8 +51,14 @@ PY
 start=$(now); sqlite3 "$floor_db" < "$WORK/floor.sql" >/dev/null; end=$(now)
 floor=$(python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end")
 
+# A probe job adds two database steps, each committed with its done-mark in its own transaction.
 per_step_us=$(python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{(1e6/b-1e6/a)/2:.0f}')" "$noop1" "$probe1")
 echo "no-op single-step jobs, 1 worker process:   $noop1 jobs/s   (target ≥ 5000)"
 echo "no-op single-step jobs, 2 worker processes: $noop2 jobs/s"
 echo "sqlite3 shell, claim + done UPDATEs only:    $floor jobs/s   → runner/floor = $(ratio "$noop1" "$floor")"
-echo "three-step probe jobs, 1 process:           $probe1 jobs/s   → each extra checkpointed step ≈ ${per_step_us} µs"
+echo "three-step probe jobs, 1 process:           $probe1 jobs/s   → each extra checkpointed database step ≈ ${per_step_us} µs"
+for extra in scripts/bench-*.sh; do
+  [ -x "$extra" ] || continue
+  echo
+  LIFECYCLE_BENCH_BIN="$BIN" "$extra"
+done

@@ -32,6 +32,8 @@ public enum JobOutcome: Sendable, Equatable {
     case cancelled
     /// Another worker took the job over (this one was too slow to heartbeat); nothing recorded.
     case leaseLost
+    /// The worker is shutting down: the job was handed back between steps for another worker to resume.
+    case released
 }
 
 public enum WorkerEvent: Sendable {
@@ -47,11 +49,12 @@ public struct DrainSummary: Sendable, Equatable {
     public var dead = 0
     public var cancelled = 0
     public var leaseLost = 0
+    public var released = 0
     public var failures: [String] = []
 
     public init() {}
 
-    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost }
+    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost + released }
     /// What cron should see: every job this run touched finished well.
     public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 }
 
@@ -66,6 +69,7 @@ public struct DrainSummary: Sendable, Equatable {
             failures.append("job \(job.id) (\(job.kind)) is dead after \(job.attempt) attempt(s): \(error)")
         case .cancelled: cancelled += 1
         case .leaseLost: leaseLost += 1
+        case .released: released += 1
         }
     }
 }
@@ -81,6 +85,9 @@ public final class Worker<Store: JobStore>: Sendable {
     public let options: WorkerOptions
     private let logger: Logger
     private let events: @Sendable (WorkerEvent) -> Void
+    private let shuttingDown = ShutdownFlag()
+    private let held = HeldJobs()
+    private let completions: CompletionBatcher<Store>
 
     public init(
         store: Store, registry: JobRegistry<Store.Transaction>, policies: PolicyBook, clock: any TimeSource,
@@ -94,6 +101,7 @@ public final class Worker<Store: JobStore>: Sendable {
         self.options = options
         self.logger = logger
         self.events = events
+        self.completions = CompletionBatcher(store: store)
     }
 
     private var kindNames: [String] {
@@ -138,6 +146,8 @@ public final class Worker<Store: JobStore>: Sendable {
         guard !kinds.isEmpty else { return summary }
         try await enqueueScheduledJobs()
         var lastScheduleCheck = clock.now()
+        let heartbeat = startHeartbeat()
+        defer { heartbeat.cancel() }
 
         try await withThrowingTaskGroup(of: (JobRecord, JobOutcome).self) { group in
             var inFlight: [String: Int] = [:]
@@ -146,17 +156,23 @@ public final class Worker<Store: JobStore>: Sendable {
             var stopping = false
 
             while true {
-                if Task.isCancelled { stopping = true }
+                if Task.isCancelled {
+                    stopping = true
+                    shuttingDown.set()
+                }
                 if !stopping {
                     if running < options.concurrency && buffered.isEmpty {
                         buffered = try await claimBatch(kinds: kinds)
+                        for claimed in buffered { held.add(claimed.record.id, lease: policies.policy(for: claimed.record.kind).lease) }
                     }
                     while running < options.concurrency,
                           let next = buffered.firstIndex(where: { inFlight[$0.record.kind, default: 0] < policies.policy(for: $0.record.kind).concurrency }) {
                         let claimed = buffered.remove(at: next)
                         running += 1
                         inFlight[claimed.record.kind, default: 0] += 1
-                        group.addTask { (claimed.record, await self.execute(claimed)) }
+                        // An unstructured task does not inherit cancellation: on SIGTERM the step
+                        // in flight runs to its end, then the job is handed back between steps.
+                        group.addTask { (claimed.record, await Task { await self.execute(claimed) }.value) }
                     }
                 }
                 if running == 0 {
@@ -169,6 +185,7 @@ public final class Worker<Store: JobStore>: Sendable {
                     continue
                 }
                 guard let (job, outcome) = try await group.next() else { break }
+                held.remove(job.id)
                 running -= 1
                 inFlight[job.kind, default: 1] -= 1
                 summary.add(outcome, job: job)
@@ -176,6 +193,7 @@ public final class Worker<Store: JobStore>: Sendable {
             // Claimed but never started: hand them back now rather than after the lease expires.
             for claimed in buffered {
                 try? await store.release(jobID: claimed.record.id, owner: options.owner, now: clock.now())
+                held.remove(claimed.record.id)
             }
         }
         return summary
@@ -185,12 +203,12 @@ public final class Worker<Store: JobStore>: Sendable {
     /// the per-job transaction count is what limits throughput on SQLite. Jobs wait
     /// in the buffer while their kind is at its concurrency limit.
     private func claimBatch(kinds: [String]) async throws -> [ClaimedJob] {
-        let batch = options.concurrency * 8
+        let batch = options.concurrency * 2
         var quota: [String: Int] = [:]
         var leases: [String: TimeInterval] = [:]
         for kind in kinds {
             let policy = policies.policy(for: kind)
-            quota[kind] = min(batch, policy.concurrency * 8)
+            quota[kind] = min(batch, policy.concurrency * 2)
             leases[kind] = policy.lease
         }
         return try await store.claim(quota: quota, leases: leases, owner: options.owner, now: clock.now())
@@ -216,14 +234,17 @@ public final class Worker<Store: JobStore>: Sendable {
             return outcome
         }
 
-        let heartbeat = startHeartbeat(job: job, policy: policy)
-        defer { heartbeat.cancel() }
-
         var outputs = claimed.finishedSteps
         let store = self.store
         let owner = options.owner
         do {
             for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil {
+                if shuttingDown.isSet && !outputs.isEmpty {
+                    try await store.release(jobID: job.id, owner: owner, now: clock.now())
+                    jobLogger.notice("shutting down: job handed back between steps", metadata: ["next": "\(step.name)"])
+                    events(.finished(job, .released))
+                    return .released
+                }
                 let isLast = index == kind.steps.count - 1
                 let context = StepContext(
                     job: job, outputs: outputs, now: clock.now(), logger: jobLogger,
@@ -247,7 +268,10 @@ public final class Worker<Store: JobStore>: Sendable {
                     }
                 case .external(let body):
                     result = try await body(context)
-                    cancelRequested = try await store.write { tx in try finish(result, tx) }
+                    // Done-marks of outside steps carry no effects of their own, so several
+                    // jobs' marks share one transaction: the per-job commit is what bounds
+                    // throughput. A crash before the flush only repeats an idempotent step.
+                    cancelRequested = try await completions.commit { tx in try finish(result, tx) }
                 }
                 outputs[step.name] = .some(result.output)
                 events(.stepFinished(job, step: step.name))
@@ -301,26 +325,114 @@ public final class Worker<Store: JobStore>: Sendable {
         }
     }
 
-    private func startHeartbeat(job: JobRecord, policy: JobPolicy) -> Task<Void, Never> {
+}
+
+extension Worker {
+    /// One loop extends the leases of every job this worker holds, running or
+    /// claimed and waiting, in one statement per lease length.
+    fileprivate func startHeartbeat() -> Task<Void, Never> {
         let store = self.store
         let owner = options.owner
         let clock = self.clock
         let logger = self.logger
-        let interval = max(0.2, policy.lease / 3)
+        let held = self.held
+        let shortestLease = registry.names.map { policies.policy(for: $0).lease }.min() ?? JobPolicy().lease
+        let interval = max(0.2, shortestLease / 3)
         return Task {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
                 if Task.isCancelled { return }
-                do {
-                    let lost = try await store.heartbeat(jobIDs: [job.id], owner: owner, lease: policy.lease, now: clock.now())
-                    if lost.contains(job.id) {
-                        logger.warning("heartbeat found the lease taken over", metadata: ["job": "\(job.id)"])
-                        return
+                for (lease, ids) in held.byLease() {
+                    do {
+                        let lost = try await store.heartbeat(jobIDs: ids, owner: owner, lease: lease, now: clock.now())
+                        if !lost.isEmpty {
+                            logger.warning("heartbeat found leases taken over", metadata: ["jobs": "\(lost.sorted())"])
+                        }
+                    } catch {
+                        logger.warning("heartbeat failed; will try again", metadata: ["error": "\(error)"])
                     }
-                } catch {
-                    logger.warning("heartbeat failed; will try again", metadata: ["job": "\(job.id)", "error": "\(error)"])
                 }
             }
         }
     }
+}
+
+/// The jobs a worker holds a lease on, with each one's lease length.
+final class HeldJobs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var leases: [JobID: TimeInterval] = [:]
+
+    func add(_ id: JobID, lease: TimeInterval) { lock.withLock { leases[id] = lease } }
+    func remove(_ id: JobID) { _ = lock.withLock { leases.removeValue(forKey: id) } }
+    func byLease() -> [TimeInterval: [JobID]] {
+        lock.withLock { Dictionary(grouping: leases.keys, by: { leases[$0]! }) }
+    }
+}
+
+/// Groups done-marks arriving from concurrent jobs into one write transaction.
+/// Each mark still runs its own fenced statements, so a lost lease fails only that job.
+final class CompletionBatcher<Store: JobStore>: @unchecked Sendable {
+    typealias Mark = @Sendable (Store.Transaction) throws -> Bool
+    private struct Pending {
+        let mark: Mark
+        let continuation: CheckedContinuation<Bool, any Error>
+    }
+
+    private let store: Store
+    private let lock = NSLock()
+    private var pending: [Pending] = []
+    private var flushScheduled = false
+
+    init(store: Store) { self.store = store }
+
+    func commit(_ mark: @escaping Mark) async throws -> Bool {
+        try await withCheckedThrowingContinuation { continuation in
+            let startFlush = lock.withLock {
+                pending.append(Pending(mark: mark, continuation: continuation))
+                if flushScheduled { return false }
+                flushScheduled = true
+                return true
+            }
+            if startFlush { Task { await self.flush() } }
+        }
+    }
+
+    /// One flush at a time: marks that arrive while a transaction is open go into the next one.
+    private func flush() async {
+        while true {
+            let batch: [Pending] = lock.withLock {
+                if pending.isEmpty {
+                    flushScheduled = false
+                    return []
+                }
+                defer { pending = [] }
+                return pending
+            }
+            guard !batch.isEmpty else { return }
+            let marks = batch.map(\.mark)
+            do {
+                let results: [Result<Bool, JobRunnerError>] = try await store.write { tx in
+                    try marks.map { mark in
+                        do {
+                            return .success(try mark(tx))
+                        } catch let error as JobRunnerError {
+                            return .failure(error)
+                        }
+                    }
+                }
+                for (item, result) in zip(batch, results) {
+                    item.continuation.resume(with: result.mapError { $0 as any Error })
+                }
+            } catch {
+                for item in batch { item.continuation.resume(throwing: error) }
+            }
+        }
+    }
+}
+
+final class ShutdownFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }

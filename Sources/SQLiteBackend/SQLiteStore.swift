@@ -125,25 +125,23 @@ extension SQLiteStore {
     }
 
     public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: SQLiteTransaction) throws -> Bool {
-        guard let row = try Row.fetchOne(
-            tx.db,
-            sql: "UPDATE jobs SET updated_at = ? WHERE id = ? AND lease_owner = ? AND state = 'running' RETURNING cancel_requested",
-            arguments: [now, jobID, owner])
-        else { throw JobRunnerError.leaseLost(jobID) }
+        // Cached statements: these run once per step of every job, the runner's hot path.
+        let fence = try tx.db.cachedStatement(
+            sql: "UPDATE jobs SET updated_at = ? WHERE id = ? AND lease_owner = ? AND state = 'running' RETURNING cancel_requested")
+        guard let cancelRequested = try Bool.fetchOne(fence, arguments: [now, jobID, owner]) else {
+            throw JobRunnerError.leaseLost(jobID)
+        }
         // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
-        try tx.db.execute(
-            sql: "INSERT INTO job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)",
-            arguments: [jobID, step, output, now])
-        return row[0] as Bool
+        try tx.db.cachedStatement(sql: "INSERT INTO job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [jobID, step, output, now])
+        return cancelRequested
     }
 
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: SQLiteTransaction) throws {
-        try tx.db.execute(
-            sql: """
-                UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
-                WHERE id = ? AND lease_owner = ? AND state = 'running'
-                """,
-            arguments: [now, now, jobID, owner])
+        try tx.db.cachedStatement(sql: """
+            UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
+            WHERE id = ? AND lease_owner = ? AND state = 'running'
+            """).execute(arguments: [now, now, jobID, owner])
         guard tx.db.changesCount == 1 else { throw JobRunnerError.leaseLost(jobID) }
     }
 
@@ -184,13 +182,11 @@ extension SQLiteStore {
                     continue
                 }
                 let lease = leases[kind] ?? JobPolicy().lease
-                try db.execute(
-                    sql: """
-                        UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
-                          started_at = COALESCE(started_at, ?), updated_at = ?
-                        WHERE id = ?
-                        """,
-                    arguments: [owner, now.addingTimeInterval(lease), now, now, id])
+                try db.cachedStatement(sql: """
+                    UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
+                      started_at = COALESCE(started_at, ?), updated_at = ?
+                    WHERE id = ?
+                    """).execute(arguments: [owner, now.addingTimeInterval(lease), now, now, id])
                 claimedIDs.append(id)
                 remaining[kind] = left - 1
             }

@@ -34,7 +34,8 @@ struct WorkerCommand: AsyncParsableCommand {
             if options.json {
                 try Terminal.printJSON(WorkerReport(summary))
             } else {
-                Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled")
+                Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
+                    + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
                 for failure in summary.failures { Terminal.note("  " + failure) }
             }
             return summary.allSucceeded ? .ok : .tryLater
@@ -43,7 +44,7 @@ struct WorkerCommand: AsyncParsableCommand {
 }
 
 struct WorkerReport: Codable {
-    var succeeded, retrying, dead, cancelled, leaseLost: Int
+    var succeeded, retrying, dead, cancelled, leaseLost, released: Int
     var failures: [String]
 
     init(_ summary: DrainSummary) {
@@ -52,6 +53,7 @@ struct WorkerReport: Codable {
         dead = summary.dead
         cancelled = summary.cancelled
         leaseLost = summary.leaseLost
+        released = summary.released
         failures = summary.failures
     }
 }

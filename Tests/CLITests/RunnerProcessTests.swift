@@ -108,6 +108,38 @@ struct RunnerProcessTests {
         #expect(notANumber.status == 64)
     }
 
+    @Test func jsonLogsAreOneObjectPerLine() throws {
+        let workspace = try Workspace()
+        try workspace.run(["jobs", "probe", "--fail-attempts", "1"])
+        let result = try workspace.run(["worker", "--once", "--log-format", "json"])
+        let lines = result.stderr.split(separator: "\n").filter { !$0.isEmpty }
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["level"] != nil && object?["msg"] != nil, "not a JSON log line: \(line)")
+        }
+        #expect(result.stderr.contains("\"job\":\"1\""))
+    }
+
+    @Test func aLongRunningWorkerFinishesItsStepHandsTheJobBackAndExitsOnSIGTERM() async throws {
+        let workspace = try Workspace()
+        try workspace.run(["jobs", "probe", "--hold", "1"])
+        let store = try workspace.store()
+        let (worker, _, _) = try workspace.process(["worker"])
+        #expect(try await eventually { try await store.steps(of: 1).map(\.step) == ["record-start"] })
+        kill(worker.processIdentifier, SIGTERM)
+        worker.waitUntilExit()
+        #expect(worker.terminationStatus == 0)
+        // The step in flight finished; the job went back to the queue at once, not after a lease expiry.
+        let handedBack = try #require(try await store.job(id: 1))
+        #expect(handedBack.state == .queued)
+        #expect(handedBack.leaseOwner == nil)
+        #expect(try await store.steps(of: 1).map(\.step).sorted() == ["hold", "record-start"])
+        #expect(try workspace.run(["worker", "--once"]).status == 0)
+        #expect(try await store.job(id: 1)?.state == .succeeded)
+        #expect(try await store.probeEffectCount(jobID: 1) == 2)
+    }
+
     @Test func badClockOverrideIsAUsageError() throws {
         let workspace = try Workspace()
         let result = try workspace.run(["jobs", "list"], environment: ["LIFECYCLE_NOW": "yesterday"])

@@ -1,0 +1,108 @@
+import Foundation
+import Lifecycle
+import Testing
+
+struct FileSystemBlobStoreTests {
+    func makeStore() throws -> (FileSystemBlobStore, String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("blobs-\(UUID().uuidString)").path
+        return (try FileSystemBlobStore(root: root), root)
+    }
+
+    @Test func putReadListAndDeleteByPrefix() async throws {
+        let (store, root) = try makeStore()
+        for index in 0..<5 {
+            _ = try await store.put(key: "accounts/u-1/photos/p-\(index)", data: Data("photo \(index)".utf8))
+        }
+        _ = try await store.put(key: "accounts/u-10/photos/p-0", data: Data("other account".utf8))
+        #expect(try await store.readAll(key: "accounts/u-1/photos/p-3") == Data("photo 3".utf8))
+
+        // Paginated listing stays inside the prefix: u-10 is not u-1.
+        let firstPage = try await store.list(prefix: "accounts/u-1/", after: nil, limit: 2)
+        #expect(firstPage.map(\.key) == ["accounts/u-1/photos/p-0", "accounts/u-1/photos/p-1"])
+        let rest = try await store.list(prefix: "accounts/u-1/", after: firstPage.last?.key, limit: 10)
+        #expect(rest.map(\.key) == ["accounts/u-1/photos/p-2", "accounts/u-1/photos/p-3", "accounts/u-1/photos/p-4"])
+        #expect(rest.first?.size == 7)
+
+        try await store.delete(keys: (firstPage + rest).map(\.key))
+        #expect(try await store.list(prefix: "accounts/u-1/", after: nil, limit: 10).isEmpty)
+        // No empty directories named after the account are left behind.
+        #expect(!FileManager.default.fileExists(atPath: root + "/accounts/u-1"))
+        // Deleting again is not an error: a purge may run twice.
+        try await store.delete(keys: ["accounts/u-1/photos/p-0"])
+        #expect(try await store.info(key: "accounts/u-10/photos/p-0")?.size == 13)
+    }
+
+    @Test func aPutIsAtomicAndNothingIsLeftInTheIncomingFolder() async throws {
+        let (store, root) = try makeStore()
+        let source = root + "/../source-\(UUID().uuidString)"
+        try Data(repeating: 7, count: 3 << 20).write(to: URL(fileURLWithPath: source))
+        let info = try await store.put(key: "accounts/u-1/exports/e-1.zip", fromFile: source, moving: false)
+        #expect(info.size == 3 << 20)
+        #expect(FileManager.default.fileExists(atPath: source))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/.incoming").isEmpty)
+        try await store.move(from: "accounts/u-1/exports/e-1.zip", to: "accounts/u-1/exports/final.zip")
+        // Moving again after a crash between the move and its record is a no-op.
+        try await store.move(from: "accounts/u-1/exports/e-1.zip", to: "accounts/u-1/exports/final.zip")
+        #expect(try await store.info(key: "accounts/u-1/exports/final.zip")?.size == 3 << 20)
+    }
+
+    @Test(arguments: ["../etc/passwd", "/abs", "accounts//x", "accounts/./x", "accounts/u-1/..", "a b", ""])
+    func keysThatCouldEscapeTheRootAreRefused(_ key: String) async throws {
+        let (store, _) = try makeStore()
+        await #expect(throws: BlobStoreError.self) { _ = try await store.put(key: key, data: Data()) }
+    }
+}
+
+struct AccountDataMapTests {
+    @Test func theShippedMapParsesAndCoversTheReferenceSchema() throws {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let map = try AccountDataMap(jobsDirectory: url.path + "/Jobs")
+        #expect(map.exportedTables.map(\.exportFile).contains("journal_entries"))
+        #expect(!map.exportedTables.contains { $0.name == "sessions" })
+        try map.requireCovers(accountTables: ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"])
+    }
+
+    @Test func aTableMissingFromTheMapIsRefused() throws {
+        let map = try AccountDataMap(yaml: "tables:\n  - table: photos\n", source: "test.yaml")
+        #expect {
+            try map.requireCovers(accountTables: ["photos", "journal_entries"])
+        } throws: { error in
+            "\(error)".contains("journal_entries") && "\(error)".contains("not in the map")
+        }
+    }
+
+    @Test(arguments: [
+        "tables:\n  - table: \"photos; DROP TABLE accounts\"\n",
+        "tables:\n  - table: photos\n    export_file: photos\n",
+        "tables:\n  - table: photos\n    colums: [id]\n",
+        "tables:\n  - table: photos\n    export_file: ../x\n    columns: [id]\n",
+        "nothing: here\n",
+    ])
+    func unsafeOrIncompleteMapsAreRefused(_ yaml: String) {
+        #expect(throws: LifecycleError.self) { try AccountDataMap(yaml: yaml, source: "test.yaml") }
+    }
+}
+
+struct ProfileRulesTests {
+    @Test func namesAllowLettersOfAnyScriptSpacesAndHyphens() throws {
+        #expect(try ProfileRules.name("  Jean-Luc ", field: "first_name") == "Jean-Luc")
+        #expect(try ProfileRules.name("渡辺", field: "last_name") == "渡辺")
+        #expect(try ProfileRules.name("Zoë Ångström", field: "first_name") == "Zoë Ångström")
+        #expect(throws: ValidationFailure.self) { try ProfileRules.name("R2D2", field: "first_name") }
+        #expect(throws: ValidationFailure.self) { try ProfileRules.name("   ", field: "first_name") }
+        #expect(throws: ValidationFailure.self) { try ProfileRules.name(String(repeating: "a", count: 51), field: "first_name") }
+    }
+
+    @Test func timesZonesAndLengths() throws {
+        #expect(try ProfileRules.timeOfDay("23:59:59", field: "t") == "23:59:59")
+        for bad in ["24:00:00", "7:30:00", "07:30", "07:60:00", "ab:cd:ef", "07:30:00 "] {
+            #expect(throws: ValidationFailure.self) { try ProfileRules.timeOfDay(bad, field: "t") }
+        }
+        #expect(try ProfileRules.timezone("America/New_York") == "America/New_York")
+        #expect(throws: ValidationFailure.self) { try ProfileRules.timezone("Mars/Base") }
+        #expect(try ProfileRules.bio(String(repeating: "é", count: 150)).count == 150)
+        #expect(throws: ValidationFailure.self) { try ProfileRules.bio(String(repeating: "é", count: 151)) }
+        #expect(throws: ValidationFailure.self) { try ProfileRules.displayName("") }
+    }
+}
