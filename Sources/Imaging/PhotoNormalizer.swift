@@ -83,16 +83,12 @@ public struct PhotoNormalizer: Sendable {
         guard storedWidth > 0, storedHeight > 0 else {
             throw .corrupt("header declares an empty \(storedWidth)×\(storedHeight) image")
         }
-        let pixels = storedWidth.multipliedReportingOverflow(by: storedHeight)
-        guard !pixels.overflow, pixels.partialValue <= policy.maxPixels else {
-            throw .dimensionsTooLarge(
-                width: storedWidth, height: storedHeight,
-                detail: " = \(pixels.partialValue) pixels, limit \(policy.maxPixels)")
+        // Both sides are 32-bit C ints, so their product fits in Int.
+        guard storedWidth * storedHeight <= policy.maxPixels else {
+            throw .dimensionsTooLarge(width: storedWidth, height: storedHeight, pixelLimit: policy.maxPixels)
         }
         guard storedWidth <= policy.maxSide, storedHeight <= policy.maxSide else {
-            throw .dimensionsTooLarge(
-                width: storedWidth, height: storedHeight,
-                detail: ", side limit \(policy.maxSide)")
+            throw .dimensionsTooLarge(width: storedWidth, height: storedHeight, sideLimit: policy.maxSide)
         }
 
         // Orientations 5–8 turn the picture a quarter: what the viewer calls
@@ -121,8 +117,9 @@ public struct PhotoNormalizer: Sendable {
             cvips_thumbnail_square(base, bytes.count, out, Int32(side), hasProfile ? "srgb" : nil)
         }
 
-        // 16-bit, greyscale and (profile-less) CMYK leave the thumbnail in
-        // their own space; the recipe promises 8-bit sRGB.
+        // Greyscale leaves the thumbnail as one-band B_W; the recipe
+        // promises three-band 8-bit sRGB. The format checks cover 16-bit
+        // paths that differ between libvips releases.
         if image.interpretation != VIPS_INTERPRETATION_sRGB || image.format != VIPS_FORMAT_UCHAR {
             image = try image.then("converting to sRGB") { cvips_to_srgb($0, $1) }
         }

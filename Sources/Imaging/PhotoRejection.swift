@@ -46,8 +46,18 @@ public struct PhotoRejection: Error, Sendable, Hashable, CustomStringConvertible
         .init(code: .unsupportedType, operatorDetail: detail)
     }
 
-    public static func dimensionsTooLarge(width: Int, height: Int, detail: String) -> PhotoRejection {
-        .init(code: .dimensionsTooLarge, operatorDetail: "header declares \(width)×\(height)\(detail)")
+    /// The header declares more than `pixelLimit` pixels.
+    public static func dimensionsTooLarge(width: Int, height: Int, pixelLimit: Int) -> PhotoRejection {
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        let count = overflow ? "more than \(Int.max)" : "\(pixels)"
+        return .init(
+            code: .dimensionsTooLarge,
+            operatorDetail: "header declares \(width)×\(height) = \(count) pixels, limit \(pixelLimit)")
+    }
+
+    /// The header declares a side longer than `sideLimit`.
+    public static func dimensionsTooLarge(width: Int, height: Int, sideLimit: Int) -> PhotoRejection {
+        .init(code: .dimensionsTooLarge, operatorDetail: "header declares \(width)×\(height), side limit \(sideLimit)")
     }
 
     public static func corrupt(_ detail: String) -> PhotoRejection {

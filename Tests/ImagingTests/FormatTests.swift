@@ -55,8 +55,12 @@ extension ImagingTests {
             #expect(PhotoRejection.tooLarge(byteCount: 2, limit: 1).userMessage == "Photo must be under 10MB.")
             #expect(PhotoRejection.unsupportedType("GIF").userMessage == "This file type is not supported. Please use JPG, PNG, or HEIC.")
             #expect(PhotoRejection.corrupt("x").userMessage == "This photo could not be read. Please choose another photo.")
-            let bomb = PhotoRejection.dimensionsTooLarge(width: 3, height: 4, detail: "")
-            #expect(bomb.code == .dimensionsTooLarge && bomb.operatorDetail == "header declares 3×4")
+            let bomb = PhotoRejection.dimensionsTooLarge(width: 30, height: 40, pixelLimit: 1000)
+            #expect(bomb.code == .dimensionsTooLarge)
+            #expect(bomb.operatorDetail == "header declares 30×40 = 1200 pixels, limit 1000")
+            #expect(bomb.userMessage == "This photo is too large to process. Please choose a smaller photo.")
+            let strip = PhotoRejection.dimensionsTooLarge(width: 20_000, height: 1, sideLimit: 16_384)
+            #expect(strip.operatorDetail == "header declares 20000×1, side limit 16384")
             #expect("\(PhotoRejection.corrupt("bad"))" == "photo rejected (corrupt): bad")
         }
     }

@@ -30,6 +30,25 @@ extension ImagingTests {
             expectUpright(try OutputCheck.expectCleanJPEG(photo.jpegData, side: 200, in: scratch))
         }
 
+        /// Phones record HEIC rotation in the item's `irot` property, which
+        /// libheif applies while decoding. No CLI here writes `irot`, so the
+        /// fixture overwrites the 16-byte `pixi` property (optional, and
+        /// associated with the primary image) with an equally long `irot`
+        /// box: angle 1, a quarter turn anticlockwise, the same turn as EXIF
+        /// orientation 8.
+        @Test("HEIC rotation (irot) is applied")
+        func heicRotation() throws {
+            let scratch = try Scratch()
+            var input = try scratch.encode(display.stored(forOrientation: 8), as: "turned.heic", options: "Q=90")
+            let pixi = try #require(input.range(of: Data("pixi".utf8)))
+            let boxStart = pixi.lowerBound - 4
+            #expect(input[boxStart..<pixi.lowerBound] == Data([0, 0, 0, 16]))
+            input.replaceSubrange(boxStart..<boxStart + 16, with: Data([0, 0, 0, 16]) + Data("irot".utf8) + Data([1]) + Data(count: 7))
+
+            #expect(try normalizer.inspect(input) == PhotoInfo(format: .heic, width: 300, height: 200, orientation: 1))
+            expectUpright(try OutputCheck.expectCleanJPEG(try normalizer.normalize(input).jpegData, side: 200, in: scratch))
+        }
+
         /// libheif applies the HEIF `irot` box itself; an EXIF Orientation tag
         /// inside a HEIC is not authoritative and is ignored, as libheif's own
         /// tools do. This pins that behaviour so a libvips upgrade that starts

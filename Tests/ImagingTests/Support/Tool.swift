@@ -7,7 +7,12 @@ enum Tool {
         let command: [String]
         let status: Int32
         let stderr: String
-        var description: String { "\(command.joined(separator: " ")) exited \(status): \(stderr)" }
+        var description: String {
+            // env exits 127 when the program is not installed.
+            let hint = status == 127
+                ? " (the tests need Debian packages libvips-tools and libimage-exiftool-perl)" : ""
+            return "\(command.joined(separator: " ")) exited \(status): \(stderr)\(hint)"
+        }
     }
 
     /// Runs `arguments` (the first found on PATH) and returns its stdout.
