@@ -141,6 +141,17 @@ public final class Worker<Store: JobStore>: Sendable {
     }
 
     private func loop(untilIdle: Bool) async throws -> DrainSummary {
+        // Cancellation (SIGTERM) must reach jobs between their steps even while the
+        // loop itself is waiting for one of them to finish.
+        let flag = shuttingDown
+        return try await withTaskCancellationHandler {
+            try await claimAndRun(untilIdle: untilIdle)
+        } onCancel: {
+            flag.set()
+        }
+    }
+
+    private func claimAndRun(untilIdle: Bool) async throws -> DrainSummary {
         var summary = DrainSummary()
         let kinds = kindNames
         guard !kinds.isEmpty else { return summary }
@@ -156,10 +167,7 @@ public final class Worker<Store: JobStore>: Sendable {
             var stopping = false
 
             while true {
-                if Task.isCancelled {
-                    stopping = true
-                    shuttingDown.set()
-                }
+                if Task.isCancelled || shuttingDown.isSet { stopping = true }
                 if !stopping {
                     if running < options.concurrency && buffered.isEmpty {
                         buffered = try await claimBatch(kinds: kinds)

@@ -52,6 +52,7 @@ struct GlobalOptions: ParsableArguments {
     func bootstrapLogging() {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = logFormat
+        Terminal.jsonStderr = format == .json
         LoggingBootstrap.once(format: format, level: level)
     }
 

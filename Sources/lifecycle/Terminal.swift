@@ -10,12 +10,25 @@ enum Terminal {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    /// Set by `--log-format json`: then stderr carries only JSON objects, one per line,
+    /// so a log shipper never meets a plain-text line.
+    nonisolated(unsafe) static var jsonStderr = false
+
     static func error(_ message: String) {
+        if jsonStderr { return jsonLine(level: "error", message) }
         FileHandle.standardError.write(Data(("error: " + message + "\n").utf8))
     }
 
     static func note(_ message: String) {
+        if jsonStderr { return jsonLine(level: "notice", message) }
         FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
+
+    private static func jsonLine(level: String, _ message: String) {
+        let object = ["ts": ISO8601.format(Date()), "level": level, "logger": "lifecycle", "msg": message]
+        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+            FileHandle.standardError.write(data + Data("\n".utf8))
+        }
     }
 
     static func printJSON<T: Encodable>(_ value: T) throws {
