@@ -1,8 +1,180 @@
+import Foundation
 import GRDB
+import JobRunner
 import Lifecycle
 
-extension SQLiteTransaction: DeletionTransaction {}
+extension SQLiteTransaction: DeletionTransaction {
+    // Each state change is one conditional UPDATE inside the caller's IMMEDIATE
+    // transaction: SQLite's write lock is the "lock" the purge re-checks under.
+
+    public func markPendingDeletion(accountID: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {
+        try db.execute(
+            sql: """
+                UPDATE accounts SET state = 'pendingDeletion', deletion_requested_at = ?, purge_after = ?, updated_at = ?
+                WHERE id = ? AND state = 'active'
+                """,
+            arguments: [requestedAt, purgeAfter, requestedAt, accountID])
+        return db.changesCount == 1
+    }
+
+    public func movePurgeDate(accountID: String, purgeAfter: Date, now: Date) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE accounts SET purge_after = ?, updated_at = ? WHERE id = ? AND state = 'pendingDeletion'",
+            arguments: [purgeAfter, now, accountID])
+        return db.changesCount == 1
+    }
+
+    public func restoreAccount(accountID: String, now: Date) throws -> Bool {
+        try db.execute(
+            sql: """
+                UPDATE accounts SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = ?
+                WHERE id = ? AND state = 'pendingDeletion' AND purge_after > ?
+                """,
+            arguments: [now, accountID, now])
+        return db.changesCount == 1
+    }
+
+    public func beginPurge(accountID: String, now: Date) throws -> Bool {
+        try db.execute(
+            sql: """
+                UPDATE accounts SET state = 'purging', updated_at = ?
+                WHERE id = ? AND state = 'pendingDeletion' AND purge_after IS NOT NULL AND purge_after <= ?
+                """,
+            arguments: [now, accountID, now])
+        return db.changesCount == 1
+    }
+
+    public func revokeSessions(accountID: String, at: Date) throws -> Int {
+        try db.execute(
+            sql: "UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL", arguments: [at, accountID])
+        return db.changesCount
+    }
+
+    public func setPasswordHash(accountID: String, hash: String, now: Date) throws {
+        try db.execute(
+            sql: "UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ?", arguments: [hash, now, accountID])
+    }
+
+    public func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date] {
+        try Date.fetchAll(
+            db,
+            sql: "SELECT at FROM audit_events WHERE account_id = ? AND at >= ? AND action = ? AND outcome = ? ORDER BY at",
+            arguments: [accountID, since, action, outcome])
+    }
+
+    public func accountsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, state, purge_after FROM accounts
+                WHERE state IN ('pendingDeletion', 'purging') AND purge_after <= ? AND id > ?
+                ORDER BY id LIMIT ?
+                """,
+            arguments: [now, after ?? "", limit]
+        ).map { DuePurge(accountID: $0["id"], state: AccountState(rawValue: $0["state"]) ?? .purging, purgeAfter: $0["purge_after"]) }
+    }
+
+    // The purge runs these once or more per account and table: cached statements save
+    // re-parsing the same SQL thousands of times in a nightly run.
+
+    public func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int {
+        let statement = try db.cachedStatement(
+            sql: "SELECT COUNT(*) FROM \(table.name.quotedDatabaseIdentifier) WHERE \(table.accountColumn.quotedDatabaseIdentifier) = ?")
+        return try Int.fetchOne(statement, arguments: [accountID]) ?? 0
+    }
+
+    public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int) throws -> Int {
+        let name = table.name.quotedDatabaseIdentifier
+        let column = table.accountColumn.quotedDatabaseIdentifier
+        // DELETE … LIMIT needs a compile-time option Debian's SQLite lacks: select a batch by key instead.
+        let key = try rowKey(of: table.name)
+        try db.cachedStatement(
+            sql: "DELETE FROM \(name) WHERE \(key.compared) IN (SELECT \(key.selected) FROM \(name) WHERE \(column) = ? LIMIT ?)"
+        ).execute(arguments: [accountID, limit])
+        return db.changesCount
+    }
+
+    /// The rowid where the table has one that is its key, else the primary key columns
+    /// (a WITHOUT ROWID table has no rowid), compared as a row value. GRDB caches the
+    /// schema, so this costs no query per batch.
+    private func rowKey(of table: String) throws -> (compared: String, selected: String) {
+        let primaryKey = try db.primaryKey(table)
+        if primaryKey.isRowID { return ("rowid", "rowid") }
+        let columns = primaryKey.columns
+        let selected = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+        return (columns.count == 1 ? selected : "(" + selected + ")", selected)
+    }
+
+    public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {
+        try db.execute(
+            sql: "INSERT INTO purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING",
+            arguments: [accountID, try JobJSON.encode(rows), at])
+    }
+
+    public func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws {
+        try db.execute(
+            sql: "UPDATE purge_inventory SET blob_count = ?, blob_bytes = ? WHERE account_ref = ? AND blob_count IS NULL",
+            arguments: [count, bytes, accountID])
+    }
+
+    public func purgeInventory(accountID: String) throws -> PurgeInventory? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM purge_inventory WHERE account_ref = ?", arguments: [accountID]) else {
+            return nil
+        }
+        return PurgeInventory(
+            rows: try JobJSON.decode([String: Int].self, from: row["rows"]), blobCount: row["blob_count"], blobBytes: row["blob_bytes"])
+    }
+
+    public func removePurgeInventory(accountID: String) throws {
+        try db.execute(sql: "DELETE FROM purge_inventory WHERE account_ref = ?", arguments: [accountID])
+    }
+
+    public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {
+        // Every column but these is emptied, including columns added after this was
+        // written: a new personal column cannot survive a purge by being forgotten here.
+        let kept: Set<String> = ["id", "state", "purged_at"]
+        var assignments = ["state = 'purged'", "purged_at = ?"]
+        var arguments: StatementArguments = [purgedAt]
+        for column in try db.columns(in: "accounts") {
+            let name = column.name
+            guard !kept.contains(name) else { continue }
+            let type = column.type.uppercased()
+            let required = column.isNotNull
+            let quoted = name.quotedDatabaseIdentifier
+            if !required {
+                assignments.append("\(quoted) = NULL")
+            } else if type.contains("DATE") || type.contains("TIME") {
+                // created_at/updated_at must hold a date: the purge date says nothing about the person.
+                assignments.append("\(quoted) = ?")
+                arguments += [purgedAt]
+            } else if type.contains("INT") || type.contains("BOOL") {
+                assignments.append("\(quoted) = 0")
+            } else {
+                throw PermanentJobFailure(
+                    "accounts.\(name) is NOT NULL and not a date or number, so the tombstone cannot empty it; make it nullable in a migration")
+            }
+        }
+        arguments += [accountID]
+        try db.cachedStatement(sql: "UPDATE accounts SET \(assignments.joined(separator: ", ")) WHERE id = ? AND state = 'purging'")
+            .execute(arguments: arguments)
+        return db.changesCount == 1
+    }
+}
 
 enum DeletionSchema {
-    static func register(in migrator: inout DatabaseMigrator) {}
+    static func register(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v2-deletion") { db in
+            // No account_id column on purpose: it is the purge's own bookkeeping, not
+            // account data, and it is removed when the tombstone is written.
+            try db.execute(sql: """
+                CREATE TABLE purge_inventory (
+                    account_ref TEXT PRIMARY KEY,
+                    rows TEXT NOT NULL,
+                    blob_count INTEGER,
+                    blob_bytes INTEGER,
+                    started_at DATETIME NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
+    }
 }

@@ -1,7 +1,343 @@
 import ArgumentParser
 import Foundation
+import JobRunner
+import Lifecycle
+import SQLiteBackend
 
-struct DeleteCommand: AsyncParsableCommand { static let configuration = CommandConfiguration(shouldDisplay: false) }
-struct RestoreCommand: AsyncParsableCommand { static let configuration = CommandConfiguration(shouldDisplay: false) }
-struct PurgeCommand: AsyncParsableCommand { static let configuration = CommandConfiguration(shouldDisplay: false) }
-struct SetPasswordCommand: AsyncParsableCommand { static let configuration = CommandConfiguration(shouldDisplay: false) }
+/// Passwords come only from standard input: arguments show up in `ps` and shell
+/// history, the environment in /proc. One trailing newline (from `echo` or a
+/// here-string) is not part of the password.
+func readPasswordFromStandardInput() throws -> String {
+    if isatty(STDIN_FILENO) == 1 {
+        Terminal.note("Reading the password from standard input (it will be shown as you type); end it with Enter, then Ctrl-D.")
+    }
+    let data = FileHandle.standardInput.readDataToEndOfFile()
+    guard var password = String(data: data, encoding: .utf8) else {
+        throw CLIFailure(.dataError, "the password on standard input is not valid UTF-8")
+    }
+    if password.last == "\n" || password.last == "\r\n" { password.removeLast() }
+    guard !password.isEmpty else {
+        throw CLIFailure(.usage, "no password on standard input; pipe it in, e.g. `printf '%s' \"$PASSWORD\" | lifecycle … --password-stdin`")
+    }
+    return password
+}
+
+struct DeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete an account: the user's own request (password, 30-day grace) or a support/legal deletion.",
+        discussion: """
+            lifecycle delete ACCOUNT --password-stdin
+              The user's request. The password is read from standard input. Wrong: "Incorrect password", exit 77.
+              Too many wrong attempts: refused until the time printed, exit 75. Right: the account is pending
+              deletion, every session is signed out, and the purge is scheduled after the grace period.
+            lifecycle delete ACCOUNT --operator NAME --reason TEXT [--immediately]
+              Support or legal path, without the password; audited with NAME and TEXT. --immediately skips the
+              grace period: the next `lifecycle purge` removes the account.
+            An account already pending deletion is left as it is (exit 0). Grace and lockout numbers: Jobs/policies/deletion.yaml.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Account id or email.") var account: String
+    @Flag(name: .customLong("password-stdin"), help: "Read the user's password from standard input.") var passwordStdin = false
+    @Option(name: .customLong("operator"), help: ArgumentHelp("Who deletes on the user's behalf (audited).", valueName: "name"))
+    var operatorName: String?
+    @Option(help: ArgumentHelp("Why (audited), e.g. a ticket number or legal reference.", valueName: "text")) var reason: String?
+    @Flag(help: "With --operator: no grace period; the next purge run removes the account.") var immediately = false
+
+    func validate() throws {
+        switch (passwordStdin, operatorName) {
+        case (true, nil):
+            guard reason == nil, !immediately else {
+                throw ValidationError("--reason and --immediately belong to the operator path: --operator NAME --reason TEXT")
+            }
+        case (false, .some(let name)):
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--operator needs a name") }
+            guard let reason, !reason.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw ValidationError("an operator deletion needs --reason TEXT (it is audited)")
+            }
+        case (true, .some):
+            throw ValidationError("use either --password-stdin (the user's own request) or --operator NAME --reason TEXT, not both")
+        case (false, nil):
+            throw ValidationError("pass --password-stdin and pipe the user's password in, or --operator NAME --reason TEXT for a support or legal deletion")
+        }
+    }
+
+    func run() async throws {
+        try await guarded {
+            let services = try options.services()
+            let deletion = try DeletionService(services: services)
+            let result: DeletionRequestResult
+            if let operatorName {
+                result = try await deletion.requestDeletionByOperator(
+                    account: account, operatorName: operatorName, reason: reason ?? "", immediately: immediately)
+            } else {
+                let password = try readPasswordFromStandardInput()
+                result = try await deletion.requestDeletion(account: account, password: password)
+            }
+            if options.json {
+                try Terminal.printJSON(result)
+                return .ok
+            }
+            Terminal.line(result.message)
+            if result.outcome != .alreadyPending, let purgeAfter = result.purgeAfter {
+                let job = result.purgeJobID.map { " (purge job #\($0))" } ?? ""
+                Terminal.line("Account \(result.accountID): everything is removed on or after \(ISO8601.format(purgeAfter))\(job); \(result.sessionsRevoked) session(s) signed out.")
+            }
+            return .ok
+        }
+    }
+}
+
+struct RestoreCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Cancel a pending deletion before its purge date (what signing in again does in the app).",
+        discussion: """
+            Allowed only while the account is pending deletion and before its purge date; the scheduled purge is
+            cancelled in the same transaction. Sessions stay signed out: the user signs in again. Refused with
+            exit 65 once the purge date has passed or the purge has started.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Account id or email.") var account: String
+
+    func run() async throws {
+        try await guarded {
+            let services = try options.services()
+            let result = try await DeletionService(services: services).restore(account: account, actor: "cli")
+            if options.json {
+                try Terminal.printJSON(result)
+            } else {
+                let cancelled = result.cancelledJobID.map { "purge job #\($0) cancelled" } ?? "no purge job was scheduled"
+                Terminal.line("Account \(result.accountID) restored: deletion cancelled (\(cancelled)). Its sessions stay signed out; the user signs in again.")
+            }
+            return .ok
+        }
+    }
+}
+
+struct SetPasswordCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-password",
+        abstract: "Set an account's password, read from standard input, stored as argon2id.",
+        discussion: "For accounts whose imported hash is in a format that cannot be verified. Audited, without the password.")
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Account id or email.") var account: String
+    @Flag(name: .customLong("password-stdin"), help: "Read the new password from standard input (required).") var passwordStdin = false
+
+    func validate() throws {
+        guard passwordStdin else {
+            throw ValidationError("pass --password-stdin and pipe the new password in; passwords are never taken from arguments or the environment")
+        }
+    }
+
+    func run() async throws {
+        try await guarded {
+            let services = try options.services()
+            let password = try readPasswordFromStandardInput()
+            let format = try await DeletionService(services: services).setPassword(account: account, password: password, actor: "cli")
+            if options.json {
+                try Terminal.printJSON(["account": account, "hash_format": format])
+            } else {
+                Terminal.line("Password of account \(account) set (\(format)).")
+            }
+            return .ok
+        }
+    }
+}
+
+struct PurgeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Purge every account whose grace period is over: the nightly cron entry.",
+        discussion: """
+            Enqueues a purge job for each due account that has none (e.g. accounts imported already pending),
+            runs the due purge jobs in this process, and prints how many accounts were purged, skipped (restored
+            meanwhile, or already done) and failed. Exit 0 when every purge it ran finished, 75 when some will
+            retry or are dead (`lifecycle jobs list --kind deletion.purge --state dead`). Overlapping runs are
+            safe: each account is purged exactly once.
+            --dry-run changes nothing and lists each due account with the rows and blobs that would go.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Flag(name: .customLong("dry-run"), help: "List what would be purged; change nothing.") var dryRun = false
+    @Option(help: "Purge (or list) at most this many accounts in this run.") var limit: Int?
+    @Option(help: "Purges run at once in this process (1 when --limit is given).") var concurrency: Int = 4
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+        guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 64") }
+    }
+
+    func run() async throws {
+        try await guarded {
+            let services = try options.services()
+            // Refuses to run while a table holding account data is missing from the map: it would be left behind.
+            _ = try await services.dataMap()
+            let sweep = try PurgeSweep(services: services)
+            if dryRun { return try await preview(sweep) }
+
+            let sweepReport = try await sweep.enqueueDuePurges()
+            let report = try await runPurges(services: services)
+            if options.json {
+                try Terminal.printJSON(PurgeRunReport(sweep: sweepReport, run: report))
+            } else {
+                Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
+                              + (sweepReport.enqueued > 0 ? " (\(sweepReport.enqueued) due account(s) had no purge job and got one)" : ""))
+                if !report.handedBack.isEmpty {
+                    Terminal.line("\(report.handedBack.count) purge(s) were handed back unfinished; the next run resumes them")
+                }
+                for failure in report.failures { Terminal.note("  " + failure) }
+                if !report.failures.isEmpty {
+                    Terminal.note("Failed purges retry by themselves; see `lifecycle jobs list --kind \(DeletionJobs.purgeKind)` and Jobs/runbooks/deletion-and-purge.md.")
+                }
+            }
+            return report.failures.isEmpty ? .ok : .tryLater
+        }
+    }
+
+    private func preview(_ sweep: PurgeSweep<SQLiteStore>) async throws -> ExitStatus {
+        let previews = try await sweep.preview(limit: limit)
+        if options.json {
+            try Terminal.printJSON(previews)
+            return .ok
+        }
+        for item in previews {
+            let rows = item.rows.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            let date = item.purgeAfter.map { ISO8601.format($0) } ?? "-"
+            Terminal.line("\(item.accountID)  \(item.state.rawValue)  purge_after \(date)  rows \(item.rowsTotal)\(rows.isEmpty ? "" : " (\(rows))")  blobs \(item.blobs) (\(item.blobBytes) bytes)")
+        }
+        let rows = previews.reduce(0) { $0 + $1.rowsTotal }
+        let blobs = previews.reduce(0) { $0 + $1.blobs }
+        let bytes = previews.reduce(Int64(0)) { $0 + $1.blobBytes }
+        Terminal.line("dry run: \(previews.count) account(s) would be purged (\(rows) rows, \(blobs) blobs, \(bytes) bytes); nothing was changed.")
+        return .ok
+    }
+
+    /// Runs due purge jobs in this process. With --limit the worker runs one job at
+    /// a time and stops after the limit; jobs it had claimed but not started are
+    /// handed back at once instead of waiting for their lease to run out.
+    private func runPurges(services: LifecycleServices<SQLiteStore>) async throws -> PurgeRunSummary {
+        let tally = PurgeTally()
+        let progress = ProgressLine(label: "accounts purged") { services.logger.info("\($0)") }
+        defer { progress.finish() }
+        let owner = WorkerOptions.defaultOwner()
+        let limit = self.limit
+        let stopper = Stopper()
+        let worker = Worker(
+            store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
+            options: WorkerOptions(concurrency: limit == nil ? concurrency : 1, owner: owner, kinds: [DeletionJobs.purgeKind]),
+            logger: services.logger
+        ) { event in
+            switch event {
+            case .started(let job): progress.update(doing: "account \(tally.account(of: job))")
+            case .stepFinished(let job, let step):
+                if step == "tombstone" { tally.purged(job) }
+            case .message: break
+            case .finished(let job, let outcome):
+                let handled = tally.finished(job, outcome)
+                progress.update(count: tally.purgedCount)
+                if let limit, handled >= limit { stopper.stop() }
+            }
+        }
+        let task = Task { try await worker.drain() }
+        stopper.attach(task)
+        _ = try await task.value
+        if limit != nil {
+            let now = services.clock.now()
+            for job in try await services.store.jobs(matching: JobFilter(states: [.running], kinds: [DeletionJobs.purgeKind], limit: 10_000))
+            where job.leaseOwner == owner {
+                try await services.store.release(jobID: job.id, owner: owner, now: now)
+            }
+        }
+        return tally.report
+    }
+}
+
+struct PurgeRunReport: Codable {
+    var sweep: SweepReport
+    var run: PurgeRunSummary
+}
+
+struct PurgeRunSummary: Codable {
+    var purged: [String] = []
+    var skipped: [String] = []
+    var failures: [String] = []
+    /// Started but handed back between steps (the process was asked to stop); the next run resumes them.
+    var handedBack: [String] = []
+}
+
+/// What one `lifecycle purge` run did, fed by worker events from several tasks.
+final class PurgeTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var summary = PurgeRunSummary()
+    private var tombstoned: Set<JobID> = []
+    private var accounts: [JobID: String] = [:]
+    private var handled = 0
+
+    var report: PurgeRunSummary { lock.withLock { summary } }
+    var purgedCount: Int { lock.withLock { summary.purged.count } }
+
+    /// The payload is decoded once per job, on its first event.
+    func account(of job: JobRecord) -> String {
+        if let known = lock.withLock({ accounts[job.id] }) { return known }
+        let id = (try? JobJSON.decode(PurgePayload.self, from: job.payload).account) ?? "?"
+        lock.withLock { accounts[job.id] = id }
+        return id
+    }
+
+    func purged(_ job: JobRecord) {
+        let id = account(of: job)
+        lock.withLock {
+            tombstoned.insert(job.id)
+            summary.purged.append(id)
+        }
+    }
+
+    /// Returns how many jobs this run has finished so far.
+    func finished(_ job: JobRecord, _ outcome: JobOutcome) -> Int {
+        let id = account(of: job)
+        return lock.withLock {
+            handled += 1
+            switch outcome {
+            case .succeeded, .cancelled:
+                if !tombstoned.contains(job.id) { summary.skipped.append(id) }
+            case .retrying(let error, let at):
+                summary.failures.append("account \(id): purge job #\(job.id) failed, retries at \(ISO8601.format(at)): \(error)")
+            case .dead(let error):
+                summary.failures.append("account \(id): purge job #\(job.id) is dead: \(error)")
+            case .leaseLost:
+                summary.failures.append("account \(id): purge job #\(job.id) was taken over by another worker (this one was too slow)")
+            case .released:
+                summary.handedBack.append(id)
+            }
+            return handled
+        }
+    }
+}
+
+/// Cancels the drain once a --limit is reached. Called from the job's own
+/// `finished` event, after its last write, so no step is cut short.
+final class Stopper: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: Task<DrainSummary, any Error>?
+    private var stopped = false
+
+    func attach(_ task: Task<DrainSummary, any Error>) {
+        let cancelNow = lock.withLock {
+            self.task = task
+            return stopped
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func stop() {
+        let task = lock.withLock {
+            stopped = true
+            return self.task
+        }
+        task?.cancel()
+    }
+}

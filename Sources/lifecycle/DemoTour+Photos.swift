@@ -1,5 +1,178 @@
 import Foundation
+import Imaging
+import JobRunner
+import Lifecycle
 
 extension DemoTour {
-    func photosChapter() async throws {}
+    func photosChapter() async throws {
+        heading("Profile photos: square, at most 1024², JPEG q85, metadata stripped")
+        let service = try PhotoNormalizationService(services: services)
+        // The import queued one job per profile photo; the runner tour's worker may
+        // already have run them, in which case this finds nothing left to queue.
+        let queued = try await service.queue(account: nil)
+        if queued.jobIDs.isEmpty {
+            Terminal.line("the import queued one normalisation job per profile photo, and the worker above ran them (recipe \(queued.recipe)):")
+        } else {
+            Terminal.line("lifecycle photos normalize --all: \(queued.jobIDs.count) profile photo(s) to normalise under recipe \(queued.recipe), jobs queued by the import")
+            _ = try await runWorker(services: services, once: true, concurrency: 2, kinds: [PhotoJobs.normalizeKind])
+        }
+
+        let normalizer = PhotoNormalizer(policy: service.policy)
+        for (accountID, upload) in try demoProfileUploads() {
+            guard let account = try await services.store.read({ tx in try tx.account(id: accountID) }),
+                  let photoID = account.profilePhotoID,
+                  let photo = try await services.store.read({ tx in try tx.photo(id: photoID) }) else { continue }
+            let job = try await services.store.jobs(matching: JobFilter(
+                kinds: [PhotoJobs.normalizeKind], uniqueKey: PhotoJobs.uniqueKey(photoID: photoID), limit: 1)).first
+            var result: PhotoJobResult?
+            if let job { result = try await service.result(ofJob: job.id) }
+
+            let before = try Data(contentsOf: URL(fileURLWithPath: upload))
+            Terminal.line("\(accountID)  \((upload as NSString).lastPathComponent)  (job #\(job.map { "\($0.id)" } ?? "-"): \(result?.outcome.rawValue ?? "not run"))")
+            Terminal.line("    before: \(describe(before, normalizer))")
+            guard photo.normalizationState == .normalized else {
+                Terminal.line("    \(photo.normalizationState?.rawValue ?? "pending"): \(result?.userMessage ?? photo.normalizationReason ?? "")")
+                continue
+            }
+            let after = try await services.blobs.readAll(key: photo.blobKey)
+            Terminal.line("    after:  \(describe(after, normalizer))  → \(photo.blobKey)")
+            var uploadLeft = false
+            if let key = result?.original?.blobKey { uploadLeft = try await services.blobs.info(key: key) != nil }
+            Terminal.line("    upload deleted: \(uploadLeft ? "no" : "yes")")
+        }
+
+        let again = try await service.queue(account: nil)
+        Terminal.line("lifecycle photos normalize --all again: \(again.jobIDs.count) to do (nothing is rendered twice)")
+    }
+
+    /// Account id and uploaded profile photo file of each demo account, from the import file.
+    private func demoProfileUploads() throws -> [(String, String)] {
+        let folder = ((services.store.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("demo-input")
+        let lines = try String(contentsOfFile: folder + "/accounts.jsonl", encoding: .utf8).split(separator: "\n")
+        return lines.compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let id = object["id"] as? String, let file = object["profile_photo"] as? String else { return nil }
+            return (id, (folder as NSString).appendingPathComponent(file))
+        }
+    }
+
+    private func describe(_ bytes: Data, _ normalizer: PhotoNormalizer) -> String {
+        let metadata = MetadataBlocks.names(in: bytes)
+        let shape: String
+        if let info = try? normalizer.inspect(bytes) {
+            let turned = info.orientation != 1 ? ", EXIF orientation \(info.orientation)" : ""
+            shape = "\(info.format.rawValue.uppercased()) \(info.width)×\(info.height)\(turned)"
+        } else {
+            shape = "not a photo the recipe accepts"
+        }
+        return "\(shape), \(bytes.count) bytes, metadata: \(metadata.isEmpty ? "none" : metadata.joined(separator: ", "))"
+    }
+}
+
+/// Names the metadata blocks a JPEG, PNG or HEIC carries, so the tour can show what
+/// normalisation removed. A reader for the tour only: tests check outputs with
+/// exiftool and vipsheader instead.
+enum MetadataBlocks {
+    static func names(in data: Data) -> [String] {
+        let bytes = [UInt8](data)
+        var found: [String] = []
+        func add(_ name: String) { if !found.contains(name) { found.append(name) } }
+        if bytes.starts(with: [0xFF, 0xD8]) {
+            jpeg(bytes, add)
+        } else if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) {
+            png(bytes, add)
+        } else if bytes.count > 12, Array(bytes[4..<8]) == Array("ftyp".utf8) {
+            heif(bytes, add)
+        }
+        return found
+    }
+
+    private static func uint(_ bytes: [UInt8], _ offset: Int, _ width: Int, littleEndian: Bool = false) -> Int {
+        guard offset >= 0, offset + width <= bytes.count else { return 0 }
+        let slice = bytes[offset..<offset + width]
+        return (littleEndian ? slice.reversed() : Array(slice)).reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    private static func text(_ bytes: [UInt8], _ range: Range<Int>) -> String {
+        String(decoding: bytes[max(0, range.lowerBound)..<min(bytes.count, range.upperBound)], as: UTF8.self)
+    }
+
+    private static func jpeg(_ bytes: [UInt8], _ add: (String) -> Void) {
+        var offset = 2
+        while offset + 4 <= bytes.count, bytes[offset] == 0xFF {
+            let marker = bytes[offset + 1]
+            if marker == 0xDA || marker == 0xD9 { break }  // Image data follows: no more headers.
+            let length = uint(bytes, offset + 2, 2)
+            let body = offset + 4
+            switch marker {
+            case 0xE1 where text(bytes, body..<body + 6) == "Exif\0\0":
+                add(exifHasGPS(bytes, tiff: body + 6) ? "EXIF with GPS" : "EXIF")
+            case 0xE1 where text(bytes, body..<body + 28) == "http://ns.adobe.com/xap/1.0/": add("XMP")
+            case 0xE2 where text(bytes, body..<body + 11) == "ICC_PROFILE": add("ICC profile")
+            case 0xED: add("IPTC")
+            case 0xFE: add("comment")
+            default: break
+            }
+            offset += 2 + max(length, 2)
+        }
+    }
+
+    /// Whether IFD0 of a TIFF structure links a GPS IFD (tag 0x8825).
+    private static func exifHasGPS(_ bytes: [UInt8], tiff: Int) -> Bool {
+        let little = text(bytes, tiff..<tiff + 2) == "II"
+        let ifd = tiff + uint(bytes, tiff + 4, 4, littleEndian: little)
+        let count = uint(bytes, ifd, 2, littleEndian: little)
+        return (0..<min(count, 512)).contains { uint(bytes, ifd + 2 + $0 * 12, 2, littleEndian: little) == 0x8825 }
+    }
+
+    private static func png(_ bytes: [UInt8], _ add: (String) -> Void) {
+        var offset = 8
+        while offset + 8 <= bytes.count {
+            let length = uint(bytes, offset, 4)
+            switch text(bytes, offset + 4..<offset + 8) {
+            case "eXIf": add("EXIF")
+            case "iCCP": add("ICC profile")
+            case "iTXt" where text(bytes, offset + 8..<offset + 25) == "XML:com.adobe.xmp": add("XMP")
+            case "tEXt", "zTXt", "iTXt": add("text chunks")
+            case "IEND": return
+            default: break
+            }
+            offset += 12 + length
+        }
+    }
+
+    /// HEIF keeps EXIF and XMP as items (`infe` types `Exif` and `mime`) and an ICC
+    /// profile as a `colr` property.
+    private static func heif(_ bytes: [UInt8], _ add: (String) -> Void) {
+        func boxes(_ range: Range<Int>) -> [(type: String, body: Range<Int>)] {
+            var result: [(String, Range<Int>)] = []
+            var offset = range.lowerBound
+            while offset + 8 <= range.upperBound {
+                let size = uint(bytes, offset, 4)
+                guard size >= 8, offset + size <= range.upperBound else { break }
+                result.append((text(bytes, offset + 4..<offset + 8), offset + 8..<offset + size))
+                offset += size
+            }
+            return result
+        }
+        guard let meta = boxes(0..<bytes.count).first(where: { $0.type == "meta" }) else { return }
+        for box in boxes(meta.body.lowerBound + 4..<meta.body.upperBound) {
+            if box.type == "iinf" {
+                let entries = box.body.lowerBound + 4 + (bytes[box.body.lowerBound] == 0 ? 2 : 4)
+                for entry in boxes(entries..<box.body.upperBound) where entry.type == "infe" && bytes[entry.body.lowerBound] >= 2 {
+                    let idWidth = bytes[entry.body.lowerBound] == 2 ? 2 : 4
+                    switch text(bytes, entry.body.lowerBound + 4 + idWidth + 2..<entry.body.lowerBound + 8 + idWidth + 2) {
+                    case "Exif": add("EXIF")
+                    case "mime": add("XMP")
+                    default: break
+                    }
+                }
+            } else if box.type == "iprp", let ipco = boxes(box.body).first(where: { $0.type == "ipco" }) {
+                for property in boxes(ipco.body) where property.type == "colr" {
+                    let colour = text(bytes, property.body.lowerBound..<property.body.lowerBound + 4)
+                    if colour == "prof" || colour == "rICC" { add("ICC profile") }
+                }
+            }
+        }
+    }
 }

@@ -2,5 +2,32 @@ import Foundation
 import JobRunner
 
 public enum DeletionJobs {
-    public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] { [] }
+    /// Purges one account whose grace period is over (PurgeJob.swift).
+    public static let purgeKind = "deletion.purge"
+    /// The nightly sweep: enqueues a purge for every due account that has none (PurgeSweep.swift).
+    public static let sweepKind = "deletion.purge-sweep"
+
+    public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
+        let policy = Result { try DeletionPolicy(policies: services.policies) }
+        return [
+            PurgeJob(services: services, policy: policy).kind,
+            PurgeSweep(services: services, policy: policy).kind,
+        ]
+    }
+
+    /// One live purge job per account: requesting deletion twice, the sweep and
+    /// overlapping cron runs all find the same job.
+    public static func purgeKey(accountID: String) -> String { "purge:\(accountID)" }
+
+    public static func purgeRequest(accountID: String, runAt: Date) throws -> EnqueueRequest {
+        try EnqueueRequest(
+            kind: purgeKind, payload: PurgePayload(account: accountID), uniqueKey: purgeKey(accountID: accountID), runAt: runAt)
+    }
+}
+
+/// A purge job's payload: only the account id, so the queue holds no personal data.
+public struct PurgePayload: Codable, Sendable, Equatable {
+    public var account: String
+
+    public init(account: String) { self.account = account }
 }

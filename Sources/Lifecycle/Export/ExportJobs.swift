@@ -1,6 +1,191 @@
+import Archiving
 import Foundation
 import JobRunner
 
 public enum ExportJobs {
-    public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] { [] }
+    /// Builds, publishes and announces one account's archive.
+    public static let exportKind = "export"
+    /// Deletes archives whose link expired; scheduled by cron in the policy.
+    public static let expiryKind = "export-expiry"
+
+    public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
+        [ExportJob(services: services).kind, ExportExpiryJob(services: services).kind]
+    }
+
+    /// One live export per account: asking again returns the same job.
+    public static func uniqueKey(accountID: String) -> String { "export:\(accountID)" }
+
+    /// The outbox key of an export's "ready" notification: one message per export.
+    public static func notificationKey(exportID: String) -> String { "export-ready:\(exportID)" }
+}
+
+public struct ExportRequest: Sendable {
+    /// Account id or email.
+    public var account: String
+    /// nil: the policy's `default_format`.
+    public var format: ArchiveFormat?
+    /// Operators only: export an account that is scheduled for deletion.
+    public var allowPending: Bool
+    /// Who asked, when it is not the user: recorded in the audit trail.
+    public var operatorName: String?
+    /// Leave out photos whose blob is missing or corrupt, listing each in manifest.json.
+    public var skipMissingPhotos: Bool
+
+    public init(account: String, format: ArchiveFormat? = nil, allowPending: Bool = false, operatorName: String? = nil, skipMissingPhotos: Bool = false) {
+        self.account = account
+        self.format = format
+        self.allowPending = allowPending
+        self.operatorName = operatorName
+        self.skipMissingPhotos = skipMissingPhotos
+    }
+}
+
+public struct ExportRequestOutcome: Sendable {
+    public var job: JobRecord
+    /// False when a live export job for the account already existed and is returned instead.
+    public var created: Bool
+    public var accountID: String
+}
+
+/// How `exports verify-link` judged a link.
+public enum ExportLinkCheck: Sendable, Equatable {
+    case valid(ExportRecord)
+    /// Past its expiry (signature fine), or the archive was already deleted by the expiry job.
+    case expired(exportID: String, expiresAt: Date)
+    /// Forged, altered, revoked, or naming an export that does not exist.
+    case invalid(reason: String)
+}
+
+extension LifecycleServices {
+    public var exportSettings: ExportSettings {
+        get throws { try ExportSettings(policies: policies) }
+    }
+
+    public func linkSigner() throws -> LinkSigner {
+        try SigningKeySource.load(settings: try exportSettings, jobsDirectory: jobsDirectory)
+    }
+
+    /// Enqueues an export, in one transaction with its checks: the account must exist and
+    /// not be deleted, a pending deletion needs an operator, a live export is returned as
+    /// is, and the rate limit counts exports completed in the policy's window.
+    public func requestExport(_ request: ExportRequest) async throws -> ExportRequestOutcome {
+        let settings = try exportSettings
+        // Refuse now rather than build an archive nobody can be sent a link to.
+        _ = try linkSigner()
+        _ = try await dataMap()
+        if request.allowPending, (request.operatorName ?? "").isEmpty {
+            throw LifecycleError(.badInput, "exporting an account scheduled for deletion is an operator action: name the operator")
+        }
+        let format = request.format ?? settings.defaultFormat
+        let requestedBy = request.operatorName.map { "operator:\($0)" } ?? "user"
+        let policy = policies.policy(for: ExportJobs.exportKind)
+        let now = clock.now()
+        let store = self.store
+        return try await store.write { tx in
+            let reference = request.account
+            let found = try tx.account(id: reference) ?? (reference.contains("@") ? try tx.account(email: reference) : nil)
+            guard let account = found else { throw LifecycleError.noSuchAccount(reference) }
+            switch account.state {
+            case .purging, .purged:
+                throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(account.state.rawValue)); there is nothing to export")
+            case .pendingDeletion where !request.allowPending:
+                let after = account.purgeAfter.map { " (purge after \(ISO8601.format($0)))" } ?? ""
+                throw LifecycleError(.permissionDenied, "account \(account.id) is scheduled for deletion\(after); only an operator may export it: add --allow-pending --operator NAME (audited)")
+            case .active, .pendingDeletion:
+                break
+            }
+            // The id names blob keys (accounts/<id>/exports/…); import only admits ids that can.
+            guard BlobKey.isSafeSegment(account.id) else {
+                throw LifecycleError(.badInput, "account id \(String(reflecting: account.id)) cannot name a storage key; it was not written by `accounts import`")
+            }
+            let key = ExportJobs.uniqueKey(accountID: account.id)
+            if let live = try store.liveJob(uniqueKey: key, in: tx) {
+                return ExportRequestOutcome(job: live, created: false, accountID: account.id)
+            }
+            if settings.rateLimitHours > 0 {
+                let completions = try tx.exportCompletions(accountID: account.id, since: now.addingTimeInterval(-settings.rateLimitWindow))
+                if completions.count >= settings.rateLimitCount {
+                    let next = completions[completions.count - settings.rateLimitCount].addingTimeInterval(settings.rateLimitWindow)
+                    throw LifecycleError(.tryLater, "account \(account.id) already has \(completions.count) export(s) completed in the last \(settings.rateLimitHours) hours; the next export is allowed at \(ISO8601.format(next))")
+                }
+            }
+            let payload = ExportPayload(
+                accountID: account.id, format: format.rawValue, skipMissingPhotos: request.skipMissingPhotos,
+                allowPending: request.allowPending && account.state == .pendingDeletion, requestedBy: requestedBy)
+            let outcome = try store.enqueue(
+                EnqueueRequest(kind: ExportJobs.exportKind, payload: try JobJSON.encode(payload), uniqueKey: key), policy: policy, now: now, in: tx)
+            try tx.recordAudit(AuditEvent(
+                at: now, actor: requestedBy, action: "export.request", accountID: account.id,
+                outcome: account.state == .pendingDeletion ? "queued-while-pending-deletion" : "queued",
+                detail: "job \(outcome.job.id), format \(format.rawValue)\(request.skipMissingPhotos ? ", skipping missing photos" : "")"))
+            return ExportRequestOutcome(job: outcome.job, created: true, accountID: account.id)
+        }
+    }
+
+    /// Kills the link at once and deletes the archive. Revoking again retries the deletion.
+    public func revokeExport(id: String, operatorName: String, reason: String?) async throws -> ExportRecord {
+        let now = clock.now()
+        let revoked: ExportRecord = try await store.write { tx in
+            guard var export = try tx.export(id: id) else {
+                throw LifecycleError(.badInput, "no export with id '\(id)'; `lifecycle exports list ACCOUNT` shows them")
+            }
+            switch export.state {
+            case .building:
+                throw LifecycleError(.badInput, "export \(id) is still being built; cancel its job with `lifecycle jobs cancel \(export.jobID.map(String.init) ?? "?")` instead")
+            case .revoked, .expired:
+                return export
+            case .ready:
+                export.state = .revoked
+                export.revokedAt = now
+                try tx.updateExport(export)
+                try tx.recordAudit(AuditEvent(
+                    at: now, actor: "operator:\(operatorName)", action: "export.revoke", accountID: export.accountID,
+                    outcome: "revoked", detail: "export \(id)" + (reason.map { ": \($0)" } ?? "")))
+                return export
+            }
+        }
+        if revoked.state == .revoked {
+            let format = ArchiveFormat(rawValue: revoked.format) ?? .zip
+            try await blobs.delete(keys: [
+                revoked.blobKey, ExportNames.temporaryKey(accountID: revoked.accountID, exportID: revoked.id, format: format),
+            ].compactMap { $0 })
+        }
+        return revoked
+    }
+
+    /// The signature first (an altered expiry is invalid, never merely expired), then
+    /// the export row: revoked or unknown exports are invalid, deleted archives expired.
+    public func checkExportLink(_ link: String) async throws -> ExportLinkCheck {
+        let signer = try linkSigner()
+        let now = clock.now()
+        switch signer.verify(link, now: now) {
+        case .invalid(let reason):
+            return .invalid(reason: reason)
+        case .expired(let exportID, let expiresAt):
+            return .expired(exportID: exportID, expiresAt: expiresAt)
+        case .valid(let exportID, let expiresAt):
+            guard let export = try await store.read({ tx in try tx.export(id: exportID) }) else {
+                return .invalid(reason: "export \(exportID) does not exist (deleted with its account?)")
+            }
+            switch export.state {
+            case .revoked:
+                return .invalid(reason: "export \(exportID) was revoked at \(export.revokedAt.map(ISO8601.format) ?? "?")")
+            case .building:
+                return .invalid(reason: "export \(exportID) is not published yet")
+            case .expired:
+                return .expired(exportID: exportID, expiresAt: export.expiresAt ?? expiresAt)
+            case .ready:
+                guard let stored = export.expiresAt, LinkSigner.unixSeconds(stored) == LinkSigner.unixSeconds(expiresAt) else {
+                    return .invalid(reason: "the link's expiry does not match export \(exportID)")
+                }
+                return .valid(export)
+            }
+        }
+    }
+
+    /// The link of a ready export, as the notification carried it.
+    public func exportLink(for export: ExportRecord) throws -> String? {
+        guard export.state == .ready, let expiresAt = export.expiresAt else { return nil }
+        return try linkSigner().link(base: try exportSettings.linkBaseURL, exportID: export.id, expiresAt: expiresAt)
+    }
 }

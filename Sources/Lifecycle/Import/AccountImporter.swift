@@ -31,12 +31,18 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
     public let blobs: any BlobStore
     public let clock: any TimeSource
     public let logger: Logger
+    /// Read for the photo normalisation job's runner settings (attempts).
+    public let policies: PolicyBook
 
-    public init(store: Store, blobs: any BlobStore, clock: any TimeSource, logger: Logger = Logger(label: "lifecycle.import")) {
+    public init(
+        store: Store, blobs: any BlobStore, clock: any TimeSource, logger: Logger = Logger(label: "lifecycle.import"),
+        policies: PolicyBook = PolicyBook()
+    ) {
         self.store = store
         self.blobs = blobs
         self.clock = clock
         self.logger = logger
+        self.policies = policies
     }
 
     public func importFile(
@@ -246,8 +252,14 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
 
         // Blobs first, under keys derived from the ids: running this again rewrites the
         // same keys. Only blobs this line created are removed if its rows are refused.
+        // A photo row that points elsewhere was normalised and its upload deleted on
+        // purpose: storing the upload again would bring back what normalisation removed.
+        let photoIDs = photos.map(\.record.id)
+        let storedKeys = try await store.read { tx in try photoIDs.map { try tx.photo(id: $0)?.blobKey } }
         var written: [String] = []
-        for pending in photos where try await blobs.info(key: pending.record.blobKey) == nil {
+        for (pending, storedKey) in zip(photos, storedKeys)
+        where (storedKey ?? pending.record.blobKey) == pending.record.blobKey {
+            guard try await blobs.info(key: pending.record.blobKey) == nil else { continue }
             do {
                 _ = try await blobs.put(key: pending.record.blobKey, fromFile: pending.sourcePath, moving: false)
             } catch {
@@ -264,6 +276,7 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
         let mesocycleRows = mesocycles
         let meditationRows = meditations
         let sessionRows = sessions
+        let photoJobPolicy = policies.policy(for: PhotoJobs.normalizeKind)
         do {
             let created: Bool = try await store.write { tx in
                 if let other = try tx.account(email: finalAccount.email ?? ""), other.id != finalAccount.id {
@@ -276,7 +289,14 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                     }
                 }
                 for row in entryRows { try check(try tx.insertEntry(row), "entries(\(row.id))") }
-                for row in records { try check(try tx.insertPhoto(row), "photos(\(row.id))") }
+                for row in records {
+                    let outcome = try tx.insertPhoto(row)
+                    try check(outcome, "photos(\(row.id))")
+                    // Queued with the rows, so a profile photo is never stored without its job.
+                    if outcome == .inserted, row.role == .profile {
+                        _ = try store.enqueue(try PhotoJobs.normalizeRequest(photoID: row.id), policy: photoJobPolicy, now: now, in: tx)
+                    }
+                }
                 for row in mesocycleRows { try check(try tx.insertMesocycle(row), "mesocycles(\(row.id))") }
                 for row in meditationRows { try check(try tx.insertMeditationSession(row), "meditation_sessions(\(row.id))") }
                 for row in sessionRows { try check(try tx.insertSession(row), "sessions(\(row.id))") }

@@ -1,4 +1,51 @@
 import Foundation
 
+/// Which profile photos a normalisation run looks at.
+public struct PhotoSelection: Sendable, Equatable {
+    /// One account's profile photos, or every account's when nil.
+    public var accountID: String?
+    /// Photos whose state is `pending`, or `normalized` under an older recipe version
+    /// than this one, are the ones still to do.
+    public var recipeVersion: Int
+    /// Also take photos an earlier run rejected (after an operator raised a limit).
+    public var includeRejected: Bool
+
+    public init(accountID: String?, recipeVersion: Int, includeRejected: Bool = false) {
+        self.accountID = accountID
+        self.recipeVersion = recipeVersion
+        self.includeRejected = includeRejected
+    }
+}
+
+/// The rendered photo a profile photo row is switched to.
+public struct RenderedPhoto: Sendable, Codable, Equatable {
+    public var blobKey: String
+    public var byteSize: Int64
+    /// Of the rendered JPEG, so export and verification check the bytes that are stored.
+    public var sha256: String
+    public var recipeVersion: Int
+
+    public init(blobKey: String, byteSize: Int64, sha256: String, recipeVersion: Int) {
+        self.blobKey = blobKey
+        self.byteSize = byteSize
+        self.sha256 = sha256
+        self.recipeVersion = recipeVersion
+    }
+}
+
 /// What profile-photo normalisation reads and writes inside one database transaction.
-public protocol PhotoTransaction {}
+public protocol PhotoTransaction {
+    /// Profile photos still to normalise under `selection`, in id order after `after`.
+    func profilePhotosToNormalize(_ selection: PhotoSelection, after: String?, limit: Int) throws -> [PhotoRecord]
+
+    /// Profile photos by state (every state when nil), in id order after `after`.
+    func profilePhotos(state: NormalizationState?, accountID: String?, after: String?, limit: Int) throws -> [PhotoRecord]
+
+    /// Points the photo row at its rendered JPEG and marks it normalised under the
+    /// rendered recipe version. The photo keeps its id, so the account's
+    /// `profile_photo_id` stays as it is.
+    func switchToRendered(photoID: String, rendered: RenderedPhoto) throws
+
+    /// Marks the photo rejected with the reason operators read; its blob stays as uploaded.
+    func markRejected(photoID: String, reason: String) throws
+}

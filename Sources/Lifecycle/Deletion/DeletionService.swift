@@ -1,0 +1,326 @@
+import Credentials
+import Foundation
+import JobRunner
+
+/// Audit vocabulary of deletion. Details hold ids, dates, counts and the hash
+/// *format* name; never a password or a hash.
+public enum DeletionAudit {
+    public static let request = "deletion.request"
+    public static let operatorRequest = "deletion.operator-request"
+    public static let restore = "deletion.restore"
+    public static let purge = "account.purge"
+    public static let setPassword = "account.set-password"
+
+    public static let incorrectPassword = "incorrect-password"
+    public static let lockedOut = "locked-out"
+}
+
+/// How a deletion request ended.
+public struct DeletionRequestResult: Sendable, Codable, Equatable {
+    public enum Outcome: String, Sendable, Codable {
+        /// The account is now pendingDeletion and its purge is scheduled.
+        case requested
+        /// It already was; nothing changed.
+        case alreadyPending
+        /// An operator moved the purge of a pending account to now.
+        case rescheduled
+    }
+
+    public var outcome: Outcome
+    public var accountID: String
+    public var state: AccountState
+    public var purgeAfter: Date?
+    public var purgeJobID: JobID?
+    public var sessionsRevoked: Int
+    /// What to tell the person: the product message, or why nothing changed.
+    public var message: String
+}
+
+public struct RestoreResult: Sendable, Codable, Equatable {
+    public var accountID: String
+    /// The scheduled purge this restore cancelled.
+    public var cancelledJobID: JobID?
+}
+
+/// The deletion calls an app backend makes in-process (its "Delete Account"
+/// endpoint calls `requestDeletion(account:password:)`, its sign-in path calls
+/// `restore(account:)` for a pending account) and the CLI makes for operators.
+///
+/// States move only as DESIGN.md "Account states" draws them:
+/// active → pendingDeletion → (restore → active) | (purge job → purging → purged).
+public struct DeletionService<Store: LifecycleStore>: Sendable {
+    public let services: LifecycleServices<Store>
+    public let policy: DeletionPolicy
+    public let verifier: PasswordVerifier
+
+    public init(services: LifecycleServices<Store>, verifier: PasswordVerifier = PasswordVerifier()) throws {
+        self.services = services
+        self.policy = try DeletionPolicy(policies: services.policies)
+        self.verifier = verifier
+    }
+
+    // MARK: - The user's request
+
+    /// Deletes the account after checking its password: "Incorrect password"
+    /// (`permissionDenied`) on mismatch, `tryLater` while repeated failures lock
+    /// deletion. On success, in one transaction: pendingDeletion, purge date,
+    /// every session revoked, audit event, purge job scheduled for the purge date.
+    public func requestDeletion(account reference: String, password: String) async throws -> DeletionRequestResult {
+        let now = services.clock.now()
+        let store = services.store
+        let account = try await existingAccount(reference)
+        let id = account.id
+        guard account.state == .active else {
+            let result = alreadyPending(account)
+            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: "already-pending", at: now)
+            return result
+        }
+
+        let lockout = Lockout(policy: policy)
+        let failures = try await store.read { tx in
+            try tx.auditTimes(accountID: id, action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, since: lockout.lookback(from: now))
+        }
+        if let until = lockout.lockedUntil(failureTimes: failures, now: now) {
+            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.lockedOut, at: now,
+                            detail: ["locked_until": ISO8601.format(until)])
+            throw LifecycleError(.tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until)).")
+        }
+
+        // Checked before the write transaction: a hash takes up to a few hundred
+        // milliseconds, and the database must not stay locked for that long.
+        let format = account.passwordHash.map { PasswordHashFormat.detect($0)?.name ?? "unknown" } ?? "none"
+        let matches: Bool
+        do {
+            guard let hash = account.passwordHash, !hash.isEmpty else { throw CredentialsError.unknownFormat }
+            matches = try verifier.verify(password: password, storedHash: hash)
+        } catch let error as CredentialsError {
+            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: "unverifiable-hash", at: now,
+                            detail: ["hash_format": format, "error": error.description])
+            if error == .hashingFailed {
+                throw LifecycleError(.unavailable, "the password of account \(id) could not be checked right now (\(error.detail)); try again")
+            }
+            throw LifecycleError(.badInput, """
+                the stored password hash of account \(id) cannot be checked (\(error)). Set a new one with \
+                `lifecycle accounts set-password \(id) --password-stdin`, or delete it through support with `--operator`.
+                """)
+        }
+        guard matches else {
+            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
+                            detail: ["hash_format": format])
+            throw LifecycleError(.permissionDenied, DeletionMessages.incorrectPassword)
+        }
+
+        let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
+        let result = try await store.write { [self] tx in
+            // The password check ran outside this transaction: look at the state again.
+            guard let current = try tx.account(id: id), current.state == .active,
+                  try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: purgeAfter)
+            else {
+                let current = try tx.account(id: id) ?? account
+                try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "already-pending", at: now))
+                return alreadyPending(current)
+            }
+            let revoked = try tx.revokeSessions(accountID: id, at: now)
+            let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
+            try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
+                "hash_format": format, "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)",
+                "purge_job": "\(job.id)",
+            ]))
+            return DeletionRequestResult(
+                outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
+                sessionsRevoked: revoked, message: DeletionMessages.deleted(graceDays: policy.graceDays))
+        }
+        services.logger.notice("deletion requested", metadata: ["account": "\(id)", "outcome": "\(result.outcome.rawValue)"])
+        return result
+    }
+
+    // MARK: - Support and legal
+
+    /// Deletion without the user's password, for support and legal requests. Audited
+    /// with the operator's name and reason. `immediately` skips the grace period: the
+    /// next purge run removes the account (also for one already pending).
+    public func requestDeletionByOperator(
+        account reference: String, operatorName: String, reason: String, immediately: Bool
+    ) async throws -> DeletionRequestResult {
+        let operatorName = operatorName.trimmingCharacters(in: .whitespacesAndNewlines)
+        let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !operatorName.isEmpty, !reason.isEmpty else {
+            throw LifecycleError(.badInput, "an operator deletion needs the operator's name and a reason (both are audited)")
+        }
+        let now = services.clock.now()
+        let id = try await existingAccount(reference).id
+        let actor = "operator:\(operatorName)"
+        let detail = ["reason": reason, "immediately": "\(immediately)"]
+        let result = try await services.store.write { [self] tx in
+            guard let account = try tx.account(id: id) else { throw LifecycleError.noSuchAccount(reference) }
+            switch account.state {
+            case .purged:
+                throw purgedError(account)
+            case .purging:
+                try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "already-pending", at: now, detail: detail))
+                return alreadyPending(account)
+            case .pendingDeletion:
+                guard immediately, let purgeAfter = account.purgeAfter, purgeAfter > now,
+                      try tx.movePurgeDate(accountID: id, purgeAfter: now, now: now)
+                else {
+                    try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "already-pending", at: now, detail: detail))
+                    return alreadyPending(account)
+                }
+                let job = try reschedulePurge(id, at: now, now: now, in: tx)
+                try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "rescheduled", at: now,
+                                         detail: detail.merging(["purge_after": ISO8601.format(now), "purge_job": "\(job.id)"]) { $1 }))
+                return DeletionRequestResult(
+                    outcome: .rescheduled, accountID: id, state: .pendingDeletion, purgeAfter: now, purgeJobID: job.id,
+                    sessionsRevoked: 0, message: "Account \(id) will be purged by the next purge run (purge date moved to now).")
+            case .active:
+                let purgeAfter = immediately ? now : now.addingTimeInterval(policy.gracePeriod)
+                guard try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: purgeAfter) else {
+                    throw LifecycleError(.internalError, "account \(id) changed state during the request; run the command again")
+                }
+                let revoked = try tx.revokeSessions(accountID: id, at: now)
+                let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
+                try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "requested", at: now,
+                                         detail: detail.merging([
+                                             "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)", "purge_job": "\(job.id)",
+                                         ]) { $1 }))
+                let message = immediately
+                    ? "Account \(id) is scheduled for deletion now: the next purge run removes it."
+                    : DeletionMessages.deleted(graceDays: policy.graceDays)
+                return DeletionRequestResult(
+                    outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
+                    sessionsRevoked: revoked, message: message)
+            }
+        }
+        services.logger.notice("operator deletion", metadata: ["account": "\(id)", "operator": "\(operatorName)", "outcome": "\(result.outcome.rawValue)"])
+        return result
+    }
+
+    // MARK: - Restore
+
+    /// Cancels a pending deletion: allowed only in pendingDeletion before the purge
+    /// date, and cancels the scheduled purge in the same transaction. Sessions stay
+    /// revoked; the user signs in afresh. The app's sign-in path calls this when a
+    /// pending user signs in again.
+    public func restore(account reference: String, actor: String = "user") async throws -> RestoreResult {
+        let now = services.clock.now()
+        let store = services.store
+        let id = try await existingAccount(reference, allowPurged: true).id
+        let decision: RestoreDecision = try await store.write { [self] tx in
+            guard let account = try tx.account(id: id) else { throw LifecycleError.noSuchAccount(reference) }
+            let refusal: String? = switch account.state {
+            case .active: "account \(id) is not scheduled for deletion; there is nothing to restore"
+            case .purging: "account \(id) cannot be restored: its purge already started and cannot be undone"
+            case .purged: "account \(id) cannot be restored: it was purged\(account.purgedAt.map { " at \(ISO8601.format($0))" } ?? "")"
+            case .pendingDeletion:
+                if let purgeAfter = account.purgeAfter, purgeAfter <= now {
+                    "account \(id) cannot be restored: its grace period ended at \(ISO8601.format(purgeAfter)) and the purge is due"
+                } else { nil }
+            }
+            if let refusal {
+                try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.restore, outcome: "refused", at: now,
+                                         detail: ["state": account.state.rawValue]))
+                return .refused(LifecycleError(.badInput, refusal))
+            }
+            guard try tx.restoreAccount(accountID: id, now: now) else {
+                throw LifecycleError(.internalError, "account \(id) changed state during the restore; run it again")
+            }
+            var cancelled: JobID?
+            if let job = try store.liveJob(uniqueKey: DeletionJobs.purgeKey(accountID: id), in: tx) {
+                // A purge job already claimed but not yet past its first step is only flagged;
+                // its first step then finds the account active and does nothing.
+                _ = try store.cancel(jobID: job.id, now: now, in: tx)
+                cancelled = job.id
+            }
+            try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.restore, outcome: "restored", at: now,
+                                     detail: ["cancelled_job": cancelled.map { "\($0)" } ?? "none"]))
+            return .restored(RestoreResult(accountID: id, cancelledJobID: cancelled))
+        }
+        switch decision {
+        case .restored(let result):
+            services.logger.notice("account restored", metadata: ["account": "\(id)", "actor": "\(actor)"])
+            return result
+        case .refused(let error):
+            throw error
+        }
+    }
+
+    // MARK: - Passwords
+
+    /// Stores a new argon2id hash, e.g. for an account whose imported hash is in a
+    /// format nothing can verify. Returns the format name written.
+    @discardableResult
+    public func setPassword(account reference: String, password: String, actor: String = "operator") async throws -> String {
+        guard !password.isEmpty else { throw LifecycleError(.badInput, "the new password is empty") }
+        let id = try await existingAccount(reference).id
+        let hash: String
+        do {
+            hash = try verifier.hashNewPassword(password)
+        } catch let error as CredentialsError {
+            throw LifecycleError(.badInput, "the new password cannot be used: \(error.detail)")
+        }
+        let format = PasswordHashFormat.detect(hash)?.name ?? "argon2id"
+        let now = services.clock.now()
+        try await services.store.write { [self] tx in
+            guard let account = try tx.account(id: id) else { throw LifecycleError.noSuchAccount(reference) }
+            guard account.state == .active || account.state == .pendingDeletion else { throw purgedError(account) }
+            try tx.setPasswordHash(accountID: id, hash: hash, now: now)
+            try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.setPassword, outcome: "set", at: now, detail: ["hash_format": format]))
+        }
+        return format
+    }
+
+    // MARK: - Helpers
+
+    private func existingAccount(_ reference: String, allowPurged: Bool = false) async throws -> Account {
+        guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
+        if account.state == .purged && !allowPurged { throw purgedError(account) }
+        return account
+    }
+
+    private func purgedError(_ account: Account) -> LifecycleError {
+        let when = account.purgedAt.map { " at \(ISO8601.format($0))" } ?? ""
+        return account.state == .purged
+            ? LifecycleError(.noSuchAccount, "account \(account.id) was purged\(when); nothing of it is left")
+            : LifecycleError(.badInput, "account \(account.id) is being purged; nothing can change it any more")
+    }
+
+    private func alreadyPending(_ account: Account) -> DeletionRequestResult {
+        let date = account.purgeAfter.map { ISO8601.format($0) } ?? "its purge date"
+        let message = account.state == .purging
+            ? "Account \(account.id) is already being purged."
+            : "Account \(account.id) is already scheduled for deletion; it will be purged on or after \(date). Nothing changed."
+        return DeletionRequestResult(
+            outcome: .alreadyPending, accountID: account.id, state: account.state, purgeAfter: account.purgeAfter,
+            purgeJobID: nil, sessionsRevoked: 0, message: message)
+    }
+
+    private func schedulePurge(_ id: String, at runAt: Date, now: Date, in tx: Store.Transaction) throws -> JobRecord {
+        let policy = services.policies.policy(for: DeletionJobs.purgeKind)
+        return try services.store.enqueue(try DeletionJobs.purgeRequest(accountID: id, runAt: runAt), policy: policy, now: now, in: tx).job
+    }
+
+    /// A queued purge job cannot change its run time, so it is replaced by one due now.
+    private func reschedulePurge(_ id: String, at runAt: Date, now: Date, in tx: Store.Transaction) throws -> JobRecord {
+        let store = services.store
+        if let live = try store.liveJob(uniqueKey: DeletionJobs.purgeKey(accountID: id), in: tx), live.state != .running {
+            _ = try store.cancel(jobID: live.id, now: now, in: tx)
+        }
+        return try schedulePurge(id, at: runAt, now: now, in: tx)
+    }
+
+    private func event(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: String] = [:]) -> AuditEvent {
+        AuditEvent(at: at, actor: actor, action: action, accountID: id, outcome: outcome,
+                   detail: detail.isEmpty ? nil : try? JobJSON.encode(detail))
+    }
+
+    private func audit(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: String] = [:]) async throws {
+        let event = event(id, actor: actor, action: action, outcome: outcome, at: at, detail: detail)
+        try await services.store.write { tx in try tx.recordAudit(event) }
+    }
+}
+
+/// A refused restore still commits its audit row, so the refusal is returned, not thrown, from the transaction.
+private enum RestoreDecision: Sendable {
+    case restored(RestoreResult)
+    case refused(LifecycleError)
+}

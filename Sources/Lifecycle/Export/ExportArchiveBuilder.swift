@@ -1,0 +1,364 @@
+import Archiving
+import Crypto
+import Foundation
+import JobRunner
+import Logging
+
+/// A photo that cannot go into the archive as the photos row describes it.
+struct PhotoProblem: Error, CustomStringConvertible {
+    var photoID: String
+    var reason: String
+    var description: String { "photo \(photoID): \(reason)" }
+}
+
+/// A complete archive on local disk, before it goes to the blob store.
+struct BuiltArchive: Sendable {
+    var path: String
+    var workDirectory: String
+    var bytes: Int64
+    var entries: Int
+    var rowCounts: [String: Int]
+    var omittedPhotos: [ExportManifest.OmittedPhoto]
+    var photos: Int
+    var photoBytes: Int64
+    /// Wall-clock seconds spent streaming the tables into JSON and CSV, and writing the
+    /// archive itself (for `jobs show`, and what the benchmark compares).
+    var tablesSeconds: Double
+    var archiveSeconds: Double
+}
+
+/// Local scratch space for exports. Beside the blobs when they are files, so handing
+/// the finished archive to the blob store is a rename, not a 2 GB copy.
+enum ExportScratch {
+    static func directory(for blobs: any BlobStore) -> String {
+        if let files = blobs as? FileSystemBlobStore {
+            return (files.root as NSString).appendingPathComponent(".incoming/exports")
+        }
+        return (NSTemporaryDirectory() as NSString).appendingPathComponent("lifecycle-exports")
+    }
+
+    /// One folder per export, so a rerun after a crash overwrites what the killed run left.
+    static func workDirectory(for blobs: any BlobStore, exportID: String) -> String {
+        (directory(for: blobs) as NSString).appendingPathComponent(exportID)
+    }
+}
+
+/// Writes one export archive: each exported table streamed from the database into
+/// JSON and CSV files, account.json, README.txt, manifest.json, then the photos copied
+/// in chunks. Memory stays bounded whatever the account's size: rows come in batches,
+/// the photo list goes through a file, and every copy uses the same two 256 KiB buffers.
+struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let settings: ExportSettings
+    let map: AccountDataMap
+    let exportID: String
+    let accountID: String
+    let format: ArchiveFormat
+    let cutoff: Date
+    let expiresAt: Date
+    let skipMissingPhotos: Bool
+    let logger: Logger
+    let progress: @Sendable (String) -> Void
+
+    var root: String { ExportNames.rootFolder(accountID: accountID, cutoff: cutoff) }
+
+    /// With `skipMissingPhotos`, a photo found corrupt half-way through is left out and
+    /// the archive written again from the start: its partly written entry cannot be
+    /// taken back. Without it, the first bad photo fails the export, naming the photo.
+    func build() async throws -> BuiltArchive {
+        var corrupt: [String: String] = [:]
+        while true {
+            do {
+                return try await buildOnce(knownBad: corrupt)
+            } catch let problem as PhotoProblem {
+                guard skipMissingPhotos else {
+                    throw PermanentJobFailure(
+                        "\(problem); restore the photo's blob or run the export again with --skip-missing-photos to leave it out (it is then listed in manifest.json)")
+                }
+                logger.warning("photo left out of the export; writing the archive again without it", metadata: ["photo": "\(problem.photoID)", "reason": "\(problem.reason)"])
+                corrupt[problem.photoID] = problem.reason
+            }
+        }
+    }
+
+    private func buildOnce(knownBad: [String: String]) async throws -> BuiltArchive {
+        let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
+        try? FileManager.default.removeItem(atPath: work)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+
+        let (account, preferences, statistics) = try await services.store.read { [accountID] tx in
+            (try tx.account(id: accountID), try tx.preferences(accountID: accountID), try tx.exportStatistics(accountID: accountID))
+        }
+        guard let account else { throw PermanentJobFailure("account \(accountID) no longer exists") }
+        let timeZone = account.timezone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
+
+        let clock = ContinuousClock()
+        let tablesStarted = clock.now
+        progress("writing tables")
+        var rowCounts: [String: Int] = [:]
+        var tableFiles: [WrittenFile] = []
+        for table in map.exportedTables {
+            let (files, count) = try await writeTable(table, into: work)
+            tableFiles += files
+            rowCounts[table.name] = count
+        }
+
+        let tablesSeconds = (clock.now - tablesStarted).seconds
+        let plan = try await planPhotos(account: account, timeZone: timeZone, knownBad: knownBad, planPath: work + "/photos.plan")
+
+        let accountFile = try writeText(
+            ExportDocuments.accountJSON(
+                account: account, preferences: preferences, statistics: statistics, profilePhotoPath: plan.profilePhotoPath,
+                profilePhotoOmitted: plan.profilePhotoOmitted),
+            to: work + "/account.json", archivePath: "account.json")
+        let readme = try writeText(
+            ExportDocuments.readme(
+                accountID: account.id, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: map.exportedTables.compactMap(\.exportFile),
+                timeZone: timeZone.identifier, rateLimitHours: settings.rateLimitHours),
+            to: work + "/README.txt", archivePath: "README.txt")
+        let leadingFiles = [readme, accountFile] + tableFiles
+        let manifestFile = try await writeManifest(
+            to: work + "/manifest.json", files: leadingFiles, planPath: plan.path, rowCounts: rowCounts, omitted: plan.omitted)
+
+        progress("writing archive: \(plan.count) photo(s), \(plan.bytes) bytes")
+        let archivePath = work + "/archive.\(format.fileExtension)"
+        let archiveStarted = clock.now
+        let writer = try ArchiveWriter(path: archivePath, format: format)
+        let copier = ArchiveFileCopier(archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond)
+        let localFiles: [(WrittenFile, String)] = [(readme, work + "/README.txt"), (manifestFile, work + "/manifest.json"), (accountFile, work + "/account.json")]
+            + tableFiles.map { ($0, work + "/" + $0.path) }
+        for (file, path) in localFiles {
+            try writer.beginEntry(name: root + "/" + file.path, size: file.bytes, modified: cutoff, compression: .deflate)
+            let copied = try await copy(path: path, into: writer, with: copier, expectedBytes: file.bytes)
+            guard copied.sha256 == file.sha256 else {
+                throw LifecycleError(.internalError, "\(path) changed while it was archived")
+            }
+            try writer.finishEntry()
+        }
+        var photosWritten = 0
+        try await forEachPlannedPhoto(at: plan.path) { photo in
+            try await addPhoto(photo, to: writer, with: copier)
+            photosWritten += 1
+            if photosWritten % 100 == 0 { progress("photos \(photosWritten)/\(plan.count)") }
+        }
+        try writer.close()
+        let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
+        return BuiltArchive(
+            path: archivePath, workDirectory: work, bytes: bytes, entries: writer.entryCount, rowCounts: rowCounts,
+            omittedPhotos: plan.omitted, photos: plan.count, photoBytes: plan.bytes, tablesSeconds: tablesSeconds,
+            archiveSeconds: (clock.now - archiveStarted).seconds)
+    }
+
+    // MARK: Tables
+
+    /// Keyset pages over (order_by, id): each batch is one short read, so the export
+    /// never holds a table in memory nor one long transaction open. The next batch is
+    /// read while this one is written: the database and the writers each get a core.
+    private func writeTable(_ table: AccountDataMap.Table, into work: String) async throws -> ([WrittenFile], Int) {
+        guard let stem = table.exportFile else { return ([], 0) }
+        guard !["account", "manifest"].contains(stem.lowercased()) else {
+            throw PermanentJobFailure("\(map.source): table \(table.name) has export_file '\(stem)', which would replace the archive's own \(stem).json; choose another name")
+        }
+        let writer = try TableFileWriter(directory: work, table: table, fileStem: stem)
+        let store = services.store
+        let limit = settings.batchRows
+        let accountID = self.accountID
+        func fetch(after cursor: ExportCursor?) -> Task<ExportRowBatch, any Error> {
+            Task { try await store.read { tx in try tx.exportRows(table: table, accountID: accountID, after: cursor, limit: limit) } }
+        }
+        var pending: Task<ExportRowBatch, any Error>? = fetch(after: nil)
+        while let current = pending {
+            let batch = try await current.value
+            pending = batch.next.map { fetch(after: $0) }
+            for index in 0..<batch.rowCount { try writer.write(batch.row(index)) }
+        }
+        return (try writer.finish(), writer.rowCount)
+    }
+
+    private func writeText(_ text: String, to path: String, archivePath: String) throws -> WrittenFile {
+        let output = try HashingFileOutput(path: path)
+        output.append(text)
+        return try output.finish(archivePath: archivePath)
+    }
+
+    // MARK: Photos
+
+    struct PlannedPhoto: Codable {
+        var name: String
+        var key: String
+        var bytes: Int64
+        var sha256: String
+        var photoID: String
+        var modified: Date
+    }
+
+    struct PhotoPlan {
+        var path: String
+        var count = 0
+        var bytes: Int64 = 0
+        var omitted: [ExportManifest.OmittedPhoto] = []
+        var profilePhotoPath: String?
+        var profilePhotoOmitted = false
+    }
+
+    /// Checks every photo's blob before anything is archived (present, inside the
+    /// account's storage, the recorded size), so missing photos are reported together
+    /// and up front. The list goes to a file, one JSON line per photo.
+    private func planPhotos(account: Account, timeZone: TimeZone, knownBad: [String: String], planPath: String) async throws -> PhotoPlan {
+        var plan = PhotoPlan(path: planPath)
+        var problems: [PhotoProblem] = []
+        let output = try HashingFileOutput(path: planPath)
+        let encoder = JSONEncoder()
+        var after: String?
+        let limit = settings.batchRows
+        let accountID = self.accountID
+        repeat {
+            let from = after
+            let batch = try await services.store.read { tx in try tx.exportPhotos(accountID: accountID, afterID: from, limit: limit) }
+            for photo in batch {
+                let name = ExportNames.photoPath(photo, timeZone: timeZone)
+                var reason = knownBad[photo.id]
+                if reason == nil { reason = try await blobProblem(photo) }
+                if let reason {
+                    if photo.id == account.profilePhotoID { plan.profilePhotoOmitted = true }
+                    if skipMissingPhotos {
+                        plan.omitted.append(.init(photoID: photo.id, reason: reason))
+                    } else {
+                        problems.append(PhotoProblem(photoID: photo.id, reason: reason))
+                    }
+                    continue
+                }
+                let planned = PlannedPhoto(
+                    name: name, key: photo.blobKey, bytes: photo.byteSize, sha256: photo.sha256.lowercased(), photoID: photo.id,
+                    modified: photo.takenAt ?? photo.createdAt)
+                output.append(Array(try encoder.encode(planned)))
+                output.append(0x0A)
+                try output.flushIfFull()
+                plan.count += 1
+                plan.bytes += photo.byteSize
+                if photo.id == account.profilePhotoID { plan.profilePhotoPath = name }
+            }
+            after = batch.last?.id
+            if batch.count < limit { break }
+        } while true
+        _ = try output.finish(archivePath: "")
+        if !problems.isEmpty {
+            let shown = problems.prefix(10).map(\.description).joined(separator: "; ")
+            let more = problems.count > 10 ? " (and \(problems.count - 10) more)" : ""
+            throw PermanentJobFailure(
+                "\(problems.count) photo(s) cannot be exported: \(shown)\(more). Restore the blobs, or run the export again with --skip-missing-photos to leave them out (each is then listed in manifest.json)")
+        }
+        return plan
+    }
+
+    private func blobProblem(_ photo: PhotoRecord) async throws -> String? {
+        // A key outside the account's prefix would copy someone else's file into this archive.
+        guard BlobKey.isValid(photo.blobKey), photo.blobKey.hasPrefix(BlobKey.accountPrefix(accountID)) else {
+            return "its blob key '\(photo.blobKey)' is not inside this account's storage"
+        }
+        guard let info = try await services.blobs.info(key: photo.blobKey) else {
+            return "its blob \(photo.blobKey) is missing"
+        }
+        guard info.size == photo.byteSize else {
+            return "its blob \(photo.blobKey) has \(info.size) bytes but the photos row says \(photo.byteSize) (corrupted)"
+        }
+        return nil
+    }
+
+    private func forEachPlannedPhoto(at path: String, _ body: (PlannedPhoto) async throws -> Void) async throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw LifecycleError(.unavailable, "cannot read the photo list \(path)")
+        }
+        defer { try? handle.close() }
+        var reader = LineReader(handle: handle)
+        let decoder = JSONDecoder()
+        while let line = try reader.next() {
+            guard !line.isEmpty else { continue }
+            try await body(try decoder.decode(PlannedPhoto.self, from: Data(line.utf8)))
+        }
+    }
+
+    /// Copies the blob into a stored (not recompressed) entry, hashing it on the way:
+    /// a blob whose bytes no longer match the photos row fails here, naming the photo.
+    private func addPhoto(_ photo: PlannedPhoto, to writer: ArchiveWriter, with copier: ArchiveFileCopier) async throws {
+        try writer.beginEntry(name: root + "/" + photo.name, size: photo.bytes, modified: photo.modified, compression: .store)
+        let copied: (bytes: Int64, sha256: String)
+        if let files = services.blobs as? FileSystemBlobStore {
+            do {
+                copied = try await copy(path: try files.path(for: photo.key), into: writer, with: copier, expectedBytes: photo.bytes)
+            } catch let error as LifecycleError where error.category == .inputMissing {
+                throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) disappeared during the export")
+            }
+        } else {
+            var hasher = SHA256()
+            var count: Int64 = 0
+            try await services.blobs.read(key: photo.key, chunkSize: ArchiveWriter.chunkSize) { chunk in
+                guard count + Int64(chunk.count) <= photo.bytes else {
+                    throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) is larger than the \(photo.bytes) bytes recorded")
+                }
+                hasher.update(bufferPointer: chunk)
+                try writer.write(chunk)
+                count += Int64(chunk.count)
+                copier.wrote(chunk.count)
+            }
+            copied = (count, FileDigest.hex(hasher.finalize()))
+        }
+        guard copied.bytes == photo.bytes else {
+            throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) has \(copied.bytes) bytes but the photos row says \(photo.bytes) (corrupted)")
+        }
+        guard copied.sha256 == photo.sha256 else {
+            throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) has SHA-256 \(copied.sha256) but the photos row says \(photo.sha256) (corrupted)")
+        }
+        try writer.finishEntry()
+    }
+
+    /// A local file into the open entry, on a thread of its own: a multi-gigabyte copy
+    /// must not hold one of the few threads the lease heartbeat also needs.
+    private func copy(path: String, into writer: ArchiveWriter, with copier: ArchiveFileCopier, expectedBytes: Int64) async throws -> (bytes: Int64, sha256: String) {
+        let handle = OneThreadAtATime(value: writer)
+        return try await BlockingWork.run { try copier.copy(path: path, into: handle.value, expectedBytes: expectedBytes) }
+    }
+
+    // MARK: Manifest
+
+    /// Streamed to a file like the tables: one line per file, however many photos there are.
+    private func writeManifest(
+        to path: String, files: [WrittenFile], planPath: String, rowCounts: [String: Int], omitted: [ExportManifest.OmittedPhoto]
+    ) async throws -> WrittenFile {
+        let output = try HashingFileOutput(path: path)
+        let header: [(String, OrderedJSON)] = [
+            ("format_version", .integer(Int64(ExportManifest.formatVersion))),
+            ("export_id", .string(exportID)),
+            ("account_id", .string(accountID)),
+            ("archive_root", .string(root)),
+            ("generated_at", .timestamp(cutoff)),
+            ("expires_at", .timestamp(expiresAt)),
+            ("row_counts", .object(map.exportedTables.map { ($0.name, .integer(Int64(rowCounts[$0.name] ?? 0))) })),
+        ]
+        output.append("{\n")
+        for (key, value) in header {
+            output.append("  \(JSONText.string(key)): \(value.rendered(indent: "  ")),\n")
+        }
+        output.append("  \"files\": [")
+        var first = true
+        func line(_ entry: OrderedJSON) throws {
+            output.append(first ? "\n    " : ",\n    ")
+            first = false
+            output.append(entry.compact())
+            try output.flushIfFull()
+        }
+        for file in files {
+            try line(.object([("path", .string(file.path)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256))]))
+        }
+        try await forEachPlannedPhoto(at: planPath) { photo in
+            try line(.object([
+                ("path", .string(photo.name)), ("bytes", .integer(photo.bytes)), ("sha256", .string(photo.sha256)),
+                ("photo_id", .string(photo.photoID)),
+            ]))
+        }
+        output.append(first ? "],\n" : "\n  ],\n")
+        output.append("  \"omitted_photos\": \(OrderedJSON.array(omitted.map { .object([("photo_id", .string($0.photoID)), ("reason", .string($0.reason))]) }).rendered(indent: "  "))\n")
+        output.append("}\n")
+        return try output.finish(archivePath: "manifest.json")
+    }
+}

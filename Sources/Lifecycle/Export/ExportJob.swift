@@ -1,0 +1,328 @@
+import Archiving
+import Foundation
+import JobRunner
+
+/// What `lifecycle export` (or an app calling `requestExport`) enqueues.
+struct ExportPayload: Codable, Sendable {
+    var accountID: String
+    var format: String
+    var skipMissingPhotos: Bool
+    var allowPending: Bool
+    /// `user`, or `operator:<name>`.
+    var requestedBy: String
+}
+
+/// The data export: one archive with every exported table as JSON and CSV,
+/// account.json and the photos, published under the account's blob prefix, then a
+/// signed 7-day link and a notification.
+///
+/// Killed at any point and run again, it leaves one archive and one notification:
+/// the database steps take effect exactly once; the outside steps use names fixed by
+/// the export id (scratch folder, temporary key, final key), so a rerun overwrites or
+/// finds what the killed run left; the notification is an outbox row under a unique key.
+struct ExportJob<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+
+    var kind: JobKind<Store.Transaction> {
+        JobKind(name: ExportJobs.exportKind, steps: [
+            JobStep("snapshot", database: { try self.snapshot($0, $1) }),
+            JobStep("write-archive", external: { try await self.writeArchive($0) }),
+            JobStep("verify-archive", external: { try await self.verifyArchive($0) }),
+            JobStep("publish", external: { try await self.publish($0) }),
+            JobStep("mark-ready", database: { try self.markReady($0, $1) }),
+            JobStep("sign-link", external: { try await self.signLink($0) }),
+            JobStep("notify", database: { try self.notify($0, $1) }),
+            JobStep("deliver", external: { try await self.deliver($0) }),
+        ])
+    }
+
+    struct Snapshot: Codable, Sendable {
+        var exportID: String
+        var cutoffAt: Date
+    }
+
+    struct Written: Codable, Sendable {
+        var temporaryKey: String
+        var bytes: Int64
+        var entries: Int
+        var expiresAt: Date
+        var rowCounts: [String: Int]
+        var photos: Int
+        var omittedPhotos: Int
+        var tablesSeconds: Double
+        var archiveSeconds: Double
+    }
+
+    struct Verified: Codable, Sendable {
+        var entries: Int
+        var bytes: Int64
+        var omittedPhotos: Int
+    }
+
+    struct Published: Codable, Sendable {
+        var archiveKey: String
+    }
+
+    struct Signed: Codable, Sendable {
+        var link: String
+    }
+
+    struct Notified: Codable, Sendable {
+        var outboxID: Int64
+    }
+
+    struct Delivered: Codable, Sendable {
+        var delivered: Bool
+        var note: String
+    }
+
+    // MARK: 1. snapshot
+
+    /// Database only, so it happens exactly once: the export id and the cut-off instant
+    /// that every later step, and every rerun, uses.
+    private func snapshot(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
+        let payload = try context.payload(ExportPayload.self)
+        guard ArchiveFormat(rawValue: payload.format) != nil else {
+            throw PermanentJobFailure("unknown archive format '\(payload.format)' (zip or tar.gz)")
+        }
+        guard let account = try tx.account(id: payload.accountID) else {
+            throw PermanentJobFailure("account \(payload.accountID) does not exist")
+        }
+        try Self.requireExportable(account, allowPending: payload.allowPending)
+        let cutoff = Date(timeIntervalSince1970: context.now.timeIntervalSince1970.rounded(.down))
+        let exportID = UUID().uuidString.lowercased()
+        try tx.insertExport(ExportRecord(
+            id: exportID, accountID: account.id, jobID: context.job.id, format: payload.format, state: .building,
+            requestedBy: payload.requestedBy, cutoffAt: cutoff))
+        return try .output(Snapshot(exportID: exportID, cutoffAt: cutoff))
+    }
+
+    // MARK: 2. write-archive
+
+    /// Builds the archive in a scratch folder named by the export id and stores it under
+    /// the temporary key: a rerun after a crash overwrites both instead of adding more.
+    private func writeArchive(_ context: StepContext) async throws -> StepResult {
+        let (payload, snapshot, format) = try inputs(context)
+        let settings = try ExportSettings(policies: services.policies)
+        let expiresAt = Date(timeIntervalSince1970: (context.now.timeIntervalSince1970 + settings.linkLifetime).rounded(.down))
+        let (built, key) = try await buildAndStore(context, payload, snapshot, format, settings, expiresAt)
+        return try .output(Written(
+            temporaryKey: key, bytes: built.bytes, entries: built.entries, expiresAt: expiresAt, rowCounts: built.rowCounts,
+            photos: built.photos, omittedPhotos: built.omittedPhotos.count,
+            tablesSeconds: (built.tablesSeconds * 1_000).rounded() / 1_000, archiveSeconds: (built.archiveSeconds * 1_000).rounded() / 1_000))
+    }
+
+    private func buildAndStore(
+        _ context: StepContext, _ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat,
+        _ settings: ExportSettings, _ expiresAt: Date
+    ) async throws -> (BuiltArchive, String) {
+        let work = ExportScratch.workDirectory(for: services.blobs, exportID: snapshot.exportID)
+        // Whatever happens, no copy of the account's data stays in the scratch folder.
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        try await requireStillExportable(payload, snapshot, format)
+        let builder = ExportArchiveBuilder(
+            services: services, settings: settings, map: try await services.dataMap(), exportID: snapshot.exportID,
+            accountID: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
+            skipMissingPhotos: payload.skipMissingPhotos, logger: context.logger, progress: context.progress)
+        let built = try await builder.build()
+        let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
+        try await requireStillExportable(payload, snapshot, format)
+        _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
+        // Purge lists the account's blobs once the account is `purging`: an archive stored
+        // just after that listing would outlive the account, so look once more.
+        try await requireStillExportable(payload, snapshot, format)
+        return (built, key)
+    }
+
+    // MARK: 3. verify-archive
+
+    /// Reads the stored archive back and checks every entry against manifest.json. A
+    /// failed check writes the archive again once (same names, same content) before
+    /// giving up for this attempt.
+    private func verifyArchive(_ context: StepContext) async throws -> StepResult {
+        let (payload, snapshot, format) = try inputs(context)
+        let written = try output(context, "write-archive", Written.self)
+        let root = ExportNames.rootFolder(accountID: payload.accountID, cutoff: snapshot.cutoffAt)
+        do {
+            let summary = try await verifyStored(key: written.temporaryKey, root: root, exportID: snapshot.exportID, format: format)
+            return try .output(Verified(entries: summary.entries, bytes: written.bytes, omittedPhotos: written.omittedPhotos))
+        } catch let failure as ExportVerificationFailure {
+            context.logger.warning("the stored archive failed verification; writing it again", metadata: ["reason": "\(failure.message)"])
+            let settings = try ExportSettings(policies: services.policies)
+            let (built, key) = try await buildAndStore(context, payload, snapshot, format, settings, written.expiresAt)
+            let summary = try await verifyStored(key: key, root: root, exportID: snapshot.exportID, format: format)
+            return try .output(Verified(entries: summary.entries, bytes: built.bytes, omittedPhotos: built.omittedPhotos.count))
+        }
+    }
+
+    private func verifyStored(key: String, root: String, exportID: String, format: ArchiveFormat) async throws -> ExportArchiveVerifier.Summary {
+        if let files = services.blobs as? FileSystemBlobStore {
+            let path = try files.path(for: key)
+            return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: path, root: root, exportID: exportID) }
+        }
+        // Other stores: fetch a local copy first; a ZIP is read through its central directory, which needs seeking.
+        let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let local = work + "/verify.\(format.fileExtension)"
+        let output = try HashingFileOutput(path: local)
+        try await services.blobs.read(key: key, chunkSize: 1 << 20) { chunk in
+            output.append(UnsafeBufferPointer(start: chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), count: chunk.count))
+            try output.flushIfFull()
+        }
+        _ = try output.finish(archivePath: "")
+        return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: local, root: root, exportID: exportID) }
+    }
+
+    // MARK: 4. publish
+
+    /// A rename in the blob store; run again, it finds the archive already at its final key.
+    private func publish(_ context: StepContext) async throws -> StepResult {
+        let (payload, snapshot, format) = try inputs(context)
+        let written = try output(context, "write-archive", Written.self)
+        try await requireStillExportable(payload, snapshot, format)
+        let archiveKey = ExportNames.archiveKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
+        try await services.blobs.move(from: written.temporaryKey, to: archiveKey)
+        return try .output(Published(archiveKey: archiveKey))
+    }
+
+    // MARK: 5. mark-ready
+
+    private func markReady(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
+        let (_, snapshot, _) = try inputs(context)
+        let written = try output(context, "write-archive", Written.self)
+        let verified = try output(context, "verify-archive", Verified.self)
+        let published = try output(context, "publish", Published.self)
+        guard var export = try tx.export(id: snapshot.exportID) else {
+            throw PermanentJobFailure("export \(snapshot.exportID) has no row any more (was the account purged?)")
+        }
+        export.state = .ready
+        export.blobKey = published.archiveKey
+        export.byteSize = verified.bytes
+        export.omittedPhotos = verified.omittedPhotos
+        export.completedAt = context.now
+        export.expiresAt = written.expiresAt
+        try tx.updateExport(export)
+        return .done
+    }
+
+    // MARK: 6. sign-link
+
+    /// Pure: the same key, id and expiry give the same link however often it runs.
+    private func signLink(_ context: StepContext) async throws -> StepResult {
+        let (_, snapshot, _) = try inputs(context)
+        let written = try output(context, "write-archive", Written.self)
+        let settings = try ExportSettings(policies: services.policies)
+        let signer: LinkSigner
+        do {
+            signer = try SigningKeySource.load(settings: settings, jobsDirectory: services.jobsDirectory)
+        } catch let error as LifecycleError {
+            throw PermanentJobFailure("\(error.message); then `lifecycle jobs retry \(context.job.id)` finishes this export")
+        }
+        return try .output(Signed(link: signer.link(base: settings.linkBaseURL, exportID: snapshot.exportID, expiresAt: written.expiresAt)))
+    }
+
+    // MARK: 7. notify
+
+    /// The outbox row commits with this step's done-mark, under a unique key: one message per export.
+    private func notify(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
+        let (payload, snapshot, _) = try inputs(context)
+        let written = try output(context, "write-archive", Written.self)
+        let signed = try output(context, "sign-link", Signed.self)
+        let settings = try ExportSettings(policies: services.policies)
+        guard let account = try tx.account(id: payload.accountID) else {
+            throw PermanentJobFailure("account \(payload.accountID) no longer exists")
+        }
+        let stored = try tx.insertOutboxMessage(ExportNotification.message(
+            account: account, exportID: snapshot.exportID, link: signed.link, expiresAt: written.expiresAt,
+            lifetimeDays: settings.linkLifetimeDays, now: context.now))
+        return try .output(Notified(outboxID: stored.id ?? 0))
+    }
+
+    // MARK: 8. deliver
+
+    /// At least once: a crash after the mail command succeeded and before the outbox row
+    /// is marked sends the message again on the rerun; never zero times.
+    private func deliver(_ context: StepContext) async throws -> StepResult {
+        let (_, snapshot, _) = try inputs(context)
+        let settings = try ExportSettings(policies: services.policies)
+        guard !settings.sendmailCommand.isEmpty else {
+            return try .output(Delivered(delivered: false, note: "left in the outbox for the app to deliver (no sendmail_command)"))
+        }
+        let key = ExportNotification.uniqueKey(exportID: snapshot.exportID)
+        guard let message = try await services.store.read({ tx in try tx.outboxMessage(uniqueKey: key) }), let id = message.id else {
+            throw PermanentJobFailure("outbox message \(key) is missing")
+        }
+        if message.state == .delivered {
+            return try .output(Delivered(delivered: true, note: "already delivered"))
+        }
+        guard message.recipient != nil else {
+            return try .output(Delivered(delivered: false, note: "the account has no email address; left in the outbox"))
+        }
+        let now = context.now
+        do {
+            try await SendmailDelivery(command: settings.sendmailCommand).deliver(message)
+        } catch {
+            let text = "\(error)"
+            try await services.store.write { tx in try tx.markOutboxFailedAttempt(id: id, error: text, at: now) }
+            throw error
+        }
+        try await services.store.write { tx in try tx.markOutboxDelivered(id: id, at: now) }
+        return try .output(Delivered(delivered: true, note: "handed to \(settings.sendmailCommand[0])"))
+    }
+
+    // MARK: Shared checks
+
+    static func requireExportable(_ account: Account, allowPending: Bool) throws {
+        switch account.state {
+        case .active:
+            return
+        case .pendingDeletion where allowPending:
+            return
+        case .pendingDeletion:
+            throw PermanentJobFailure("account \(account.id) is scheduled for deletion; only an operator export (--allow-pending) may read it")
+        case .purging, .purged:
+            throw PermanentJobFailure("account \(account.id) is \(account.state.rawValue): its data is being or has been deleted, so it is not exported")
+        }
+    }
+
+    /// Purge may start while an export runs. Then the export stops and removes its
+    /// temporary archive rather than leave a copy of the data behind.
+    private func requireStillExportable(_ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat) async throws {
+        let accountID = payload.accountID
+        let account = try await services.store.read { tx in try tx.account(id: accountID) }
+        do {
+            guard let account else { throw PermanentJobFailure("account \(accountID) no longer exists") }
+            try Self.requireExportable(account, allowPending: payload.allowPending)
+        } catch {
+            try? await services.blobs.delete(keys: [ExportNames.temporaryKey(accountID: accountID, exportID: snapshot.exportID, format: format)])
+            throw error
+        }
+    }
+
+    private func inputs(_ context: StepContext) throws -> (ExportPayload, Snapshot, ArchiveFormat) {
+        let payload = try context.payload(ExportPayload.self)
+        let snapshot = try output(context, "snapshot", Snapshot.self)
+        guard let format = ArchiveFormat(rawValue: payload.format) else {
+            throw PermanentJobFailure("unknown archive format '\(payload.format)'")
+        }
+        return (payload, snapshot, format)
+    }
+
+    private func output<T: Decodable>(_ context: StepContext, _ step: String, _ type: T.Type) throws -> T {
+        guard let value = try context.output(of: step, as: type) else {
+            throw PermanentJobFailure("job \(context.job.id): step '\(step)' left no output")
+        }
+        return value
+    }
+}
+
+/// Runs synchronous work that reads a whole archive on a thread of its own, off the
+/// cooperative pool the lease heartbeat needs.
+enum BlockingWork {
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+}

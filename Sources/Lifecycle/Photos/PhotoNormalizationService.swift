@@ -1,0 +1,225 @@
+import Foundation
+import Imaging
+import JobRunner
+
+/// What `lifecycle photos normalize` and an app backend call: queue normalisation
+/// for the profile photos not yet normalised under the current recipe version, and
+/// read back how each job ended.
+public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
+    public let services: LifecycleServices<Store>
+    public let policy: PhotoPolicy
+    /// Photos enqueued per transaction: the write lock is held for one page at a time.
+    public var pageSize = 500
+
+    public init(services: LifecycleServices<Store>) throws {
+        self.services = services
+        do {
+            policy = try PhotoPolicy(policies: services.policies)
+        } catch let error as JobRunnerError {
+            throw LifecycleError(.badInput, "photo policy: \(error.message)")
+        }
+    }
+
+    // MARK: - Queue
+
+    /// Enqueues one job per profile photo still to do: `pending`, or `normalized` under
+    /// an older recipe version (and `rejected` with `includeRejected`), for one account
+    /// (id or email) or for all when `account` is nil. A photo whose job is already
+    /// queued or running gets that job back, not a second one.
+    public func queue(account reference: String?, includeRejected: Bool = false) async throws -> PhotoQueueReport {
+        var accountID: String?
+        if let reference {
+            guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
+            guard account.state == .active || account.state == .pendingDeletion else {
+                throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(account.state.rawValue)); its photos are gone with it")
+            }
+            accountID = account.id
+        }
+        let selection = PhotoSelection(accountID: accountID, recipeVersion: policy.recipeVersion, includeRejected: includeRejected)
+        let jobPolicy = services.policies.policy(for: PhotoJobs.normalizeKind)
+        let store = services.store
+        let limit = pageSize
+        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
+        var after: String?
+        while true {
+            let now = services.clock.now()
+            let start = after
+            let page: [(String, EnqueueOutcome)] = try await store.write { tx in
+                try tx.profilePhotosToNormalize(selection, after: start, limit: limit).map { photo in
+                    (photo.id, try store.enqueue(try PhotoJobs.normalizeRequest(photoID: photo.id), policy: jobPolicy, now: now, in: tx))
+                }
+            }
+            for (_, outcome) in page {
+                report.jobIDs.append(outcome.job.id)
+                if outcome.created { report.queued += 1 } else { report.alreadyQueued += 1 }
+            }
+            guard page.count == limit, let last = page.last else { break }
+            after = last.0
+        }
+        return report
+    }
+
+    // MARK: - Results
+
+    /// How one normalisation job ended, from its state and its steps' outputs.
+    public func result(ofJob id: JobID) async throws -> PhotoJobResult? {
+        guard let job = try await services.store.job(id: id) else { return nil }
+        let steps = try await services.store.steps(of: id)
+        return try Self.result(job: job, steps: steps)
+    }
+
+    /// Counts for many jobs; every photo that did not end normalised or up to date is
+    /// listed, so the summary names each rejection.
+    public func summarize(jobIDs: [JobID]) async throws -> PhotoRunSummary {
+        var summary = PhotoRunSummary()
+        for id in jobIDs {
+            guard let result = try await result(ofJob: id) else { continue }
+            summary.add(result)
+        }
+        return summary
+    }
+
+    static func result(job: JobRecord, steps: [StepRecord]) throws -> PhotoJobResult {
+        let photoID = (try? JobJSON.decode(PhotoPayload.self, from: job.payload).photo) ?? "?"
+        var result = PhotoJobResult(jobID: job.id, photoID: photoID, outcome: .waiting)
+        let outputs = Dictionary(steps.map { ($0.step, $0.output) }, uniquingKeysWith: { first, _ in first })
+        func output<T: Decodable>(_ step: String, _ type: T.Type) throws -> T? {
+            guard let stored = outputs[step], let text = stored else { return nil }
+            return try JobJSON.decode(type, from: text)
+        }
+        let validation = try output("validate", Validation.self)
+        let rendering = try output("render", Rendering.self)
+        if let original = validation?.original {
+            result.accountID = original.accountID
+            result.original = PhotoSummary(
+                format: original.format, width: original.width, height: original.height, bytes: original.bytes, blobKey: original.key)
+        }
+        if let rendered = rendering?.rendered {
+            result.rendered = PhotoSummary(
+                format: "jpeg", width: rendering?.side, height: rendering?.side, bytes: rendered.byteSize, blobKey: rendered.blobKey)
+        }
+        switch job.state {
+        case .succeeded:
+            if let end = validation?.end ?? rendering?.end {
+                switch end.reason {
+                case .rejected: result.outcome = .rejected
+                case .upToDate: result.outcome = .upToDate
+                case .gone: result.outcome = .gone
+                }
+                result.userMessage = end.refusal?.userMessage
+                result.reason = end.refusal.map { "\($0.code): \($0.detail)" }
+            } else if try output("switch", Switch.self)?.abandoned == true {
+                result.outcome = .gone
+            } else {
+                result.outcome = .normalized
+            }
+        case .dead, .cancelled:
+            result.outcome = .failed
+            result.reason = job.state == .cancelled ? "cancelled" : job.lastError
+        case .retrying:
+            result.outcome = .retrying
+            result.reason = "\(job.lastError ?? "failed"); retries at \(ISO8601.format(job.runAt))"
+        case .queued, .running:
+            result.outcome = .waiting
+            result.reason = job.leaseOwner.map { "running in worker \($0)" } ?? "queued for \(ISO8601.format(job.runAt))"
+        }
+        return result
+    }
+}
+
+public struct PhotoQueueReport: Sendable, Codable, Equatable {
+    public var recipe: String
+    public var recipeVersion: Int
+    /// Newly created jobs.
+    public var queued = 0
+    /// Photos whose job was already queued or running.
+    public var alreadyQueued = 0
+    /// One per photo, in photo id order.
+    public var jobIDs: [JobID] = []
+
+    public init(recipe: String, recipeVersion: Int) {
+        self.recipe = recipe
+        self.recipeVersion = recipeVersion
+    }
+}
+
+/// A photo as stored before or after normalisation.
+public struct PhotoSummary: Sendable, Codable, Equatable {
+    /// jpeg, png or heic; nil for an upload refused before its header was read.
+    public var format: String?
+    public var width: Int?
+    public var height: Int?
+    public var bytes: Int64
+    public var blobKey: String
+}
+
+public struct PhotoJobResult: Sendable, Codable, Equatable {
+    public enum Outcome: String, Sendable, Codable {
+        /// Rendered and switched; the upload is deleted.
+        case normalized
+        /// Refused; the photo row says why, the upload is kept for investigation.
+        case rejected
+        /// Already normalised under the current recipe version: nothing rendered.
+        case upToDate = "up-to-date"
+        /// The photo or its account was deleted meanwhile.
+        case gone
+        /// The job failed this attempt and will try again.
+        case retrying
+        /// The job is dead (or cancelled): see `reason` and `lifecycle jobs show`.
+        case failed
+        /// Not finished: queued for later or running in another worker.
+        case waiting
+    }
+
+    public var jobID: JobID
+    public var photoID: String
+    public var accountID: String?
+    public var outcome: Outcome
+    public var original: PhotoSummary?
+    public var rendered: PhotoSummary?
+    /// For a rejection: the product's message, what the uploader is shown.
+    public var userMessage: String?
+    /// For operators: the rejection code and detail, or the job's error.
+    public var reason: String?
+
+    public init(jobID: JobID, photoID: String, outcome: Outcome) {
+        self.jobID = jobID
+        self.photoID = photoID
+        self.outcome = outcome
+    }
+}
+
+public struct PhotoRunSummary: Sendable, Codable, Equatable {
+    public var normalized = 0
+    public var rejected = 0
+    public var upToDate = 0
+    public var gone = 0
+    public var retrying = 0
+    public var failed = 0
+    public var waiting = 0
+    public var bytesBefore: Int64 = 0
+    public var bytesAfter: Int64 = 0
+    /// Every job that did not end normalised, up to date or gone.
+    public var problems: [PhotoJobResult] = []
+
+    public init() {}
+
+    /// Rejections are outcomes the summary reports; failures and unfinished jobs are not done.
+    public var allFinished: Bool { retrying == 0 && failed == 0 && waiting == 0 }
+
+    public mutating func add(_ result: PhotoJobResult) {
+        switch result.outcome {
+        case .normalized:
+            normalized += 1
+            bytesBefore += result.original?.bytes ?? 0
+            bytesAfter += result.rendered?.bytes ?? 0
+        case .rejected: rejected += 1
+        case .upToDate: upToDate += 1
+        case .gone: gone += 1
+        case .retrying: retrying += 1
+        case .failed: failed += 1
+        case .waiting: waiting += 1
+        }
+        if ![.normalized, .upToDate, .gone].contains(result.outcome) { problems.append(result) }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+import Testing
+
+@Suite(.serialized)
+struct ExportCrashTests {
+    /// A copy of the shipped Jobs directory whose export policy caps the archive write
+    /// rate, so the archive is being written for seconds: long enough to kill the
+    /// process in the middle of it without racing the clock.
+    func throttledJobsDirectory() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobs-\(UUID().uuidString)").path
+        // Resolved first: copying a symlinked Jobs folder would copy the link, and the
+        // edit below would change the shipped policy.
+        let shipped = URL(fileURLWithPath: repositoryRoot + "/Jobs").resolvingSymlinksInPath().path
+        try FileManager.default.copyItem(atPath: shipped, toPath: directory)
+        let linked = try? FileManager.default.destinationOfSymbolicLink(atPath: directory)
+        #expect(linked == nil)
+        let policy = directory + "/policies/export.yaml"
+        let text = try String(contentsOfFile: policy, encoding: .utf8)
+        #expect(text.contains("throttle_mb_per_second: 0"))
+        try text.replacingOccurrences(of: "throttle_mb_per_second: 0", with: "throttle_mb_per_second: 1")
+            .write(toFile: policy, atomically: true, encoding: .utf8)
+        return directory
+    }
+
+    func scratchArchives(_ workspace: Workspace) -> [(path: String, size: Int64)] {
+        let scratch = workspace.blobs + "/.incoming/exports"
+        let files = FileManager.default.enumerator(atPath: scratch)?.allObjects.compactMap { $0 as? String } ?? []
+        return files.filter { $0.hasSuffix("/archive.zip") }.map { relative in
+            let path = scratch + "/" + relative
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+            return (path, size)
+        }
+    }
+
+    @Test func killedWhileWritingTheArchiveThenRunAgainLeavesOneArchiveAndOneNotification() async throws {
+        let workspace = try Workspace(jobsDirectory: try throttledJobsDirectory())
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u1", entryPhoto: "photos/big.jpg")])
+        // A 4 MB "photo": JPEG magic, then random bytes.
+        var big = Data([0xFF, 0xD8, 0xFF, 0xE0])
+        big.append(try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 4 << 20))
+        try big.write(to: URL(fileURLWithPath: fixture.directory + "/photos/big.jpg"))
+        let imported = try workspace.run(["accounts", "import", fixture.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+
+        let (process, _, err) = try workspace.process(["export", "u1", "--wait"], environment: ExportCLI.key)
+        let midWrite = try await eventually(timeout: 60) {
+            scratchArchives(workspace).contains { $0.size > 1 << 20 }
+        }
+        #expect(midWrite, "the archive never reached 1 MB: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+
+        // Killed inside write-archive: a half-written scratch file, nothing published, nobody told.
+        let store = try workspace.store()
+        let job = try #require(try await store.jobs(matching: JobFilter(kinds: [ExportJobs.exportKind])).first)
+        #expect(job.state == .running)
+        #expect(try await store.steps(of: job.id).map(\.step) == ["snapshot"])
+        #expect(!scratchArchives(workspace).isEmpty)
+        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
+        let exportsFolder = workspace.blobs + "/accounts/u1/exports"
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: exportsFolder)) ?? []).isEmpty)
+
+        // Asked again once the dead worker's lease has run out: the same job resumes.
+        let leaseEnd = try #require(job.leaseExpiresAt)
+        let rerun = try workspace.run(
+            ["export", "u1", "--wait", "--json"], environment: ExportCLI.key.merging(["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))]) { $1 })
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        let ready = try JSONDecoder().decode(ExportCLI.Ready.self, from: Data(rerun.stdout.utf8))
+        #expect(ready.jobID == job.id)
+        #expect(try await store.job(id: job.id)?.attempt == 2)
+
+        // One archive, no leftovers, one export row, one notification.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: exportsFolder) == ["\(ready.exportID).zip"])
+        #expect(scratchArchives(workspace).isEmpty)
+        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports") == 1)
+        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 1)
+        let archive = try #require(ready.archivePath)
+        let unzip = try ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
+        #expect(unzip.status == 0, "\(unzip.output)")
+        let report = try ExportCLI.checkWithPython(archive, format: "zip")
+        #expect(report.names.contains("\(report.root)/photos/2025/03/01/u1-p1.jpg"))
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import GRDB
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+import Testing
+
+/// A `photos normalize --all` process SIGKILLed in the middle of a batch, then run
+/// again: every photo ends normalised exactly once and no upload outlives its photo.
+@Suite(.serialized)
+struct PhotoCrashTests {
+    @Test func sigkillMidBatchThenRerunNormalisesEveryPhotoOnceAndLeavesNoUpload() async throws {
+        let count = 40
+        let workspace = try Workspace()
+        // 4000×3000 JPEGs carrying GPS tags: about 0.1 s of work each, so the batch
+        // takes long enough to be interrupted in the middle.
+        var lines: [String] = []
+        for index in 0..<count { lines.append(ImportFixture.account(id: "u\(index)", profilePhoto: "photos/big.jpg")) }
+        let fixture = try ImportFixture(lines: lines)
+        try photoTool("vips", "resize", repositoryRoot + "/Jobs/demo/photos/run.jpg", fixture.directory + "/photos/big.jpg", "2.5")
+        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        let store = try workspace.store()
+        func normalizedCount() throws -> Int {
+            try store.writeSync { tx in
+                try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM photos WHERE role = 'profile' AND normalization_state = 'normalized'") ?? 0
+            }
+        }
+
+        let (process, _, _) = try workspace.process(["photos", "normalize", "--all"])
+        #expect(try pollHoldingThisThread(timeout: 120) { try normalizedCount() >= 3 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let atKill = try normalizedCount()
+        #expect(atKill < count, "the batch finished before the kill; nothing was interrupted")
+
+        // A finished photo never keeps its upload, even when the process died right after.
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        let succeeded = try store.writeSync { tx in
+            try String.fetchAll(tx.db, sql: "SELECT unique_key FROM jobs WHERE kind = ? AND state = 'succeeded'", arguments: [PhotoJobs.normalizeKind])
+        }
+        #expect(!succeeded.isEmpty)
+        for key in succeeded {
+            let photoID = String(key.dropFirst("photo:".count))
+            let accountID = String(photoID.dropLast(".profile".count))
+            #expect(try await blobs.info(key: BlobKey.photo(accountID: accountID, photoID: photoID)) == nil, "\(photoID)")
+        }
+
+        // Rerun once the dead process's leases have run out.
+        let later = iso(Date().addingTimeInterval(600))
+        let rerun = try workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(rerun.stdout.contains("normalised \(count - atKill), rejected 0"), "\(rerun.stdout)")
+
+        let photos = try workspace.photoRows()
+        #expect(photos.count == count)
+        for photo in photos {
+            #expect(photo.normalizationState == .normalized && photo.recipeVersion == 1)
+            // Exactly one rendering under the photo's folder, the one its row points at; the upload is gone.
+            let folder = "accounts/\(photo.accountID)/profile-photos/\(photo.id)/"
+            #expect(try await blobs.list(prefix: folder, after: nil, limit: 10).map(\.key) == [photo.blobKey])
+            #expect(try await blobs.info(key: BlobKey.photo(accountID: photo.accountID, photoID: photo.id)) == nil)
+            try #require(try FileDigest.sha256(ofFile: try blobs.path(for: photo.blobKey)).hex == photo.sha256)
+        }
+        // One job per photo, each switched exactly once; the interrupted ones were resumed, not redone.
+        let perJob = try store.writeSync { tx in
+            try Row.fetchAll(tx.db, sql: """
+                SELECT j.unique_key AS key, j.state AS state, j.attempt AS attempt,
+                       (SELECT COUNT(*) FROM job_steps s WHERE s.job_id = j.id AND s.step = 'switch') AS switches
+                FROM jobs j WHERE j.kind = ?
+                """, arguments: [PhotoJobs.normalizeKind])
+        }
+        #expect(perJob.count == count)
+        #expect(Set(perJob.map { $0["key"] as String }).count == count)
+        #expect(perJob.allSatisfy { ($0["state"] as String) == "succeeded" && ($0["switches"] as Int) == 1 })
+        #expect(perJob.contains { ($0["attempt"] as Int) == 2 }, "no job was caught in flight by the kill")
+
+        try expectCleanSquareJPEG(atPath: try blobs.path(for: photos[0].blobKey), side: 1024)
+        let again = try workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
+        #expect(again.stdout.contains("nothing to normalise"))
+    }
+}
+
+/// Like `eventually`, but checks from this thread instead of resuming after a
+/// `Task.sleep`: when other suites block the cooperative pool's threads in
+/// `waitUntilExit`, a resumed task can be late by seconds and miss the window the
+/// kill must land in.
+private func pollHoldingThisThread(timeout: TimeInterval, _ condition: () throws -> Bool) throws -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(10_000)
+    }
+    return false
+}

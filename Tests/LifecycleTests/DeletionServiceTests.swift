@@ -1,0 +1,257 @@
+import Credentials
+import Foundation
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+import Testing
+
+struct DeletionServiceTests {
+    @Test func aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada", sessions: 3)
+        let now = fixture.clock.now()
+
+        let result = try await fixture.deletion.requestDeletion(account: "ada@example.com", password: demoPassword)
+
+        #expect(result.outcome == .requested)
+        #expect(result.message == "Your account has been deleted. You have 30 days to recover it by signing in again.")
+        #expect(result.sessionsRevoked == 3)
+        let account = try #require(try await fixture.account("ada"))
+        #expect(account.state == .pendingDeletion)
+        #expect(account.deletionRequestedAt == now)
+        #expect(account.purgeAfter == now.addingTimeInterval(30 * day))
+        let sessions = try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }
+        #expect(sessions.allSatisfy { $0.revokedAt == now })
+        let jobs = try await fixture.purgeJobs("ada")
+        #expect(jobs.count == 1)
+        #expect(jobs.first?.state == .queued)
+        #expect(jobs.first?.runAt == account.purgeAfter)
+        #expect(jobs.first?.uniqueKey == "purge:ada")
+        #expect(jobs.first?.id == result.purgeJobID)
+        let requested = try #require(try await fixture.audit("ada").last)
+        #expect(requested.action == DeletionAudit.request)
+        #expect(requested.outcome == "requested")
+        #expect(requested.detail?.contains("\"hash_format\":\"bcrypt\"") == true)
+        // Nothing is removed during the grace period.
+        #expect(try await fixture.blobKeys("ada").count == 4)
+        #expect(try await fixture.rows("ada")["journal_entries"] == 2)
+    }
+
+    @Test func aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        let before = try await fixture.account("ada")
+        let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "Correct horse battery staple") }
+        #expect(error?.category == .permissionDenied)
+        #expect(error?.message == "Incorrect password")
+        #expect(try await fixture.account("ada") == before)
+        #expect(try await fixture.purgeJobs("ada").isEmpty)
+        #expect(try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }.allSatisfy { $0.revokedAt == nil })
+        let audited = try #require(try await fixture.audit("ada").last)
+        #expect(audited.outcome == DeletionAudit.incorrectPassword)
+        // Retry allowed: the right password still works.
+        #expect(try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword).outcome == .requested)
+    }
+
+    @Test func fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        var lastFailure = fixture.clock.now()
+        for _ in 0..<5 {
+            lastFailure = fixture.clock.now()
+            let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "guess") }
+            #expect(error?.category == .permissionDenied)
+            fixture.clock.advance(by: 60)
+        }
+        // Locked, even for the right password: the lock is on attempts, not on guesses.
+        let locked = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword) }
+        #expect(locked?.category == .tryLater)
+        let until = ISO8601.format(lastFailure.addingTimeInterval(15 * 60))
+        #expect(locked?.message.contains("try again after \(until)") == true)
+        #expect(try await fixture.account("ada")?.state == .active)
+        #expect(try await fixture.audit("ada").last?.outcome == DeletionAudit.lockedOut)
+
+        fixture.clock.set(lastFailure.addingTimeInterval(15 * 60 - 1))
+        #expect(await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword) }?.category == .tryLater)
+        fixture.clock.set(lastFailure.addingTimeInterval(15 * 60 + 1))
+        #expect(try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword).outcome == .requested)
+    }
+
+    @Test func failuresSpreadWiderThanTheWindowDoNotLock() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        for _ in 0..<8 {
+            let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "guess") }
+            #expect(error?.category == .permissionDenied)
+            fixture.clock.advance(by: 4 * 60)  // Five failures span 16 minutes: never five inside 15.
+        }
+        #expect(try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword).outcome == .requested)
+    }
+
+    @Test func lockoutArithmetic() {
+        let lockout = Lockout(failures: 3, window: 600, duration: 900)
+        let t0 = deletionEpoch
+        let times = [t0, t0.addingTimeInterval(100), t0.addingTimeInterval(700), t0.addingTimeInterval(800)]
+        // t0+100, t0+700, t0+800 fit in 700 s > 600: no; t0, +100, +700 span 700: no.
+        #expect(lockout.lockedUntil(failureTimes: times, now: t0.addingTimeInterval(801)) == nil)
+        let tight = [t0, t0.addingTimeInterval(300), t0.addingTimeInterval(600)]
+        #expect(lockout.lockedUntil(failureTimes: tight, now: t0.addingTimeInterval(601)) == t0.addingTimeInterval(1_500))
+        #expect(lockout.lockedUntil(failureTimes: tight, now: t0.addingTimeInterval(1_500)) == nil)
+    }
+
+    @Test func asecondRequestWhilePendingChangesNothing() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        let first = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        let account = try await fixture.account("ada")
+        fixture.clock.advance(by: 3 * day)
+        let again = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        #expect(again.outcome == .alreadyPending)
+        #expect(again.purgeAfter == first.purgeAfter)
+        #expect(again.message.contains("already scheduled for deletion"))
+        #expect(again.message.contains(ISO8601.format(try #require(first.purgeAfter))))
+        #expect(try await fixture.account("ada") == account)
+        #expect(try await fixture.purgeJobs("ada").count == 1)
+    }
+
+    @Test func auditRowsNeverHoldThePasswordOrTheHash() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        let wrong = "w0rng-Pa55phrase-zebra"
+        _ = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: wrong) }
+        _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        _ = try await fixture.deletion.restore(account: "ada")
+        try await fixture.deletion.setPassword(account: "ada", password: "new-Secret-42 ünïcode")
+        let newHash = try #require(try await fixture.account("ada")?.passwordHash)
+        let rows = try fixture.store.writeSync { tx in
+            try String.fetchAll(tx.db, sql: "SELECT COALESCE(actor,'') || '|' || action || '|' || outcome || '|' || COALESCE(detail,'') FROM audit_events")
+        }
+        #expect(rows.count >= 4)
+        for row in rows {
+            for secret in [wrong, demoPassword, "new-Secret-42", demoPasswordHash, newHash, "$2b$", "$argon2"] {
+                #expect(!row.contains(secret), "audit row holds a secret: \(row)")
+            }
+        }
+    }
+
+    @Test func anUnverifiableHashIsAClearErrorNeverAPass() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("plain", passwordHash: "correct horse battery staple")
+        try await fixture.addAccount("cut", passwordHash: String(demoPasswordHash.dropLast(5)))
+        for id in ["plain", "cut"] {
+            let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: id, password: demoPassword) }
+            #expect(error?.category == .badInput)
+            #expect(error?.message.contains("set-password") == true)
+            #expect(try await fixture.account(id)?.state == .active)
+            #expect(try await fixture.audit(id).last?.outcome == "unverifiable-hash")
+        }
+    }
+
+    @Test func setPasswordStoresArgon2idThatDeletionAccepts() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada", passwordHash: "unknown-scheme")
+        let cheap = try DeletionService(
+            services: fixture.services, verifier: PasswordVerifier(hashingParameters: .init(iterations: 1, memoryKiB: 1_024)))
+        #expect(try await cheap.setPassword(account: "ada", password: "tr0ub4dor&3") == "argon2id")
+        #expect(try await fixture.account("ada")?.passwordHash?.hasPrefix("$argon2id$") == true)
+        #expect(await lifecycleError { _ = try await cheap.requestDeletion(account: "ada", password: "tr0ub4dor&4") }?.message == "Incorrect password")
+        #expect(try await cheap.requestDeletion(account: "ada", password: "tr0ub4dor&3").outcome == .requested)
+    }
+
+    @Test func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        fixture.clock.advance(by: 29 * day)
+        let restored = try await fixture.deletion.restore(account: "ada")
+        #expect(restored.cancelledJobID == request.purgeJobID)
+        let account = try #require(try await fixture.account("ada"))
+        #expect(account.state == .active)
+        #expect(account.purgeAfter == nil)
+        #expect(try await fixture.purgeJobs("ada").map(\.state) == [.cancelled])
+        #expect(try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }.allSatisfy { $0.revokedAt != nil })
+        // Past the old purge date nothing happens to it.
+        fixture.clock.advance(by: 5 * day)
+        try await fixture.purge()
+        #expect(try await fixture.account("ada")?.state == .active)
+        #expect(try await fixture.blobKeys("ada").count == 4)
+    }
+
+    @Test func restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("active")
+        let notPending = await lifecycleError { _ = try await fixture.deletion.restore(account: "active") }
+        #expect(notPending?.category == .badInput)
+        #expect(notPending?.message.contains("not scheduled for deletion") == true)
+
+        try await fixture.addAccount("late")
+        _ = try await fixture.deletion.requestDeletion(account: "late", password: demoPassword)
+        fixture.clock.advance(by: 30 * day)
+        let late = await lifecycleError { _ = try await fixture.deletion.restore(account: "late") }
+        #expect(late?.category == .badInput)
+        #expect(late?.message.contains("grace period ended") == true)
+        #expect(try await fixture.account("late")?.state == .pendingDeletion)
+
+        // Once the purge has started (here: its first step committed), restore is refused.
+        let started = try await fixture.store.write { tx in try tx.beginPurge(accountID: "late", now: fixture.clock.now()) }
+        #expect(started)
+        fixture.clock.set(deletionEpoch)
+        let purging = await lifecycleError { _ = try await fixture.deletion.restore(account: "late") }
+        #expect(purging?.message.contains("purge already started") == true)
+        #expect(try await fixture.account("late")?.state == .purging)
+
+        #expect(await lifecycleError { _ = try await fixture.deletion.restore(account: "nobody") }?.category == .noSuchAccount)
+    }
+
+    @Test func theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada", passwordHash: nil)
+        let missing = await lifecycleError {
+            _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "grace", reason: "  ", immediately: false)
+        }
+        #expect(missing?.category == .badInput)
+
+        let result = try await fixture.deletion.requestDeletionByOperator(
+            account: "ada", operatorName: "grace", reason: "ticket 4711", immediately: false)
+        #expect(result.outcome == .requested)
+        #expect(result.purgeAfter == fixture.clock.now().addingTimeInterval(30 * day))
+        let event = try #require(try await fixture.audit("ada").last)
+        #expect(event.actor == "operator:grace")
+        #expect(event.action == DeletionAudit.operatorRequest)
+        #expect(event.detail?.contains("ticket 4711") == true)
+
+        // A legal request: delete now. The pending account's purge moves to now and the next run removes it.
+        let now = try await fixture.deletion.requestDeletionByOperator(
+            account: "ada", operatorName: "legal", reason: "court order 12/34", immediately: true)
+        #expect(now.outcome == .rescheduled)
+        let jobs = try await fixture.purgeJobs("ada")
+        #expect(Set(jobs.map(\.state)) == [.cancelled, .queued])
+        fixture.clock.advance(by: 1)
+        try await fixture.purge()
+        #expect(try await fixture.account("ada")?.state == .purged)
+    }
+
+    @Test func operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        try await fixture.addAccount("bob")
+        let result = try await fixture.deletion.requestDeletionByOperator(
+            account: "ada", operatorName: "support", reason: "GDPR erasure request", immediately: true)
+        #expect(result.purgeAfter == fixture.clock.now())
+        #expect(await lifecycleError { _ = try await fixture.deletion.restore(account: "ada") }?.category == .badInput)
+        let summary = try await fixture.purge()
+        #expect(summary.succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .purged)
+        #expect(try await fixture.account("bob")?.state == .active)
+    }
+
+    @Test func unknownAndPurgedAccountsAreNoSuchAccount() async throws {
+        let fixture = try DeletionFixture()
+        #expect(await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ghost", password: "x") }?.category == .noSuchAccount)
+        try await fixture.addAccount("ada", state: .pendingDeletion, purgeAfter: deletionEpoch)
+        try await fixture.purge()
+        let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword) }
+        #expect(error?.category == .noSuchAccount)
+        #expect(error?.message.contains("was purged") == true)
+    }
+}

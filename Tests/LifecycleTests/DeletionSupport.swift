@@ -1,0 +1,150 @@
+import Foundation
+import GRDB
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+
+/// The repository's Jobs/ folder (policies, data map), found from this file.
+let deletionJobsDirectory: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url.path + "/Jobs"
+}()
+
+/// bcrypt (cost 4) of "correct horse battery staple", as the demo accounts carry it.
+let demoPasswordHash = "$2b$04$Wd0dEsiS6/8yONvHwEEae.LfGSs/AKzG3YawF6CS.ukfXvr/45rre"
+let demoPassword = "correct horse battery staple"
+let deletionEpoch = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
+let day: TimeInterval = 86_400
+
+/// One throwaway installation with a hand-driven clock: store, blobs, services,
+/// and the deletion service over them.
+struct DeletionFixture {
+    let directory: String
+    let store: SQLiteStore
+    let blobs: FileSystemBlobStore
+    let clock: ManualTimeSource
+    let services: LifecycleServices<SQLiteStore>
+    let deletion: DeletionService<SQLiteStore>
+    let dataMap: AccountDataMap
+
+    /// `deletionPolicy` (lines of `key: value`) replaces the `deletion:` section of the shipped policy file.
+    init(deletionPolicy: String? = nil, dataMap: String? = nil, prepare: (Database) throws -> Void = { _ in }) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("deletion-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var jobs = deletionJobsDirectory
+        if deletionPolicy != nil || dataMap != nil {
+            jobs = directory + "/Jobs"
+            try FileManager.default.createDirectory(atPath: jobs + "/policies", withIntermediateDirectories: true)
+            for file in try FileManager.default.contentsOfDirectory(atPath: deletionJobsDirectory + "/policies") {
+                try FileManager.default.copyItem(atPath: deletionJobsDirectory + "/policies/" + file, toPath: jobs + "/policies/" + file)
+            }
+            let map = try dataMap ?? String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
+            try map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+            if let deletionPolicy {
+                let shipped = try String(contentsOfFile: jobs + "/policies/deletion.yaml", encoding: .utf8)
+                let jobSection = shipped.components(separatedBy: "\ndeletion:")[0]
+                let indented = deletionPolicy.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+                try (jobSection + "\ndeletion:\n" + indented + "\n").write(toFile: jobs + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
+            }
+        }
+        store = try SQLiteStore(path: directory + "/lifecycle.sqlite")
+        try store.writeSync { tx in try prepare(tx.db) }
+        blobs = try FileSystemBlobStore(root: directory + "/blobs")
+        clock = ManualTimeSource(deletionEpoch)
+        services = LifecycleServices(
+            store: store, blobs: blobs, policies: try PolicyBook(jobsDirectory: jobs), jobsDirectory: jobs, clock: clock,
+            logger: .init(label: "test"))
+        deletion = try DeletionService(services: services)
+        self.dataMap = try AccountDataMap(jobsDirectory: jobs)
+    }
+
+    /// An account with rows in every table of the shipped schema and blobs under its
+    /// prefix: entry photos, a profile photo, and an export archive.
+    @discardableResult
+    func addAccount(
+        _ id: String, entries: Int = 2, sessions: Int = 2, state: AccountState = .active, purgeAfter: Date? = nil,
+        passwordHash: String? = demoPasswordHash
+    ) async throws -> Int {
+        let now = clock.now()
+        let account = Account(
+            id: id, email: "\(id)@example.com", passwordHash: passwordHash, firstName: "Ada", lastName: "Lovelace",
+            displayName: "Ada", bio: "Runs at dawn", profilePhotoID: "\(id).profile", primarySport: "running",
+            morningReminderTime: "07:30:00", timezone: "Europe/London", subscriptionStatus: "premium",
+            integrations: Integrations(strava: true), state: state, deletionRequestedAt: purgeAfter.map { _ in now },
+            purgeAfter: purgeAfter, purgedAt: nil, createdAt: now, updatedAt: now)
+        var photos = [PhotoRecord(
+            id: "\(id).profile", accountID: id, entryID: nil, role: .profile, blobKey: BlobKey.photo(accountID: id, photoID: "\(id).profile"),
+            contentType: "image/jpeg", byteSize: 4, sha256: "x", takenAt: nil, createdAt: now)]
+        for index in 0..<entries {
+            photos.append(PhotoRecord(
+                id: "\(id)-p\(index)", accountID: id, entryID: "\(id)-e\(index)", role: .entry,
+                blobKey: BlobKey.photo(accountID: id, photoID: "\(id)-p\(index)"), contentType: "image/jpeg", byteSize: 4,
+                sha256: "x", takenAt: now, createdAt: now))
+        }
+        let records = photos
+        try await store.write { tx in
+            _ = try tx.insertAccount(account, preferences: Preferences())
+            for index in 0..<entries {
+                _ = try tx.insertEntry(JournalEntry(id: "\(id)-e\(index)", accountID: id, createdAt: now, text: "entry \(index)"))
+                _ = try tx.insertMeditationSession(MeditationSession(id: "\(id)-m\(index)", accountID: id, startedAt: now, durationSeconds: 60))
+            }
+            for record in records { _ = try tx.insertPhoto(record) }
+            _ = try tx.insertMesocycle(Mesocycle(id: "\(id)-c", accountID: id, status: "active", startedAt: now, completedAt: nil))
+            for index in 0..<sessions {
+                _ = try tx.insertSession(SignInSession(id: "\(id)-s\(index)", accountID: id, createdAt: now))
+            }
+        }
+        for record in records { _ = try await blobs.put(key: record.blobKey, data: Data([0xFF, 0xD8, 0xFF, 0xD9])) }
+        _ = try await blobs.put(key: "accounts/\(id)/exports/export-\(id).zip", data: Data(repeating: 0x50, count: 100))
+        return records.count + 1
+    }
+
+    /// The nightly run in-process: the sweep, then every due purge job.
+    @discardableResult
+    func purge() async throws -> DrainSummary {
+        _ = try await PurgeSweep(services: services).enqueueDuePurges()
+        return try await worker().drain()
+    }
+
+    func worker() -> Worker<SQLiteStore> {
+        Worker(store: store, registry: services.registry, policies: services.policies, clock: clock,
+               options: WorkerOptions(concurrency: 2, kinds: [DeletionJobs.purgeKind]))
+    }
+
+    func account(_ id: String) async throws -> Account? {
+        try await store.read { tx in try tx.account(id: id) }
+    }
+
+    /// Rows of the account in every table of the data map.
+    func rows(_ id: String) async throws -> [String: Int] {
+        let map = dataMap
+        return try await store.read { tx in
+            try map.tables.reduce(into: [:]) { counts, table in counts[table.name] = try tx.countRows(in: table, accountID: id) }
+        }
+    }
+
+    func blobKeys(_ id: String) async throws -> [String] {
+        try await blobs.list(prefix: BlobKey.accountPrefix(id), after: nil, limit: 100_000).map(\.key)
+    }
+
+    func audit(_ id: String) async throws -> [AuditEvent] {
+        try await store.read { tx in try tx.auditEvents(accountID: id) }
+    }
+
+    func purgeJobs(_ id: String) async throws -> [JobRecord] {
+        try await store.jobs(matching: JobFilter(kinds: [DeletionJobs.purgeKind], uniqueKey: DeletionJobs.purgeKey(accountID: id)))
+    }
+}
+
+/// Runs `body` and returns the LifecycleError it throws, or nil if it throws none.
+func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
+    do {
+        try await body()
+        return nil
+    } catch let error as LifecycleError {
+        return error
+    } catch {
+        return LifecycleError(.internalError, "unexpected \(type(of: error)): \(error)")
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+import Testing
+
+/// The export job in-process, with a clock the tests move.
+@Suite(.serialized)
+struct ExportJobTests {
+    @Test func anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate() async throws {
+        let bed = try ExportTestbed(policy: ["batch_rows: 1"])
+        try await bed.importAccounts([ExportTestbed.account(id: "zoe", entries: [("zoe-e1", "first"), ("zoe-e2", "second"), ("zoe-e3", "third")])])
+        let export = try await bed.export("zoe@example.com")
+        #expect(export.state == .ready)
+        #expect(export.expiresAt == ExportTestbed.start.addingTimeInterval(7 * 86_400))
+        #expect(export.blobKey == "accounts/zoe/exports/\(export.id).zip")
+
+        let folder = try bed.unpack(export)
+        #expect(folder.hasSuffix("/export-zoe-20260101T000000Z"))
+        let files = Set(FileManager.default.enumerator(atPath: folder)!.allObjects.compactMap { $0 as? String })
+        for name in ["README.txt", "manifest.json", "account.json", "journal_entries.json", "journal_entries.csv", "photos.json",
+                     "photos.csv", "mesocycles.csv", "meditation_sessions.json", "photos/2025/03/02/zoe-p1.jpg"] {
+            #expect(files.contains(name), "\(name) missing from \(files.sorted())")
+        }
+        // Taken 23:55 UTC on 1 March is 2 March in the account's zone (Asia/Tokyo); undated photos go by upload day.
+        #expect(files.contains("photos/2026/01/01/zoe-p2.jpg"))
+        #expect(files.contains("photos/2026/01/01/zoe.profile.heic"))
+        #expect(!files.contains { $0.contains("sessions.") && !$0.contains("meditation") }, "sign-in sessions are credentials")
+
+        // Batches of one row still give every row once, in order.
+        let entries = try #require(try bed.json(folder + "/journal_entries.json") as? [[String: Any]])
+        #expect(entries.map { $0["id"] as? String } == ["zoe-e1", "zoe-e2", "zoe-e3"])
+        #expect(entries.map { $0["created_at"] as? String } == ["2025-03-01T08:00:00Z", "2025-03-02T08:00:00Z", "2025-03-03T08:00:00Z"])
+        let photoRows = try #require(try bed.json(folder + "/photos.json") as? [[String: Any]])
+        #expect(photoRows.first { $0["id"] as? String == "zoe-p1" }?["taken_at"] as? String == "2025-03-01T23:55:00Z")
+        #expect(photoRows.first { $0["id"] as? String == "zoe-p2" }?["taken_at"] is NSNull)
+        #expect(photoRows.allSatisfy { $0["created_at"] as? String == "2026-01-01T00:00:00Z" })
+        let account = try #require(try bed.json(folder + "/account.json") as? [String: Any])
+        let profile = try #require(account["profile"] as? [String: Any])
+        #expect(profile["first_name"] as? String == "Zoë")
+        #expect(profile["profile_photo"] as? String == "photos/2026/01/01/zoe.profile.heic")
+        #expect(profile["password_hash"] == nil)
+        let statistics = try #require(account["statistics"] as? [String: Any])
+        #expect(statistics["mesocycles_completed"] as? Int == 1)
+        #expect(statistics["mesocycles_total"] as? Int == 2)
+        #expect(statistics["meditation_sessions"] as? Int == 2)
+        #expect(statistics["meditation_minutes_total"] as? Double == 25.5)
+        #expect((account["preferences"] as? [String: Any])?["font_size_offset"] as? Int == -2)
+
+        let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
+        #expect(manifest["export_id"] as? String == export.id)
+        #expect((manifest["row_counts"] as? [String: Int]) == ["journal_entries": 3, "photos": 3, "mesocycles": 2, "meditation_sessions": 2])
+        let listed = try #require(manifest["files"] as? [[String: Any]])
+        #expect(Set(listed.compactMap { $0["path"] as? String }) == files.filter { !$0.hasSuffix("/") && $0 != "manifest.json" && (try? FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.type] as? FileAttributeType) == .typeRegular })
+        for file in listed {
+            let path = try #require(file["path"] as? String)
+            let digest = try FileDigest.sha256(ofFile: folder + "/" + path)
+            #expect(digest.hex == file["sha256"] as? String, "\(path)")
+            #expect(digest.size == (file["bytes"] as? NSNumber)?.int64Value, "\(path)")
+        }
+        // The user's notification, once.
+        let messages = try await bed.store.read { tx in try tx.outboxMessages(accountID: "zoe") }
+        #expect(messages.count == 1)
+        #expect(messages.first?.body.contains("Your data export is ready. We've sent a download link to your email.") == true)
+        #expect(messages.first?.body.contains("https://example.invalid/exports/\(export.id)?expires=") == true)
+        #expect(messages.first?.state == .pending)
+        // Nothing left in the scratch folder, no temporary key.
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: bed.blobs.root + "/.incoming/exports"))?.isEmpty ?? true)
+        #expect(try await bed.blobs.list(prefix: "accounts/zoe/exports/", after: nil, limit: 10).map(\.key) == [export.blobKey!])
+    }
+
+    @Test func keysetPagesCoverNullAndTiedOrderValuesExactlyOnce() async throws {
+        let bed = try ExportTestbed(policy: ["batch_rows: 2"])
+        try await bed.importAccounts([ExportTestbed.account(id: "ann")])
+        // Mesocycles are ordered by started_at, which may be NULL or shared.
+        let tied = Date(timeIntervalSince1970: 1_700_000_000)
+        try await bed.store.write { tx in
+            for index in 0..<5 {
+                _ = try tx.insertMesocycle(Mesocycle(id: "null-\(index)", accountID: "ann", status: "planned", startedAt: nil, completedAt: nil))
+                _ = try tx.insertMesocycle(Mesocycle(id: "tie-\(index)", accountID: "ann", status: "active", startedAt: tied, completedAt: nil))
+            }
+        }
+        try await bed.store.write { tx in
+            _ = try tx.insertMesocycle(Mesocycle(
+                id: "late", accountID: "ann", status: "active", startedAt: Date(timeIntervalSince1970: 1_900_000_000.125), completedAt: nil))
+        }
+        let export = try await bed.export("ann")
+        let rows = try #require(try bed.json(try bed.unpack(export) + "/mesocycles.json") as? [[String: Any]])
+        let ids = rows.compactMap { $0["id"] as? String }
+        #expect(ids == ["ann-m2", "null-0", "null-1", "null-2", "null-3", "null-4", "tie-0", "tie-1", "tie-2", "tie-3", "tie-4", "ann-m1", "late"])
+        #expect(rows.first { $0["id"] as? String == "tie-0" }?["started_at"] as? String == "2023-11-14T22:13:20Z")
+        #expect(rows.last?["started_at"] as? String == "2030-03-17T17:46:40.125Z")
+        #expect(rows.first?["started_at"] is NSNull)
+    }
+
+    @Test func askingAgainReturnsTheLiveJobAndTheRateLimitSaysWhenToComeBack() async throws {
+        let bed = try ExportTestbed()
+        try await bed.importAccounts([ExportTestbed.account(id: "bo")])
+        let first = try await bed.services.requestExport(ExportRequest(account: "bo"))
+        let again = try await bed.services.requestExport(ExportRequest(account: "bo@example.com", format: try ExportSettings.format(named: "tar.gz")))
+        #expect(first.created && !again.created)
+        #expect(again.job.id == first.job.id)
+        try await bed.runWorker()
+        let done = try #require(try await bed.store.read { tx in try tx.export(jobID: first.job.id) })
+        let completedAt = try #require(done.completedAt)
+
+        bed.clock.advance(by: 3_600)
+        let refused = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "bo")) }
+        #expect(refused.category == .tryLater)
+        #expect(refused.message.contains("next export is allowed at \(ISO8601.format(completedAt.addingTimeInterval(86_400)))"))
+
+        bed.clock.set(completedAt.addingTimeInterval(86_400))
+        let allowed = try await bed.services.requestExport(ExportRequest(account: "bo"))
+        #expect(allowed.created && allowed.job.id != first.job.id)
+    }
+
+    @Test func pendingPurgedAndUnknownAccountsAreRefused() async throws {
+        let bed = try ExportTestbed()
+        try await bed.importAccounts([ExportTestbed.account(id: "pen", state: "pendingDeletion"), ExportTestbed.account(id: "gone")])
+        let pending = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "pen")) }
+        #expect(pending.category == .permissionDenied)
+        #expect(pending.message.contains("--allow-pending --operator NAME"))
+
+        let operatorExport = try await bed.export("pen", ExportRequest(account: "pen", allowPending: true, operatorName: "sam"))
+        #expect(operatorExport.requestedBy == "operator:sam")
+        let audit = try await bed.store.read { tx in try tx.auditEvents(accountID: "pen") }
+        #expect(audit.contains { $0.actor == "operator:sam" && $0.action == "export.request" && $0.outcome == "queued-while-pending-deletion" })
+
+        let unknown = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "nobody")) }
+        #expect(unknown.category == .noSuchAccount)
+
+        try await setState(bed, "gone", .purged)
+        let purged = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "gone")) }
+        #expect(purged.category == .noSuchAccount)
+    }
+
+    @Test func aPurgeThatStartsDuringTheExportStopsItWithNothingLeftBehind() async throws {
+        let bed = try ExportTestbed()
+        try await bed.importAccounts([ExportTestbed.account(id: "kim")])
+        let outcome = try await bed.services.requestExport(ExportRequest(account: "kim"))
+        try await setState(bed, "kim", .purging)
+        try await bed.runWorker()
+        let job = try #require(try await bed.store.job(id: outcome.job.id))
+        #expect(job.state == .dead)
+        #expect(job.lastError?.contains("account kim is purging") == true)
+        #expect(try await bed.blobs.list(prefix: "accounts/kim/exports/", after: nil, limit: 10).isEmpty)
+    }
+
+    @Test func aMissingOrCorruptPhotoFailsLoudlyUnlessSkippedThenItIsListed() async throws {
+        let bed = try ExportTestbed()
+        try await bed.importAccounts([ExportTestbed.account(id: "lee")])
+        // One blob gone, one with its bytes changed but its size kept.
+        try await bed.blobs.delete(keys: ["accounts/lee/photos/lee-p2"])
+        let corrupt = try bed.blobs.path(for: "accounts/lee/photos/lee-p1")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: corrupt))
+        bytes[bytes.count / 2] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: corrupt))
+
+        let failing = try await bed.services.requestExport(ExportRequest(account: "lee"))
+        try await bed.runWorker()
+        let dead = try #require(try await bed.store.job(id: failing.job.id))
+        #expect(dead.state == .dead)
+        #expect(dead.lastError?.contains("photo lee-p2: its blob accounts/lee/photos/lee-p2 is missing") == true, "\(dead.lastError ?? "")")
+        #expect(dead.lastError?.contains("--skip-missing-photos") == true)
+
+        // The corrupt photo is only found while it is copied: named, not skipped silently.
+        _ = try await bed.blobs.put(key: "accounts/lee/photos/lee-p2", data: try Data(contentsOf: URL(fileURLWithPath: ExportTestbed.repositoryRoot + "/Jobs/demo/photos/trail.jpg")))
+        let retried = try #require(try await bed.store.retry(jobID: failing.job.id, now: bed.clock.now()))
+        #expect(retried.state == .queued)
+        try await bed.runWorker()
+        let corruptDead = try #require(try await bed.store.job(id: failing.job.id))
+        #expect(corruptDead.state == .dead)
+        #expect(corruptDead.lastError?.contains("photo lee-p1") == true && corruptDead.lastError?.contains("SHA-256") == true, "\(corruptDead.lastError ?? "")")
+
+        try await bed.blobs.delete(keys: ["accounts/lee/photos/lee-p2"])
+        let export = try await bed.export("lee", ExportRequest(account: "lee", skipMissingPhotos: true))
+        #expect(export.omittedPhotos == 2)
+        let folder = try bed.unpack(export)
+        let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
+        let omitted = try #require(manifest["omitted_photos"] as? [[String: String]])
+        #expect(omitted.map { $0["photo_id"] } == ["lee-p2", "lee-p1"] || omitted.map { $0["photo_id"] } == ["lee-p1", "lee-p2"])
+        #expect(omitted.first { $0["photo_id"] == "lee-p1" }?["reason"]?.contains("SHA-256") == true)
+        #expect(omitted.first { $0["photo_id"] == "lee-p2" }?["reason"]?.contains("missing") == true)
+        let files = try #require(manifest["files"] as? [[String: Any]])
+        #expect(files.compactMap { $0["photo_id"] as? String } == ["lee.profile"])
+        #expect(!FileManager.default.fileExists(atPath: folder + "/photos/2025/03/02/lee-p1.jpg"))
+    }
+
+    @Test func theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired() async throws {
+        let bed = try ExportTestbed()
+        try await bed.importAccounts([ExportTestbed.account(id: "max"), ExportTestbed.account(id: "liv")])
+        let old = try await bed.export("max")
+        bed.clock.advance(by: 3 * 86_400)
+        let recent = try await bed.export("liv")
+        let oldLink = try #require(try bed.services.exportLink(for: old))
+        #expect(try await bed.services.checkExportLink(oldLink) == .valid(old))
+
+        bed.clock.set(try #require(old.expiresAt).addingTimeInterval(1))
+        #expect(try await bed.services.checkExportLink(oldLink) == .expired(exportID: old.id, expiresAt: old.expiresAt!))
+        let first = try await runExpiry(bed)
+        #expect(first == [old.id])
+        #expect(try await bed.blobs.info(key: old.blobKey!) == nil)
+        #expect(try await bed.blobs.info(key: recent.blobKey!) != nil)
+        let expired = try #require(try await bed.store.read { tx in try tx.export(id: old.id) })
+        #expect(expired.state == .expired)
+        #expect(expired.expiredAt == bed.clock.now())
+        // Again: nothing more to do, nothing changes.
+        bed.clock.advance(by: 3_600)
+        #expect(try await runExpiry(bed) == [])
+        #expect(try await bed.store.read { tx in try tx.export(id: old.id) } == expired)
+    }
+
+    @Test func aRevokedExportsLinkNoLongerVerifiesAndItsArchiveIsGone() async throws {
+        let bed = try ExportTestbed()
+        try await bed.importAccounts([ExportTestbed.account(id: "rev")])
+        let export = try await bed.export("rev")
+        let link = try #require(try bed.services.exportLink(for: export))
+        let revoked = try await bed.services.revokeExport(id: export.id, operatorName: "sam", reason: "sent to the wrong address")
+        #expect(revoked.state == .revoked)
+        guard case .invalid(let reason) = try await bed.services.checkExportLink(link) else {
+            Issue.record("a revoked export's link still verifies")
+            return
+        }
+        #expect(reason.contains("revoked"))
+        #expect(try await bed.blobs.info(key: export.blobKey!) == nil)
+        // Revoked exports do not count against the rate limit: support can send a fresh one.
+        _ = try await bed.services.requestExport(ExportRequest(account: "rev"))
+        let audit = try await bed.store.read { tx in try tx.auditEvents(accountID: "rev") }
+        #expect(audit.contains { $0.action == "export.revoke" && $0.actor == "operator:sam" && $0.detail?.contains("wrong address") == true })
+    }
+
+    @Test func theNotificationGoesThroughTheSendmailCommandOnce() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sendmail-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let script = directory + "/fake-sendmail"
+        try "#!/bin/sh\ncat >> \(directory)/mailbox\necho '--end--' >> \(directory)/mailbox\n".write(toFile: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        let bed = try ExportTestbed(policy: ["sendmail_command: \"\(script) -t -i\""])
+        try await bed.importAccounts([ExportTestbed.account(id: "mai")])
+        let export = try await bed.export("mai")
+        let mailbox = try String(contentsOfFile: directory + "/mailbox", encoding: .utf8)
+        #expect(mailbox.components(separatedBy: "--end--").count == 2)
+        #expect(mailbox.contains("To: mai@example.com\r\n"))
+        #expect(mailbox.contains("Your data export is ready. We've sent a download link to your email."))
+        #expect(mailbox.contains("https://example.invalid/exports/\(export.id)?expires="))
+        let message = try #require(try await bed.store.read { tx in try tx.outboxMessages(accountID: "mai") }.first)
+        #expect(message.state == .delivered)
+    }
+
+    @Test func withoutASigningKeyNothingIsQueued() async throws {
+        let bed = try ExportTestbed(signingKey: false)
+        try await bed.importAccounts([ExportTestbed.account(id: "nok")])
+        let refused = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "nok")) }
+        #expect(refused.category == .unavailable)
+        #expect(try await bed.store.jobs(matching: JobFilter(kinds: [ExportJobs.exportKind])).isEmpty)
+    }
+
+    private func runExpiry(_ bed: ExportTestbed) async throws -> [String] {
+        let outcome = try await bed.services.enqueue(EnqueueRequest(kind: ExportJobs.expiryKind, uniqueKey: "test-expiry"))
+        try await bed.runWorker(kinds: [ExportJobs.expiryKind])
+        let steps = try await bed.store.steps(of: outcome.job.id)
+        let output = try #require(steps.first?.output)
+        let decoded = try JobJSON.decode([String: [String]].self, from: output)
+        return decoded["expired"] ?? []
+    }
+
+    private func setState(_ bed: ExportTestbed, _ id: String, _ state: AccountState) async throws {
+        // State changes belong to the deletion feature; the test sets the column with the sqlite3 shell.
+        let path = bed.root + "/lifecycle.sqlite"
+        let result = try ExportTestbed.run("/usr/bin/sqlite3", [path, "UPDATE accounts SET state = '\(state.rawValue)' WHERE id = '\(id)'"])
+        #expect(result.status == 0, "\(result.output)")
+    }
+}

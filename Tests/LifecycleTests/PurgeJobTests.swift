@@ -1,0 +1,202 @@
+import Foundation
+import GRDB
+import JobRunner
+import Lifecycle
+import SQLiteBackend
+import Testing
+
+struct PurgeJobTests {
+    @Test func aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount() async throws {
+        let fixture = try DeletionFixture()
+        let blobCount = try await fixture.addAccount("ada", entries: 3)
+        try await fixture.addAccount("bob")
+        let bobRows = try await fixture.rows("bob")
+        let bobBlobs = try await fixture.blobKeys("bob")
+        let adaRows = try await fixture.rows("ada")
+        _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+
+        // Inside the grace period the run does nothing.
+        fixture.clock.advance(by: 30 * day - 1)
+        #expect(try await fixture.purge().processed == 0)
+        #expect(try await fixture.account("ada")?.state == .pendingDeletion)
+
+        fixture.clock.advance(by: 1)
+        let summary = try await fixture.purge()
+        #expect(summary.succeeded == 1)
+        #expect(summary.allSucceeded)
+
+        let tombstone = try #require(try await fixture.account("ada"))
+        #expect(tombstone.state == .purged)
+        #expect(tombstone.purgedAt == fixture.clock.now())
+        #expect(tombstone.email == nil && tombstone.passwordHash == nil && tombstone.firstName == nil && tombstone.lastName == nil)
+        #expect(tombstone.displayName == nil && tombstone.bio == nil && tombstone.profilePhotoID == nil && tombstone.timezone == nil)
+        #expect(tombstone.primarySport == nil && tombstone.morningReminderTime == nil && tombstone.subscriptionStatus == nil)
+        #expect(tombstone.integrations == Integrations())
+        #expect(tombstone.deletionRequestedAt == nil && tombstone.purgeAfter == nil)
+        #expect(try await fixture.rows("ada").values.allSatisfy { $0 == 0 })
+        #expect(try await fixture.blobKeys("ada").isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: fixture.blobs.root + "/accounts/ada"))
+
+        let receipt = try #require(try await fixture.audit("ada").last)
+        #expect(receipt.action == DeletionAudit.purge && receipt.outcome == "purged")
+        let detail = try JSONSerialization.jsonObject(with: Data(try #require(receipt.detail).utf8)) as? [String: Any]
+        #expect(detail?["blobs"] as? Int == blobCount)
+        #expect(detail?["rows_total"] as? Int == adaRows.values.reduce(0, +))
+        #expect(detail?["rows"] as? [String: Int] == adaRows)
+        #expect(try await fixture.store.read { tx in try tx.purgeInventory(accountID: "ada") } == nil)
+
+        #expect(try await fixture.rows("bob") == bobRows)
+        #expect(try await fixture.blobKeys("bob") == bobBlobs)
+        #expect(try await fixture.account("bob")?.state == .active)
+        // A second run finds nothing to do.
+        #expect(try await fixture.purge().processed == 0)
+    }
+
+    @Test func aPurgeJobForcedToRunEarlyDoesNothing() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        // `jobs retry` on a waiting job runs it now: the first step must still refuse.
+        _ = try await fixture.store.retry(jobID: try #require(request.purgeJobID), now: fixture.clock.now())
+        let summary = try await fixture.worker().drain()
+        #expect(summary.succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .pendingDeletion)
+        #expect(try await fixture.blobKeys("ada").count == 4)
+        let steps = try await fixture.store.steps(of: try #require(request.purgeJobID))
+        #expect(steps.map(\.step) == ["lock-and-mark"])
+        #expect(steps.first?.output?.contains("notDue") == true)
+        // Restore is still possible, and the next sweep after the purge date catches the account again.
+        fixture.clock.advance(by: 31 * day)
+        #expect(try await fixture.purge().succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .purged)
+    }
+
+    @Test func aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada")
+        let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        let jobID = try #require(request.purgeJobID)
+        fixture.clock.advance(by: 10 * day)
+        // A worker holds the job (claimed, first step not yet run) when the user signs in.
+        let owner = "racing-worker"
+        _ = try await fixture.store.retry(jobID: jobID, now: fixture.clock.now())
+        let claimed = try await fixture.store.claim(
+            quota: [DeletionJobs.purgeKind: 1], leases: [DeletionJobs.purgeKind: 60], owner: owner, now: fixture.clock.now())
+        #expect(claimed.map(\.record.id) == [jobID])
+        _ = try await fixture.deletion.restore(account: "ada")
+        #expect(try await fixture.store.job(id: jobID)?.cancelRequested == true)
+        // The lease runs out; another worker picks the job up and its first step stands down.
+        fixture.clock.advance(by: 61)
+        _ = try await fixture.worker().drain()
+        #expect(try await fixture.store.job(id: jobID)?.state.isFinal == true)
+        #expect(try await fixture.account("ada")?.state == .active)
+        #expect(try await fixture.blobKeys("ada").count == 4)
+    }
+
+    @Test func aDeadPurgeIsStartedAgainByTheNextSweepAndResumes() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("ada", entries: 4, state: .pendingDeletion, purgeAfter: deletionEpoch)
+        let inventoryRows = try await fixture.rows("ada")
+        // A first attempt got through its first step and half the blobs, then its job died.
+        let first = try await fixture.services.enqueue(try DeletionJobs.purgeRequest(accountID: "ada", runAt: deletionEpoch))
+        let owner = "crashed-worker"
+        _ = try await fixture.store.claim(
+            quota: [DeletionJobs.purgeKind: 1], leases: [DeletionJobs.purgeKind: 60], owner: owner, now: fixture.clock.now())
+        // What its lock-and-mark step committed: the move to purging and the row inventory.
+        let now = fixture.clock.now()
+        try await fixture.store.write { tx in
+            #expect(try tx.beginPurge(accountID: "ada", now: now))
+            try tx.recordRowInventory(accountID: "ada", rows: inventoryRows, at: now)
+        }
+        let keys = try await fixture.blobKeys("ada")
+        try await fixture.blobs.delete(keys: Array(keys.prefix(3)))
+        _ = try await fixture.store.markFailed(jobID: first.job.id, owner: owner, error: "disk on fire", retryAt: nil, now: fixture.clock.now())
+        #expect(try await fixture.account("ada")?.state == .purging)
+        #expect(await lifecycleError { _ = try await fixture.deletion.restore(account: "ada") }?.message.contains("purge already started") == true)
+
+        fixture.clock.advance(by: day)
+        let summary = try await fixture.purge()
+        #expect(summary.succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .purged)
+        #expect(try await fixture.blobKeys("ada").isEmpty)
+        #expect(try await fixture.rows("ada").values.allSatisfy { $0 == 0 })
+        let jobs = try await fixture.purgeJobs("ada")
+        #expect(jobs.map(\.state).sorted { $0.rawValue < $1.rawValue } == [.dead, .succeeded])
+        // The receipt counts rows from the first attempt's inventory.
+        let receipt = try #require(try await fixture.audit("ada").last?.detail)
+        #expect(receipt.contains("\"rows_total\":\(inventoryRows.values.reduce(0, +))"))
+    }
+
+    @Test func smallBatchesSpanTablesAndStillRemoveEverything() async throws {
+        let fixture = try DeletionFixture(deletionPolicy: "purge_row_batch: 3\npurge_blob_batch: 2\n")
+        try await fixture.addAccount("ada", entries: 7, sessions: 5)
+        try await fixture.addAccount("bob", entries: 7)
+        let bob = try await fixture.rows("bob")
+        let expected = try await fixture.rows("ada")
+        _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
+        try await fixture.purge()
+        #expect(try await fixture.account("ada")?.state == .purged)
+        #expect(try await fixture.rows("ada").values.allSatisfy { $0 == 0 })
+        #expect(try await fixture.blobKeys("ada").isEmpty)
+        #expect(try await fixture.rows("bob") == bob)
+        let jobID = try #require(try await fixture.purgeJobs("ada").first?.id)
+        let rowsStep = try #require(try await fixture.store.steps(of: jobID).first { $0.step == "delete-rows" }?.output)
+        #expect(try JSONDecoder().decode([String: [String: Int]].self, from: Data(rowsStep.utf8))["rows"] == expected)
+    }
+
+    @Test func rowDeletionFollowsTheDataMapIncludingWithoutRowIDTablesAndNewAccountColumns() async throws {
+        let map = try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
+            + "  - table: badges\n"
+        let fixture = try DeletionFixture(dataMap: map) { db in
+            try db.execute(sql: """
+                CREATE TABLE badges (account_id TEXT NOT NULL, badge TEXT NOT NULL, PRIMARY KEY (account_id, badge)) WITHOUT ROWID;
+                ALTER TABLE accounts ADD COLUMN nickname TEXT;
+                """)
+        }
+        for id in ["ada", "bob"] {
+            try await fixture.addAccount(id)
+            try fixture.store.writeSync { tx in
+                for badge in ["early-bird", "streak-7", "streak-30"] {
+                    try tx.db.execute(sql: "INSERT INTO badges VALUES (?, ?)", arguments: [id, badge])
+                }
+                try tx.db.execute(sql: "UPDATE accounts SET nickname = 'the countess' WHERE id = ?", arguments: [id])
+            }
+        }
+        _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
+        try await fixture.purge()
+        let (adaBadges, bobBadges, nickname) = try fixture.store.writeSync { tx in
+            (try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM badges WHERE account_id = 'ada'"),
+             try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM badges WHERE account_id = 'bob'"),
+             try String.fetchOne(tx.db, sql: "SELECT nickname FROM accounts WHERE id = 'ada'"))
+        }
+        #expect(adaBadges == 0)
+        #expect(bobBadges == 3)
+        #expect(nickname == nil)
+    }
+
+    @Test func aMapMissingATableStopsThePurgeBeforeAnyRowIsDeleted() async throws {
+        let fixture = try DeletionFixture(dataMap: try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)) { db in
+            try db.execute(sql: "CREATE TABLE streaks (id INTEGER PRIMARY KEY, account_id TEXT NOT NULL)")
+        }
+        try await fixture.addAccount("ada", state: .pendingDeletion, purgeAfter: deletionEpoch)
+        let summary = try await fixture.purge()
+        #expect(summary.retrying == 1)
+        #expect(summary.failures.first?.contains("streaks") == true)
+        #expect(try await fixture.rows("ada")["journal_entries"] == 2)
+        #expect(try await fixture.account("ada")?.state == .purging)
+    }
+
+    @Test func dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing() async throws {
+        let fixture = try DeletionFixture()
+        try await fixture.addAccount("due", entries: 3, state: .pendingDeletion, purgeAfter: deletionEpoch.addingTimeInterval(-day))
+        try await fixture.addAccount("later", state: .pendingDeletion, purgeAfter: deletionEpoch.addingTimeInterval(day))
+        try await fixture.addAccount("active")
+        let previews = try await PurgeSweep(services: fixture.services).preview(limit: nil)
+        #expect(previews.map(\.accountID) == ["due"])
+        #expect(previews.first?.rows == (try await fixture.rows("due")))
+        #expect(previews.first?.blobs == 5)
+        #expect(previews.first?.blobBytes == Int64(4 * 4 + 100))
+        #expect(try await fixture.purgeJobs("due").isEmpty)
+        #expect(try await fixture.account("due")?.state == .pendingDeletion)
+    }
+}

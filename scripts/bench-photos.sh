@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Profile-photo normalisation: per-image time against vipsthumbnail (same recipe) and
+# ImageMagick, then a batch of 200 12 MP JPEGs through the real job on 2 cores against
+# one, with peak RSS. Every reference runs in this same script, on the same inputs.
+# Called by scripts/bench.sh with LIFECYCLE_BENCH_BIN = a release `lifecycle` binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then swift build -c release --product lifecycle >/dev/null; fi
+BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
+RUNS=${BENCH_PHOTO_RUNS:-7}
+BATCH=${BENCH_PHOTO_BATCH:-200}
+for tool in vips vipsthumbnail convert sqlite3 /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench-photos: $tool is missing (apt: libvips-tools imagemagick sqlite3 time)" >&2; exit 69; }
+done
+WORK=$(mktemp -d /tmp/lifecycle-bench-photos.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export VIPS_CONCURRENCY=1   # libvips one thread per image: what the job uses, and the same for vipsthumbnail
+JOBS_DIR=$PWD/Jobs
+
+echo "== Profile photos: per image (whole process, median of $RUNS, VIPS_CONCURRENCY=1) =="
+
+# Photo-like synthetic pictures: smooth shapes, fine texture and sensor grain per channel.
+picture() {  # width height output.v
+  local w=$1 h=$2 out=$3 d="$WORK/gen"
+  mkdir -p "$d"
+  for b in 1 2 3; do
+    vips perlin "$d/p1.v" "$w" "$h" --cell-size 600 --seed $((b * 10 + 1))
+    vips perlin "$d/p2.v" "$w" "$h" --cell-size 90 --seed $((b * 10 + 2))
+    vips perlin "$d/p3.v" "$w" "$h" --cell-size 12 --seed $((b * 10 + 3))
+    vips gaussnoise "$d/n.v" "$w" "$h" --sigma 6 --seed $((b * 10 + 4))
+    vips linear "$d/p1.v" "$d/a.v" 110 120
+    vips linear "$d/p2.v" "$d/c.v" 35 0
+    vips linear "$d/p3.v" "$d/e.v" 10 0
+    vips add "$d/a.v" "$d/c.v" "$d/f.v"; vips add "$d/f.v" "$d/e.v" "$d/g.v"; vips add "$d/g.v" "$d/n.v" "$d/h.v"
+    vips cast "$d/h.v" "$d/band$b.v" uchar
+  done
+  vips bandjoin "$d/band1.v $d/band2.v $d/band3.v" "$d/rgb.v"
+  vips copy "$d/rgb.v" "$out" --interpretation srgb
+  rm -rf "$d"
+}
+picture 4000 3000 "$WORK/photo12.v"
+picture 2800 2100 "$WORK/photo10.v"
+vips copy "$WORK/photo12.v" "$WORK/photo12.jpg[Q=92]"   # about 3.9 MB, as a phone camera writes
+vips copy "$WORK/photo12.v" "$WORK/photo12.heic"
+vips copy "$WORK/photo10.v" "$WORK/photo10mb.png"
+rm -f "$WORK"/*.v
+
+# Median wall time (ms) and peak RSS (MB) of RUNS runs of a command; fails loudly if it fails.
+measure() {
+  python3 - "$RUNS" "$@" <<'PY'
+import os, subprocess, sys, time
+runs, command = int(sys.argv[1]), sys.argv[2:]
+times, peaks = [], []
+for _ in range(runs):
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    times.append((time.perf_counter() - start) * 1000)
+    peaks.append(usage.ru_maxrss / 1024)
+    if status != 0:
+        sys.exit(f"{' '.join(command)} failed: {child.stderr.read().decode()}")
+times.sort(); peaks.sort()
+print(f"{times[len(times) // 2]:.0f} {peaks[len(peaks) // 2]:.0f}")
+PY
+}
+ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$1" "$2"; }
+
+verdicts=()
+for input in photo12.jpg photo10mb.png photo12.heic; do
+  in="$WORK/$input"
+  read -r ours ours_mb < <(measure "$BIN" photos normalize-file "$in" "$WORK/out-ours.jpg" --jobs-dir "$JOBS_DIR")
+  # vipsthumbnail with the recipe the library runs: centre crop to 1024², q85, stripped, optimised Huffman tables.
+  read -r vt vt_mb < <(measure vipsthumbnail "$in" -s 1024 -m centre -o "$WORK/out-vt.jpg[Q=85,strip,optimize_coding]")
+  read -r vt2 _ < <(VIPS_CONCURRENCY=2 measure vipsthumbnail "$in" -s 1024 -m centre -o "$WORK/out-vt.jpg[Q=85,strip,optimize_coding]")
+  read -r im im_mb < <(measure convert "$in" -auto-orient -thumbnail '1024x1024^' -gravity center -extent 1024x1024 -quality 85 -strip "$WORK/out-im.jpg")
+  [ "$(vipsheader -f width "$WORK/out-ours.jpg")x$(vipsheader -f height "$WORK/out-ours.jpg")" = 1024x1024 ] || { echo "bad output for $input" >&2; exit 1; }
+  printf '%-15s %7s bytes  lifecycle %5s ms %4s MB | vipsthumbnail %5s ms %4s MB (2 threads: %s ms) | ImageMagick %5s ms %4s MB\n' \
+    "$input" "$(stat -c %s "$in")" "$ours" "$ours_mb" "$vt" "$vt_mb" "$vt2" "$im" "$im_mb"
+  verdicts+=("$(printf '%-15s lifecycle/vipsthumbnail = %s (target ≤ 1.10)   ImageMagick/lifecycle = %s× (target > 1)' \
+    "$input" "$(ratio "$ours" "$vt")" "$(ratio "$im" "$ours")")")
+  [ "$input" = photo12.jpg ] && vt_jpeg=$vt
+done
+printf '%s\n' "${verdicts[@]}"
+
+echo
+echo "== Profile photos: $BATCH 12 MP JPEGs through lifecycle photos normalize --all (import, then the job) =="
+python3 - "$WORK/photo12.jpg" "$WORK/batch" "$BATCH" <<'PY'
+import json, os, sys
+source, folder, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(folder + "/photos")
+data = open(source, "rb").read()
+with open(folder + "/accounts.jsonl", "w") as lines:
+    for i in range(count):
+        # A JPEG comment right after SOI makes each upload distinct bytes, as real uploads are.
+        note = f"bench upload {i}".encode()
+        blob = data[:2] + b"\xff\xfe" + (len(note) + 2).to_bytes(2, "big") + note + data[2:]
+        open(f"{folder}/photos/p{i}.jpg", "wb").write(blob)
+        lines.write(json.dumps({"id": f"b{i}", "email": f"b{i}@example.com", "password_hash": "$2b$04$abcdefghijklmnopqrstuu",
+                                "profile_photo": f"photos/p{i}.jpg"}) + "\n")
+PY
+"$BIN" accounts import "$WORK/batch/accounts.jsonl" --database "$WORK/template/l.sqlite" --blobs "$WORK/template/blobs" \
+  --jobs-dir "$JOBS_DIR" --log-level warning >/dev/null
+
+batch_run() {  # name concurrency [env...]: prints seconds and peak MB
+  local name=$1 concurrency=$2; shift 2
+  rm -rf "$WORK/$name"; cp -r "$WORK/template" "$WORK/$name"; sync
+  local start end
+  start=$(date +%s.%N)
+  env "$@" /usr/bin/time -v -o "$WORK/$name.time" "$BIN" photos normalize --all --concurrency "$concurrency" \
+    --database "$WORK/$name/l.sqlite" --blobs "$WORK/$name/blobs" --jobs-dir "$JOBS_DIR" --log-level warning >/dev/null
+  end=$(date +%s.%N)
+  local done_count
+  done_count=$(sqlite3 "$WORK/$name/l.sqlite" "SELECT COUNT(*) FROM photos WHERE role='profile' AND normalization_state='normalized'")
+  [ "$done_count" = "$BATCH" ] || { echo "$name: only $done_count of $BATCH photos normalised" >&2; exit 1; }
+  local left
+  left=$(find "$WORK/$name/blobs/accounts" -path '*/photos/*' | wc -l)
+  [ "$left" = 0 ] || { echo "$name: $left uploads left behind" >&2; exit 1; }
+  local kb
+  kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/$name.time")
+  python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.2f} {int(sys.argv[3])/1024:.0f}')" "$start" "$end" "$kb"
+  rm -rf "${WORK:?}/$name"
+}
+read -r one_s one_mb < <(batch_run one-core 1)
+read -r two_s two_mb < <(batch_run two-cores 2)
+read -r arena_s arena_mb < <(batch_run two-cores-arena 2 MALLOC_ARENA_MAX=2)
+per_s() { python3 -c "import sys; print(f'{int(sys.argv[1])/float(sys.argv[2]):.1f}')" "$BATCH" "$1"; }
+per_photo_ms=$(python3 -c "import sys; print(f'{float(sys.argv[1])*1000/int(sys.argv[2]):.0f}')" "$one_s" "$BATCH")
+echo "1 job at a time (--concurrency 1):  ${one_s} s  $(per_s "$one_s") photos/s  peak RSS ${one_mb} MB  (${per_photo_ms} ms per photo in the job; vipsthumbnail process ${vt_jpeg} ms)"
+echo "2 jobs at a time (2 cores):         ${two_s} s  $(per_s "$two_s") photos/s  peak RSS ${two_mb} MB"
+echo "2 jobs, MALLOC_ARENA_MAX=2:         ${arena_s} s  $(per_s "$arena_s") photos/s  peak RSS ${arena_mb} MB"
+echo "2 cores / 1 core throughput = $(ratio "$one_s" "$two_s")× (target ≥ 1.8)   peak RSS ${two_mb} MB (target < 250)"
