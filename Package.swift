@@ -72,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend",
+                "Lifecycle", "JobRunner", "SQLiteBackend", "Imaging",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -83,7 +83,11 @@ let package = Package(
         .testTarget(name: "ImagingTests", dependencies: ["Imaging"], swiftSettings: strict),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend"], swiftSettings: strict),
-        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner"], swiftSettings: strict),
+        .testTarget(
+            name: "LifecycleTests",
+            dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", "Imaging", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CLITests",
             dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", .product(name: "GRDB", package: "GRDB.swift")],

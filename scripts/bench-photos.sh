@@ -18,6 +18,7 @@ export VIPS_CONCURRENCY=1   # libvips one thread per image: what the job uses, a
 JOBS_DIR=$PWD/Jobs
 
 echo "== Profile photos: per image (whole process, median of $RUNS, VIPS_CONCURRENCY=1) =="
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (anything above 0 is other work competing)"
 
 # Photo-like synthetic pictures: smooth shapes, fine texture and sensor grain per channel.
 picture() {  # width height output.v
@@ -45,40 +46,58 @@ vips copy "$WORK/photo12.v" "$WORK/photo12.heic"
 vips copy "$WORK/photo10.v" "$WORK/photo10mb.png"
 rm -f "$WORK"/*.v
 
-# Median wall time (ms) and peak RSS (MB) of RUNS runs of a command; fails loudly if it fails.
-measure() {
-  python3 - "$RUNS" "$@" <<'PY'
+ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$1" "$2"; }
+
+# Runs the four commands in turn, RUNS rounds (interleaved, so a burst of load from
+# elsewhere hits all of them alike), and prints per command: median wall ms, median
+# CPU ms (user + system: what the work costs, whatever else the machine is doing),
+# median peak RSS MB. Any failure stops the benchmark.
+compare() {  # input
+  python3 - "$RUNS" "$BIN" "$1" "$WORK" "$JOBS_DIR" <<'PY'
 import os, subprocess, sys, time
-runs, command = int(sys.argv[1]), sys.argv[2:]
-times, peaks = [], []
+runs, binary, source, work, jobs = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+recipe = f"{work}/out-vt.jpg[Q=85,strip,optimize_coding]"
+commands = {
+    "lifecycle": ({}, [binary, "photos", "normalize-file", source, f"{work}/out-ours.jpg", "--jobs-dir", jobs]),
+    # vipsthumbnail with the recipe the library runs: centre crop to 1024², q85, stripped, optimised Huffman tables.
+    "vipsthumbnail": ({}, ["vipsthumbnail", source, "-s", "1024", "-m", "centre", "-o", recipe]),
+    "vipsthumbnail-2threads": ({"VIPS_CONCURRENCY": "2"}, ["vipsthumbnail", source, "-s", "1024", "-m", "centre", "-o", recipe]),
+    "imagemagick": ({}, ["convert", source, "-auto-orient", "-thumbnail", "1024x1024^", "-gravity", "center",
+                         "-extent", "1024x1024", "-quality", "85", "-strip", f"{work}/out-im.jpg"]),
+}
+samples = {name: [] for name in commands}
 for _ in range(runs):
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    times.append((time.perf_counter() - start) * 1000)
-    peaks.append(usage.ru_maxrss / 1024)
-    if status != 0:
-        sys.exit(f"{' '.join(command)} failed: {child.stderr.read().decode()}")
-times.sort(); peaks.sort()
-print(f"{times[len(times) // 2]:.0f} {peaks[len(peaks) // 2]:.0f}")
+    for name, (extra, command) in commands.items():
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **extra})
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = (time.perf_counter() - start) * 1000
+        if status != 0:
+            sys.exit(f"{' '.join(command)} failed: {child.stderr.read().decode()}")
+        samples[name].append((wall, (usage.ru_utime + usage.ru_stime) * 1000, usage.ru_maxrss / 1024))
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+for name, rows in samples.items():
+    print(name, *(f"{median([row[i] for row in rows]):.0f}" for i in range(3)))
 PY
 }
-ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$1" "$2"; }
 
 verdicts=()
 for input in photo12.jpg photo10mb.png photo12.heic; do
   in="$WORK/$input"
-  read -r ours ours_mb < <(measure "$BIN" photos normalize-file "$in" "$WORK/out-ours.jpg" --jobs-dir "$JOBS_DIR")
-  # vipsthumbnail with the recipe the library runs: centre crop to 1024², q85, stripped, optimised Huffman tables.
-  read -r vt vt_mb < <(measure vipsthumbnail "$in" -s 1024 -m centre -o "$WORK/out-vt.jpg[Q=85,strip,optimize_coding]")
-  read -r vt2 _ < <(VIPS_CONCURRENCY=2 measure vipsthumbnail "$in" -s 1024 -m centre -o "$WORK/out-vt.jpg[Q=85,strip,optimize_coding]")
-  read -r im im_mb < <(measure convert "$in" -auto-orient -thumbnail '1024x1024^' -gravity center -extent 1024x1024 -quality 85 -strip "$WORK/out-im.jpg")
+  declare -A wall cpu rss
+  while read -r name w c m; do wall[$name]=$w; cpu[$name]=$c; rss[$name]=$m; done < <(compare "$in")
   [ "$(vipsheader -f width "$WORK/out-ours.jpg")x$(vipsheader -f height "$WORK/out-ours.jpg")" = 1024x1024 ] || { echo "bad output for $input" >&2; exit 1; }
-  printf '%-15s %7s bytes  lifecycle %5s ms %4s MB | vipsthumbnail %5s ms %4s MB (2 threads: %s ms) | ImageMagick %5s ms %4s MB\n' \
-    "$input" "$(stat -c %s "$in")" "$ours" "$ours_mb" "$vt" "$vt_mb" "$vt2" "$im" "$im_mb"
-  verdicts+=("$(printf '%-15s lifecycle/vipsthumbnail = %s (target ≤ 1.10)   ImageMagick/lifecycle = %s× (target > 1)' \
-    "$input" "$(ratio "$ours" "$vt")" "$(ratio "$im" "$ours")")")
-  [ "$input" = photo12.jpg ] && vt_jpeg=$vt
+  printf '%-14s %8s bytes | lifecycle %4s ms (cpu %4s) %3s MB | vipsthumbnail %4s ms (cpu %4s) %3s MB, 2 threads %4s ms | ImageMagick %4s ms (cpu %4s) %3s MB\n' \
+    "$input" "$(stat -c %s "$in")" "${wall[lifecycle]}" "${cpu[lifecycle]}" "${rss[lifecycle]}" \
+    "${wall[vipsthumbnail]}" "${cpu[vipsthumbnail]}" "${rss[vipsthumbnail]}" "${wall[vipsthumbnail-2threads]}" \
+    "${wall[imagemagick]}" "${cpu[imagemagick]}" "${rss[imagemagick]}"
+  verdicts+=("$(printf '%-14s lifecycle/vipsthumbnail = %s (cpu %s; target ≤ 1.10)   ImageMagick/lifecycle = %s× (cpu %s×; target > 1)' \
+    "$input" "$(ratio "${wall[lifecycle]}" "${wall[vipsthumbnail]}")" "$(ratio "${cpu[lifecycle]}" "${cpu[vipsthumbnail]}")" \
+    "$(ratio "${wall[imagemagick]}" "${wall[lifecycle]}")" "$(ratio "${cpu[imagemagick]}" "${cpu[lifecycle]}")")")
+  [ "$input" = photo12.jpg ] && vt_jpeg=${wall[vipsthumbnail]}
+  unset wall cpu rss
 done
 printf '%s\n' "${verdicts[@]}"
 
@@ -128,4 +147,5 @@ per_photo_ms=$(python3 -c "import sys; print(f'{float(sys.argv[1])*1000/int(sys.
 echo "1 job at a time (--concurrency 1):  ${one_s} s  $(per_s "$one_s") photos/s  peak RSS ${one_mb} MB  (${per_photo_ms} ms per photo in the job; vipsthumbnail process ${vt_jpeg} ms)"
 echo "2 jobs at a time (2 cores):         ${two_s} s  $(per_s "$two_s") photos/s  peak RSS ${two_mb} MB"
 echo "2 jobs, MALLOC_ARENA_MAX=2:         ${arena_s} s  $(per_s "$arena_s") photos/s  peak RSS ${arena_mb} MB"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "2 cores / 1 core throughput = $(ratio "$one_s" "$two_s")× (target ≥ 1.8)   peak RSS ${two_mb} MB (target < 250)"

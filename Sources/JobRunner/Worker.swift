@@ -352,7 +352,9 @@ extension Worker {
                 if Task.isCancelled { return }
                 for (lease, ids) in held.byLease() {
                     do {
+                        // A job that finished while the statement ran is not a lost lease.
                         let lost = try await store.heartbeat(jobIDs: ids, owner: owner, lease: lease, now: clock.now())
+                            .filter(held.contains)
                         if !lost.isEmpty {
                             logger.warning("heartbeat found leases taken over", metadata: ["jobs": "\(lost.sorted())"])
                         }
@@ -372,6 +374,7 @@ final class HeldJobs: @unchecked Sendable {
 
     func add(_ id: JobID, lease: TimeInterval) { lock.withLock { leases[id] = lease } }
     func remove(_ id: JobID) { _ = lock.withLock { leases.removeValue(forKey: id) } }
+    func contains(_ id: JobID) -> Bool { lock.withLock { leases[id] != nil } }
     func byLease() -> [TimeInterval: [JobID]] {
         lock.withLock { Dictionary(grouping: leases.keys, by: { leases[$0]! }) }
     }

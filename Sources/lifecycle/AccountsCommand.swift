@@ -29,7 +29,7 @@ struct ImportAccounts: AsyncParsableCommand {
                 throw CLIFailure(.noInput, "\(file): no such file. Pass the path of a JSONL file with one account per line.")
             }
             let services = try options.services()
-            let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger)
+            let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
             let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
             let report = try await importer.importFile(at: file) { line, report in
                 progress.update(count: report.imported.count + report.unchanged.count, doing: "line \(line)")

@@ -69,7 +69,7 @@ struct DemoTour {
 
     func importAccounts(_ path: String) async throws {
         heading("Import: lifecycle accounts import \(path)")
-        let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger)
+        let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
         let report = try await importer.importFile(at: path)
         Terminal.line("imported \(report.imported.count), already present \(report.unchanged.count), refused \(report.failures.count), photos stored \(report.photosStored)")
         for id in report.imported + report.unchanged {

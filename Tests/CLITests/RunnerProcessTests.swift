@@ -123,7 +123,7 @@ struct RunnerProcessTests {
 
     @Test func aLongRunningWorkerFinishesItsStepHandsTheJobBackAndExitsOnSIGTERM() async throws {
         let workspace = try Workspace()
-        try workspace.run(["jobs", "probe", "--hold", "1"])
+        try workspace.run(["jobs", "probe", "--hold", "3"])
         let store = try workspace.store()
         let (worker, _, _) = try workspace.process(["worker"])
         #expect(try await eventually { try await store.steps(of: 1).map(\.step) == ["record-start"] })
