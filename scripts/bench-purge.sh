@@ -79,14 +79,13 @@ PY
 settle() { sync; sleep 2; }
 settle
 start=$(now)
-sqlite3 "$WORK/ref/lifecycle.sqlite" < "$WORK/reference.sql" >/dev/null
-(cd "$WORK/ref/blobs/accounts" && ls | xargs rm -rf)
+/usr/bin/time -f "%U %S" -o "$WORK/ref-cpu" sh -c 'sqlite3 "$1/ref/lifecycle.sqlite" < "$1/reference.sql" >/dev/null && cd "$1/ref/blobs/accounts" && ls | xargs rm -rf' _ "$WORK"
 end=$(now)
 reference=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
 
 settle
 start=$(now)
-"$BIN" purge --log-level warning --database "$WORK/ours/lifecycle.sqlite" --blobs "$WORK/ours/blobs" --jobs-dir Jobs > "$WORK/purge.out"
+/usr/bin/time -f "%U %S" -o "$WORK/ours-cpu" "$BIN" purge --log-level warning --database "$WORK/ours/lifecycle.sqlite" --blobs "$WORK/ours/blobs" --jobs-dir Jobs > "$WORK/purge.out"
 end=$(now)
 ours=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
 
@@ -100,10 +99,11 @@ for side in ours ref; do
 done
 grep -q "^purge: $ACCOUNTS purged, 0 skipped, 0 failed" "$WORK/purge.out" || { cat "$WORK/purge.out" >&2; exit 1; }
 
-python3 - "$ACCOUNTS" "$ours" "$reference" <<'PY'
+python3 - "$ACCOUNTS" "$ours" "$reference" "$(cat "$WORK/ours-cpu")" "$(cat "$WORK/ref-cpu")" <<'PY'
 import sys
 n, ours, ref = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-print(f"lifecycle purge (sweep + purge jobs):      {ours:7.2f} s   {n / ours:7.0f} accounts/s")
-print(f"sqlite3 deletes + rm of the same files:    {ref:7.2f} s   {n / ref:7.0f} accounts/s")
-print(f"ratio: {ours / ref:.2f}   (target ≤ 1.5)")
+ours_cpu, ref_cpu = (sum(map(float, arg.split())) for arg in sys.argv[4:6])
+print(f"lifecycle purge (sweep + purge jobs):      {ours:7.2f} s   {n / ours:7.0f} accounts/s   cpu {ours_cpu:6.2f} s")
+print(f"sqlite3 deletes + rm of the same files:    {ref:7.2f} s   {n / ref:7.0f} accounts/s   cpu {ref_cpu:6.2f} s")
+print(f"ratio: {ours / ref:.2f}   (target ≤ 1.5; cpu ratio {ours_cpu / ref_cpu:.2f}, disk and other load aside)")
 PY

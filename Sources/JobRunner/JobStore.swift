@@ -12,6 +12,11 @@ public protocol JobStore: Sendable {
     /// Runs `body` in one write transaction; commits if it returns, rolls back if it throws.
     func write<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
 
+    /// Runs `body` so that its writes can be undone alone (a savepoint): the runner commits
+    /// several jobs' steps in one transaction, and one step's failure must not undo the others.
+    /// Rethrows what `body` throws, after rolling back its writes.
+    func savepoint<T>(in tx: Transaction, _ body: () throws -> T) throws -> T
+
     /// Idempotent by unique key: a live job with the same key is returned, not duplicated.
     func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: Transaction) throws -> EnqueueOutcome
 

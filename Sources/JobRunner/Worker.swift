@@ -87,7 +87,7 @@ public final class Worker<Store: JobStore>: Sendable {
     private let events: @Sendable (WorkerEvent) -> Void
     private let shuttingDown = ShutdownFlag()
     private let held = HeldJobs()
-    private let completions: CompletionBatcher<Store>
+    private let transactions: TransactionBatcher<Store.Transaction>
 
     public init(
         store: Store, registry: JobRegistry<Store.Transaction>, policies: PolicyBook, clock: any TimeSource,
@@ -101,7 +101,9 @@ public final class Worker<Store: JobStore>: Sendable {
         self.options = options
         self.logger = logger
         self.events = events
-        self.completions = CompletionBatcher(store: store)
+        self.transactions = TransactionBatcher(
+            write: { work in try await store.write(work) },
+            savepoint: { tx, body in try store.savepoint(in: tx, body) })
     }
 
     private var kindNames: [String] {
@@ -270,16 +272,16 @@ public final class Worker<Store: JobStore>: Sendable {
                 let cancelRequested: Bool
                 switch step.body {
                 case .database(let body):
-                    (result, cancelRequested) = try await store.write { tx in
+                    // The step's writes and its done-mark share a savepoint inside a transaction
+                    // that other jobs' steps may share too: they commit or vanish together.
+                    (result, cancelRequested) = try await transactions.run { tx in
                         let result = try body(context, tx)
                         return (result, try finish(result, tx))
                     }
                 case .external(let body):
                     result = try await body(context)
-                    // Done-marks of outside steps carry no effects of their own, so several
-                    // jobs' marks share one transaction: the per-job commit is what bounds
-                    // throughput. A crash before the flush only repeats an idempotent step.
-                    cancelRequested = try await completions.commit { tx in try finish(result, tx) }
+                    // A crash before the batch commits only repeats an idempotent step.
+                    cancelRequested = try await transactions.run { tx in try finish(result, tx) }
                 }
                 outputs[step.name] = .some(result.output)
                 events(.stepFinished(job, step: step.name))
@@ -377,67 +379,6 @@ final class HeldJobs: @unchecked Sendable {
     func contains(_ id: JobID) -> Bool { lock.withLock { leases[id] != nil } }
     func byLease() -> [TimeInterval: [JobID]] {
         lock.withLock { Dictionary(grouping: leases.keys, by: { leases[$0]! }) }
-    }
-}
-
-/// Groups done-marks arriving from concurrent jobs into one write transaction.
-/// Each mark still runs its own fenced statements, so a lost lease fails only that job.
-final class CompletionBatcher<Store: JobStore>: @unchecked Sendable {
-    typealias Mark = @Sendable (Store.Transaction) throws -> Bool
-    private struct Pending {
-        let mark: Mark
-        let continuation: CheckedContinuation<Bool, any Error>
-    }
-
-    private let store: Store
-    private let lock = NSLock()
-    private var pending: [Pending] = []
-    private var flushScheduled = false
-
-    init(store: Store) { self.store = store }
-
-    func commit(_ mark: @escaping Mark) async throws -> Bool {
-        try await withCheckedThrowingContinuation { continuation in
-            let startFlush = lock.withLock {
-                pending.append(Pending(mark: mark, continuation: continuation))
-                if flushScheduled { return false }
-                flushScheduled = true
-                return true
-            }
-            if startFlush { Task { await self.flush() } }
-        }
-    }
-
-    /// One flush at a time: marks that arrive while a transaction is open go into the next one.
-    private func flush() async {
-        while true {
-            let batch: [Pending] = lock.withLock {
-                if pending.isEmpty {
-                    flushScheduled = false
-                    return []
-                }
-                defer { pending = [] }
-                return pending
-            }
-            guard !batch.isEmpty else { return }
-            let marks = batch.map(\.mark)
-            do {
-                let results: [Result<Bool, JobRunnerError>] = try await store.write { tx in
-                    try marks.map { mark in
-                        do {
-                            return .success(try mark(tx))
-                        } catch let error as JobRunnerError {
-                            return .failure(error)
-                        }
-                    }
-                }
-                for (item, result) in zip(batch, results) {
-                    item.continuation.resume(with: result.mapError { $0 as any Error })
-                }
-            } catch {
-                for item in batch { item.continuation.resume(throwing: error) }
-            }
-        }
     }
 }
 

@@ -34,7 +34,7 @@ let accountChildTables = ["photos", "journal_entries", "mesocycles", "meditation
 
 extension SQLiteTransaction: AccountTransaction {
     public func account(id: String) throws -> Account? {
-        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id]).map(Account.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM accounts WHERE id = ?"), arguments: [id]).map(Account.init(row:))
     }
 
     public func account(email: String) throws -> Account? {
@@ -161,9 +161,8 @@ extension SQLiteTransaction: AccountTransaction {
     }
 
     public func recordAudit(_ event: AuditEvent) throws {
-        try db.execute(
-            sql: "INSERT INTO audit_events (at, actor, action, account_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            arguments: [event.at, event.actor, event.action, event.accountID, event.outcome, event.detail])
+        try db.cachedStatement(sql: "INSERT INTO audit_events (at, actor, action, account_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            .execute(arguments: [event.at, event.actor, event.action, event.accountID, event.outcome, event.detail])
     }
 
     public func auditEvents(accountID: String) throws -> [AuditEvent] {

@@ -8,51 +8,41 @@ extension SQLiteTransaction: DeletionTransaction {
     // transaction: SQLite's write lock is the "lock" the purge re-checks under.
 
     public func markPendingDeletion(accountID: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 UPDATE accounts SET state = 'pendingDeletion', deletion_requested_at = ?, purge_after = ?, updated_at = ?
                 WHERE id = ? AND state = 'active'
-                """,
-            arguments: [requestedAt, purgeAfter, requestedAt, accountID])
+                """).execute(arguments: [requestedAt, purgeAfter, requestedAt, accountID])
         return db.changesCount == 1
     }
 
     public func movePurgeDate(accountID: String, purgeAfter: Date, now: Date) throws -> Bool {
-        try db.execute(
-            sql: "UPDATE accounts SET purge_after = ?, updated_at = ? WHERE id = ? AND state = 'pendingDeletion'",
-            arguments: [purgeAfter, now, accountID])
+        try db.cachedStatement(sql: "UPDATE accounts SET purge_after = ?, updated_at = ? WHERE id = ? AND state = 'pendingDeletion'").execute(arguments: [purgeAfter, now, accountID])
         return db.changesCount == 1
     }
 
     public func restoreAccount(accountID: String, now: Date) throws -> Bool {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 UPDATE accounts SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = ?
                 WHERE id = ? AND state = 'pendingDeletion' AND purge_after > ?
-                """,
-            arguments: [now, accountID, now])
+                """).execute(arguments: [now, accountID, now])
         return db.changesCount == 1
     }
 
     public func beginPurge(accountID: String, now: Date) throws -> Bool {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 UPDATE accounts SET state = 'purging', updated_at = ?
                 WHERE id = ? AND state = 'pendingDeletion' AND purge_after IS NOT NULL AND purge_after <= ?
-                """,
-            arguments: [now, accountID, now])
+                """).execute(arguments: [now, accountID, now])
         return db.changesCount == 1
     }
 
     public func revokeSessions(accountID: String, at: Date) throws -> Int {
-        try db.execute(
-            sql: "UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL", arguments: [at, accountID])
+        try db.cachedStatement(sql: "UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL").execute(arguments: [at, accountID])
         return db.changesCount
     }
 
     public func setPasswordHash(accountID: String, hash: String, now: Date) throws {
-        try db.execute(
-            sql: "UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ?", arguments: [hash, now, accountID])
+        try db.cachedStatement(sql: "UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ?").execute(arguments: [hash, now, accountID])
     }
 
     public func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date] {
@@ -83,9 +73,13 @@ extension SQLiteTransaction: DeletionTransaction {
         return try Int.fetchOne(statement, arguments: [accountID]) ?? 0
     }
 
-    public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int) throws -> Int {
+    public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int {
         let name = table.name.quotedDatabaseIdentifier
         let column = table.accountColumn.quotedDatabaseIdentifier
+        guard let limit else {
+            try db.cachedStatement(sql: "DELETE FROM \(name) WHERE \(column) = ?").execute(arguments: [accountID])
+            return db.changesCount
+        }
         // DELETE … LIMIT needs a compile-time option Debian's SQLite lacks: select a batch by key instead.
         let key = try rowKey(of: table.name)
         try db.cachedStatement(
@@ -106,19 +100,15 @@ extension SQLiteTransaction: DeletionTransaction {
     }
 
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {
-        try db.execute(
-            sql: "INSERT INTO purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING",
-            arguments: [accountID, try JobJSON.encode(rows), at])
+        try db.cachedStatement(sql: "INSERT INTO purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING").execute(arguments: [accountID, try JobJSON.encode(rows), at])
     }
 
     public func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws {
-        try db.execute(
-            sql: "UPDATE purge_inventory SET blob_count = ?, blob_bytes = ? WHERE account_ref = ? AND blob_count IS NULL",
-            arguments: [count, bytes, accountID])
+        try db.cachedStatement(sql: "UPDATE purge_inventory SET blob_count = ?, blob_bytes = ? WHERE account_ref = ? AND blob_count IS NULL").execute(arguments: [count, bytes, accountID])
     }
 
     public func purgeInventory(accountID: String) throws -> PurgeInventory? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM purge_inventory WHERE account_ref = ?", arguments: [accountID]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM purge_inventory WHERE account_ref = ?"), arguments: [accountID]) else {
             return nil
         }
         return PurgeInventory(
@@ -126,7 +116,7 @@ extension SQLiteTransaction: DeletionTransaction {
     }
 
     public func removePurgeInventory(accountID: String) throws {
-        try db.execute(sql: "DELETE FROM purge_inventory WHERE account_ref = ?", arguments: [accountID])
+        try db.cachedStatement(sql: "DELETE FROM purge_inventory WHERE account_ref = ?").execute(arguments: [accountID])
     }
 
     public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {

@@ -22,6 +22,9 @@ public final class SQLiteStore: LifecycleStore, Sendable {
 
     public let path: String
     let pool: DatabasePool
+    /// Every write of this process goes through it: concurrent writers (the steps of
+    /// several jobs, a purge's bookkeeping) share one commit instead of paying one each.
+    private let writes: TransactionBatcher<SQLiteTransaction>
 
     public var location: String { "SQLite file \(path)" }
 
@@ -40,11 +43,16 @@ public final class SQLiteStore: LifecycleStore, Sendable {
             // written to be safely repeated.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
             throw SQLiteStoreError(message: "cannot open the SQLite database at \(path): \(error)")
         }
+        self.pool = pool
+        writes = TransactionBatcher(
+            write: { pieces in try await pool.write { db in pieces(SQLiteTransaction(db: db)) } },
+            savepoint: { tx, body in try Self.savepoint(in: tx.db, body) })
         try migrate()
     }
 
@@ -67,7 +75,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
-        try await pool.write { db in try body(SQLiteTransaction(db: db)) }
+        try await writes.run(body)
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
@@ -108,16 +116,28 @@ extension JobRecord {
 }
 
 extension SQLiteStore {
+    public func savepoint<T>(in tx: SQLiteTransaction, _ body: () throws -> T) throws -> T {
+        try Self.savepoint(in: tx.db, body)
+    }
+
+    static func savepoint<T>(in db: Database, _ body: () throws -> T) throws -> T {
+        var result: T?
+        try db.inSavepoint {
+            result = try body()
+            return .commit
+        }
+        guard let result else { preconditionFailure("savepoint committed without a result") }
+        return result
+    }
+
     public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: SQLiteTransaction) throws -> EnqueueOutcome {
         if let key = request.uniqueKey, let live = try liveJob(uniqueKey: key, in: tx) {
             return EnqueueOutcome(job: live, created: false)
         }
-        try tx.db.execute(
-            sql: """
+        try tx.db.cachedStatement(sql: """
                 INSERT INTO jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
                 VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
-                """,
-            arguments: [request.kind, request.payload, request.uniqueKey, request.maxAttempts ?? policy.maxAttempts,
+                """).execute(arguments: [request.kind, request.payload, request.uniqueKey, request.maxAttempts ?? policy.maxAttempts,
                         request.runAt ?? now, now, now])
         let id = tx.db.lastInsertedRowID
         guard let job = try job(id: id, in: tx) else { throw JobRunnerError.noSuchJob(id) }
@@ -156,12 +176,10 @@ extension SQLiteStore {
             var buried: [JobID] = []
             // Rescue first: a job whose worker died should not wait behind new work.
             let rescued = try Row.fetchAll(
-                db,
-                sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) ORDER BY lease_expires_at LIMIT ?",
+                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) ORDER BY lease_expires_at LIMIT ?"),
                 arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
             let ready = try Row.fetchAll(
-                db,
-                sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) ORDER BY run_at, id LIMIT ?",
+                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) ORDER BY run_at, id LIMIT ?"),
                 arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
             for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
                 let kind: String = row["kind"]
@@ -306,13 +324,12 @@ extension SQLiteStore {
     }
 
     public func job(id: JobID, in tx: SQLiteTransaction) throws -> JobRecord? {
-        try Row.fetchOne(tx.db, sql: "SELECT * FROM jobs WHERE id = ?", arguments: [id]).map(JobRecord.init(row:))
+        try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT * FROM jobs WHERE id = ?"), arguments: [id]).map(JobRecord.init(row:))
     }
 
     public func liveJob(uniqueKey: String, in tx: SQLiteTransaction) throws -> JobRecord? {
         try Row.fetchOne(
-            tx.db,
-            sql: "SELECT * FROM jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')",
+            tx.db.cachedStatement(sql: "SELECT * FROM jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')"),
             arguments: [uniqueKey]).map(JobRecord.init(row:))
     }
 

@@ -26,8 +26,9 @@ public protocol DeletionTransaction {
 
     /// Rows of the account in one table of the data map.
     func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int
-    /// Deletes at most `limit` rows of the account from one table of the data map; returns how many.
-    func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int) throws -> Int
+    /// Deletes at most `limit` rows (all of them when nil) of the account from one table
+    /// of the data map; returns how many.
+    func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int
 
     /// What the purge found when it started: rows per table (recorded by its first
     /// step) and blobs (recorded when it first lists them). The first record of each

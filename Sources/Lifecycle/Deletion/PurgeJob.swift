@@ -223,12 +223,18 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         let id = try context.payload(PurgePayload.self).account
         let policy = try policy.get()
         let tables = try dataMap.map(jobsDirectory: services.jobsDirectory).tables.filter { $0.name != "accounts" }
-        let (next, _) = try Self.deleteBatch(of: id, from: tables, startingAt: 0, limit: policy.purgeRowBatch, in: tx)
-        if next < tables.count, let left = try tables[next...].first(where: { try tx.countRows(in: $0, accountID: id) > 0 }) {
-            // Only if rows were added after the purge started; each retry removes another batch.
-            throw PurgeIncomplete("account \(id) still has rows in \(left.name) after deleting a full batch; the purge will retry")
-        }
         let inventory = try tx.purgeInventory(accountID: id)
+        if try context.output(of: "delete-rows", as: RowsRemoved.self)?.leftForTombstone == true {
+            // The account had at most one batch of rows when the purge started, so plain
+            // deletes are as bounded as batched ones, and cheaper.
+            for table in tables { _ = try tx.deleteRows(in: table, accountID: id, limit: nil) }
+        } else {
+            let (next, _) = try Self.deleteBatch(of: id, from: tables, startingAt: 0, limit: policy.purgeRowBatch, in: tx)
+            if next < tables.count, let left = try tables[next...].first(where: { try tx.countRows(in: $0, accountID: id) > 0 }) {
+                // Only if rows were added after the purge started; each retry removes another batch.
+                throw PurgeIncomplete("account \(id) still has rows in \(left.name) after deleting a full batch; the purge will retry")
+            }
+        }
         let rows = try inventory?.rows ?? (context.output(of: "delete-rows", as: RowsRemoved.self)?.rows ?? [:])
         let receipt = Receipt(
             rows: rows, rowsTotal: rows.values.reduce(0, +),

@@ -98,31 +98,66 @@ public struct FileSystemBlobStore: BlobStore {
     public func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
         // Walk only the directory the prefix names, so listing one account stays cheap.
         let directoryPart = prefix.hasSuffix("/") ? String(prefix.dropLast()) : (prefix as NSString).deletingLastPathComponent
-        let start = directoryPart.isEmpty ? root : (root as NSString).appendingPathComponent(directoryPart)
-        guard let enumerator = FileManager.default.enumerator(atPath: start) else { return [] }
+        let start = directoryPart.isEmpty ? root : root + "/" + directoryPart
         var keys: [String] = []
-        while let relative = enumerator.nextObject() as? String {
-            if directoryPart.isEmpty, relative == ".incoming" { enumerator.skipDescendants(); continue }
-            let key = directoryPart.isEmpty ? relative : directoryPart + "/" + relative
-            guard key.hasPrefix(prefix), enumerator.fileAttributes?[.type] as? FileAttributeType == .typeRegular else { continue }
-            if let after, key <= after { continue }
-            keys.append(key)
+        try collectKeys(in: start, keyPrefix: directoryPart.isEmpty ? "" : directoryPart + "/", into: &keys) { key in
+            key.hasPrefix(prefix) && after.map { key > $0 } ?? true
         }
         keys.sort()
         return try keys.prefix(limit).map { key in
-            let size = (try FileManager.default.attributesOfItem(atPath: try path(for: key))[.size] as? NSNumber)?.int64Value ?? 0
-            return BlobInfo(key: key, size: size)
+            var status = stat()
+            guard stat(root + "/" + key, &status) == 0 else {
+                if errno == ENOENT { return nil }  // Deleted since the walk saw it.
+                throw BlobStoreError("cannot read blob '\(key)': \(String(cString: strerror(errno)))")
+            }
+            return BlobInfo(key: key, size: Int64(status.st_size))
+        }.compactMap { $0 }
+    }
+
+    /// The regular files below `directory` as keys. readdir's entry types spare a stat
+    /// per file: a nightly purge lists every due account's prefix.
+    private func collectKeys(
+        in directory: String, keyPrefix: String, into keys: inout [String], where wanted: (String) -> Bool
+    ) throws {
+        guard let stream = opendir(directory) else {
+            if errno == ENOENT || errno == ENOTDIR { return }
+            throw BlobStoreError("cannot list blobs in \(directory): \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(stream) }
+        var subdirectories: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+            }
+            if name == "." || name == ".." || (keyPrefix.isEmpty && name == ".incoming") { continue }
+            var type = Int32(entry.pointee.d_type)
+            if type == Int32(DT_UNKNOWN) {
+                var status = stat()
+                guard lstat(directory + "/" + name, &status) == 0 else { continue }
+                type = (status.st_mode & S_IFMT) == S_IFDIR ? Int32(DT_DIR) : (status.st_mode & S_IFMT) == S_IFREG ? Int32(DT_REG) : 0
+            }
+            if type == Int32(DT_DIR) {
+                subdirectories.append(name)
+            } else if type == Int32(DT_REG), wanted(keyPrefix + name) {
+                keys.append(keyPrefix + name)
+            }
+        }
+        for name in subdirectories {
+            try collectKeys(in: directory + "/" + name, keyPrefix: keyPrefix + name + "/", into: &keys, where: wanted)
         }
     }
 
     public func delete(keys: [String]) async throws {
+        var parents: Set<String> = []
         for key in keys {
             let file = try path(for: key)
             if unlink(file) != 0 && errno != ENOENT {
                 throw BlobStoreError("cannot delete blob '\(key)': \(String(cString: strerror(errno)))")
             }
-            removeEmptyParents(of: file)
+            parents.insert((file as NSString).deletingLastPathComponent)
         }
+        // Deepest first, once per directory rather than once per file.
+        for directory in parents.sorted(by: { $0.count > $1.count }) { removeEmptyDirectories(from: directory) }
     }
 
     public func move(from: String, to: String) async throws {
@@ -135,12 +170,12 @@ public struct FileSystemBlobStore: BlobStore {
             if errno == ENOENT, FileManager.default.fileExists(atPath: destination) { return }
             throw BlobStoreError("cannot move blob '\(from)' to '\(to)': \(String(cString: strerror(errno)))")
         }
-        removeEmptyParents(of: source)
+        removeEmptyDirectories(from: (source as NSString).deletingLastPathComponent)
     }
 
     /// A purged account should leave no empty directories that still carry its id.
-    private func removeEmptyParents(of file: String) {
-        var directory = (file as NSString).deletingLastPathComponent
+    private func removeEmptyDirectories(from start: String) {
+        var directory = start
         while directory.count > root.count, directory.hasPrefix(root + "/") {
             if rmdir(directory) != 0 { return }
             directory = (directory as NSString).deletingLastPathComponent
