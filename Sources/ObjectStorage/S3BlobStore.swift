@@ -184,8 +184,13 @@ public struct S3BlobStore: BlobStore {
         }
     }
 
+    /// Runs in a task of its own: an upload given up because its job was cancelled must
+    /// still be aborted, and a cancelled task would not send the request.
     private func abortMultipartUpload(_ objectKey: String, uploadID: String) async {
-        _ = try? await client.send("DELETE", key: objectKey, query: [("uploadId", uploadID)], operation: "AbortMultipartUpload")
+        let client = self.client
+        await Task.detached {
+            _ = try? await client.send("DELETE", key: objectKey, query: [("uploadId", uploadID)], operation: "AbortMultipartUpload")
+        }.value
     }
 
     /// Multipart uploads begun under the store's prefix and neither completed nor aborted.
