@@ -222,6 +222,8 @@ extension LifecycleServices {
         case .expired:
             return .expired(exportID: exportID, expiresAt: export.expiresAt ?? clock.now())
         case .ready:
+            // The URL depends only on the key and the expiry; `now` only stops signing further
+            // ahead than the store can, which recomputing an issued link never does.
             guard let expiresAt = export.expiresAt, let key = export.blobKey,
                   let expected = try blobs.downloadURL(key: key, expiresAt: expiresAt, now: expiresAt) else {
                 return .invalid(reason: "export \(exportID) has no archive")
