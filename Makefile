@@ -6,7 +6,12 @@ SHELL := /bin/bash
 # readers and reference tools they compare against.
 APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
-	libcrypt-dev libargon2-dev unzip python3 libimage-exiftool-perl imagemagick hyperfine time
+	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time
+# The S3 tests' local server, from PyPI, in a virtual environment inside the repository
+# (ignored by git) so nothing is installed into the system's Python.
+TOOLS_VENV := .build-tools/venv
+MOTO_SERVER := $(TOOLS_VENV)/bin/moto_server
+MOTO_REQUIREMENT := moto[server]>=5,<6
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
@@ -21,6 +26,11 @@ deps:
 		echo "installing missing packages:" $$missing; \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@if [ ! -x $(MOTO_SERVER) ]; then \
+		echo "installing $(MOTO_REQUIREMENT) into $(TOOLS_VENV)"; \
+		python3 -m venv $(TOOLS_VENV) && \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(MOTO_REQUIREMENT)'; \
 	fi
 
 build: deps

@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Archiving", targets: ["Archiving"]),
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "Credentials", targets: ["Credentials"]),
+        .library(name: "ObjectStorage", targets: ["ObjectStorage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -69,10 +70,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "ObjectStorage",
+            dependencies: [
+                "Lifecycle", "JobRunner",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend", "Imaging",
+                "Lifecycle", "JobRunner", "SQLiteBackend", "Imaging", "ObjectStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -86,6 +95,11 @@ let package = Package(
         .testTarget(
             name: "LifecycleTests",
             dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", "Imaging", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ObjectStorageTests",
+            dependencies: ["ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         .testTarget(

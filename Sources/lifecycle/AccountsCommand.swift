@@ -28,7 +28,7 @@ struct ImportAccounts: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: file) else {
                 throw CLIFailure(.noInput, "\(file): no such file. Pass the path of a JSONL file with one account per line.")
             }
-            let services = try options.services()
+            let services = try await options.services()
             let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
             let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
             let report = try await importer.importFile(at: file) { line, report in
@@ -68,7 +68,7 @@ struct ShowAccount: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
             let id = account.id
             // The stored hash is a secret: never printed, not even in JSON.

@@ -65,7 +65,7 @@ struct DeleteCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let deletion = try DeletionService(services: services)
             let result: DeletionRequestResult
             if let operatorName {
@@ -104,7 +104,7 @@ struct RestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let result = try await DeletionService(services: services).restore(account: account, actor: "cli")
             if options.json {
                 try Terminal.printJSON(result)
@@ -135,7 +135,7 @@ struct SetPasswordCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let password = try readPasswordFromStandardInput()
             let format = try await DeletionService(services: services).setPassword(account: account, password: password, actor: "cli")
             if options.json {
@@ -173,7 +173,7 @@ struct PurgeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             // Refuses to run while a table holding account data is missing from the map: it would be left behind.
             _ = try await services.dataMap()
             let sweep = try PurgeSweep(services: services)

@@ -14,7 +14,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let tour = DemoTour(services: services, options: options)
             try await tour.run()
             return .ok

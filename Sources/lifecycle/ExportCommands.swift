@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JobRunner
 import Lifecycle
+import ObjectStorage
 import SQLiteBackend
 
 /// `--signing-key-file` is the command-line spelling of LIFECYCLE_SIGNING_KEY_FILE: the
@@ -20,6 +21,7 @@ struct ExportCommand: AsyncParsableCommand {
             The user's notification goes to the outbox (and to export.sendmail_command when set).
             Needs a signing key: LIFECYCLE_SIGNING_KEY, LIFECYCLE_SIGNING_KEY_FILE, --signing-key-file or
             export.signing_key_file in Jobs/policies/export.yaml; without one the command refuses (exit 69).
+            With an s3:// blob store the link is an S3 presigned URL instead, and no signing key is needed.
             Exit codes: 0 queued or done, 65 the export failed (the message names the cause, e.g. a missing photo),
             67 no such account or it was deleted, 69 no signing key, 75 rate limit (the message says when the next
             export is allowed) or the job is retrying, 77 the account is scheduled for deletion (operators: --allow-pending).
@@ -52,7 +54,7 @@ struct ExportCommand: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             useSigningKeyFile(signingKeyFile)
-            let services = try options.services()
+            let services = try await options.services()
             let request = ExportRequest(
                 account: account, format: try format.map(ExportSettings.format(named:)), allowPending: allowPending,
                 operatorName: operatorName, skipMissingPhotos: skipMissingPhotos)
@@ -138,7 +140,9 @@ struct ReadyExportReport: Codable {
 
 func printReadyExport(_ export: ExportRecord, services: LifecycleServices<SQLiteStore>, json: Bool) async throws {
     let link = try services.exportLink(for: export)
-    let path = export.blobKey.flatMap { key in try? (services.blobs as? FileSystemBlobStore)?.path(for: key) }
+    let path = export.blobKey.flatMap { key in
+        (try? (services.blobs as? FileSystemBlobStore)?.path(for: key)) ?? (services.blobs as? S3BlobStore)?.describe(key: key)
+    }
     let key = ExportJobs.notificationKey(exportID: export.id)
     let notification = try await services.store.read { tx in try tx.outboxMessage(uniqueKey: key) }.map(describeNotification)
     let report = ReadyExportReport(
@@ -172,7 +176,7 @@ struct ListExports: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
             let accountID = found.id
             let (exports, messages) = try await services.store.read { tx in
@@ -181,8 +185,12 @@ struct ListExports: AsyncParsableCommand {
             let live = try await services.store.jobs(matching: JobFilter(
                 states: JobState.liveStates, kinds: [ExportJobs.exportKind], uniqueKey: ExportJobs.uniqueKey(accountID: accountID), limit: 1))
             let byKey = Dictionary(messages.map { ($0.uniqueKey, $0) }, uniquingKeysWith: { first, _ in first })
-            let rows = exports.map { export in
-                ExportListEntry(export: export, notification: byKey[ExportJobs.notificationKey(exportID: export.id)].map(describeNotification))
+            // Store-signed links (S3) need no key and are shown; HMAC links stay with `export --wait`.
+            let showsLinks = services.blobs.downloadURLLifetimeLimit != nil
+            let rows = try exports.map { export in
+                ExportListEntry(
+                    export: export, notification: byKey[ExportJobs.notificationKey(exportID: export.id)].map(describeNotification),
+                    link: showsLinks ? try services.exportLink(for: export) : nil)
             }
             if options.json {
                 try Terminal.printJSON(ExportList(accountID: accountID, exports: rows, liveJob: live.first))
@@ -204,6 +212,7 @@ struct ListExports: AsyncParsableCommand {
                 line += "  by \(export.requestedBy)"
                 if let job = export.jobID { line += "  job #\(job)" }
                 Terminal.line(line)
+                if let link = row.link { Terminal.line("    link: \(link)") }
                 if let notification = row.notification { Terminal.line("    notification: \(notification)") }
             }
             return .ok
@@ -225,6 +234,8 @@ func describeNotification(_ message: OutboxMessage) -> String {
 struct ExportListEntry: Codable {
     var export: ExportRecord
     var notification: String?
+    /// Only for blob stores that sign their own download URLs; absent otherwise.
+    var link: String?
 }
 
 struct ExportList: Codable {
@@ -263,7 +274,7 @@ struct VerifyExportLink: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             useSigningKeyFile(signingKeyFile)
-            let services = try options.services()
+            let services = try await options.services()
             let report: Report
             let status: ExitStatus
             switch try await services.checkExportLink(url) {
@@ -309,7 +320,7 @@ struct RevokeExport: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let export = try await services.revokeExport(id: exportID, operatorName: operatorName, reason: reason)
             if options.json {
                 try Terminal.printJSON(export)

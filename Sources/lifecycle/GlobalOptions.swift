@@ -12,7 +12,9 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: ArgumentHelp("SQLite database file (env LIFECYCLE_DATABASE).", valueName: "path"))
     var database: String?
 
-    @Option(help: ArgumentHelp("Blob directory for photos and export archives (env LIFECYCLE_BLOBS).", valueName: "dir"))
+    @Option(help: ArgumentHelp(
+        "Where photos and export archives live: a directory, or s3://bucket/prefix?endpoint=URL&region=NAME with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set (env LIFECYCLE_BLOBS).",
+        valueName: "dir|s3-url"))
     var blobs: String?
 
     @Option(name: .customLong("jobs-dir"), help: ArgumentHelp("Directory with policies and the data map (env LIFECYCLE_JOBS_DIR).", valueName: "dir"))
@@ -62,7 +64,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the store (running migrations), the blob store and the policies.
-    func services() throws -> LifecycleServices<SQLiteStore> {
+    func services() async throws -> LifecycleServices<SQLiteStore> {
         let logger = logger("lifecycle")
         let policies: PolicyBook
         do {
@@ -71,12 +73,7 @@ struct GlobalOptions: ParsableArguments {
             throw CLIFailure(.dataError, "policy files in \(jobsDirectory)/policies: \(error.message)")
         }
         let store = try SQLiteStore(path: databasePath)
-        let blobStore: FileSystemBlobStore
-        do {
-            blobStore = try FileSystemBlobStore(root: blobDirectory)
-        } catch {
-            throw CLIFailure(.unavailable, "cannot use blob directory \(blobDirectory): \(error.localizedDescription)")
-        }
+        let blobStore = try await openBlobStore(blobDirectory)
         return LifecycleServices(
             store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: try clock(), logger: logger)
     }

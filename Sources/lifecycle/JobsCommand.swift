@@ -37,7 +37,7 @@ struct ListJobs: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let jobs = try await services.store.jobs(matching: JobFilter(states: state, kinds: kind, limit: limit))
             if options.json {
                 try Terminal.printJSON(jobs)
@@ -68,7 +68,7 @@ struct ShowJob: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let jobID = try parseJobID(id)
             guard let job = try await services.store.job(id: jobID) else { throw CLIFailure(.dataError, "no job with id \(jobID)") }
             let steps = try await services.store.steps(of: jobID)
@@ -103,7 +103,7 @@ struct RetryJob: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let jobID = try parseJobID(id)
             do {
                 guard let job = try await services.store.retry(jobID: jobID, now: services.clock.now()) else {
@@ -128,7 +128,7 @@ struct CancelJob: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let jobID = try parseJobID(id)
             guard let job = try await services.store.cancel(jobID: jobID, now: services.clock.now()) else {
                 throw CLIFailure(.dataError, "no job with id \(jobID)")
@@ -172,7 +172,7 @@ struct ProbeJob: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let kind = noop ? ProbeJobs.noopKind : ProbeJobs.probeKind
             let payload = try JobJSON.encode(ProbeJobs.Payload(holdSeconds: hold, failAttempts: failAttempts, holdAttempts: holdAttempts))
             let policy = services.policies.policy(for: kind)

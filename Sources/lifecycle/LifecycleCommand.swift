@@ -35,7 +35,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let applied = try services.store.appliedMigrations
             if options.json {
                 try Terminal.printJSON(["database": services.store.path, "migrations": applied.joined(separator: ",")])

@@ -48,7 +48,7 @@ struct NormalizePhotos: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             quietLibvipsWarnings()
-            let services = try options.services()
+            let services = try await options.services()
             let service = try PhotoNormalizationService(services: services)
             let queued = try await service.queue(account: account, includeRejected: retryRejected)
             let scope = account.map { "account \($0)" } ?? "all accounts"
@@ -216,7 +216,7 @@ struct ListPhotos: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             var accountID: String?
             if let account {
                 guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }

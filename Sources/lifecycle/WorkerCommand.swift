@@ -25,7 +25,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try options.services()
+            let services = try await options.services()
             let registry = services.registry
             for name in kind where registry[name] == nil {
                 throw CLIFailure(.usage, "unknown job kind '\(name)'; known kinds: \(registry.names.joined(separator: ", "))")

@@ -208,10 +208,22 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
 
     // MARK: 6. sign-link
 
-    /// Pure: the same key, id and expiry give the same link however often it runs.
+    /// Pure: the same key, id and expiry give the same link however often it runs. A blob
+    /// store that signs its own download URLs (S3) gives one straight to the archive;
+    /// otherwise the link is the app's HMAC link to its download endpoint.
     private func signLink(_ context: StepContext) async throws -> StepResult {
         let (_, snapshot, _) = try inputs(context)
         let written = try output(context, "write-archive", Written.self)
+        if services.blobs.downloadURLLifetimeLimit != nil {
+            let published = try output(context, "publish", Published.self)
+            do {
+                if let url = try services.blobs.downloadURL(key: published.archiveKey, expiresAt: written.expiresAt, now: context.now) {
+                    return try .output(Signed(link: url))
+                }
+            } catch let error as BlobStoreError {
+                throw PermanentJobFailure("\(error.message); then `lifecycle jobs retry \(context.job.id)` finishes this export")
+            }
+        }
         let settings = try ExportSettings(policies: services.policies)
         let signer: LinkSigner
         do {

@@ -71,7 +71,13 @@ extension LifecycleServices {
     public func requestExport(_ request: ExportRequest) async throws -> ExportRequestOutcome {
         let settings = try exportSettings
         // Refuse now rather than build an archive nobody can be sent a link to.
-        _ = try linkSigner()
+        if let limit = blobs.downloadURLLifetimeLimit {
+            guard settings.linkLifetime <= limit else {
+                throw LifecycleError(.badInput, "export.link_lifetime_days is \(settings.linkLifetimeDays), but the blob store signs download links for at most \(Int(limit / 86_400)) days: set link_lifetime_days to \(Int(limit / 86_400)) or less in \(jobsDirectory)/policies/export.yaml")
+            }
+        } else {
+            _ = try linkSigner()
+        }
         _ = try await dataMap()
         if request.allowPending, (request.operatorName ?? "").isEmpty {
             throw LifecycleError(.badInput, "exporting an account scheduled for deletion is an operator action: name the operator")
@@ -156,6 +162,7 @@ extension LifecycleServices {
     /// The signature first (an altered expiry is invalid, never merely expired), then
     /// the export row: revoked or unknown exports are invalid, deleted archives expired.
     public func checkExportLink(_ link: String) async throws -> ExportLinkCheck {
+        if blobs.downloadURLLifetimeLimit != nil { return try await checkStoreSignedLink(link) }
         let signer = try linkSigner()
         let now = clock.now()
         switch signer.verify(link, now: now) {
@@ -186,6 +193,45 @@ extension LifecycleServices {
     /// The link of a ready export, as the notification carried it.
     public func exportLink(for export: ExportRecord) throws -> String? {
         guard export.state == .ready, let expiresAt = export.expiresAt else { return nil }
+        if blobs.downloadURLLifetimeLimit != nil {
+            return try export.blobKey.flatMap { key in try blobs.downloadURL(key: key, expiresAt: expiresAt, now: clock.now()) }
+        }
         return try linkSigner().link(base: try exportSettings.linkBaseURL, exportID: export.id, expiresAt: expiresAt)
+    }
+
+    /// A link the blob store signed (a presigned S3 URL) names the archive's key, and so the
+    /// export: it is valid when it is exactly the URL the store signs for that export now.
+    private func checkStoreSignedLink(_ link: String) async throws -> ExportLinkCheck {
+        guard let components = URLComponents(string: link.trimmingCharacters(in: .whitespacesAndNewlines)), components.scheme != nil else {
+            return .invalid(reason: "not a URL")
+        }
+        let file = (components.path as NSString).lastPathComponent
+        guard let format = ArchiveFormat.allCases.first(where: { file.hasSuffix("." + $0.fileExtension) }) else {
+            return .invalid(reason: "the link names no export archive")
+        }
+        let exportID = String(file.dropLast(format.fileExtension.count + 1))
+        guard BlobKey.isSafeSegment(exportID) else { return .invalid(reason: "the link names no export archive") }
+        guard let export = try await store.read({ tx in try tx.export(id: exportID) }) else {
+            return .invalid(reason: "export \(exportID) does not exist (deleted with its account?)")
+        }
+        switch export.state {
+        case .revoked:
+            return .invalid(reason: "export \(exportID) was revoked at \(export.revokedAt.map(ISO8601.format) ?? "?")")
+        case .building:
+            return .invalid(reason: "export \(exportID) is not published yet")
+        case .expired:
+            return .expired(exportID: exportID, expiresAt: export.expiresAt ?? clock.now())
+        case .ready:
+            // The URL depends only on the key and the expiry; `now` only stops signing further
+            // ahead than the store can, which recomputing an issued link never does.
+            guard let expiresAt = export.expiresAt, let key = export.blobKey,
+                  let expected = try blobs.downloadURL(key: key, expiresAt: expiresAt, now: expiresAt) else {
+                return .invalid(reason: "export \(exportID) has no archive")
+            }
+            guard expected == link.trimmingCharacters(in: .whitespacesAndNewlines) else {
+                return .invalid(reason: "the signature does not match (the link was altered or signed with other credentials)")
+            }
+            return clock.now() < expiresAt ? .valid(export) : .expired(exportID: exportID, expiresAt: expiresAt)
+        }
     }
 }

@@ -37,10 +37,21 @@ public protocol BlobStore: Sendable {
     /// Deleting a key that does not exist is not an error: purge may run twice.
     func delete(keys: [String]) async throws
     /// Makes the blob at `from` available at `to` and removes `from` (an archive's publish step).
+    /// Run again after it succeeded (source gone, destination there), it does nothing.
     func move(from: String, to: String) async throws
+    /// How long a download URL the store signs itself may last; nil when it signs none
+    /// (the filesystem), and export links are then the app's own HMAC links.
+    var downloadURLLifetimeLimit: TimeInterval? { get }
+    /// A URL that downloads the blob without further credentials until `expiresAt`, signed
+    /// by the store; nil when the store signs none. The same key and expiry give the same URL,
+    /// so a rerun of an export's link step sends the user the link it sent before.
+    func downloadURL(key: String, expiresAt: Date, now: Date) throws -> String?
 }
 
 extension BlobStore {
+    public var downloadURLLifetimeLimit: TimeInterval? { nil }
+    public func downloadURL(key: String, expiresAt: Date, now: Date) throws -> String? { nil }
+
     public func readAll(key: String) async throws -> Data {
         var data = Data()
         try await read(key: key, chunkSize: 1 << 16) { chunk in data.append(contentsOf: chunk) }

@@ -1,0 +1,169 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Lifecycle
+import ObjectStorage
+import Testing
+
+let repositoryRoot: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url.path
+}()
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A real `moto_server` on a free loopback port, one per test process. The suites that
+/// need it carry the `.motoServer` trait, which starts it before them and stops it after
+/// them whether they passed or not. A watchdog shell stops it too if this process dies
+/// without cleaning up (SIGKILL), so no server outlives the run.
+final class MotoServer: Sendable {
+    let port: Int
+    let endpoint: URL
+    private let process: Process
+    let logPath: String
+
+    @TaskLocal static var current: MotoServer?
+
+    static let credentials = AWSCredentials(accessKeyID: "lifecycle-test", secretAccessKey: "lifecycle-test-secret")
+
+    /// The Makefile's venv first, then PATH.
+    static func executable() throws -> String {
+        let venv = repositoryRoot + "/.build-tools/venv/bin/moto_server"
+        if FileManager.default.isExecutableFile(atPath: venv) { return venv }
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = "\(directory)/moto_server"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw TestFailure("moto_server not found in \(repositoryRoot)/.build-tools/venv/bin or on PATH: run `make deps` (it installs moto[server] into .build-tools/venv)")
+    }
+
+    private init(port: Int, process: Process, logPath: String) {
+        self.port = port
+        self.endpoint = URL(string: "http://127.0.0.1:\(port)")!
+        self.process = process
+        self.logPath = logPath
+    }
+
+    static func start() async throws -> MotoServer {
+        let executable = try executable()
+        let port = try freePort()
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("moto-\(port)-\(UUID().uuidString).log").path
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // $1 moto_server, $2 port, $3 the test process: stop the server when either is gone.
+        // SIGKILL, because the server inherits this process's blocked SIGTERM; its state is
+        // all in memory, so nothing is lost.
+        process.arguments = ["-c", """
+            "$1" -H 127.0.0.1 -p "$2" & server=$!
+            trap 'kill -9 $server 2>/dev/null; wait $server 2>/dev/null; exit 0' TERM INT EXIT
+            while kill -0 "$3" 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done
+            """, "moto-watchdog", executable, String(port), String(getpid())]
+        process.standardOutput = FileHandle(forWritingAtPath: logPath)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        try process.run()
+        let server = MotoServer(port: port, process: process, logPath: logPath)
+        do {
+            try await server.waitUntilServing(timeout: 60)
+        } catch {
+            server.stop()
+            throw error
+        }
+        return server
+    }
+
+    /// Polls with real HTTP requests until one is answered; a bounded loop, not a fixed sleep.
+    private func waitUntilServing(timeout: TimeInterval) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 2
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        while Date() < deadline {
+            guard process.isRunning else {
+                throw TestFailure("moto_server exited before serving: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+            }
+            if let (_, response) = try? await session.data(from: endpoint), response is HTTPURLResponse { return }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        throw TestFailure("moto_server did not answer on port \(port) within \(Int(timeout)) s: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// A port nothing listens on right now (the kernel picks it).
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw TestFailure("bind: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A new bucket of its own for one test, so tests running in parallel never see each other's keys.
+    func makeStore(prefix: String = "lifecycle", options: S3BlobStore.Options = S3Tests.smallPartOptions) async throws -> S3BlobStore {
+        let bucket = "t-" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(24)
+        let store = try S3BlobStore(
+            location: S3Location(bucket: String(bucket), prefix: prefix, region: "us-east-1", endpoint: endpoint),
+            credentials: Self.credentials, options: options)
+        try await store.createBucketIfMissing()
+        return store
+    }
+
+    static func require() throws -> MotoServer {
+        guard let current else { throw TestFailure("this test must run inside a suite with the .motoServer trait") }
+        return current
+    }
+}
+
+struct MotoServerTrait: SuiteTrait, TestScoping {
+    var isRecursive: Bool { false }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let server = try await MotoServer.start()
+        defer { server.stop() }
+        try await MotoServer.$current.withValue(server) { try await function() }
+    }
+}
+
+extension Trait where Self == MotoServerTrait {
+    /// Starts moto_server for the suite and everything in it, and stops it afterwards.
+    static var motoServer: Self { Self() }
+}
+
+/// Every suite that talks to S3 lives in here, so one moto_server serves them all.
+@Suite(.motoServer)
+struct S3Tests {
+    /// Small enough that a test file of a few MiB goes up in several parts; 5 MiB is the
+    /// smallest part S3 (and moto) accepts.
+    static let smallPartOptions: S3BlobStore.Options = {
+        var options = S3BlobStore.Options()
+        options.multipartThreshold = 6 << 20
+        options.partSize = 5 << 20
+        options.readWindow = 1 << 20
+        options.copyThreshold = 6 << 20
+        options.copyPartSize = 5 << 20
+        options.retry = S3RetryPolicy(attempts: 3, initialDelay: 0.05, maximumDelay: 0.5)
+        return options
+    }()
+}
