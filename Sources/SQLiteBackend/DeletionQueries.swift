@@ -52,6 +52,21 @@ extension SQLiteTransaction: DeletionTransaction {
             arguments: [accountID, since, action, outcome])
     }
 
+    public func beginDeletionAttempt(accountID: String, at: Date) throws -> Int64 {
+        try db.cachedStatement(sql: "INSERT INTO deletion_attempts (account_ref, started_at) VALUES (?, ?)").execute(arguments: [accountID, at])
+        return db.lastInsertedRowID
+    }
+
+    public func endDeletionAttempt(_ attempt: Int64) throws {
+        try db.cachedStatement(sql: "DELETE FROM deletion_attempts WHERE id = ?").execute(arguments: [attempt])
+    }
+
+    public func deletionAttemptsInFlight(accountID: String, since: Date) throws -> [Date] {
+        try Date.fetchAll(
+            db.cachedStatement(sql: "SELECT started_at FROM deletion_attempts WHERE account_ref = ? AND started_at >= ? ORDER BY started_at"),
+            arguments: [accountID, since])
+    }
+
     public func accountsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge] {
         try Row.fetchAll(
             db,
@@ -164,6 +179,20 @@ enum DeletionSchema {
                     blob_bytes INTEGER,
                     started_at DATETIME NOT NULL
                 ) WITHOUT ROWID;
+                """)
+        }
+    }
+
+    static func registerAttempts(in migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v3-deletion-attempts") { db in
+            // account_ref, not account_id: ids and times only, removed as each check ends.
+            try db.execute(sql: """
+                CREATE TABLE deletion_attempts (
+                    id INTEGER PRIMARY KEY,
+                    account_ref TEXT NOT NULL,
+                    started_at DATETIME NOT NULL
+                );
+                CREATE INDEX deletion_attempts_by_account ON deletion_attempts (account_ref, started_at);
                 """)
         }
     }

@@ -162,6 +162,7 @@ enum Migrations {
         ExportSchema.register(in: &migrator)
         DeletionSchema.register(in: &migrator)
         PhotoSchema.register(in: &migrator)
+        DeletionSchema.registerAttempts(in: &migrator)
         return migrator
     }
 }

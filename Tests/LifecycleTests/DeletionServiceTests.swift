@@ -77,6 +77,33 @@ struct DeletionServiceTests {
         #expect(try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword).outcome == .requested)
     }
 
+    @Test func parallelWrongGuessesCannotGetPastTheLockout() async throws {
+        let fixture = try DeletionFixture()
+        // A real-cost hash keeps each check running long enough for the guesses to overlap.
+        try await fixture.addAccount("ada", passwordHash: try PasswordVerifier().hashNewPassword(demoPassword))
+        let deletion = fixture.deletion
+        let outcomes = await withTaskGroup(of: LifecycleError.Category?.self) { group in
+            for guess in 0..<12 {
+                group.addTask {
+                    await lifecycleError { _ = try await deletion.requestDeletion(account: "ada", password: "guess \(guess)") }?.category
+                }
+            }
+            var outcomes: [LifecycleError.Category?] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        let checked = outcomes.filter { $0 == .permissionDenied }.count
+        #expect(checked == 5, "only five guesses may reach the password check")
+        #expect(outcomes.filter { $0 == .tryLater }.count == 12 - checked)
+        #expect(try await fixture.account("ada")?.state == .active)
+        let audited = try await fixture.audit("ada")
+        #expect(audited.filter { $0.outcome == DeletionAudit.incorrectPassword }.count == checked)
+        #expect(!audited.contains { ($0.detail ?? "").contains("guess") })
+        // Nothing is left registered as running once every check has ended.
+        let running = try await fixture.store.read { tx in try tx.deletionAttemptsInFlight(accountID: "ada", since: .distantPast) }
+        #expect(running.isEmpty)
+    }
+
     @Test func failuresSpreadWiderThanTheWindowDoNotLock() async throws {
         let fixture = try DeletionFixture()
         try await fixture.addAccount("ada")

@@ -76,15 +76,34 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             return result
         }
 
+        // Checks still running count as failures until they end: otherwise parallel wrong
+        // guesses would all pass this check before the first of them is recorded.
         let lockout = Lockout(policy: policy)
-        let failures = try await store.read { tx in
-            try tx.auditTimes(accountID: id, action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, since: lockout.lookback(from: now))
+        let admission = try await store.write { [self] tx -> Result<Int64, LifecycleError> in
+            let since = lockout.lookback(from: now)
+            let failures = try tx.auditTimes(accountID: id, action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, since: since)
+            let running = try tx.deletionAttemptsInFlight(accountID: id, since: now.addingTimeInterval(-lockout.window))
+            if let until = lockout.lockedUntil(failureTimes: failures + running, now: now) {
+                try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.lockedOut, at: now,
+                                         detail: ["locked_until": ISO8601.format(until)]))
+                return .failure(LifecycleError(
+                    .tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until))."))
+            }
+            return .success(try tx.beginDeletionAttempt(accountID: id, at: now))
         }
-        if let until = lockout.lockedUntil(failureTimes: failures, now: now) {
-            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.lockedOut, at: now,
-                            detail: ["locked_until": ISO8601.format(until)])
-            throw LifecycleError(.tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until)).")
+        let attempt = try admission.get()
+        do {
+            return try await verifyAndDelete(account, password: password, attempt: attempt, now: now)
+        } catch {
+            // The outcome's own transaction ends the attempt; this covers errors before it.
+            try? await store.write { tx in try tx.endDeletionAttempt(attempt) }
+            throw error
         }
+    }
+
+    private func verifyAndDelete(_ account: Account, password: String, attempt: Int64, now: Date) async throws -> DeletionRequestResult {
+        let store = services.store
+        let id = account.id
 
         // Checked before the write transaction: a hash takes up to a few hundred
         // milliseconds, and the database must not stay locked for that long.
@@ -105,13 +124,18 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 """)
         }
         guard matches else {
-            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
-                            detail: ["hash_format": format])
+            let failure = event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
+                                detail: ["hash_format": format])
+            try await store.write { tx in
+                try tx.recordAudit(failure)
+                try tx.endDeletionAttempt(attempt)
+            }
             throw LifecycleError(.permissionDenied, DeletionMessages.incorrectPassword)
         }
 
         let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
         let result = try await store.write { [self] tx in
+            try tx.endDeletionAttempt(attempt)
             // The password check ran outside this transaction: look at the state again.
             guard let current = try tx.account(id: id), current.state == .active,
                   try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: purgeAfter)
