@@ -5,7 +5,7 @@
 # Called by scripts/bench.sh with LIFECYCLE_BENCH_BIN = a release `lifecycle` binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then swift build -c release --product lifecycle >/dev/null; fi
+if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 RUNS=${BENCH_PHOTO_RUNS:-7}
 BATCH=${BENCH_PHOTO_BATCH:-200}

@@ -8,7 +8,7 @@
 #   BENCH_PURGE_ACCOUNTS=1000 scripts/bench-purge.sh      # a quicker look
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then swift build -c release --product lifecycle >/dev/null; fi
+if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 ACCOUNTS=${BENCH_PURGE_ACCOUNTS:-10000}
 WORK=$(mktemp -d /tmp/lifecycle-bench-purge.XXXXXX)

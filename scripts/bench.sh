@@ -2,7 +2,7 @@
 # make bench: speed and memory figures, each against a reference measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then swift build -c release --product lifecycle >/dev/null; fi
+if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 WORK=$(mktemp -d /tmp/lifecycle-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -2,6 +2,7 @@
 #define CVIPS_SHIM_H
 
 #include <vips/vips.h>
+#include <gmodule.h>
 
 /*
  * libvips takes its optional arguments as NULL-terminated C varargs, which
@@ -89,6 +90,20 @@ cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality)
 		"optimize_coding", TRUE,
 		"interlace", FALSE,
 		NULL);
+}
+
+/* A libvips module opened the way vips_init opens them: GModule runs the
+ * module's g_module_check_init, which registers its loaders and savers, and
+ * the module stays resident since types cannot be unregistered. Returns NULL
+ * on success, else GModule's message (owned by GLib). */
+static inline const char *
+cvips_load_module(const char *path)
+{
+	GModule *module = g_module_open(path, G_MODULE_BIND_LAZY);
+	if (!module)
+		return g_module_error();
+	g_module_make_resident(module);
+	return NULL;
 }
 
 static inline int

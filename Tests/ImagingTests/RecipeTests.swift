@@ -110,6 +110,18 @@ extension ImagingTests {
             expectUpright(pixels)
         }
 
+        @Test("of the libvips modules only HEIF is in the process: no ImageMagick, poppler or OpenSlide decoders")
+        func onlyTheHeifModuleIsLoaded() throws {
+            let scratch = try Scratch()
+            _ = try normalizer.normalize(try scratch.encode(.quadrants(width: 40, height: 40), as: "in.heic", options: "Q=90"))
+            // FileHandle reads to the end; a read sized from stat would stop at /proc's reported size 0.
+            let mapped = String(decoding: try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd() ?? Data(), as: UTF8.self)
+            #expect(mapped.contains("/vips-heif.so"))
+            for module in ["vips-magick", "vips-poppler", "vips-openslide", "vips-jxl", "libMagickCore", "libpoppler"] {
+                #expect(!mapped.contains(module), "\(module) should not be loaded")
+            }
+        }
+
         @Test("greyscale input comes out as three-band sRGB")
         func greyscale() throws {
             let scratch = try Scratch()
