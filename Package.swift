@@ -28,7 +28,10 @@ let package = Package(
     targets: [
         // C libraries from Debian, one system-library target each.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev", "zlib1g-dev"])]),
-        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        // glib-2.0, not vips: its flags are the include paths the headers need, while vips.pc
+        // adds -pthread (from OpenEXR), which SwiftPM refuses with a warning on every build.
+        // The libraries to link are named in CVips/module.modulemap.
+        .systemLibrary(name: "CVips", pkgConfig: "glib-2.0", providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
 
