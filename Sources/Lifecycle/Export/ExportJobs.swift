@@ -174,19 +174,11 @@ extension LifecycleServices {
             guard let export = try await store.read({ tx in try tx.export(id: exportID) }) else {
                 return .invalid(reason: "export \(exportID) does not exist (deleted with its account?)")
             }
-            switch export.state {
-            case .revoked:
-                return .invalid(reason: "export \(exportID) was revoked at \(export.revokedAt.map(ISO8601.format) ?? "?")")
-            case .building:
-                return .invalid(reason: "export \(exportID) is not published yet")
-            case .expired:
-                return .expired(exportID: exportID, expiresAt: export.expiresAt ?? expiresAt)
-            case .ready:
-                guard let stored = export.expiresAt, LinkSigner.unixSeconds(stored) == LinkSigner.unixSeconds(expiresAt) else {
-                    return .invalid(reason: "the link's expiry does not match export \(exportID)")
-                }
-                return .valid(export)
+            if let refusal = Self.refusal(of: export, expiresAt: expiresAt) { return refusal }
+            guard let stored = export.expiresAt, LinkSigner.unixSeconds(stored) == LinkSigner.unixSeconds(expiresAt) else {
+                return .invalid(reason: "the link's expiry does not match export \(exportID)")
             }
+            return .valid(export)
         }
     }
 
@@ -214,24 +206,31 @@ extension LifecycleServices {
         guard let export = try await store.read({ tx in try tx.export(id: exportID) }) else {
             return .invalid(reason: "export \(exportID) does not exist (deleted with its account?)")
         }
+        if let refusal = Self.refusal(of: export, expiresAt: clock.now()) { return refusal }
+        // The URL depends only on the key and the expiry; `now` only stops signing further
+        // ahead than the store can, which recomputing an issued link never does.
+        guard let expiresAt = export.expiresAt, let key = export.blobKey,
+              let expected = try blobs.downloadURL(key: key, expiresAt: expiresAt, now: expiresAt) else {
+            return .invalid(reason: "export \(exportID) has no archive")
+        }
+        guard expected == link.trimmingCharacters(in: .whitespacesAndNewlines) else {
+            return .invalid(reason: "the signature does not match (the link was altered or signed with other credentials)")
+        }
+        return clock.now() < expiresAt ? .valid(export) : .expired(exportID: exportID, expiresAt: expiresAt)
+    }
+
+    /// Why a well-signed link to `export` still does not download; nil for a ready export.
+    /// `expiresAt` stands in for an expired export's missing expiry.
+    private static func refusal(of export: ExportRecord, expiresAt: Date) -> ExportLinkCheck? {
         switch export.state {
         case .revoked:
-            return .invalid(reason: "export \(exportID) was revoked at \(export.revokedAt.map(ISO8601.format) ?? "?")")
+            return .invalid(reason: "export \(export.id) was revoked at \(export.revokedAt.map(ISO8601.format) ?? "?")")
         case .building:
-            return .invalid(reason: "export \(exportID) is not published yet")
+            return .invalid(reason: "export \(export.id) is not published yet")
         case .expired:
-            return .expired(exportID: exportID, expiresAt: export.expiresAt ?? clock.now())
+            return .expired(exportID: export.id, expiresAt: export.expiresAt ?? expiresAt)
         case .ready:
-            // The URL depends only on the key and the expiry; `now` only stops signing further
-            // ahead than the store can, which recomputing an issued link never does.
-            guard let expiresAt = export.expiresAt, let key = export.blobKey,
-                  let expected = try blobs.downloadURL(key: key, expiresAt: expiresAt, now: expiresAt) else {
-                return .invalid(reason: "export \(exportID) has no archive")
-            }
-            guard expected == link.trimmingCharacters(in: .whitespacesAndNewlines) else {
-                return .invalid(reason: "the signature does not match (the link was altered or signed with other credentials)")
-            }
-            return clock.now() < expiresAt ? .valid(export) : .expired(exportID: exportID, expiresAt: expiresAt)
+            return nil
         }
     }
 }
