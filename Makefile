@@ -6,7 +6,8 @@ SHELL := /bin/bash
 # readers and reference tools they compare against.
 APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
-	libcrypt-dev libargon2-dev unzip python3 libimage-exiftool-perl imagemagick hyperfine time
+	libcrypt-dev libargon2-dev unzip python3 libimage-exiftool-perl imagemagick hyperfine time \
+	postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
