@@ -99,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend", "Imaging",
+                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
