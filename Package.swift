@@ -117,7 +117,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -25,6 +25,7 @@ start)
   PGPASSWORD=$password "$BIN/psql" -h 127.0.0.1 -p "$port" -U lifecycle -d postgres -qc "CREATE DATABASE lifecycle"
   echo "PG_DIR=$dir"
   echo "PG_PORT=$port"
+  echo "PG_PASSWORD=$password"
   echo "PG_URL='postgres://lifecycle:$password@127.0.0.1:$port/lifecycle?sslmode=disable'"
   ;;
 stop)

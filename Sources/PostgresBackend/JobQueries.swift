@@ -146,10 +146,17 @@ extension PostgresStore: JobStore {
     public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {
         guard !jobIDs.isEmpty else { return [] }
         let held = try await write { tx in
+            // Rows this worker is completing right now are locked by its own completion
+            // transaction: skip them rather than wait, so the two never deadlock over
+            // rows taken in different orders. They still count as held.
             Set(try tx.query("""
-                UPDATE jobs SET lease_expires_at = \(now.addingTimeInterval(lease))
-                WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING id
+                WITH locked AS (
+                    SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
+                    ORDER BY id FOR UPDATE SKIP LOCKED
+                ), extended AS (
+                    UPDATE jobs SET lease_expires_at = \(now.addingTimeInterval(lease)) FROM locked WHERE jobs.id = locked.id
+                )
+                SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
                 """).map { try $0.decode(Int64.self) })
         }
         return Set(jobIDs).subtracting(held)
