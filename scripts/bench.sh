@@ -63,7 +63,8 @@ echo "three-step probe jobs, 1 process:           $probe1 jobs/s   → each extr
 echo
 echo "== Job runner on PostgreSQL 15 (throwaway loopback cluster, default durability), $(nproc) cores =="
 PG_BIN=${LIFECYCLE_PG_BIN:-/usr/lib/postgresql/15/bin}
-eval "$(scripts/pg-cluster.sh start "$WORK/pg")"
+cluster=$(scripts/pg-cluster.sh start "$WORK/pg")
+eval "$cluster"
 trap 'scripts/pg-cluster.sh stop "$WORK/pg" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 pg() { PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U lifecycle -qAt "$@"; }
 

@@ -13,10 +13,11 @@ case "$command" in
 start)
   [ -x "$BIN/initdb" ] || { echo "PostgreSQL 15 not found in $BIN: install the Debian package postgresql (make deps)" >&2; exit 69; }
   mkdir -p "$dir"
-  [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  # As root the server runs as postgres: it must reach the directory and own it.
+  if [ "$(id -u)" = 0 ]; then chmod o+x "$(dirname "$dir")"; chown postgres "$dir"; fi
   password=$(python3 -c 'import secrets; print(secrets.token_hex(12))')
   echo "$password" > "$dir/pwfile"
-  [ "$(id -u)" = 0 ] && chown postgres "$dir/pwfile"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$dir/pwfile"; fi
   as_server "$BIN/initdb" -D "$dir/data" -U lifecycle --pwfile="$dir/pwfile" -A scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   # Default durability (fsync, synchronous_commit on): the figures are for a real deployment.
