@@ -40,7 +40,6 @@ struct PostgresDrillTests {
         let victim = workers[0].0
         // Polled from a thread of its own: at half-way, and while the victim holds
         // leases (jobs running or claimed), it is killed at once.
-        let held = LockedIDs()
         let ownerPattern = "%:\(victim.processIdentifier):%"
         let killed = await killProcess(victim.processIdentifier, when: {
             let (succeeded, victimJobs) = try blocking {
@@ -51,13 +50,16 @@ struct PostgresDrillTests {
                     return (Int(succeeded), ids)
                 }
             }
-            guard succeeded >= (probes + noops) / 2, !victimJobs.isEmpty else { return false }
-            held.set(victimJobs)
-            return true
+            return succeeded >= (probes + noops) / 2 && victimJobs.count >= 4
         }, timeout: 300)
-        #expect(killed, "the victim never held a job after half the jobs were done")
+        #expect(killed, "the victim never held 4 or more jobs after half the jobs were done")
         victim.waitUntilExit()
         #expect(victim.terminationReason == .uncaughtSignal)
+        // What the dead worker still held: nobody else can hold a lease in its name.
+        let orphans = try await store.read { tx in
+            try tx.query("SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE \(ownerPattern)").map { try $0.decode(Int64.self) }
+        }
+        #expect(!orphans.isEmpty)
 
         let drained = try await eventually(timeout: 300) {
             try await store.jobs(matching: JobFilter(states: [.succeeded], kinds: [ProbeJobs.probeKind, ProbeJobs.noopKind], limit: 10_000))
@@ -78,14 +80,13 @@ struct PostgresDrillTests {
         #expect(effects.count == probes * 2)
         #expect(effects.allSatisfy { $0.2 == 1 })
         // The dead worker's jobs were rescued by the others once its leases expired.
-        let rescued = try await store.read { [ids = held.ids] tx in
-            try tx.query("SELECT id, state, attempt, lease_owner FROM jobs WHERE id = ANY(\(ids))").map {
+        let rescued = try await store.read { tx in
+            try tx.query("SELECT id, state, attempt, lease_owner FROM jobs WHERE id = ANY(\(orphans))").map {
                 try $0.decode((Int64, String, Int32, String?).self)
             }
         }
-        #expect(!rescued.isEmpty)
-        #expect(rescued.allSatisfy { $0.1 == "succeeded" })
-        #expect(rescued.contains { $0.2 == 2 })
+        #expect(rescued.count == orphans.count)
+        #expect(rescued.allSatisfy { $0.1 == "succeeded" && $0.2 == 2 })
         let maxAttempt = try await store.read { tx in try tx.query("SELECT MAX(attempt) FROM jobs WHERE kind LIKE 'runner.%'").first?.decode(Int32.self) }
         #expect(maxAttempt == 2)
     }
@@ -112,13 +113,6 @@ struct PostgresDrillTests {
         let listed = try workspace.run(["jobs", "list", "--state", "succeeded", "--kind", "runner.probe"])
         #expect(listed.stdout.split(separator: "\n").count == 3)
     }
-}
-
-final class LockedIDs: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: [Int64] = []
-    var ids: [Int64] { lock.withLock { value } }
-    func set(_ ids: [Int64]) { lock.withLock { value = ids } }
 }
 
 /// Runs async work to completion from a plain thread (the kill-polling thread), which
