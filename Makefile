@@ -6,7 +6,8 @@ SHELL := /bin/bash
 # readers and reference tools they compare against.
 APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
-	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time
+	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
+	postgresql
 # The S3 tests' local server, from PyPI, in a virtual environment inside the repository
 # (ignored by git) so nothing is installed into the system's Python.
 TOOLS_VENV := .build-tools/venv

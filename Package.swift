@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
         .library(name: "JobRunner", targets: ["JobRunner"]),
         .library(name: "SQLiteBackend", targets: ["SQLiteBackend"]),
+        .library(name: "PostgresBackend", targets: ["PostgresBackend"]),
         .library(name: "Archiving", targets: ["Archiving"]),
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "Credentials", targets: ["Credentials"]),
@@ -24,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
     ],
     targets: [
         // C libraries from Debian, one system-library target each.
@@ -81,10 +85,33 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "PostgresBackend",
+            dependencies: [
+                "Lifecycle", "JobRunner",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // A throwaway PostgreSQL cluster for tests and benchmarks of the PostgreSQL backend.
+        .target(
+            name: "PostgresTesting",
+            dependencies: [
+                "PostgresBackend",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend", "Imaging", "ObjectStorage",
+                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -94,7 +121,7 @@ let package = Package(
         .testTarget(name: "ArchivingTests", dependencies: ["Archiving"], swiftSettings: strict),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging"], swiftSettings: strict),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
-        .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend"], swiftSettings: strict),
+        .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting"], swiftSettings: strict),
         .testTarget(
             name: "LifecycleTests",
             dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", "Imaging", .product(name: "Crypto", package: "swift-crypto")],
@@ -107,7 +134,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JobRunner
 import Lifecycle
+import PostgresBackend
 import SQLiteBackend
 
 /// sysexits(3) codes, as documented in the README.
@@ -51,6 +52,12 @@ struct CLIFailure: Error, CustomStringConvertible {
             return CLIFailure(.dataError, error.description)
         case let error as SQLiteStoreError:
             return CLIFailure(.unavailable, "\(error.message)\nCheck the --database path (or LIFECYCLE_DATABASE) and its permissions.")
+        case let error as PostgresStoreError:
+            if error.isBadLocation { return CLIFailure(.usage, "--database (or LIFECYCLE_DATABASE): \(error.message)") }
+            if error.isUnavailable {
+                return CLIFailure(.unavailable, "\(error.message)\nCheck that the PostgreSQL server is running and reachable and that the --database URL (or LIFECYCLE_DATABASE) is right.")
+            }
+            return CLIFailure(.software, "internal error: \(error.message)\nThis is a bug; please report it with the command you ran.")
         case let error as BlobStoreError:
             return CLIFailure(.unavailable, "blob store: \(error.message)")
         default:

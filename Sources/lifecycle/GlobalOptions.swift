@@ -3,13 +3,16 @@ import Foundation
 import JobRunner
 import Lifecycle
 import Logging
+import PostgresBackend
 import SQLiteBackend
 
 enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
 
 /// Options every command takes, written after the command name.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("SQLite database file (env LIFECYCLE_DATABASE).", valueName: "path"))
+    @Option(help: ArgumentHelp(
+        "SQLite database file, or postgres://user:password@host:port/database for PostgreSQL (env LIFECYCLE_DATABASE).",
+        valueName: "path-or-url"))
     var database: String?
 
     @Option(help: ArgumentHelp(
@@ -63,8 +66,34 @@ struct GlobalOptions: ParsableArguments {
         return Logger(label: label)
     }
 
-    /// Opens the store (running migrations), the blob store and the policies.
+    var usesPostgres: Bool { PostgresLocation.isURL(databasePath) }
+
+    /// Opens the SQLite store (running migrations), the blob store and the policies,
+    /// for the commands that do not run on PostgreSQL yet.
     func services() async throws -> LifecycleServices<SQLiteStore> {
+        if usesPostgres {
+            throw CLIFailure(.usage, """
+                this command does not run on a PostgreSQL database yet; on PostgreSQL, use `migrate`, `jobs …` and `worker`, \
+                and run the other commands against a SQLite file (--database PATH)
+                """)
+        }
+        return try await services(store: try SQLiteStore(path: databasePath))
+    }
+
+    /// Runs a command on whichever backend `--database` names.
+    func withServices(_ command: some StoreCommand) async throws -> ExitStatus {
+        guard usesPostgres else { return try await command.run(services: try await services()) }
+        let location: PostgresLocation
+        do {
+            location = try PostgresLocation(url: databasePath)
+        } catch let error as PostgresStoreError {
+            throw CLIFailure(.usage, "--database (or LIFECYCLE_DATABASE): \(error.message)")
+        }
+        let store = try await PostgresStore(location, logger: logger("lifecycle.postgres"))
+        return try await command.run(services: try await services(store: store))
+    }
+
+    private func services<Store: LifecycleStore>(store: Store) async throws -> LifecycleServices<Store> {
         let logger = logger("lifecycle")
         let policies: PolicyBook
         do {
@@ -72,11 +101,15 @@ struct GlobalOptions: ParsableArguments {
         } catch let error as JobRunnerError {
             throw CLIFailure(.dataError, "policy files in \(jobsDirectory)/policies: \(error.message)")
         }
-        let store = try SQLiteStore(path: databasePath)
         let blobStore = try await openBlobStore(blobDirectory)
         return LifecycleServices(
             store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: try clock(), logger: logger)
     }
+}
+
+/// A command whose body runs on either backend.
+protocol StoreCommand {
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus
 }
 
 /// swift-log allows one bootstrap per process.

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+import Lifecycle
+import PostgresBackend
+import SQLiteBackend
 
 @main
 enum Entry {
@@ -27,22 +30,32 @@ struct LifecycleCommand: AsyncParsableCommand {
     )
 }
 
-struct MigrateCommand: AsyncParsableCommand {
+struct MigrateCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate", abstract: "Create or upgrade the database schema (every command also does this on start).")
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        try await guarded {
-            let services = try await options.services()
-            let applied = try services.store.appliedMigrations
-            if options.json {
-                try Terminal.printJSON(["database": services.store.path, "migrations": applied.joined(separator: ",")])
-            } else {
-                Terminal.line("\(services.store.location) is at the current schema: \(applied.joined(separator: ", "))")
-            }
-            return .ok
+        try await guarded { try await options.withServices(self) }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let (database, applied) = try await schema(of: services.store)
+        if options.json {
+            try Terminal.printJSON(["database": database, "migrations": applied.joined(separator: ",")])
+        } else {
+            Terminal.line("\(services.store.location) is at the current schema: \(applied.joined(separator: ", "))")
         }
+        return .ok
+    }
+}
+
+/// Where the database is and which migrations it has, for `migrate`.
+private func schema(of store: some LifecycleStore) async throws -> (database: String, migrations: [String]) {
+    switch store {
+    case let sqlite as SQLiteStore: (sqlite.path, try sqlite.appliedMigrations)
+    case let postgres as PostgresStore: (postgres.server.description, try await postgres.appliedMigrations)
+    default: (store.location, [])
     }
 }

@@ -3,9 +3,10 @@ import Dispatch
 import Foundation
 import JobRunner
 import Lifecycle
-import SQLiteBackend
+import Logging
+import PostgresBackend
 
-struct WorkerCommand: AsyncParsableCommand {
+struct WorkerCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Run due jobs: once (for cron) or until SIGTERM/SIGINT.",
@@ -24,22 +25,23 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await guarded {
-            let services = try await options.services()
-            let registry = services.registry
-            for name in kind where registry[name] == nil {
-                throw CLIFailure(.usage, "unknown job kind '\(name)'; known kinds: \(registry.names.joined(separator: ", "))")
-            }
-            let summary = try await runWorker(services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind))
-            if options.json {
-                try Terminal.printJSON(WorkerReport(summary))
-            } else {
-                Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
-                    + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
-                for failure in summary.failures { Terminal.note("  " + failure) }
-            }
-            return summary.allSucceeded ? .ok : .tryLater
+        try await guarded { try await options.withServices(self) }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let registry = services.registry
+        for name in kind where registry[name] == nil {
+            throw CLIFailure(.usage, "unknown job kind '\(name)'; known kinds: \(registry.names.joined(separator: ", "))")
         }
+        let summary = try await runWorker(services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind))
+        if options.json {
+            try Terminal.printJSON(WorkerReport(summary))
+        } else {
+            Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
+                + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
+            for failure in summary.failures { Terminal.note("  " + failure) }
+        }
+        return summary.allSucceeded ? .ok : .tryLater
     }
 }
 
@@ -59,8 +61,8 @@ struct WorkerReport: Codable {
 }
 
 /// Shared by `worker` and the commands that run their own jobs in-process (`demo`, `--wait`).
-func runWorker(
-    services: LifecycleServices<SQLiteStore>, once: Bool, concurrency: Int, kinds: Set<String>? = nil
+func runWorker<Store: LifecycleStore>(
+    services: LifecycleServices<Store>, once: Bool, concurrency: Int, kinds: Set<String>? = nil
 ) async throws -> DrainSummary {
     let progress = ProgressLine(label: "jobs finished") { services.logger.info("\($0)") }
     let worker = Worker(
@@ -78,7 +80,7 @@ func runWorker(
     if once { return try await worker.drain() }
 
     // Daemon: SIGTERM or SIGINT stops claiming; steps in flight finish first.
-    let task = Task { try await worker.run() }
+    let task = Task { try await runReconnecting(worker, logger: services.logger) }
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
     let sources = [SIGTERM, SIGINT].map { number in
@@ -92,4 +94,22 @@ func runWorker(
     }
     defer { sources.forEach { $0.cancel() } }
     return try await task.value
+}
+
+/// A daemon outlives database outages: when the server goes away (restart, failover,
+/// network), the worker backs off and starts claiming again once it is back. Jobs it
+/// held are rescued by lease expiry, by itself or any other worker.
+private func runReconnecting<Store: LifecycleStore>(_ worker: Worker<Store>, logger: Logger) async throws -> DrainSummary {
+    var delay: Double = 1
+    while true {
+        do {
+            return try await worker.run()
+        } catch let error as PostgresStoreError where error.isUnavailable {
+            if Task.isCancelled { return DrainSummary() }
+            logger.warning("database unavailable; trying again", metadata: ["in_seconds": "\(Int(delay))", "error": "\(error.message)"])
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            if Task.isCancelled { return DrainSummary() }
+            delay = min(delay * 2, 30)
+        }
+    }
 }

@@ -33,7 +33,9 @@ struct CommandResult {
 /// One throwaway installation: a SQLite file and a blob directory in a temp folder.
 struct Workspace {
     let root: String
-    var database: String { root + "/lifecycle.sqlite" }
+    /// A `postgres://` URL runs the commands against PostgreSQL instead of the SQLite file.
+    var postgresURL: String?
+    var database: String { postgresURL ?? root + "/lifecycle.sqlite" }
     var blobs: String { root + "/blobs" }
     var jobsDirectory: String
 

@@ -1,76 +1,82 @@
 import Foundation
 import JobRunner
-import SQLiteBackend
 import Testing
 
+/// Every behaviour runs against both backends: the runner promises the same on each.
 struct RunnerSemanticsTests {
-    @Test func enqueueWithUniqueKeyReturnsTheLiveJob() async throws {
-        let (store, _) = try makeStore()
-        let first = try await enqueue(store, EnqueueRequest(kind: "runner.noop", uniqueKey: "k"), now: epoch)
-        let second = try await enqueue(store, EnqueueRequest(kind: "runner.noop", uniqueKey: "k"), now: epoch)
-        #expect(first.created)
-        #expect(!second.created)
-        #expect(second.job.id == first.job.id)
+    @Test(arguments: Backend.allCases)
+    func enqueueWithUniqueKeyReturnsTheLiveJob(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let first = try await enqueue(store, EnqueueRequest(kind: "runner.noop", uniqueKey: "k"), now: epoch)
+            let second = try await enqueue(store, EnqueueRequest(kind: "runner.noop", uniqueKey: "k"), now: epoch)
+            #expect(first.created)
+            #expect(!second.created)
+            #expect(second.job.id == first.job.id)
 
-        // Once the job has finished, the key is free for a new job.
-        let clock = ManualTimeSource(epoch)
-        let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.noop(store: store)]), policies: PolicyBook(), clock: clock)
-        let summary = try await worker.drain()
-        #expect(summary.succeeded == 1)
-        let third = try await enqueue(store, EnqueueRequest(kind: "runner.noop", uniqueKey: "k"), now: epoch)
-        #expect(third.created)
-        #expect(third.job.id != first.job.id)
+            // Once the job has finished, the key is free for a new job.
+            let clock = ManualTimeSource(epoch)
+            let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.noop(store: store)]), policies: PolicyBook(), clock: clock)
+            let summary = try await worker.drain()
+            #expect(summary.succeeded == 1)
+            let third = try await enqueue(store, EnqueueRequest(kind: "runner.noop", uniqueKey: "k"), now: epoch)
+            #expect(third.created)
+            #expect(third.job.id != first.job.id)
+        }
+        try await check(try await backend.makeStore())
     }
 
-    @Test func failedAttemptsBackOffExponentiallyThenTheJobIsDead() async throws {
-        let (store, _) = try makeStore()
-        let clock = ManualTimeSource(epoch)
-        var policy = JobPolicy()
-        policy.maxAttempts = 3
-        policy.backoffBase = 10
-        policy.backoffCap = 15
-        var policies = PolicyBook()
-        policies.setPolicy(policy, for: ProbeJobs.probeKind)
-        let job = try await enqueue(
-            store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload(failAttempts: 99)), policy: policy, now: epoch
-        ).job
-        let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: policies, clock: clock)
+    @Test(arguments: Backend.allCases)
+    func failedAttemptsBackOffExponentiallyThenTheJobIsDead(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let clock = ManualTimeSource(epoch)
+            var policy = JobPolicy()
+            policy.maxAttempts = 3
+            policy.backoffBase = 10
+            policy.backoffCap = 15
+            var policies = PolicyBook()
+            policies.setPolicy(policy, for: ProbeJobs.probeKind)
+            let job = try await enqueue(
+                store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload(failAttempts: 99)), policy: policy, now: epoch
+            ).job
+            let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: policies, clock: clock)
 
-        var summary = try await worker.drain()
-        #expect(summary.retrying == 1)
-        var record = try #require(try await store.job(id: job.id))
-        #expect(record.state == .retrying)
-        #expect(record.attempt == 1)
-        // Equal jitter: between half and all of base · 2^(attempt-1).
-        #expect(record.runAt >= epoch.addingTimeInterval(5) && record.runAt <= epoch.addingTimeInterval(10))
-        #expect(record.lastError?.contains("induced on attempt 1") == true)
+            var summary = try await worker.drain()
+            #expect(summary.retrying == 1)
+            var record = try #require(try await store.job(id: job.id))
+            #expect(record.state == .retrying)
+            #expect(record.attempt == 1)
+            // Equal jitter: between half and all of base · 2^(attempt-1).
+            #expect(record.runAt >= epoch.addingTimeInterval(5) && record.runAt <= epoch.addingTimeInterval(10))
+            #expect(record.lastError?.contains("induced on attempt 1") == true)
 
-        // Not due yet: nothing runs.
-        summary = try await worker.drain()
-        #expect(summary.processed == 0)
+            // Not due yet: nothing runs.
+            summary = try await worker.drain()
+            #expect(summary.processed == 0)
 
-        clock.set(record.runAt)
-        summary = try await worker.drain()
-        #expect(summary.retrying == 1)
-        record = try #require(try await store.job(id: job.id))
-        #expect(record.attempt == 2)
-        // Second delay would be 20 s but the cap is 15 s.
-        #expect(record.runAt >= clock.now().addingTimeInterval(7.5) && record.runAt <= clock.now().addingTimeInterval(15))
+            clock.set(record.runAt)
+            summary = try await worker.drain()
+            #expect(summary.retrying == 1)
+            record = try #require(try await store.job(id: job.id))
+            #expect(record.attempt == 2)
+            // Second delay would be 20 s but the cap is 15 s.
+            #expect(record.runAt >= clock.now().addingTimeInterval(7.5) && record.runAt <= clock.now().addingTimeInterval(15))
 
-        clock.set(record.runAt)
-        summary = try await worker.drain()
-        #expect(summary.dead == 1)
-        record = try #require(try await store.job(id: job.id))
-        #expect(record.state == .dead)
-        #expect(record.lastError?.contains("induced on attempt 3") == true)
-        // The database-only first step ran once, on the first attempt, and was not repeated by retries.
-        #expect(try await store.probeEffectCount(jobID: job.id) == 1)
+            clock.set(record.runAt)
+            summary = try await worker.drain()
+            #expect(summary.dead == 1)
+            record = try #require(try await store.job(id: job.id))
+            #expect(record.state == .dead)
+            #expect(record.lastError?.contains("induced on attempt 3") == true)
+            // The database-only first step ran once, on the first attempt, and was not repeated by retries.
+            #expect(try await store.probeEffectCount(jobID: job.id) == 1)
 
-        // An operator retry gives a fresh budget and resumes after the finished step.
-        _ = try await store.retry(jobID: job.id, now: clock.now())
-        record = try #require(try await store.job(id: job.id))
-        #expect(record.state == .queued)
-        #expect(record.attempt == 0)
+            // An operator retry gives a fresh budget and resumes after the finished step.
+            _ = try await store.retry(jobID: job.id, now: clock.now())
+            record = try #require(try await store.job(id: job.id))
+            #expect(record.state == .queued)
+            #expect(record.attempt == 0)
+        }
+        try await check(try await backend.makeStore())
     }
 
     @Test func retryDelayStaysWithinJitterBoundsAndCap() {
@@ -84,141 +90,206 @@ struct RunnerSemanticsTests {
         #expect(policy.retryDelay(afterAttempt: 20, random: 0) == 30)
     }
 
-    @Test func cancellingAQueuedJobStopsItFromRunning() async throws {
-        let (store, _) = try makeStore()
-        let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload()), now: epoch).job
-        let cancelled = try await store.cancel(jobID: job.id, now: epoch)
-        #expect(cancelled?.state == .cancelled)
-        let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
-        #expect(try await worker.drain().processed == 0)
-        #expect(try await store.probeEffectCount(jobID: job.id) == 0)
-    }
-
-    @Test func cancellingARunningJobStopsItBeforeItsNextStep() async throws {
-        let (store, _) = try makeStore()
-        let ran = LockedCounter()
-        // The first step asks for the job's own cancellation, as an operator would while it runs.
-        let kind = JobKind<SQLiteTransaction>(name: "test.cancellable", steps: [
-            JobStep("first", external: { context in
-                _ = try await store.cancel(jobID: context.job.id, now: context.now)
-                ran.increment()
-                return .done
-            }),
-            JobStep("second", external: { _ in ran.increment(); return .done }),
-        ])
-        let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
-        let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
-        let summary = try await worker.drain()
-        #expect(summary.cancelled == 1)
-        #expect(ran.value == 1)
-        let record = try #require(try await store.job(id: job.id))
-        #expect(record.state == .cancelled)
-        #expect(try await store.steps(of: job.id).map(\.step) == ["first"])
-    }
-
-    @Test func anExpiredLeaseIsRescuedAndResumesAtTheFirstUnfinishedStep() async throws {
-        let (store, _) = try makeStore()
-        let clock = ManualTimeSource(epoch)
-        let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload()), now: epoch).job
-
-        // Worker A claims the job, finishes its first (database) step, then vanishes.
-        let claimed = try await store.claim(quota: [ProbeJobs.probeKind: 1], leases: [ProbeJobs.probeKind: 60], owner: "A", now: epoch)
-        #expect(claimed.map(\.record.id) == [job.id])
-        try await store.write { tx in
-            try store.recordProbeEffect(jobID: job.id, step: "record-start", now: epoch, in: tx)
-            _ = try store.markStepDone(jobID: job.id, step: "record-start", output: nil, owner: "A", now: epoch, in: tx)
+    @Test(arguments: Backend.allCases)
+    func cancellingAQueuedJobStopsItFromRunning(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload()), now: epoch).job
+            let cancelled = try await store.cancel(jobID: job.id, now: epoch)
+            #expect(cancelled?.state == .cancelled)
+            let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+            #expect(try await worker.drain().processed == 0)
+            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
         }
+        try await check(try await backend.makeStore())
+    }
 
-        // While A's lease holds, nobody else may take the job.
-        let worker = Worker(
-            store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: PolicyBook(), clock: clock,
-            options: WorkerOptions(owner: "B"))
-        clock.advance(by: 30)
-        #expect(try await worker.drain().processed == 0)
+    @Test(arguments: Backend.allCases)
+    func cancellingARunningJobStopsItBeforeItsNextStep(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let ran = LockedCounter()
+            // The first step asks for the job's own cancellation, as an operator would while it runs.
+            let kind = JobKind<S.Transaction>(name: "test.cancellable", steps: [
+                JobStep("first", external: { context in
+                    _ = try await store.cancel(jobID: context.job.id, now: context.now)
+                    ran.increment()
+                    return .done
+                }),
+                JobStep("second", external: { _ in ran.increment(); return .done }),
+            ])
+            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+            let summary = try await worker.drain()
+            #expect(summary.cancelled == 1)
+            #expect(ran.value == 1)
+            let record = try #require(try await store.job(id: job.id))
+            #expect(record.state == .cancelled)
+            #expect(try await store.steps(of: job.id).map(\.step) == ["first"])
+        }
+        try await check(try await backend.makeStore())
+    }
 
-        clock.advance(by: 31)
-        let summary = try await worker.drain()
-        #expect(summary.succeeded == 1)
-        let record = try #require(try await store.job(id: job.id))
-        #expect(record.state == .succeeded)
-        #expect(record.attempt == 2)
-        #expect(try await store.steps(of: job.id).map(\.step).sorted() == ["hold", "record-finish", "record-start"])
-        // record-start ran once (by A); B resumed after it.
-        #expect(try await store.probeEffectCount(jobID: job.id) == 2)
+    @Test(arguments: Backend.allCases)
+    func anExpiredLeaseIsRescuedAndResumesAtTheFirstUnfinishedStep(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let clock = ManualTimeSource(epoch)
+            let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload()), now: epoch).job
 
-        // A comes back and tries to record a step: fenced off, its writes rolled back.
-        await #expect(throws: JobRunnerError.self) {
+            // Worker A claims the job, finishes its first (database) step, then vanishes.
+            let claimed = try await store.claim(quota: [ProbeJobs.probeKind: 1], leases: [ProbeJobs.probeKind: 60], owner: "A", now: epoch)
+            #expect(claimed.map(\.record.id) == [job.id])
             try await store.write { tx in
-                try store.recordProbeEffect(jobID: job.id, step: "late", now: epoch, in: tx)
-                _ = try store.markStepDone(jobID: job.id, step: "late", output: nil, owner: "A", now: epoch, in: tx)
+                try store.recordProbeEffect(jobID: job.id, step: "record-start", now: epoch, in: tx)
+                _ = try store.markStepDone(jobID: job.id, step: "record-start", output: nil, owner: "A", now: epoch, in: tx)
             }
+
+            // While A's lease holds, nobody else may take the job.
+            let worker = Worker(
+                store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: PolicyBook(), clock: clock,
+                options: WorkerOptions(owner: "B"))
+            clock.advance(by: 30)
+            #expect(try await worker.drain().processed == 0)
+
+            clock.advance(by: 31)
+            let summary = try await worker.drain()
+            #expect(summary.succeeded == 1)
+            let record = try #require(try await store.job(id: job.id))
+            #expect(record.state == .succeeded)
+            #expect(record.attempt == 2)
+            #expect(try await store.steps(of: job.id).map(\.step).sorted() == ["hold", "record-finish", "record-start"])
+            // record-start ran once (by A); B resumed after it.
+            #expect(try await store.probeEffectCount(jobID: job.id) == 2)
+
+            // A comes back and tries to record a step: fenced off, its writes rolled back.
+            await #expect(throws: JobRunnerError.self) {
+                try await store.write { tx in
+                    try store.recordProbeEffect(jobID: job.id, step: "late", now: epoch, in: tx)
+                    _ = try store.markStepDone(jobID: job.id, step: "late", output: nil, owner: "A", now: epoch, in: tx)
+                }
+            }
+            #expect(try await store.probeEffectCount(jobID: job.id) == 2)
         }
-        #expect(try await store.probeEffectCount(jobID: job.id) == 2)
+        try await check(try await backend.makeStore())
     }
 
-    @Test func aRescueOnTheFinalAttemptBuriesTheJob() async throws {
-        let (store, _) = try makeStore()
-        let job = try await enqueue(
-            store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload(), maxAttempts: 1), now: epoch).job
-        _ = try await store.claim(quota: [ProbeJobs.probeKind: 1], leases: [ProbeJobs.probeKind: 60], owner: "A", now: epoch)
-        let clock = ManualTimeSource(epoch.addingTimeInterval(120))
-        let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: PolicyBook(), clock: clock)
-        let summary = try await worker.drain()
-        #expect(summary.dead == 1)
-        let record = try #require(try await store.job(id: job.id))
-        #expect(record.state == .dead)
-        #expect(record.lastError?.contains("lease expired") == true)
-    }
-
-    @Test func aDatabaseStepAndItsDoneMarkCommitTogether() async throws {
-        let (store, _) = try makeStore()
-        struct Boom: Error {}
-        let attempts = LockedCounter()
-        // The step writes, then the transaction fails before commit: neither the write nor the mark may survive.
-        let kind = JobKind<SQLiteTransaction>(name: "test.atomic", steps: [
-            JobStep("write", database: { context, tx in
-                try store.recordProbeEffect(jobID: context.job.id, step: "write", now: context.now, in: tx)
-                attempts.increment()
-                if attempts.value == 1 { throw Boom() }
-                return .done
-            }),
-        ])
-        var policy = JobPolicy()
-        policy.backoffBase = 1
-        policy.backoffCap = 1
-        var policies = PolicyBook()
-        policies.setPolicy(policy, for: kind.name)
-        let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
-        let clock = ManualTimeSource(epoch)
-        let worker = Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: clock)
-        #expect(try await worker.drain().retrying == 1)
-        #expect(try await store.probeEffectCount(jobID: job.id) == 0)
-        #expect(try await store.steps(of: job.id).isEmpty)
-        clock.advance(by: 2)
-        #expect(try await worker.drain().succeeded == 1)
-        #expect(try await store.probeEffectCount(jobID: job.id) == 1)
-    }
-
-    @Test func scheduledKindsAreEnqueuedOncePerSlotAcrossWorkers() async throws {
-        let (store, _) = try makeStore()
-        var policy = JobPolicy()
-        policy.schedule = try CronSchedule("0 3 * * *")
-        var policies = PolicyBook()
-        policies.setPolicy(policy, for: ProbeJobs.noopKind)
-        let clock = ManualTimeSource(epoch.addingTimeInterval(3 * 3600 + 600))  // 03:10
-        let registry = JobRegistry([ProbeJobs.noop(store: store)])
-        let workers = (0..<3).map { index in
-            Worker(store: store, registry: registry, policies: policies, clock: clock, options: WorkerOptions(owner: "w\(index)"))
+    @Test(arguments: Backend.allCases)
+    func aRescueOnTheFinalAttemptBuriesTheJob(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let job = try await enqueue(
+                store, EnqueueRequest(kind: ProbeJobs.probeKind, payload: try probePayload(), maxAttempts: 1), now: epoch).job
+            _ = try await store.claim(quota: [ProbeJobs.probeKind: 1], leases: [ProbeJobs.probeKind: 60], owner: "A", now: epoch)
+            let clock = ManualTimeSource(epoch.addingTimeInterval(120))
+            let worker = Worker(store: store, registry: JobRegistry([ProbeJobs.probe(store: store)]), policies: PolicyBook(), clock: clock)
+            let summary = try await worker.drain()
+            #expect(summary.dead == 1)
+            let record = try #require(try await store.job(id: job.id))
+            #expect(record.state == .dead)
+            #expect(record.lastError?.contains("lease expired") == true)
         }
-        var enqueued = 0
-        for worker in workers { enqueued += try await worker.enqueueScheduledJobs().count }
-        #expect(enqueued == 1)
-        clock.advance(by: 3600)
-        #expect(try await workers[0].enqueueScheduledJobs().isEmpty)
-        clock.advance(by: 86_400)
-        #expect(try await workers[1].enqueueScheduledJobs().count == 1)
+        try await check(try await backend.makeStore())
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aDatabaseStepAndItsDoneMarkCommitTogether(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let attempts = LockedCounter()
+            // The step writes, then the transaction fails before commit: neither the write nor the mark may survive.
+            let kind = JobKind<S.Transaction>(name: "test.atomic", steps: [
+                JobStep("write", database: { context, tx in
+                    try store.recordProbeEffect(jobID: context.job.id, step: "write", now: context.now, in: tx)
+                    attempts.increment()
+                    if attempts.value == 1 { throw InducedRollback() }
+                    return .done
+                }),
+            ])
+            var policy = JobPolicy()
+            policy.backoffBase = 1
+            policy.backoffCap = 1
+            var policies = PolicyBook()
+            policies.setPolicy(policy, for: kind.name)
+            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+            let clock = ManualTimeSource(epoch)
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: clock)
+            #expect(try await worker.drain().retrying == 1)
+            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
+            #expect(try await store.steps(of: job.id).isEmpty)
+            clock.advance(by: 2)
+            #expect(try await worker.drain().succeeded == 1)
+            #expect(try await store.probeEffectCount(jobID: job.id) == 1)
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    @Test(arguments: Backend.allCases)
+    func scheduledKindsAreEnqueuedOncePerSlotAcrossWorkers(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            var policy = JobPolicy()
+            policy.schedule = try CronSchedule("0 3 * * *")
+            var policies = PolicyBook()
+            policies.setPolicy(policy, for: ProbeJobs.noopKind)
+            let clock = ManualTimeSource(epoch.addingTimeInterval(3 * 3600 + 600))  // 03:10
+            let registry = JobRegistry([ProbeJobs.noop(store: store)])
+            let workers = (0..<3).map { index in
+                Worker(store: store, registry: registry, policies: policies, clock: clock, options: WorkerOptions(owner: "w\(index)"))
+            }
+            var enqueued = 0
+            for worker in workers { enqueued += try await worker.enqueueScheduledJobs().count }
+            #expect(enqueued == 1)
+            clock.advance(by: 3600)
+            #expect(try await workers[0].enqueueScheduledJobs().isEmpty)
+            clock.advance(by: 86_400)
+            #expect(try await workers[1].enqueueScheduledJobs().count == 1)
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    @Test(arguments: Backend.allCases)
+    func workersSharingAStoreRunEveryJobExactlyOnce(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let count = 300
+            let payload = try probePayload()
+            try await store.write { tx in
+                for _ in 0..<count {
+                    _ = try store.enqueue(EnqueueRequest(kind: ProbeJobs.probeKind, payload: payload), policy: JobPolicy(), now: epoch, in: tx)
+                }
+            }
+            let clock = ManualTimeSource(epoch)
+            let registry = JobRegistry([ProbeJobs.probe(store: store)])
+            let workers = (0..<4).map { index in
+                Worker(store: store, registry: registry, policies: PolicyBook(), clock: clock,
+                       options: WorkerOptions(concurrency: 8, owner: "w\(index)"))
+            }
+            let summaries = try await withThrowingTaskGroup(of: DrainSummary.self) { group in
+                for worker in workers { group.addTask { try await worker.drain() } }
+                return try await group.reduce(into: [DrainSummary]()) { $0.append($1) }
+            }
+            #expect(summaries.map(\.succeeded).reduce(0, +) == count)
+            #expect(summaries.allSatisfy { $0.leaseLost == 0 && $0.retrying == 0 })
+            let jobs = try await store.jobs(matching: JobFilter(limit: count * 2))
+            #expect(jobs.count == count)
+            #expect(jobs.allSatisfy { $0.state == .succeeded && $0.attempt == 1 })
+            for job in jobs.prefix(20) { #expect(try await store.probeEffectCount(jobID: job.id) == 2) }
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    @Test(arguments: Backend.allCases)
+    func racingEnqueuesOfOneUniqueKeyMakeOneJob(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let outcomes = try await withThrowingTaskGroup(of: EnqueueOutcome.self) { group in
+                for _ in 0..<16 {
+                    group.addTask { try await enqueue(store, EnqueueRequest(kind: ProbeJobs.noopKind, uniqueKey: "race"), now: epoch) }
+                }
+                return try await group.reduce(into: [EnqueueOutcome]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter(\.created).count == 1)
+            #expect(Set(outcomes.map(\.job.id)).count == 1)
+            #expect(try await store.jobs(matching: JobFilter(uniqueKey: "race")).count == 1)
+        }
+        try await check(try await backend.makeStore())
     }
 }
+
+struct InducedRollback: Error {}
 
 final class LockedCounter: @unchecked Sendable {
     private let lock = NSLock()

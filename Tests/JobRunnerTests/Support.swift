@@ -1,17 +1,33 @@
 import Foundation
 import JobRunner
+import PostgresBackend
+import PostgresTesting
 import SQLiteBackend
+import Testing
 
-/// A fresh SQLite store in its own temporary directory.
-func makeStore() throws -> (SQLiteStore, String) {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobrunner-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    return (try SQLiteStore(path: directory + "/test.sqlite"), directory)
+/// The backends every runner behaviour is checked against.
+enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, empty store: a SQLite file in its own directory, or a database of its
+    /// own on the test process's PostgreSQL cluster.
+    func makeStore() async throws -> any JobStore {
+        switch self {
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobrunner-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try SQLiteStore(path: directory + "/test.sqlite")
+        case .postgres:
+            return try await ThrowawayPostgres.makeStore()
+        }
+    }
 }
 
 let epoch = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
 
-func enqueue(_ store: SQLiteStore, _ request: EnqueueRequest, policy: JobPolicy = JobPolicy(), now: Date) async throws -> EnqueueOutcome {
+func enqueue<S: JobStore>(_ store: S, _ request: EnqueueRequest, policy: JobPolicy = JobPolicy(), now: Date) async throws -> EnqueueOutcome {
     try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }
 }
 

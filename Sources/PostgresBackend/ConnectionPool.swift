@@ -1,0 +1,124 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// A small pool of connections for one process. A connection that failed or was
+/// closed by the server is dropped, and the next caller opens a fresh one, so a
+/// server restart costs the transactions in flight and nothing after.
+///
+/// Connecting fails fast (a few seconds) with `PostgresStoreError.unavailable`
+/// instead of waiting for the server: the CLI reports it, and a long-running
+/// worker backs off and tries again.
+final class ConnectionPool: @unchecked Sendable {
+    private let configuration: PostgresConnection.Configuration
+    private let maxConnections: Int
+    private let location: String
+    private let logger: Logger
+    private let lock = NSLock()
+    private var idle: [PostgresConnection] = []
+    private var open = 0
+    /// Callers waiting for a connection: handed one that was released, or nil to open their own.
+    private var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
+    private var isShutDown = false
+    private var nextID = 0
+
+    init(configuration: PostgresConnection.Configuration, maxConnections: Int, location: String, logger: Logger) {
+        self.configuration = configuration
+        self.maxConnections = max(1, maxConnections)
+        self.location = location
+        self.logger = logger
+    }
+
+    private enum Next {
+        case use(PostgresConnection)
+        case connect(Int)
+        case wait
+    }
+
+    func acquire() async throws -> PostgresConnection {
+        let next: Next = lock.withLock {
+            while let connection = idle.popLast() {
+                if !connection.isClosed { return .use(connection) }
+                open -= 1
+                Self.close(connection)
+            }
+            if open < maxConnections {
+                open += 1
+                nextID += 1
+                return .connect(nextID)
+            }
+            return .wait
+        }
+        switch next {
+        case .use(let connection):
+            return connection
+        case .connect(let id):
+            return try await connect(id: id)
+        case .wait:
+            if let handedOver = await withCheckedContinuation({ continuation in
+                lock.withLock { waiters.append(continuation) }
+            }) {
+                return handedOver
+            }
+            let id = lock.withLock { nextID += 1; return nextID }
+            return try await connect(id: id)
+        }
+    }
+
+    /// Gives a connection back; `reusable` false (or a closed connection) drops it.
+    func release(_ connection: PostgresConnection, reusable: Bool) {
+        let keep = reusable && !connection.isClosed
+        let waiter: CheckedContinuation<PostgresConnection?, Never>? = lock.withLock {
+            if isShutDown {
+                open -= 1
+                return nil
+            }
+            if !waiters.isEmpty { return waiters.removeFirst() }
+            if keep { idle.append(connection) } else { open -= 1 }
+            return nil
+        }
+        if let waiter {
+            // The waiter takes over this connection's slot, with this connection if it still works.
+            waiter.resume(returning: keep ? connection : nil)
+            if !keep { Self.close(connection) }
+        } else if !keep || lock.withLock({ isShutDown }) {
+            Self.close(connection)
+        }
+    }
+
+    private func connect(id: Int) async throws -> PostgresConnection {
+        do {
+            return try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: id, logger: logger
+            ).get()
+        } catch {
+            // Give the slot back, to a waiter if there is one.
+            let waiter: CheckedContinuation<PostgresConnection?, Never>? = lock.withLock {
+                if !waiters.isEmpty { return waiters.removeFirst() }
+                open -= 1
+                return nil
+            }
+            waiter?.resume(returning: nil)
+            throw PostgresStoreError.from(error, location: location, doing: "connecting")
+        }
+    }
+
+    /// Closes the idle connections; connections in use close when they are released.
+    func shutdown() {
+        let connections: [PostgresConnection] = lock.withLock {
+            isShutDown = true
+            defer { idle = [] }
+            open -= idle.count
+            return idle
+        }
+        connections.forEach(Self.close)
+    }
+
+    /// postgres-nio asserts that a connection is closed before it is deinitialised:
+    /// the completion handler keeps it alive until the close has happened.
+    private static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+}

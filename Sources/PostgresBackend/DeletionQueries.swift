@@ -1,0 +1,157 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import PostgresNIO
+
+extension PostgresTransaction: DeletionTransaction {
+    // Each state change is one conditional UPDATE. Under READ COMMITTED an UPDATE
+    // waits for a concurrent change to the same row and re-checks its WHERE clause
+    // against the committed row: a restore and a purge racing on two machines
+    // cannot both win, and the purge's "still due?" check holds the row lock.
+
+    public func markPendingDeletion(accountID: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {
+        try execute("""
+            UPDATE accounts SET state = 'pendingDeletion', deletion_requested_at = \(requestedAt), purge_after = \(purgeAfter),
+              updated_at = \(requestedAt)
+            WHERE id = \(accountID) AND state = 'active'
+            """) == 1
+    }
+
+    public func movePurgeDate(accountID: String, purgeAfter: Date, now: Date) throws -> Bool {
+        try execute("""
+            UPDATE accounts SET purge_after = \(purgeAfter), updated_at = \(now) WHERE id = \(accountID) AND state = 'pendingDeletion'
+            """) == 1
+    }
+
+    public func restoreAccount(accountID: String, now: Date) throws -> Bool {
+        try execute("""
+            UPDATE accounts SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = \(now)
+            WHERE id = \(accountID) AND state = 'pendingDeletion' AND purge_after > \(now)
+            """) == 1
+    }
+
+    public func beginPurge(accountID: String, now: Date) throws -> Bool {
+        try execute("""
+            UPDATE accounts SET state = 'purging', updated_at = \(now)
+            WHERE id = \(accountID) AND state = 'pendingDeletion' AND purge_after IS NOT NULL AND purge_after <= \(now)
+            """) == 1
+    }
+
+    public func revokeSessions(accountID: String, at: Date) throws -> Int {
+        try execute("UPDATE sessions SET revoked_at = \(at) WHERE account_id = \(accountID) AND revoked_at IS NULL")
+    }
+
+    public func setPasswordHash(accountID: String, hash: String, now: Date) throws {
+        try execute("UPDATE accounts SET password_hash = \(hash), updated_at = \(now) WHERE id = \(accountID)")
+    }
+
+    public func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date] {
+        try query("""
+            SELECT at FROM audit_events WHERE account_id = \(accountID) AND at >= \(since) AND action = \(action) AND outcome = \(outcome)
+            ORDER BY at
+            """).map { try $0.decode(Date.self) }
+    }
+
+    public func beginDeletionAttempt(accountID: String, at: Date) throws -> Int64 {
+        guard let id = try query("INSERT INTO deletion_attempts (account_ref, started_at) VALUES (\(accountID), \(at)) RETURNING id").first else {
+            throw PostgresStoreError.query("INSERT INTO deletion_attempts … RETURNING id returned no row", sqlState: nil)
+        }
+        return try id.decode(Int64.self)
+    }
+
+    public func endDeletionAttempt(_ attempt: Int64) throws {
+        try execute("DELETE FROM deletion_attempts WHERE id = \(attempt)")
+    }
+
+    public func deletionAttemptsInFlight(accountID: String, since: Date) throws -> [Date] {
+        try query("SELECT started_at FROM deletion_attempts WHERE account_ref = \(accountID) AND started_at >= \(since) ORDER BY started_at")
+            .map { try $0.decode(Date.self) }
+    }
+
+    public func accountsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge] {
+        // COLLATE "C": the same byte order as SQLite's, so paging by id agrees between backends.
+        try query("""
+            SELECT id, state, purge_after FROM accounts
+            WHERE state IN ('pendingDeletion', 'purging') AND purge_after <= \(now) AND id COLLATE "C" > \(after ?? "")
+            ORDER BY id COLLATE "C" LIMIT \(limit)
+            """).map { row in
+            let (id, state, purgeAfter) = try row.decode((String, String, Date?).self)
+            return DuePurge(accountID: id, state: AccountState(rawValue: state) ?? .purging, purgeAfter: purgeAfter)
+        }
+    }
+
+    public func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int {
+        Int(try query(PostgresQuery(
+            unsafeSQL: "SELECT COUNT(*) FROM \(quoted(table.name)) WHERE \(quoted(table.accountColumn)) = $1", binds: binds(accountID))
+        ).first?.decode(Int64.self) ?? 0)
+    }
+
+    public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int {
+        // ctid names a row whatever the table's key: DELETE has no LIMIT, a batch is chosen by it.
+        let name = quoted(table.name)
+        guard let limit else {
+            return try execute(PostgresQuery(
+                unsafeSQL: "DELETE FROM \(name) WHERE \(quoted(table.accountColumn)) = $1", binds: binds(accountID)))
+        }
+        return try execute(PostgresQuery(
+            unsafeSQL: "DELETE FROM \(name) WHERE ctid = ANY(ARRAY(SELECT ctid FROM \(name) WHERE \(quoted(table.accountColumn)) = $1 LIMIT $2))",
+            binds: binds(accountID, Int64(limit))))
+    }
+
+    public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {
+        try execute("""
+            INSERT INTO purge_inventory (account_ref, rows, started_at) VALUES (\(accountID), \(try JobJSON.encode(rows)), \(at))
+            ON CONFLICT (account_ref) DO NOTHING
+            """)
+    }
+
+    public func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws {
+        try execute("""
+            UPDATE purge_inventory SET blob_count = \(Int32(clamping: count)), blob_bytes = \(bytes)
+            WHERE account_ref = \(accountID) AND blob_count IS NULL
+            """)
+    }
+
+    public func purgeInventory(accountID: String) throws -> PurgeInventory? {
+        guard let row = try query("SELECT rows, blob_count, blob_bytes FROM purge_inventory WHERE account_ref = \(accountID)").first else {
+            return nil
+        }
+        let (rows, count, bytes) = try row.decode((String, Int32?, Int64?).self)
+        return PurgeInventory(rows: try JobJSON.decode([String: Int].self, from: rows), blobCount: count.map(Int.init), blobBytes: bytes)
+    }
+
+    public func removePurgeInventory(accountID: String) throws {
+        try execute("DELETE FROM purge_inventory WHERE account_ref = \(accountID)")
+    }
+
+    public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {
+        // Every column but these is emptied, including columns added after this was
+        // written: a new personal column cannot survive a purge by being forgotten here.
+        let kept: Set<String> = ["id", "state", "purged_at"]
+        var assignments = ["state = 'purged'", "purged_at = $1"]
+        let columns = try query("""
+            SELECT column_name::text, is_nullable::text, data_type::text FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = 'accounts' ORDER BY ordinal_position
+            """)
+        for row in columns {
+            let (name, nullable, type) = try row.decode((String, String, String).self)
+            guard !kept.contains(name) else { continue }
+            if nullable == "YES" {
+                assignments.append("\(quoted(name)) = NULL")
+            } else if type.contains("timestamp") || type == "date" {
+                // created_at/updated_at must hold a date: the purge date says nothing about the person.
+                assignments.append("\(quoted(name)) = $1")
+            } else if type == "boolean" {
+                assignments.append("\(quoted(name)) = FALSE")
+            } else if ["integer", "bigint", "smallint", "numeric", "real", "double precision"].contains(type) {
+                assignments.append("\(quoted(name)) = 0")
+            } else {
+                throw PermanentJobFailure(
+                    "accounts.\(name) is NOT NULL and not a date or number, so the tombstone cannot empty it; make it nullable in a migration")
+            }
+        }
+        return try execute(PostgresQuery(
+            unsafeSQL: "UPDATE accounts SET \(assignments.joined(separator: ", ")) WHERE id = $2 AND state = 'purging'",
+            binds: binds(purgedAt, accountID))) == 1
+    }
+}

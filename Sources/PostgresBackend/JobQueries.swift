@@ -1,0 +1,326 @@
+import Foundation
+import JobRunner
+import PostgresNIO
+
+extension JobRecord {
+    init(row: PostgresRow) throws {
+        let row = row.makeRandomAccess()
+        self.init(
+            id: try row["id"].decode(Int64.self), kind: try row["kind"].decode(String.self),
+            payload: try row["payload"].decode(String.self), uniqueKey: try row["unique_key"].decode(String?.self),
+            state: JobState(rawValue: try row["state"].decode(String.self)) ?? .dead,
+            attempt: Int(try row["attempt"].decode(Int32.self)), maxAttempts: Int(try row["max_attempts"].decode(Int32.self)),
+            runAt: try row["run_at"].decode(Date.self), leaseOwner: try row["lease_owner"].decode(String?.self),
+            leaseExpiresAt: try row["lease_expires_at"].decode(Date?.self), lastError: try row["last_error"].decode(String?.self),
+            cancelRequested: try row["cancel_requested"].decode(Bool.self), createdAt: try row["created_at"].decode(Date.self),
+            updatedAt: try row["updated_at"].decode(Date.self), finishedAt: try row["finished_at"].decode(Date?.self))
+    }
+}
+
+private let liveStates = ["queued", "running", "retrying"]
+
+extension PostgresStore: JobStore {
+    public func savepoint<T>(in tx: PostgresTransaction, _ body: () throws -> T) throws -> T {
+        // One name serves nested uses too: ROLLBACK TO and RELEASE act on the most recent one.
+        try tx.execute("SAVEPOINT piece")
+        do {
+            let result = try body()
+            try tx.execute("RELEASE SAVEPOINT piece")
+            return result
+        } catch {
+            try tx.execute("ROLLBACK TO SAVEPOINT piece")
+            try tx.execute("RELEASE SAVEPOINT piece")
+            throw error
+        }
+    }
+
+    public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: PostgresTransaction) throws -> EnqueueOutcome {
+        let maxAttempts = request.maxAttempts ?? policy.maxAttempts
+        // The live-key index decides races between machines: a losing INSERT waits for the
+        // winner's commit, then does nothing, and the SELECT below finds the winner's job.
+        // A winner that finished in between frees the key, so try again.
+        for _ in 0..<5 {
+            let inserted = try tx.query("""
+                INSERT INTO jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
+                VALUES (\(request.kind), \(request.payload), \(request.uniqueKey), 'queued', 0, \(maxAttempts), \(request.runAt ?? now), \(now), \(now))
+                ON CONFLICT (unique_key) WHERE state IN ('queued','running','retrying') DO NOTHING
+                RETURNING *
+                """)
+            if let row = inserted.first { return EnqueueOutcome(job: try JobRecord(row: row), created: true) }
+            if let key = request.uniqueKey, let live = try liveJob(uniqueKey: key, in: tx) {
+                return EnqueueOutcome(job: live, created: false)
+            }
+        }
+        throw PostgresStoreError.query("enqueue of \(request.kind) with unique key \(request.uniqueKey ?? "-") kept racing; try again", sqlState: nil)
+    }
+
+    public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: PostgresTransaction) throws -> Bool {
+        // One round trip for the fence and the mark: this runs once per step of every job.
+        // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
+        let rows = try tx.query("""
+            WITH fence AS (
+                UPDATE jobs SET updated_at = \(now) WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+                RETURNING id, cancel_requested
+            ), mark AS (
+                INSERT INTO job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM fence
+            )
+            SELECT cancel_requested FROM fence
+            """)
+        guard let row = rows.first else { throw JobRunnerError.leaseLost(jobID) }
+        return try row.decode(Bool.self)
+    }
+
+    public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: PostgresTransaction) throws {
+        let changed = try tx.execute("""
+            UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+            WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+            """)
+        guard changed == 1 else { throw JobRunnerError.leaseLost(jobID) }
+    }
+
+    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
+        let wanted = quota.filter { $0.value > 0 }
+        guard !wanted.isEmpty else { return [] }
+        let kinds = Array(wanted.keys)
+        let counts = kinds.map { Int64(wanted[$0]!) }
+        let total = counts.reduce(0, +)
+        let defaultLease = JobPolicy().lease
+        return try await write { tx in
+            // SKIP LOCKED: rows another worker is claiming right now are passed over,
+            // not waited for, so claims on many machines never queue behind each other.
+            // Rescue first: a job whose worker died should not wait behind new work.
+            let rescued = try tx.query("""
+                SELECT id, kind, attempt, max_attempts FROM jobs
+                WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
+                ORDER BY lease_expires_at LIMIT \(total)
+                FOR UPDATE SKIP LOCKED
+                """)
+            let ready = try tx.query("""
+                SELECT j.id, j.kind, j.attempt, j.max_attempts
+                FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS q(kind, n)
+                CROSS JOIN LATERAL (
+                    SELECT id, kind, attempt, max_attempts, run_at FROM jobs
+                    WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= \(now)
+                    ORDER BY run_at, id LIMIT q.n
+                    FOR UPDATE SKIP LOCKED
+                ) j
+                ORDER BY j.run_at, j.id
+                """)
+            var remaining = wanted
+            var claimIDs: [Int64] = []
+            var claimLeases: [Double] = []
+            var buried: [Int64] = []
+            for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
+                let (id, kind, attempt, maxAttempts) = try row.decode((Int64, String, Int32, Int32).self)
+                guard let left = remaining[kind], left > 0 else { continue }
+                remaining[kind] = left - 1
+                if isRescue && attempt >= maxAttempts {
+                    buried.append(id)
+                } else {
+                    claimIDs.append(id)
+                    claimLeases.append(leases[kind] ?? defaultLease)
+                }
+            }
+            var records: [JobID: JobRecord] = [:]
+            if !claimIDs.isEmpty {
+                for row in try tx.query("""
+                    UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = \(owner),
+                      lease_expires_at = \(now)::timestamptz + make_interval(secs => c.lease),
+                      started_at = COALESCE(started_at, \(now)), updated_at = \(now)
+                    FROM unnest(\(claimIDs)::int8[], \(claimLeases)::float8[]) AS c(id, lease)
+                    WHERE jobs.id = c.id
+                    RETURNING jobs.*
+                    """) {
+                    let record = try JobRecord(row: row)
+                    records[record.id] = record
+                }
+            }
+            if !buried.isEmpty {
+                for row in try tx.query("""
+                    UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
+                      last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
+                    WHERE id = ANY(\(buried))
+                    RETURNING *
+                    """) {
+                    let record = try JobRecord(row: row)
+                    records[record.id] = record
+                }
+            }
+            let all = claimIDs + buried
+            guard !all.isEmpty else { return [] }
+            var steps: [JobID: [String: String?]] = [:]
+            for row in try tx.query("SELECT job_id, step, output FROM job_steps WHERE job_id = ANY(\(claimIDs))") {
+                let (jobID, step, output) = try row.decode((Int64, String, String?).self)
+                steps[jobID, default: [:]][step] = .some(output)
+            }
+            return all.compactMap { id in records[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
+        }
+    }
+
+    public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {
+        guard !jobIDs.isEmpty else { return [] }
+        let held = try await write { tx in
+            // Rows this worker is completing right now are locked by its own completion
+            // transaction: skip them rather than wait, so the two never deadlock over
+            // rows taken in different orders. They still count as held.
+            Set(try tx.query("""
+                WITH locked AS (
+                    SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
+                    ORDER BY id FOR UPDATE SKIP LOCKED
+                ), extended AS (
+                    UPDATE jobs SET lease_expires_at = \(now.addingTimeInterval(lease)) FROM locked WHERE jobs.id = locked.id
+                )
+                SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
+                """).map { try $0.decode(Int64.self) })
+        }
+        return Set(jobIDs).subtracting(held)
+    }
+
+    public func markFailed(jobID: JobID, owner: String, error: String, retryAt: Date?, now: Date) async throws -> JobState {
+        let message = String(error.prefix(4_000))
+        return try await write { tx in
+            guard let row = try tx.query("""
+                UPDATE jobs SET
+                  state = CASE WHEN cancel_requested THEN 'cancelled' WHEN \(retryAt)::timestamptz IS NULL THEN 'dead' ELSE 'retrying' END,
+                  run_at = COALESCE(\(retryAt)::timestamptz, run_at), last_error = \(message), lease_owner = NULL, lease_expires_at = NULL,
+                  updated_at = \(now),
+                  finished_at = CASE WHEN cancel_requested OR \(retryAt)::timestamptz IS NULL THEN \(now) ELSE NULL END
+                WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+                RETURNING state
+                """).first
+            else { throw JobRunnerError.leaseLost(jobID) }
+            return JobState(rawValue: try row.decode(String.self)) ?? .dead
+        }
+    }
+
+    public func release(jobID: JobID, owner: String, now: Date) async throws {
+        _ = try await write { tx in
+            try tx.execute("""
+                UPDATE jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
+                  lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now)
+                WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+                """)
+        }
+    }
+
+    public func markCancelled(jobID: JobID, owner: String, now: Date) async throws {
+        _ = try await write { tx in
+            try tx.execute("""
+                UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+                WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+                """)
+        }
+    }
+
+    public func cancel(jobID: JobID, now: Date) async throws -> JobRecord? {
+        try await write { tx in try self.cancel(jobID: jobID, now: now, in: tx) }
+    }
+
+    public func cancel(jobID: JobID, now: Date, in tx: PostgresTransaction) throws -> JobRecord? {
+        // The row lock keeps a claim from slipping in between the look and the change.
+        guard let row = try tx.query("SELECT * FROM jobs WHERE id = \(jobID) FOR UPDATE").first else { return nil }
+        let job = try JobRecord(row: row)
+        switch job.state {
+        case .queued, .retrying:
+            try tx.execute("UPDATE jobs SET state = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(jobID)")
+        case .running:
+            try tx.execute("UPDATE jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(jobID)")
+        case .succeeded, .dead, .cancelled:
+            return job
+        }
+        return try self.job(id: jobID, in: tx)
+    }
+
+    public func retry(jobID: JobID, now: Date) async throws -> JobRecord? {
+        try await write { tx in
+            guard let row = try tx.query("SELECT * FROM jobs WHERE id = \(jobID) FOR UPDATE").first else { return nil }
+            let job = try JobRecord(row: row)
+            switch job.state {
+            case .dead, .cancelled:
+                if let key = job.uniqueKey, let live = try self.liveJob(uniqueKey: key, in: tx) {
+                    throw JobRunnerError.invalidPolicy(
+                        "job \(jobID) cannot be retried: job \(live.id) already holds its unique key '\(key)' and is \(live.state.rawValue)")
+                }
+                try tx.execute("""
+                    UPDATE jobs SET state = 'queued', attempt = 0, run_at = \(now), cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
+                    WHERE id = \(jobID)
+                    """)
+            case .queued, .retrying:
+                // "Retry" on a waiting job means: run it now instead of after its backoff.
+                try tx.execute("UPDATE jobs SET run_at = \(now), updated_at = \(now) WHERE id = \(jobID)")
+            case .running, .succeeded:
+                throw JobRunnerError.notRetryable(jobID, job.state)
+            }
+            return try self.job(id: jobID, in: tx)
+        }
+    }
+
+    public func job(id: JobID) async throws -> JobRecord? {
+        try await read { tx in try self.job(id: id, in: tx) }
+    }
+
+    public func job(id: JobID, in tx: PostgresTransaction) throws -> JobRecord? {
+        try tx.query("SELECT * FROM jobs WHERE id = \(id)").first.map(JobRecord.init(row:))
+    }
+
+    public func liveJob(uniqueKey: String, in tx: PostgresTransaction) throws -> JobRecord? {
+        try tx.query("SELECT * FROM jobs WHERE unique_key = \(uniqueKey) AND state IN ('queued','running','retrying')")
+            .first.map(JobRecord.init(row:))
+    }
+
+    public func jobs(matching filter: JobFilter) async throws -> [JobRecord] {
+        // Empty arrays mean "any": one statement whatever the filter, with every value bound.
+        let states = filter.states.map(\.rawValue)
+        let kinds = filter.kinds
+        let key = filter.uniqueKey
+        let limit = filter.limit
+        return try await read { tx in
+            try tx.query("""
+                SELECT * FROM jobs
+                WHERE (cardinality(\(states)::text[]) = 0 OR state = ANY(\(states)::text[]))
+                  AND (cardinality(\(kinds)::text[]) = 0 OR kind = ANY(\(kinds)::text[]))
+                  AND (\(key)::text IS NULL OR unique_key = \(key)::text)
+                ORDER BY id DESC LIMIT \(limit)
+                """).map(JobRecord.init(row:))
+        }
+    }
+
+    public func steps(of jobID: JobID) async throws -> [StepRecord] {
+        try await read { tx in
+            try tx.query("SELECT job_id, step, output, finished_at FROM job_steps WHERE job_id = \(jobID) ORDER BY finished_at, step").map { row in
+                let (id, step, output, finishedAt) = try row.decode((Int64, String, String?, Date).self)
+                return StepRecord(jobID: id, step: step, output: output, finishedAt: finishedAt)
+            }
+        }
+    }
+
+    public func countByState() async throws -> [JobState: Int] {
+        try await read { tx in
+            var counts: [JobState: Int] = [:]
+            for row in try tx.query("SELECT state, COUNT(*) FROM jobs GROUP BY state") {
+                let (state, count) = try row.decode((String, Int64).self)
+                if let state = JobState(rawValue: state) { counts[state] = Int(count) }
+            }
+            return counts
+        }
+    }
+
+    public func claimScheduleSlot(name: String, slot: Date, in tx: PostgresTransaction) throws -> Bool {
+        // One statement: the row lock on the schedule decides between racing machines.
+        try !tx.query("""
+            INSERT INTO job_schedules (name, last_slot) VALUES (\(name), \(slot))
+            ON CONFLICT (name) DO UPDATE SET last_slot = EXCLUDED.last_slot WHERE job_schedules.last_slot < EXCLUDED.last_slot
+            RETURNING name
+            """).isEmpty
+    }
+
+    public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: PostgresTransaction) throws {
+        try tx.execute("INSERT INTO runner_probe_effects (job_id, step, recorded_at) VALUES (\(jobID), \(step), \(now))")
+    }
+
+    public func probeEffectCount(jobID: JobID) async throws -> Int {
+        try await read { tx in
+            Int(try tx.query("SELECT COUNT(*) FROM runner_probe_effects WHERE job_id = \(jobID)").first?.decode(Int64.self) ?? 0)
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import NIOSSL
+import PostgresNIO
+
+/// Where a PostgreSQL database is and how to log in, parsed from a
+/// `postgres://user:password@host:port/database?sslmode=…` URL.
+public struct PostgresLocation: Sendable, Equatable {
+    public enum TLSMode: String, Sendable, CaseIterable {
+        /// Plain TCP, for loopback and private networks.
+        case disable
+        /// TLS when the server offers it, plain otherwise (libpq's default).
+        case prefer
+        /// TLS or no connection.
+        case require
+    }
+
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+    /// Connections one process opens at most.
+    public var maxConnections: Int
+
+    public init(host: String, port: Int = 5432, username: String, password: String?, database: String, tls: TLSMode = .prefer, maxConnections: Int = 10) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.tls = tls
+        self.maxConnections = maxConnections
+    }
+
+    /// True for values `--database` should treat as a PostgreSQL URL rather than a SQLite path.
+    public static func isURL(_ text: String) -> Bool {
+        text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
+    }
+
+    public init(url text: String) throws {
+        let usage = "expected postgres://user:password@host:port/database (optionally ?sslmode=disable|prefer|require&pool=N)"
+        guard Self.isURL(text), let components = URLComponents(string: text) else {
+            throw PostgresStoreError.badLocation("'\(Self.redacted(text))' is not a PostgreSQL URL: \(usage)")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw PostgresStoreError.badLocation("the PostgreSQL URL names no host: \(usage)")
+        }
+        guard let user = components.percentEncodedUser.flatMap({ $0.removingPercentEncoding }), !user.isEmpty else {
+            throw PostgresStoreError.badLocation("the PostgreSQL URL names no user: \(usage)")
+        }
+        let database = String(components.path.drop(while: { $0 == "/" })).removingPercentEncoding ?? ""
+        guard !database.isEmpty, !database.contains("/") else {
+            throw PostgresStoreError.badLocation("the PostgreSQL URL names no database (the path after the port): \(usage)")
+        }
+        var tls = TLSMode.prefer
+        var pool = 10
+        for item in components.queryItems ?? [] {
+            switch item.name {
+            case "sslmode":
+                guard let value = item.value, let mode = TLSMode(rawValue: value) else {
+                    throw PostgresStoreError.badLocation(
+                        "sslmode must be one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", ")) (got '\(item.value ?? "")')")
+                }
+                tls = mode
+            case "pool":
+                guard let value = item.value.flatMap(Int.init), (1...200).contains(value) else {
+                    throw PostgresStoreError.badLocation("pool must be a number of connections from 1 to 200 (got '\(item.value ?? "")')")
+                }
+                pool = value
+            default:
+                throw PostgresStoreError.badLocation("unknown PostgreSQL URL parameter '\(item.name)': \(usage)")
+            }
+        }
+        self.init(
+            host: host, port: components.port ?? 5432, username: user,
+            password: components.percentEncodedPassword?.removingPercentEncoding, database: database, tls: tls, maxConnections: pool)
+    }
+
+    /// For messages and logs: never the password.
+    public var description: String { "PostgreSQL server \(host):\(port), database \(database), user \(username)" }
+
+    /// The URL with its password replaced, for messages about a URL that did not parse.
+    static func redacted(_ text: String) -> String {
+        guard let at = text.firstIndex(of: "@"), let scheme = text.range(of: "://"), scheme.upperBound < at,
+              let colon = text[scheme.upperBound..<at].firstIndex(of: ":") else { return text }
+        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
+    }
+
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tlsSetting: PostgresConnection.Configuration.TLS
+        switch tls {
+        case .disable:
+            tlsSetting = .disable
+        case .prefer, .require:
+            let context: NIOSSLContext
+            do {
+                context = try NIOSSLContext(configuration: .makeClientConfiguration())
+            } catch {
+                throw PostgresStoreError.badLocation("cannot set up TLS for \(description): \(error)")
+            }
+            tlsSetting = tls == .prefer ? .prefer(context) : .require(context)
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+}

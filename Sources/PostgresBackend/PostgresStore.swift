@@ -1,0 +1,98 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The backend for many workers on many machines: the job queue and the account
+/// data in one PostgreSQL database. Claims use `FOR UPDATE SKIP LOCKED`, unique
+/// keys a partial unique index, and every state change a conditional UPDATE, so
+/// workers need nothing from each other but the server.
+public final class PostgresStore: Sendable {
+    public typealias Transaction = PostgresTransaction
+
+    public let server: PostgresLocation
+    let pool: ConnectionPool
+    let logger: Logger
+
+    public var location: String { server.description }
+
+    /// Connects (failing within seconds when the server is unreachable) and brings
+    /// the schema up to date.
+    public init(_ server: PostgresLocation, logger: Logger = Logger(label: "lifecycle.postgres")) async throws {
+        self.server = server
+        self.logger = logger
+        pool = ConnectionPool(
+            configuration: try server.connectionConfiguration(), maxConnections: server.maxConnections,
+            location: server.description, logger: logger)
+        _ = try await migrate()
+    }
+
+    public convenience init(url: String, logger: Logger = Logger(label: "lifecycle.postgres")) async throws {
+        try await self.init(PostgresLocation(url: url), logger: logger)
+    }
+
+    deinit {
+        pool.shutdown()
+    }
+
+    /// Returns the names of the applied migrations.
+    @discardableResult
+    public func migrate() async throws -> [String] {
+        try await write { tx in try Migrations.migrate(tx) }
+    }
+
+    public var appliedMigrations: [String] {
+        get async throws {
+            try await read { tx in try tx.query("SELECT name FROM schema_migrations ORDER BY applied_at, name").map { try $0.decode(String.self) } }
+        }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        try await transaction(readOnly: false, body)
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        try await transaction(readOnly: true, body)
+    }
+
+    private func transaction<T: Sendable>(readOnly: Bool, _ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        let connection = try await pool.acquire()
+        let location = self.location
+        let logger = self.logger
+        let result: Result<T, SendableError>
+        let reusable: Bool
+        do {
+            (result, reusable) = try await PostgresTransaction.threads.runIfActive {
+                let (result, reusable) = PostgresTransaction.run(
+                    on: connection, location: location, logger: logger, readOnly: readOnly, body)
+                return (result.mapError { SendableError($0) }, reusable)
+            }
+        } catch {
+            pool.release(connection, reusable: false)
+            throw error
+        }
+        pool.release(connection, reusable: reusable)
+        return try result.mapError { $0.error }.get()
+    }
+
+    public func accountTables() async throws -> [String] {
+        try await read { tx in
+            // The audit trail outlives the account on purpose: ids and outcomes only, no personal data.
+            try tx.query("""
+                SELECT table_name::text FROM information_schema.columns
+                WHERE table_schema = current_schema() AND column_name = 'account_id' AND table_name <> 'audit_events'
+                ORDER BY table_name
+                """).map { try $0.decode(String.self) }
+        }
+    }
+}
+
+/// Carries a body's error out of the thread pool, which only passes Sendable values.
+struct SendableError: Error, @unchecked Sendable {
+    let error: any Error
+    init(_ error: any Error) { self.error = error }
+}
+
+extension PostgresStore: LifecycleStore {}

@@ -1,0 +1,233 @@
+import Foundation
+import Logging
+import NIOPosix
+import PostgresBackend
+import PostgresNIO
+
+/// A PostgreSQL 15 cluster of its own for one test process: initdb in a temporary
+/// directory, loopback only, a free port, stopped when the process exits (also
+/// when tests fail). The server refuses to run as root, so as root it runs as the
+/// `postgres` user. Each test asks for a database of its own, so tests run in parallel.
+public final class ThrowawayPostgres: Sendable {
+    public static let binDirectory = ProcessInfo.processInfo.environment["LIFECYCLE_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+    /// Clusters are named so that a later run can find and stop one whose process died.
+    static let prefix = "lifecycle-pg-"
+
+    public let directory: String
+    public let port: Int
+    public let username = "lifecycle"
+    public let password: String
+
+    /// The cluster of this process, started on first use.
+    public static func shared() async throws -> ThrowawayPostgres {
+        try await starter.value
+    }
+
+    private static let starter = Task<ThrowawayPostgres, any Error> {
+        try await withCheckedThrowingContinuation { continuation in
+            // initdb and pg_ctl block for a second or two: not on the cooperative pool.
+            Thread {
+                continuation.resume(with: Result { try ThrowawayPostgres(durable: false) })
+            }.start()
+        }
+    }
+
+    /// `durable: false` turns fsync off: a test cluster dies with its process anyway.
+    /// Benchmarks keep the server's defaults.
+    public init(durable: Bool, maxConnections: Int = 400) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binDirectory + "/initdb") else {
+            throw ClusterError(
+                "PostgreSQL 15 server programs not found in \(Self.binDirectory): install the Debian package `postgresql` "
+                    + "(make deps does), or point LIFECYCLE_PG_BIN at a PostgreSQL 15 bin directory")
+        }
+        Self.stopStaleClusters()
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(Self.prefix)\(getpid())-\(UUID().uuidString.prefix(8).lowercased())").path
+        password = UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "\(getpid())\n".write(toFile: directory + "/owner.pid", atomically: true, encoding: .utf8)
+        try password.write(toFile: directory + "/pwfile", atomically: true, encoding: .utf8)
+        try Self.handToServerUser(directory, files: ["pwfile"])
+        try Self.run("initdb", [
+            "-D", directory + "/data", "-U", username, "--pwfile=\(directory)/pwfile", "-A", "scram-sha-256",
+            "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
+        ], logTo: directory + "/initdb.log")
+
+        var settings = [
+            "-c listen_addresses=127.0.0.1", "-c unix_socket_directories=\(directory)", "-c max_connections=\(maxConnections)",
+        ]
+        if !durable {
+            settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+        }
+        // A port free a moment ago may be taken by the time the server binds it: try a few.
+        var started: Int?
+        var lastError: (any Error)?
+        for _ in 0..<5 where started == nil {
+            let candidate = try Self.freePort()
+            do {
+                try Self.run("pg_ctl", [
+                    "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
+                    "-o", (["-p \(candidate)"] + settings).joined(separator: " "), "start",
+                ], logTo: directory + "/pg_ctl.log")
+                started = candidate
+            } catch {
+                lastError = error
+            }
+        }
+        guard let started else {
+            throw lastError ?? ClusterError("the PostgreSQL test server did not start; see \(directory)/server.log")
+        }
+        port = started
+        Self.registerForExit(self)
+    }
+
+    /// `postgres://…` for a database of this cluster.
+    public func url(database: String, pool: Int = 4) -> String {
+        "postgres://\(username):\(password)@127.0.0.1:\(port)/\(database)?sslmode=disable&pool=\(pool)"
+    }
+
+    /// A new empty database; returns its name.
+    public func createDatabase() async throws -> String {
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        // The name is made here from a UUID, never from outside input; identifiers cannot be bound.
+        try await admin(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        return name
+    }
+
+    /// Cuts every connection to the database, as a server restart or failover would.
+    public func terminateConnections(database: String) async throws {
+        try await admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()")
+    }
+
+    /// Runs one statement on the `postgres` database.
+    public func admin(_ query: PostgresQuery) async throws {
+        let logger = Logger(label: "lifecycle.tests.postgres")
+        let configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: port, username: username, password: password, database: "postgres", tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0, logger: logger)
+        do {
+            let rows: PostgresRowSequence = try await connection.query(query, logger: logger)
+            for try await _ in rows {}
+        } catch {
+            try? await connection.close().get()
+            throw error
+        }
+        try await connection.close().get()
+    }
+
+    /// A loopback port nothing listens on (a moment ago).
+    public static func freePortForTests() throws -> Int { try freePort() }
+
+    /// A store on a new database of the shared cluster.
+    public static func makeStore(pool: Int = 4) async throws -> PostgresStore {
+        let cluster = try await shared()
+        return try await PostgresStore(url: cluster.url(database: try await cluster.createDatabase(), pool: pool))
+    }
+
+    public func stop() {
+        try? Self.run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"], logTo: directory + "/pg_ctl.log")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: - Process plumbing
+
+    private static let isRoot = getuid() == 0
+
+    /// Runs a server program, as `postgres` when this process is root. posix_spawn and
+    /// waitpid rather than Foundation's Process: `pg_ctl start` leaves a daemon behind
+    /// holding descriptors it inherited, and Process then never notices pg_ctl's exit.
+    static func run(_ program: String, _ arguments: [String], logTo log: String) throws {
+        let argv = isRoot
+            ? ["/usr/sbin/runuser", "-u", "postgres", "--", binDirectory + "/" + program] + arguments
+            : [binDirectory + "/" + program] + arguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var cArguments = argv.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
+        guard spawned == 0 else {
+            throw ClusterError("cannot start \(argv[0]): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED && WEXITSTATUS == 0, spelled out: the macros are not imported.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw ClusterError("\(program) \(arguments.joined(separator: " ")) failed (wait status \(status)):\n\(text.suffix(2_000))")
+        }
+    }
+
+    /// As root, the data directory must belong to the user the server runs as.
+    static func handToServerUser(_ directory: String, files: [String]) throws {
+        guard isRoot else { return }
+        guard let entry = getpwnam("postgres") else {
+            throw ClusterError("running as root, but there is no `postgres` user to run the server as (install the `postgresql` package)")
+        }
+        for path in [directory] + files.map({ directory + "/" + $0 }) {
+            guard chown(path, entry.pointee.pw_uid, entry.pointee.pw_gid) == 0 else {
+                throw ClusterError("cannot hand \(path) to the postgres user: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw ClusterError("socket(): \(String(cString: strerror(errno)))") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
+            }
+        }
+        guard bound else { throw ClusterError("cannot find a free loopback port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Clusters left by test processes that were killed before their exit handler ran.
+    static func stopStaleClusters() {
+        let temporary = FileManager.default.temporaryDirectory.path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: temporary) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let directory = temporary + "/" + name
+            guard let text = try? String(contentsOfFile: directory + "/owner.pid", encoding: .utf8),
+                  let owner = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { continue }
+            if kill(owner, 0) == 0 || errno != ESRCH { continue }
+            if FileManager.default.fileExists(atPath: directory + "/data/postmaster.pid") {
+                try? run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"], logTo: "/dev/null")
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    nonisolated(unsafe) private static var running: [ThrowawayPostgres] = []
+    private static let lock = NSLock()
+
+    private static func registerForExit(_ cluster: ThrowawayPostgres) {
+        let first = lock.withLock {
+            running.append(cluster)
+            return running.count == 1
+        }
+        if first {
+            atexit {
+                let clusters = ThrowawayPostgres.lock.withLock { ThrowawayPostgres.running }
+                for cluster in clusters { cluster.stop() }
+            }
+        }
+    }
+}
+
+public struct ClusterError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

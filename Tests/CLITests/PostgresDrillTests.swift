@@ -1,0 +1,142 @@
+import Foundation
+import JobRunner
+import PostgresBackend
+import PostgresTesting
+import Testing
+
+/// Many machines, one PostgreSQL: worker processes share the queue through the
+/// server alone, and a machine that dies mid-job loses nothing.
+@Suite(.serialized)
+struct PostgresDrillTests {
+    /// A copy of the shipped Jobs/ folder whose probe kind has a short lease, so that
+    /// the dead worker's jobs come due again within seconds.
+    static func jobsDirectory(lease: Int) throws -> String {
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("jobs-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/Jobs/policies", toPath: copy + "/policies")
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/Jobs/account-data.yaml", toPath: copy + "/account-data.yaml")
+        try """
+            job:
+              kind: runner.probe
+              max_attempts: 5
+              lease_seconds: \(lease)
+              concurrency: 8
+            """.write(toFile: copy + "/policies/runner.yaml", atomically: true, encoding: .utf8)
+        return copy
+    }
+
+    @Test func fourWorkersDrainFiveThousandJobsWhileOneIsKilledHalfway() async throws {
+        let cluster = try await ThrowawayPostgres.shared()
+        let url = cluster.url(database: try await cluster.createDatabase(), pool: 8)
+        var workspace = try Workspace(jobsDirectory: try Self.jobsDirectory(lease: 4))
+        workspace.postgresURL = url
+        let probes = 2_500
+        let noops = 2_500
+        #expect(try workspace.run(["jobs", "probe", "--count", "\(probes)", "--hold", "0.01"]).status == 0)
+        #expect(try workspace.run(["jobs", "probe", "--noop", "--count", "\(noops)"]).status == 0)
+        let store = try await PostgresStore(url: url)
+
+        let workers = try (0..<4).map { _ in try workspace.process(["worker", "--concurrency", "8"]) }
+        let victim = workers[0].0
+        // Polled from a thread of its own: at half-way, and while the victim holds
+        // leases (jobs running or claimed), it is killed at once.
+        let ownerPattern = "%:\(victim.processIdentifier):%"
+        let killed = await killProcess(victim.processIdentifier, when: {
+            let (succeeded, victimJobs) = try blocking {
+                try await store.read { tx in
+                    let succeeded = try tx.query("SELECT COUNT(*) FROM jobs WHERE state = 'succeeded' AND kind LIKE 'runner.%'").first?.decode(Int64.self) ?? 0
+                    let ids = try tx.query("SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE \(ownerPattern)")
+                        .map { try $0.decode(Int64.self) }
+                    return (Int(succeeded), ids)
+                }
+            }
+            return succeeded >= (probes + noops) / 2 && victimJobs.count >= 4
+        }, timeout: 300)
+        #expect(killed, "the victim never held 4 or more jobs after half the jobs were done")
+        victim.waitUntilExit()
+        #expect(victim.terminationReason == .uncaughtSignal)
+        // What the dead worker still held: nobody else can hold a lease in its name.
+        let orphans = try await store.read { tx in
+            try tx.query("SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE \(ownerPattern)").map { try $0.decode(Int64.self) }
+        }
+        #expect(!orphans.isEmpty)
+
+        let drained = try await eventually(timeout: 300) {
+            try await store.jobs(matching: JobFilter(states: [.succeeded], kinds: [ProbeJobs.probeKind, ProbeJobs.noopKind], limit: 10_000))
+                .count == probes + noops
+        }
+        for (process, _, _) in workers.dropFirst() { kill(process.processIdentifier, SIGTERM) }
+        for (process, _, _) in workers.dropFirst() { process.waitUntilExit() }
+        let counts = try await store.countByState()
+        #expect(drained, "not every job succeeded: \(counts)")
+        #expect(workers.dropFirst().allSatisfy { $0.0.terminationStatus == 0 })
+
+        // Every probe's two database steps took effect exactly once, although some jobs ran twice.
+        let effects = try await store.read { tx in
+            try tx.query("SELECT job_id, step, COUNT(*) FROM runner_probe_effects GROUP BY job_id, step").map {
+                try $0.decode((Int64, String, Int64).self)
+            }
+        }
+        #expect(effects.count == probes * 2)
+        #expect(effects.allSatisfy { $0.2 == 1 })
+        // The dead worker's jobs were rescued by the others once its leases expired.
+        let rescued = try await store.read { tx in
+            try tx.query("SELECT id, state, attempt, lease_owner FROM jobs WHERE id = ANY(\(orphans))").map {
+                try $0.decode((Int64, String, Int32, String?).self)
+            }
+        }
+        #expect(rescued.count == orphans.count)
+        #expect(rescued.allSatisfy { $0.1 == "succeeded" && $0.2 == 2 })
+        let maxAttempt = try await store.read { tx in try tx.query("SELECT MAX(attempt) FROM jobs WHERE kind LIKE 'runner.%'").first?.decode(Int32.self) }
+        #expect(maxAttempt == 2)
+    }
+
+    @Test func anUnreachableServerExitsSixtyNineNamingIt() throws {
+        var workspace = try Workspace()
+        let port = try ThrowawayPostgres.freePortForTests()
+        workspace.postgresURL = "postgres://lifecycle:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable"
+        let result = try workspace.run(["worker", "--once"])
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("127.0.0.1:\(port)"))
+        #expect(!result.stderr.contains("secret"))
+    }
+
+    @Test func commandsNotYetOnPostgresRefuseWithAUsageError() async throws {
+        let cluster = try await ThrowawayPostgres.shared()
+        var workspace = try Workspace()
+        workspace.postgresURL = cluster.url(database: try await cluster.createDatabase())
+        let result = try workspace.run(["accounts", "show", "ada@example.com"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("PostgreSQL"))
+        #expect(try workspace.run(["jobs", "probe", "--count", "3"]).status == 0)
+        #expect(try workspace.run(["worker", "--once"]).status == 0)
+        let listed = try workspace.run(["jobs", "list", "--state", "succeeded", "--kind", "runner.probe"])
+        #expect(listed.stdout.split(separator: "\n").count == 3)
+    }
+}
+
+/// Runs async work to completion from a plain thread (the kill-polling thread), which
+/// may block: it is not one of the cooperative pool's.
+func blocking<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    let semaphore = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    Task {
+        box.set(await Result { try await operation() })
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return try box.get()
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<T, any Error>?
+    func set(_ result: Result<T, any Error>) { lock.withLock { self.result = result } }
+    func get() throws -> T { try lock.withLock { result! }.get() }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import JobRunner
+import PostgresBackend
+import PostgresTesting
+import Testing
+
+/// What an operator sees when the PostgreSQL URL or server is wrong.
+struct PostgresConnectionTests {
+    @Test func anUnreachableServerIsReportedAsUnavailableNamingIt() async throws {
+        let port = try ThrowawayPostgres.freePortForTests()
+        do {
+            _ = try await PostgresStore(url: "postgres://someone:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable")
+            Issue.record("connecting to a closed port succeeded")
+        } catch let error as PostgresStoreError {
+            #expect(error.isUnavailable)
+            #expect(error.message.contains("127.0.0.1:\(port)"))
+            #expect(!error.message.contains("secret"))
+        }
+    }
+
+    @Test func aWrongPasswordIsReportedAsUnavailableWithAHint() async throws {
+        let cluster = try await ThrowawayPostgres.shared()
+        do {
+            _ = try await PostgresStore(url: "postgres://\(cluster.username):wrong@127.0.0.1:\(cluster.port)/postgres?sslmode=disable")
+            Issue.record("a wrong password was accepted")
+        } catch let error as PostgresStoreError {
+            #expect(error.isUnavailable)
+            #expect(error.message.contains("password"))
+        }
+    }
+
+    @Test(arguments: [
+        "postgres://host/db", "postgres://user@/db", "postgres://user@host", "postgres://user@host/db?sslmode=sometimes",
+        "postgres://user@host/db?pool=0", "postgres://user@host/db?colour=blue",
+    ])
+    func badURLsAreRefusedWithWhatIsWrong(_ url: String) throws {
+        #expect { try PostgresLocation(url: url) } throws: { error in
+            (error as? PostgresStoreError)?.isBadLocation == true
+        }
+    }
+
+    @Test func aURLWithEveryPartParses() throws {
+        let location = try PostgresLocation(url: "postgresql://ops%40corp:p%2Fss@db.internal:6543/life?sslmode=require&pool=3")
+        #expect(location == PostgresLocation(
+            host: "db.internal", port: 6543, username: "ops@corp", password: "p/ss", database: "life", tls: .require, maxConnections: 3))
+        #expect(!location.description.contains("p/ss"))
+    }
+
+    @Test func aServerRestartCostsOnlyTheTransactionsInFlight() async throws {
+        let store = try await ThrowawayPostgres.makeStore(pool: 2)
+        _ = try await store.write { tx in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx) }
+        // Every pooled connection is cut by the server, as a restart or failover would.
+        let cluster = try await ThrowawayPostgres.shared()
+        try await cluster.terminateConnections(database: store.server.database)
+        var recovered = false
+        for _ in 0..<3 where !recovered {
+            recovered = (try? await store.countByState()[.queued]) == 1
+        }
+        #expect(recovered)
+    }
+}
