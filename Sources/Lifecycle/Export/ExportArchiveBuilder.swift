@@ -123,7 +123,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         progress("writing archive: \(plan.count) photo(s), \(plan.bytes) bytes")
         let archivePath = work + "/archive.\(format.fileExtension)"
         let archiveStarted = clock.now
-        let writer = try ArchiveWriter(path: archivePath, format: format)
+        let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
         let copier = ArchiveFileCopier(archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond)
         let localFiles: [(WrittenFile, String)] = [(readme, work + "/README.txt"), (manifestFile, work + "/manifest.json"), (accountFile, work + "/account.json")]
             + tableFiles.map { ($0, work + "/" + $0.path) }
