@@ -11,8 +11,15 @@ struct ExportVerifierTests {
 
     /// Several chunks and a ragged end, so both buffers are used and reused.
     static let photo: Data = {
-        var generator = SystemRandomNumberGenerator()
-        return Data((0..<(3 * ArchiveWriter.chunkSize + 17)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var data = Data(count: 3 * ArchiveWriter.chunkSize + 17)
+        for index in data.indices {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            data[index] = UInt8(truncatingIfNeeded: (state &* 0x2545_F491_4F6C_DD1D) >> 56)
+        }
+        return data
     }()
     static let text = Data(String(repeating: "{\"id\":\"e1\",\"text\":\"café\"}\n", count: 20_000).utf8)
 
