@@ -9,6 +9,8 @@
 #      the whole export command, against `sqlite3 -json` dumping the same rows
 #      (target: ≤ 2× its time).
 # LIFECYCLE_BENCH_BIN: a release `lifecycle` binary (built here if unset).
+# LIFECYCLE_BENCH_BASELINE_BIN: optionally an earlier build, run in the same rounds on the
+# same data (with the policy keys it knows), for before/after figures from one run.
 # BENCH_EXPORT_PHOTO_MB / BENCH_EXPORT_ENTRIES shrink the data for a quick run;
 # BENCH_EXPORT_RUNS (default 3) sets how many interleaved rounds the best is taken of.
 # Wall times vary on a shared machine: each figure comes with the CPU time (user + sys)
@@ -29,6 +31,11 @@ export LC_ALL=C.UTF-8
 # -L: a checkout whose Jobs is a symlink must not have the original edited below.
 cp -rL Jobs "$WORK/Jobs"
 sed -i 's/^  rate_limit_hours: .*/  rate_limit_hours: 0/' "$WORK/Jobs/policies/export.yaml"
+BASE=${LIFECYCLE_BENCH_BASELINE_BIN:-}
+if [ -n "$BASE" ]; then
+  cp -r "$WORK/Jobs" "$WORK/Jobs-baseline"
+  sed -i '/^  compression_level:/d' "$WORK/Jobs-baseline/policies/export.yaml"
+fi
 DB="$WORK/bench.sqlite"
 BLOBS="$WORK/blobs"
 lc() { "$BIN" "$@" --database "$DB" --blobs "$BLOBS" --jobs-dir "$WORK/Jobs" --log-level warning; }
@@ -95,10 +102,11 @@ bsdtar_sync_run() {
 
 # Writes to $1 (whole command: "wall cpu peak-kB") and $1.step (write-archive step:
 # "archive-wall archive-cpu final-fsync-wall tables-wall"), from `jobs show`'s step output.
+# EXPORT_BIN / EXPORT_JOBS choose the build under test (default: $BIN with $WORK/Jobs).
 export_run() {
   local result=$1 account=$2 job
-  timed "$result" "$BIN" export "$account" --wait --json \
-    --database "$DB" --blobs "$BLOBS" --jobs-dir "$WORK/Jobs" --log-level warning > "$WORK/export.json"
+  timed "$result" "${EXPORT_BIN:-$BIN}" export "$account" --wait --json \
+    --database "$DB" --blobs "$BLOBS" --jobs-dir "${EXPORT_JOBS:-$WORK/Jobs}" --log-level warning > "$WORK/export.json"
   job=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['job_id'])" "$WORK/export.json")
   sqlite3 "$DB" "SELECT output FROM job_steps WHERE job_id = $job AND step = 'write-archive'" > "$WORK/step.json"
   # The archive is not needed afterwards; keep the disk free for the next run.
@@ -116,6 +124,7 @@ for round in $(seq "$RUNS"); do
   bsdtar_run "$WORK/r/bsdtar.$round"
   export_run "$WORK/r/photos.$round" photos-big
   bsdtar_sync_run "$WORK/r/bsdtar-sync.$round"
+  if [ -n "$BASE" ]; then EXPORT_BIN=$BASE EXPORT_JOBS=$WORK/Jobs-baseline export_run "$WORK/r/base-photos.$round" photos-big; fi
 done
 rm -f "$WORK/ref.zip"
 read -r bsdtar_s bsdtar_cpu _ < <(best "$WORK"/r/bsdtar.?)
@@ -135,6 +144,15 @@ echo "  lifecycle export, archive written:   ${write_s} s   $(rate "$write_s") M
 echo "     → throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync (target ≥ 0.90 vs bsdtar)"
 echo "  lifecycle export, whole job:         ${export_s} s   cpu ${export_cpu} s (also: tables, re-read and check every hash, publish, notify)"
 echo "  peak RSS of the export process:    $(calc "$big_rss / 1024" .1f) MB for $(mb "$photo_bytes") MB, $(calc "$small_rss / 1024" .1f) MB for an eighth of it (target < 64 MB, flat)"
+if [ -n "$BASE" ]; then
+  read -r base_write_s base_write_cpu base_sync_s _ < <(sort -g "$WORK"/r/base-photos.?.step | head -1)
+  read -r base_export_s base_export_cpu base_rss < <(best "$WORK"/r/base-photos.?)
+  # Builds older than the step's CPU and fsync figures record -1 for them.
+  base_detail="cpu ${base_write_cpu} s (final fsync ${base_sync_s} s)"
+  case $base_write_cpu in -*) base_detail="(that build records no CPU or fsync figures)" ;; esac
+  echo "  baseline build, archive written:     ${base_write_s} s   $(rate "$base_write_s") MB/s   ${base_detail}   → ratio $(calc "$bsdtar_s / $base_write_s" .2f) vs bsdtar"
+  echo "  baseline build, whole job:           ${base_export_s} s   cpu ${base_export_cpu} s   peak RSS $(calc "$base_rss / 1024" .1f) MB"
+fi
 
 # --- 2. 100,000 journal entries: the whole export against sqlite3 -json on the same rows.
 sqlite_run() {
@@ -144,6 +162,7 @@ sqlite_run() {
 for round in $(seq "$RUNS"); do
   sqlite_run "$WORK/r/sqlite.$round"
   export_run "$WORK/r/entries.$round" entries
+  if [ -n "$BASE" ]; then EXPORT_BIN=$BASE EXPORT_JOBS=$WORK/Jobs-baseline export_run "$WORK/r/base-entries.$round" entries; fi
 done
 rows=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$WORK/ref.json")
 read -r sqlite_s sqlite_cpu _ < <(best "$WORK"/r/sqlite.?)
@@ -153,3 +172,10 @@ echo "journal entries: $rows rows (best of $RUNS interleaved rounds; cpu = user 
 echo "  sqlite3 -json, the same rows:                    ${sqlite_s} s   cpu ${sqlite_cpu} s"
 echo "  export: rows streamed into JSON + CSV:           ${tables_s} s   → $(calc "$tables_s / $sqlite_s" .2f)× sqlite3"
 echo "  export: whole command (start, tables, zip, verify, publish, notify): ${entries_s} s   cpu ${entries_cpu} s   → $(calc "$entries_s / $sqlite_s" .2f)× sqlite3 (target ≤ 2.00)"
+if [ -n "$BASE" ]; then
+  read -r base_entries_s base_entries_cpu base_entries_rss < <(best "$WORK"/r/base-entries.?)
+  base_tables_s=$(cat "$WORK"/r/base-entries.?.step | awk '{print $4}' | sort -g | head -1)
+  echo "  baseline build: tables ${base_tables_s} s, whole command ${base_entries_s} s   cpu ${base_entries_cpu} s   → $(calc "$base_entries_s / $sqlite_s" .2f)× sqlite3"
+fi
+peak_entries=$(cat "$WORK"/r/entries.? | awk '$3 > m {m = $3} END {print m}')
+echo "  peak RSS of the export process: $(calc "$peak_entries / 1024" .1f) MB"

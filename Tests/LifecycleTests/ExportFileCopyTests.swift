@@ -5,7 +5,7 @@ import Testing
 
 /// The copier reads and hashes on one thread while the archive is written on another;
 /// what lands in the archive and the hash it reports must be those of the file.
-struct ArchiveFileCopierTests {
+struct ExportFileCopyTests {
     private func withDirectory<T>(_ body: (String) throws -> T) throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("export-copier-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
