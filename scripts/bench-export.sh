@@ -9,15 +9,21 @@
 #      the whole export command, against `sqlite3 -json` dumping the same rows
 #      (target: ≤ 2× its time).
 # LIFECYCLE_BENCH_BIN: a release `lifecycle` binary (built here if unset).
-# BENCH_EXPORT_PHOTO_MB / BENCH_EXPORT_ENTRIES shrink the data for a quick run.
+# LIFECYCLE_BENCH_BASELINE_BIN: optionally an earlier build, run in the same rounds on the
+# same data (with the policy keys it knows), for before/after figures from one run.
+# BENCH_EXPORT_PHOTO_MB / BENCH_EXPORT_ENTRIES shrink the data for a quick run;
+# BENCH_EXPORT_RUNS (default 3) sets how many interleaved rounds the best is taken of.
+# Wall times vary on a shared machine: each figure comes with the CPU time (user + sys)
+# of the same run, and every ratio compares runs made in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then swift build -c release --product lifecycle >/dev/null; fi
+if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 WORK=$(mktemp -d /tmp/lifecycle-export-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 PHOTO_MB=${BENCH_EXPORT_PHOTO_MB:-2048}
 ENTRIES=${BENCH_EXPORT_ENTRIES:-100000}
+RUNS=${BENCH_EXPORT_RUNS:-3}
 export LIFECYCLE_SIGNING_KEY=bench-signing-key-0123456789abcdef0123456789
 export LC_ALL=C.UTF-8
 
@@ -25,12 +31,27 @@ export LC_ALL=C.UTF-8
 # -L: a checkout whose Jobs is a symlink must not have the original edited below.
 cp -rL Jobs "$WORK/Jobs"
 sed -i 's/^  rate_limit_hours: .*/  rate_limit_hours: 0/' "$WORK/Jobs/policies/export.yaml"
+BASE=${LIFECYCLE_BENCH_BASELINE_BIN:-}
+if [ -n "$BASE" ]; then
+  cp -r "$WORK/Jobs" "$WORK/Jobs-baseline"
+  sed -i '/^  compression_level:/d' "$WORK/Jobs-baseline/policies/export.yaml"
+fi
 DB="$WORK/bench.sqlite"
 BLOBS="$WORK/blobs"
 lc() { "$BIN" "$@" --database "$DB" --blobs "$BLOBS" --jobs-dir "$WORK/Jobs" --log-level warning; }
 now() { date +%s.%N; }
 calc() { python3 -c "import sys; print(format(eval(sys.argv[1]), sys.argv[2]))" "$1" "$2"; }
-peak_kb() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
+# `timed FILE cmd…`: runs cmd under /usr/bin/time; FILE gets "wall user+sys peak-kB".
+timed() {
+  local out=$1 start end; shift
+  start=$(now)
+  /usr/bin/time -f '%U %S %M' -o "$out.time" "$@"
+  end=$(now)
+  read -r user sys peak < "$out.time"
+  echo "$(calc "$end - $start" .3f) $(calc "$user + $sys" .2f) $peak" > "$out"
+}
+# The run with the shortest wall time among the given result files: "wall cpu peak-kB".
+best() { sort -g "$@" | head -1; }
 
 echo "== Export benchmarks, $(nproc) cores =="
 
@@ -69,82 +90,92 @@ PHOTO_DIR="$BLOBS/accounts/photos-big"
 photo_bytes=$(du -sb "$PHOTO_DIR/photos" | cut -f1)
 
 bsdtar_run() {
-  local start end
   rm -f "$WORK/ref.zip"
-  start=$(now)
-  bsdtar --format zip --options zip:compression=store -cf "$WORK/ref.zip" -C "$PHOTO_DIR" photos
-  end=$(now)
-  calc "$end - $start" .3f
+  timed "$1" bsdtar --format zip --options zip:compression=store -cf "$WORK/ref.zip" -C "$PHOTO_DIR" photos
+}
+# bsdtar leaves its archive in the page cache; the export fsyncs its archive before
+# publishing it (a crash must not leave a published but empty file).
+bsdtar_sync_run() {
+  rm -f "$WORK/ref.zip"
+  timed "$1" sh -c 'bsdtar --format zip --options zip:compression=store -cf "$1" -C "$2" photos && sync "$1"' sh "$WORK/ref.zip" "$PHOTO_DIR"
 }
 
-# Prints: seconds writing the archive (photos read, hashed, archived, fsynced), seconds
-# streaming the tables into JSON + CSV, the whole export in seconds, peak RSS in kB.
-# The first two come from the write-archive step's output (`lifecycle jobs show`).
+# Writes to $1 (whole command: "wall cpu peak-kB") and $1.step (write-archive step:
+# "archive-wall archive-cpu final-fsync-wall tables-wall"), from `jobs show`'s step output.
+# EXPORT_BIN / EXPORT_JOBS choose the build under test (default: $BIN with $WORK/Jobs).
 export_run() {
-  local account=$1 start end job
-  start=$(now)
-  /usr/bin/time -v -o "$WORK/time.txt" "$BIN" export "$account" --wait --json \
-    --database "$DB" --blobs "$BLOBS" --jobs-dir "$WORK/Jobs" --log-level warning > "$WORK/export.json"
-  end=$(now)
+  local result=$1 account=$2 job
+  timed "$result" "${EXPORT_BIN:-$BIN}" export "$account" --wait --json \
+    --database "$DB" --blobs "$BLOBS" --jobs-dir "${EXPORT_JOBS:-$WORK/Jobs}" --log-level warning > "$WORK/export.json"
   job=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['job_id'])" "$WORK/export.json")
   sqlite3 "$DB" "SELECT output FROM job_steps WHERE job_id = $job AND step = 'write-archive'" > "$WORK/step.json"
   # The archive is not needed afterwards; keep the disk free for the next run.
   python3 -c "import json,os,sys; os.remove(json.load(open(sys.argv[1]))['archive_path'])" "$WORK/export.json"
-  python3 - "$WORK/step.json" "$(calc "$end - $start" .3f)" "$(peak_kb "$WORK/time.txt")" <<'PY'
+  python3 - "$WORK/step.json" > "$result.step" <<'PY'
 import json, sys
 step = json.load(open(sys.argv[1]))
-print(f"{step['archiveSeconds']:.3f} {step['tablesSeconds']:.3f} {sys.argv[2]} {sys.argv[3]}")
+print(f"{step['archiveSeconds']:.3f} {step.get('archiveCPUSeconds', -1):.2f} {step.get('finalSyncSeconds', -1):.3f} {step['tablesSeconds']:.3f}")
 PY
 }
 
-best() { printf '%s\n' "$@" | sort -g | head -1; }
-
-# bsdtar leaves its archive in the page cache; the export fsyncs its archive before
-# publishing it (a crash must not leave a published but empty file).
-bsdtar_sync_run() {
-  local start end
-  rm -f "$WORK/ref.zip"
-  start=$(now)
-  bsdtar --format zip --options zip:compression=store -cf "$WORK/ref.zip" -C "$PHOTO_DIR" photos
-  sync "$WORK/ref.zip"
-  end=$(now)
-  calc "$end - $start" .3f
-}
-
-b1=$(bsdtar_run); read -r w1 _ e1 r1 <<<"$(export_run photos-big)"
-b2=$(bsdtar_run); read -r w2 _ e2 r2 <<<"$(export_run photos-big)"
-c1=$(bsdtar_sync_run); c2=$(bsdtar_sync_run)
+mkdir -p "$WORK/r"
+# Interleaved: each round runs every contender once, so a burst of load hits them alike.
+for round in $(seq "$RUNS"); do
+  bsdtar_run "$WORK/r/bsdtar.$round"
+  export_run "$WORK/r/photos.$round" photos-big
+  bsdtar_sync_run "$WORK/r/bsdtar-sync.$round"
+  if [ -n "$BASE" ]; then EXPORT_BIN=$BASE EXPORT_JOBS=$WORK/Jobs-baseline export_run "$WORK/r/base-photos.$round" photos-big; fi
+done
 rm -f "$WORK/ref.zip"
-bsdtar_s=$(best "$b1" "$b2")
-bsdtar_sync_s=$(best "$c1" "$c2")
-write_s=$(best "$w1" "$w2")
-export_s=$(best "$e1" "$e2")
-read -r _ _ _ small_rss <<<"$(export_run photos-small)"
-big_rss=$(( r1 > r2 ? r1 : r2 ))
+read -r bsdtar_s bsdtar_cpu _ < <(best "$WORK"/r/bsdtar.?)
+read -r bsdtar_sync_s bsdtar_sync_cpu _ < <(best "$WORK"/r/bsdtar-sync.?)
+read -r write_s write_cpu sync_s _ < <(sort -g "$WORK"/r/photos.?.step | head -1)
+read -r export_s export_cpu _ < <(best "$WORK"/r/photos.?)
+big_rss=$(cat "$WORK"/r/photos.? | awk '$3 > m {m = $3} END {print m}')
+export_run "$WORK/r/small" photos-small
+read -r _ _ small_rss < "$WORK/r/small"
 mb() { calc "$1 / 1048576" .0f; }
+rate() { calc "$photo_bytes / $1 / 1048576" .0f; }
 
-echo "photos: $(mb "$photo_bytes") MB in $(ls "$PHOTO_DIR/photos" | wc -l) files, ZIP with stored entries (best of 2)"
-echo "  bsdtar --format zip (store):         ${bsdtar_s} s   $(calc "$photo_bytes / $bsdtar_s / 1048576" .0f) MB/s"
-echo "  bsdtar, then fsync of its archive:   ${bsdtar_sync_s} s   $(calc "$photo_bytes / $bsdtar_sync_s / 1048576" .0f) MB/s (the durability the export has)"
-echo "  lifecycle export, archive written:   ${write_s} s   $(calc "$photo_bytes / $write_s / 1048576" .0f) MB/s   → throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync (target ≥ 0.90)"
-echo "  lifecycle export, whole job:         ${export_s} s   (also: tables, re-read and check every hash, publish, notify)"
+echo "photos: $(mb "$photo_bytes") MB in $(ls "$PHOTO_DIR/photos" | wc -l) files, ZIP with stored entries (best of $RUNS interleaved rounds; cpu = user + sys)"
+echo "  bsdtar --format zip (store):         ${bsdtar_s} s   $(rate "$bsdtar_s") MB/s   cpu ${bsdtar_cpu} s"
+echo "  bsdtar, then fsync of its archive:   ${bsdtar_sync_s} s   $(rate "$bsdtar_sync_s") MB/s   cpu ${bsdtar_sync_cpu} s (the durability the export has)"
+echo "  lifecycle export, archive written:   ${write_s} s   $(rate "$write_s") MB/s   cpu ${write_cpu} s (read, SHA-256, CRC-32, write, fsync; the final fsync waited ${sync_s} s)"
+echo "     → throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync (target ≥ 0.90 vs bsdtar)"
+echo "  lifecycle export, whole job:         ${export_s} s   cpu ${export_cpu} s (also: tables, re-read and check every hash, publish, notify)"
 echo "  peak RSS of the export process:    $(calc "$big_rss / 1024" .1f) MB for $(mb "$photo_bytes") MB, $(calc "$small_rss / 1024" .1f) MB for an eighth of it (target < 64 MB, flat)"
+if [ -n "$BASE" ]; then
+  read -r base_write_s base_write_cpu base_sync_s _ < <(sort -g "$WORK"/r/base-photos.?.step | head -1)
+  read -r base_export_s base_export_cpu base_rss < <(best "$WORK"/r/base-photos.?)
+  # Builds older than the step's CPU and fsync figures record -1 for them.
+  base_detail="cpu ${base_write_cpu} s (final fsync ${base_sync_s} s)"
+  case $base_write_cpu in -*) base_detail="(that build records no CPU or fsync figures)" ;; esac
+  echo "  baseline build, archive written:     ${base_write_s} s   $(rate "$base_write_s") MB/s   ${base_detail}   → ratio $(calc "$bsdtar_s / $base_write_s" .2f) vs bsdtar"
+  echo "  baseline build, whole job:           ${base_export_s} s   cpu ${base_export_cpu} s   peak RSS $(calc "$base_rss / 1024" .1f) MB"
+fi
 
 # --- 2. 100,000 journal entries: the whole export against sqlite3 -json on the same rows.
 sqlite_run() {
-  local start end
-  start=$(now)
-  sqlite3 -json "$DB" "SELECT id, created_at, text FROM journal_entries WHERE account_id = 'entries' ORDER BY created_at, id" > "$WORK/ref.json"
-  end=$(now)
-  calc "$end - $start" .3f
+  timed "$1" sh -c 'sqlite3 -json "$1" "SELECT id, created_at, text FROM journal_entries WHERE account_id = '"'entries'"' ORDER BY created_at, id" > "$2"' \
+    sh "$DB" "$WORK/ref.json"
 }
-s1=$(sqlite_run); read -r _ t1 x1 _ <<<"$(export_run entries)"
-s2=$(sqlite_run); read -r _ t2 x2 _ <<<"$(export_run entries)"
+for round in $(seq "$RUNS"); do
+  sqlite_run "$WORK/r/sqlite.$round"
+  export_run "$WORK/r/entries.$round" entries
+  if [ -n "$BASE" ]; then EXPORT_BIN=$BASE EXPORT_JOBS=$WORK/Jobs-baseline export_run "$WORK/r/base-entries.$round" entries; fi
+done
 rows=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$WORK/ref.json")
-sqlite_s=$(best "$s1" "$s2")
-tables_s=$(best "$t1" "$t2")
-entries_s=$(best "$x1" "$x2")
-echo "journal entries: $rows rows (best of 2)"
-echo "  sqlite3 -json, the same rows:                    ${sqlite_s} s"
-echo "  export: rows streamed into JSON + CSV:           ${tables_s} s   → $(calc "$tables_s / $sqlite_s" .2f)× sqlite3 (target ≤ 2.00)"
-echo "  export: whole command (+ start, zip, verify, publish, notify): ${entries_s} s   → $(calc "$entries_s / $sqlite_s" .2f)× sqlite3"
+read -r sqlite_s sqlite_cpu _ < <(best "$WORK"/r/sqlite.?)
+read -r entries_s entries_cpu _ < <(best "$WORK"/r/entries.?)
+tables_s=$(cat "$WORK"/r/entries.?.step | awk '{print $4}' | sort -g | head -1)
+echo "journal entries: $rows rows (best of $RUNS interleaved rounds; cpu = user + sys)"
+echo "  sqlite3 -json, the same rows:                    ${sqlite_s} s   cpu ${sqlite_cpu} s"
+echo "  export: rows streamed into JSON + CSV:           ${tables_s} s   → $(calc "$tables_s / $sqlite_s" .2f)× sqlite3"
+echo "  export: whole command (start, tables, zip, verify, publish, notify): ${entries_s} s   cpu ${entries_cpu} s   → $(calc "$entries_s / $sqlite_s" .2f)× sqlite3 (target ≤ 2.00)"
+if [ -n "$BASE" ]; then
+  read -r base_entries_s base_entries_cpu base_entries_rss < <(best "$WORK"/r/base-entries.?)
+  base_tables_s=$(cat "$WORK"/r/base-entries.?.step | awk '{print $4}' | sort -g | head -1)
+  echo "  baseline build: tables ${base_tables_s} s, whole command ${base_entries_s} s   cpu ${base_entries_cpu} s   → $(calc "$base_entries_s / $sqlite_s" .2f)× sqlite3"
+fi
+peak_entries=$(cat "$WORK"/r/entries.? | awk '$3 > m {m = $3} END {print m}')
+echo "  peak RSS of the export process: $(calc "$peak_entries / 1024" .1f) MB"

@@ -50,6 +50,18 @@ public struct ArchiveEntryContent: ~Copyable {
         }
     }
 
+    /// Reads the entry's next bytes into `destination`: the count, or 0 at the end of the
+    /// entry. For callers that keep more than one buffer in flight (hashing one on another
+    /// thread while the next is read), which the shared buffer of ``forEachChunk(_:)`` cannot.
+    public func read(into destination: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = archive_read_data(archive, destination.baseAddress, destination.count)
+        guard n >= 0 else {
+            throw ArchiveReader.failure(
+                archive, source, "cannot read entry data", archivePath: archivePath, entryName: entryName)
+        }
+        return n
+    }
+
     /// Reads the whole entry into memory; throws `.entryTooLarge` beyond `maxBytes`.
     /// For small entries such as a manifest.
     public func readData(maxBytes: Int) throws -> Data {

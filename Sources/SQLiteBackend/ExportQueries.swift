@@ -129,6 +129,12 @@ extension SQLiteTransaction: ExportTransaction {
         sql += " ORDER BY \(order), \(id) LIMIT ?"
         arguments += [limit]
 
+        // The (account, order) index visits the table's rows out of storage order, so with
+        // SQLite's default 2 MB page cache almost every row costs a pread of its page
+        // (100,000 entries: about 100,000 of them, a third of the export's reading time).
+        // A larger cache keeps a table of that size in memory once read. It stays with the
+        // pooled reader connection (at most this much each) until the connection closes.
+        try db.execute(sql: "PRAGMA cache_size = -\(Self.exportCacheKiB)")
         let count = table.columns.count
         let isTimestamp = table.columns.map { table.timestampColumns.contains($0) }
         var values: [ExportValue] = []
@@ -156,6 +162,9 @@ extension SQLiteTransaction: ExportTransaction {
         }
         return ExportRowBatch(columnCount: count, values: values, next: next)
     }
+
+    /// Page cache for connections that stream a table into an export, in KiB (32 MiB).
+    static let exportCacheKiB = 32_768
 
     /// GRDB stores dates as `YYYY-MM-DD HH:MM:SS.SSS` in UTC. Read here without a
     /// Calendar, which was the largest per-row cost of a 100,000-row export; any other

@@ -247,6 +247,26 @@ struct ExportJobTests {
         #expect(message.state == .delivered)
     }
 
+    @Test func thePolicysCompressionLevelShapesTheArchiveButNotItsContent() async throws {
+        var sizes: [Int: Int64] = [:]
+        var journals: [Int: Data] = [:]
+        let entries = (0..<400).map { ("lvl-e\($0)", "Tempo run number \($0), 5 × 1 km, café au lait after; notes \($0 * 7919 % 1000)") }
+        for level in [1, 9] {
+            let bed = try ExportTestbed(policy: ["compression_level: \(level)"])
+            try await bed.importAccounts([ExportTestbed.account(id: "lvl", entries: entries)])
+            let export = try await bed.export("lvl@example.com")
+            #expect(export.state == .ready)
+            sizes[level] = export.byteSize
+            journals[level] = FileManager.default.contents(atPath: try bed.unpack(export) + "/journal_entries.json")
+        }
+        let fast = try #require(sizes[1]), small = try #require(sizes[9])
+        #expect(small < fast, "level 9 gave \(small) bytes, level 1 \(fast)")
+        #expect(journals[1] != nil && journals[1] == journals[9])
+
+        let refused = try ExportTestbed(policy: ["compression_level: 0"])
+        #expect(throws: LifecycleError.self) { try ExportSettings(policies: refused.services.policies) }
+    }
+
     @Test func withoutASigningKeyNothingIsQueued() async throws {
         let bed = try ExportTestbed(signingKey: false)
         try await bed.importAccounts([ExportTestbed.account(id: "nok")])

@@ -3,41 +3,65 @@ import Crypto
 import Dispatch
 import Foundation
 
-/// Copies local files into archive entries using both cores: while libarchive
-/// computes a chunk's CRC-32 and writes it on the calling thread, a second thread
-/// computes its SHA-256 for the manifest. Two buffers alternate, so reading the next
-/// chunk never overwrites one still being hashed. Memory: two 256 KiB buffers.
+/// Copies local files into archive entries using both cores: a second thread reads
+/// each chunk and computes its SHA-256 for the manifest, while the calling thread hands
+/// the chunk before it to libarchive, which computes its CRC-32 and writes it. Reading
+/// sits with hashing because that balances the two threads (SHA-256 costs about what
+/// CRC-32 and the write together do); with reading on the writing side, that side was the
+/// slower one. Memory: three 256 KiB buffers, so neither side waits on a single slow chunk.
 ///
 /// One copy at a time; `copy` blocks, so callers run it through `BlockingWork`.
 final class ArchiveFileCopier: @unchecked Sendable {
+    private static let depth = 3
     private let buffers: [UnsafeMutableRawBufferPointer]
-    private let free = [DispatchSemaphore(value: 1), DispatchSemaphore(value: 1)]
-    private let hashing = DispatchQueue(label: "export.sha256")
+    private let reading = DispatchQueue(label: "export.read-sha256")
     private var throttle: WriteThrottle
     private let flush: BackgroundFlush
 
     init(archivePath: String, throttleMBPerSecond: Int) {
-        buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: ArchiveWriter.chunkSize, alignment: 16) }
+        buffers = (0..<Self.depth).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: ArchiveWriter.chunkSize, alignment: 16) }
         throttle = WriteThrottle(megabytesPerSecond: throttleMBPerSecond)
         flush = BackgroundFlush(path: archivePath)
     }
 
     deinit {
-        // Hashing still queued reads these buffers: let it finish first.
-        for semaphore in free {
-            semaphore.wait()
-            semaphore.signal()  // libdispatch refuses to free a semaphore below its initial value
-        }
+        // `copy` waits for its reader before it returns, so no chunk is in flight here.
+        reading.sync {}
         flush.finish()
         for buffer in buffers { buffer.deallocate() }
     }
 
-    private final class HashState: @unchecked Sendable {
+    /// What the reading thread and the writing thread share for one file. Each buffer
+    /// passes from `free` (writer done with it) to `filled` (reader done with it) and back;
+    /// the semaphores order every access to `counts` and the buffers.
+    private final class Handoff: @unchecked Sendable {
+        let free: [DispatchSemaphore]
+        let filled: [DispatchSemaphore]
+        /// Bytes in each filled buffer: 0 at the end of the file, -1 for a read error (`readError`).
+        /// Plain memory rather than an Array: the two threads touch different slots at
+        /// once, and an Array's copy-on-write check would make that a race on the whole array.
+        let counts: UnsafeMutableBufferPointer<Int>
+        var readError: Int32 = 0
         var hasher = SHA256()
+        let stopped = ManagedAtomicFlag()
+
+        init(depth: Int) {
+            // Created at 0 and then released: libdispatch traps when a semaphore is freed
+            // below its initial value, which a copy stopped half-way can leave behind.
+            free = (0..<depth).map { _ in DispatchSemaphore(value: 0) }
+            for semaphore in free { semaphore.signal() }
+            filled = (0..<depth).map { _ in DispatchSemaphore(value: 0) }
+            counts = .allocate(capacity: depth)
+            counts.initialize(repeating: 0)
+        }
+
+        deinit {
+            counts.deallocate()
+        }
     }
 
-    private struct Chunk: @unchecked Sendable {
-        let bytes: UnsafeRawBufferPointer
+    private struct Buffers: @unchecked Sendable {
+        let all: [UnsafeMutableRawBufferPointer]
     }
 
     /// Streams the file at `path` into the writer's open entry; returns the bytes copied
@@ -50,36 +74,55 @@ final class ArchiveFileCopier: @unchecked Sendable {
             throw LifecycleError(code == ENOENT ? .inputMissing : .unavailable, "cannot open \(path): \(String(cString: strerror(code)))")
         }
         defer { close(fd) }
-        let state = HashState()
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        let handoff = Handoff(depth: Self.depth)
+        let buffers = Buffers(all: self.buffers)
+        let depth = Self.depth
+        reading.async {
+            var index = 0
+            while true {
+                handoff.free[index].wait()
+                if handoff.stopped.isSet { return }
+                let buffer = buffers.all[index]
+                var n = read(fd, buffer.baseAddress, buffer.count)
+                while n < 0 && errno == EINTR { n = read(fd, buffer.baseAddress, buffer.count) }
+                if n > 0 {
+                    handoff.hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                } else if n < 0 {
+                    handoff.readError = errno
+                }
+                handoff.counts[index] = n
+                handoff.filled[index].signal()
+                if n <= 0 { return }
+                index = (index + 1) % depth
+            }
+        }
+        // Whatever ends the loop, the reader stops and is done with the buffers and the
+        // descriptor before this returns.
+        defer {
+            handoff.stopped.set()
+            for semaphore in handoff.free { semaphore.signal() }
+            reading.sync {}
+        }
         var copied: Int64 = 0
         var index = 0
-        // Whatever ends the loop, every chunk handed to the hashing thread is done with.
-        defer { hashing.sync {} }
         while true {
-            free[index].wait()
-            let buffer = buffers[index]
-            var n = read(fd, buffer.baseAddress, buffer.count)
-            while n < 0 && errno == EINTR { n = read(fd, buffer.baseAddress, buffer.count) }
-            guard n > 0, copied + Int64(n) <= expectedBytes else {
-                let code = errno
-                free[index].signal()
-                if n < 0 { throw LifecycleError(.unavailable, "cannot read \(path): \(String(cString: strerror(code)))") }
-                if n == 0 { break }
-                return (copied + Int64(n), "")
+            handoff.filled[index].wait()
+            let n = handoff.counts[index]
+            if n < 0 {
+                throw LifecycleError(.unavailable, "cannot read \(path): \(String(cString: strerror(handoff.readError)))")
             }
-            let chunk = Chunk(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            let released = free[index]
-            hashing.async {
-                state.hasher.update(bufferPointer: chunk.bytes)
-                released.signal()
-            }
-            try writer.write(chunk.bytes)
+            if n == 0 { break }
+            guard copied + Int64(n) <= expectedBytes else { return (copied + Int64(n), "") }
+            try writer.write(UnsafeRawBufferPointer(rebasing: buffers.all[index][0..<n]))
+            handoff.free[index].signal()
             copied += Int64(n)
             flush.wrote(n)
             throttle.pace(n)
-            index ^= 1
+            index = (index + 1) % depth
         }
-        let digest = hashing.sync { FileDigest.hex(state.hasher.finalize()) }
+        // The reader returned after the end-of-file chunk; its hash is complete.
+        let digest = reading.sync { FileDigest.hex(handoff.hasher.finalize()) }
         return (copied, digest)
     }
 
@@ -87,6 +130,18 @@ final class ArchiveFileCopier: @unchecked Sendable {
     func wrote(_ count: Int) {
         flush.wrote(count)
         throttle.pace(count)
+    }
+}
+
+/// A flag one thread sets and another reads.
+final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+
+    func set() {
+        lock.withLock { value = true }
     }
 }
 

@@ -1,5 +1,6 @@
 import Archiving
 import Crypto
+import Dispatch
 import Foundation
 
 /// The archive does not hold what its manifest promises.
@@ -25,6 +26,10 @@ enum ExportArchiveVerifier {
         var seen = Set<String>()
         var entries = 0
         var total: Int64 = 0
+        // libarchive inflates and checks each entry's CRC-32 on this thread while the
+        // previous chunk's SHA-256 is computed on another: reading back a 2 GB export
+        // then takes about as long as the slower of the two, not their sum.
+        let hasher = PipelinedSHA256()
 
         func check(_ name: String, bytes: Int64, sha256: String, against files: [String: ExportManifest.File]) throws {
             guard let listed = files[name] else { throw ExportVerificationFailure(message: "\(name) is not listed in manifest.json") }
@@ -55,10 +60,14 @@ enum ExportArchiveVerifier {
                     total += Int64(data.count)
                     return
                 }
-                var hasher = SHA256()
-                let bytes = try content.forEachChunk { hasher.update(bufferPointer: $0) }
+                var bytes: Int64 = 0
+                while true {
+                    let n = try hasher.next { try content.read(into: $0) }
+                    if n == 0 { break }
+                    bytes += Int64(n)
+                }
                 total += bytes
-                let digest = FileDigest.hex(hasher.finalize())
+                let digest = hasher.finish()
                 if let files = manifest {
                     try check(name, bytes: bytes, sha256: digest, against: files)
                 } else {
@@ -76,5 +85,69 @@ enum ExportArchiveVerifier {
             throw ExportVerificationFailure(message: "listed in manifest.json but missing: \(missing.prefix(5).joined(separator: ", "))")
         }
         return Summary(entries: entries, bytes: total)
+    }
+}
+
+/// SHA-256 of a stream of chunks, computed on a second thread while the caller fills the
+/// next chunk. Two buffers alternate, so a buffer is never refilled while still being
+/// hashed. Memory: two ``ArchiveWriter/chunkSize`` buffers. One stream at a time, from
+/// one thread.
+final class PipelinedSHA256: @unchecked Sendable {
+    private let buffers: [UnsafeMutableRawBufferPointer]
+    private let free = [DispatchSemaphore(value: 1), DispatchSemaphore(value: 1)]
+    private let queue = DispatchQueue(label: "export.verify.sha256")
+    private var index = 0
+    private var state = State()
+
+    private final class State: @unchecked Sendable {
+        var hasher = SHA256()
+    }
+
+    private struct Chunk: @unchecked Sendable {
+        let bytes: UnsafeRawBufferPointer
+    }
+
+    init() {
+        buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: ArchiveWriter.chunkSize, alignment: 16) }
+    }
+
+    deinit {
+        // A chunk still queued reads its buffer: let it finish before freeing them.
+        queue.sync {}
+        for buffer in buffers { buffer.deallocate() }
+    }
+
+    /// `fill` writes into the buffer it is given and returns the byte count; those bytes
+    /// join the hash. Returns the count: 0 means `fill` reached the end of the stream.
+    func next(_ fill: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> Int {
+        let released = free[index]
+        released.wait()
+        let n: Int
+        do {
+            n = try fill(buffers[index])
+        } catch {
+            released.signal()
+            throw error
+        }
+        guard n > 0 else {
+            released.signal()
+            return 0
+        }
+        let chunk = Chunk(bytes: UnsafeRawBufferPointer(rebasing: buffers[index][0..<n]))
+        let state = self.state
+        queue.async {
+            state.hasher.update(bufferPointer: chunk.bytes)
+            released.signal()
+        }
+        index ^= 1
+        return n
+    }
+
+    /// The digest (lowercase hex) of every chunk since the last call; starts a new stream.
+    func finish() -> String {
+        let state = self.state
+        let digest = queue.sync { FileDigest.hex(state.hasher.finalize()) }
+        self.state = State()
+        return digest
     }
 }

@@ -51,6 +51,9 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         var omittedPhotos: Int
         var tablesSeconds: Double
         var archiveSeconds: Double
+        /// Optional: outputs recorded before these were measured lack them.
+        var archiveCPUSeconds: Double?
+        var finalSyncSeconds: Double?
     }
 
     struct Verified: Codable, Sendable {
@@ -109,7 +112,12 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         return try .output(Written(
             temporaryKey: key, bytes: built.bytes, entries: built.entries, expiresAt: expiresAt, rowCounts: built.rowCounts,
             photos: built.photos, omittedPhotos: built.omittedPhotos.count,
-            tablesSeconds: (built.tablesSeconds * 1_000).rounded() / 1_000, archiveSeconds: (built.archiveSeconds * 1_000).rounded() / 1_000))
+            tablesSeconds: milliseconds(built.tablesSeconds), archiveSeconds: milliseconds(built.archiveSeconds),
+            archiveCPUSeconds: milliseconds(built.archiveCPUSeconds), finalSyncSeconds: milliseconds(built.finalSyncSeconds)))
+    }
+
+    private func milliseconds(_ seconds: Double) -> Double {
+        (seconds * 1_000).rounded() / 1_000
     }
 
     private func buildAndStore(

@@ -25,11 +25,15 @@ public struct ExportSettings: Sendable, Equatable {
     /// Caps how fast an export writes its archive, in MB/s, so a large export does not
     /// starve the database's disk; 0 (default) is no cap.
     public var throttleMBPerSecond = 0
+    /// zlib level for the deflated entries (JSON, CSV, README, manifest) and for tar.gz:
+    /// 1 is fastest, 9 smallest. Photos are stored as they are whatever it says. Default 2:
+    /// on journal-style text about 2.5× faster than zlib's usual 6 for a file about 20 % larger.
+    public var compressionLevel = 2
 
     public static let sectionName = "export"
     static let keys: Set<String> = [
         "rate_limit_count", "rate_limit_hours", "link_lifetime_days", "default_format", "link_base_url",
-        "sendmail_command", "signing_key_file", "batch_rows", "throttle_mb_per_second",
+        "sendmail_command", "signing_key_file", "batch_rows", "throttle_mb_per_second", "compression_level",
     ]
 
     public init() {}
@@ -56,6 +60,9 @@ public struct ExportSettings: Sendable, Equatable {
             signingKeyFile = try section.string("signing_key_file", default: nil).flatMap { $0.isEmpty ? nil : $0 }
             batchRows = try section.int("batch_rows", default: batchRows, in: 1...100_000)
             throttleMBPerSecond = try section.int("throttle_mb_per_second", default: throttleMBPerSecond, in: 0...100_000)
+            compressionLevel = try section.int(
+                "compression_level", default: compressionLevel,
+                in: ArchiveWriter.compressionLevels.lowerBound...ArchiveWriter.compressionLevels.upperBound)
         } catch let error as JobRunnerError {
             throw LifecycleError(.badInput, error.message)
         }

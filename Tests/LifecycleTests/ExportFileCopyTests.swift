@@ -1,0 +1,90 @@
+import Archiving
+import Foundation
+import Testing
+@testable import Lifecycle
+
+/// The copier reads and hashes on one thread while the archive is written on another;
+/// what lands in the archive and the hash it reports must be those of the file.
+struct ExportFileCopyTests {
+    private func withDirectory<T>(_ body: (String) throws -> T) throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("export-copier-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        return try body(directory)
+    }
+
+    /// Deterministic bytes (xorshift64*) that no chunk boundary repeats.
+    private func randomFile(_ path: String, bytes: Int) throws -> Data {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes)
+        var data = Data(count: bytes)
+        for index in 0..<bytes {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            data[index] = UInt8(truncatingIfNeeded: (state &* 0x2545_F491_4F6C_DD1D) >> 56)
+        }
+        try data.write(to: URL(fileURLWithPath: path))
+        return data
+    }
+
+    @Test func filesOfEverySizeArriveWholeWithTheirOwnHashAndTheCopierCanBeReused() throws {
+        try withDirectory { directory in
+            let archive = directory + "/archive.zip"
+            let writer = try ArchiveWriter(path: archive, format: .zip)
+            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+            // Empty, one partial chunk, exactly the buffers' depth in chunks, and more than it.
+            let sizes = [0, 1_000, 3 * ArchiveWriter.chunkSize, 7 * ArchiveWriter.chunkSize + 5]
+            var expected: [String: Data] = [:]
+            for (index, size) in sizes.enumerated() {
+                let path = directory + "/file\(index)"
+                let data = try randomFile(path, bytes: size)
+                try writer.beginEntry(name: "root/file\(index)", size: Int64(size), modified: Date(), compression: .store)
+                let copied = try copier.copy(path: path, into: writer, expectedBytes: Int64(size))
+                try writer.finishEntry()
+                #expect(copied.bytes == Int64(size))
+                #expect(copied.sha256 == (try FileDigest.sha256(ofFile: path).hex), "file of \(size) bytes")
+                expected["root/file\(index)"] = data
+            }
+            try writer.close()
+            var found: [String: Data] = [:]
+            try ArchiveReader.forEachEntry(path: archive) { info, content in
+                found[info.name] = try content.readData(maxBytes: 8 << 20)
+            }
+            #expect(found == expected)
+        }
+    }
+
+    @Test func aFileLargerThanExpectedStopsTheCopyWithoutFailingTheArchive() throws {
+        try withDirectory { directory in
+            let archive = directory + "/archive.zip"
+            let writer = try ArchiveWriter(path: archive, format: .zip)
+            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+            let path = directory + "/grown"
+            _ = try randomFile(path, bytes: 5 * ArchiveWriter.chunkSize)
+            try writer.beginEntry(name: "root/grown", size: nil, modified: Date(), compression: .deflate)
+            let copied = try copier.copy(path: path, into: writer, expectedBytes: Int64(2 * ArchiveWriter.chunkSize + 10))
+            #expect(copied.bytes > Int64(2 * ArchiveWriter.chunkSize + 10))
+            #expect(copied.sha256 == "")
+            // The copier is ready for the next file at once.
+            let small = directory + "/small"
+            let data = try randomFile(small, bytes: 70_000)
+            try writer.finishEntry()
+            try writer.beginEntry(name: "root/small", size: Int64(data.count), modified: Date(), compression: .store)
+            let next = try copier.copy(path: small, into: writer, expectedBytes: Int64(data.count))
+            #expect(next.sha256 == (try FileDigest.sha256(ofFile: small).hex))
+        }
+    }
+
+    @Test func aMissingFileIsReportedAsMissing() throws {
+        try withDirectory { directory in
+            let archive = directory + "/archive.zip"
+            let writer = try ArchiveWriter(path: archive, format: .zip)
+            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+            try writer.beginEntry(name: "root/gone", size: 10, modified: Date(), compression: .store)
+            let error = try #require(throws: LifecycleError.self) {
+                try copier.copy(path: directory + "/gone", into: writer, expectedBytes: 10)
+            }
+            #expect(error.category == .inputMissing)
+        }
+    }
+}
