@@ -6,7 +6,7 @@ import Foundation
 /// piece that throws (a lost lease, a failing step) rolls back only its own writes
 /// while the others commit. A piece returns once the transaction holding it commits.
 public final class TransactionBatcher<Transaction>: @unchecked Sendable {
-    public typealias Pieces = @Sendable (Transaction) -> [(any Error)?]
+    public typealias Pieces = @Sendable (Transaction) throws -> [(any Error)?]
     private struct Pending {
         let work: @Sendable (Transaction) throws -> Void
         let continuation: CheckedContinuation<Void, any Error>
@@ -58,13 +58,24 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             let works = batch.map(\.work)
             let savepoint = self.savepoint
             do {
-                let failures = try await write { tx in
-                    works.map { work in
-                        do {
-                            try savepoint(tx) { try work(tx) }
-                            return nil
-                        } catch {
-                            return error
+                let failures: [(any Error)?]
+                if let only = works.first, works.count == 1 {
+                    // Alone in its transaction, a piece needs no savepoint: its failure rolls
+                    // the whole transaction back, which is all it wrote.
+                    _ = try await write { tx in
+                        try only(tx)
+                        return [nil]
+                    }
+                    failures = [nil]
+                } else {
+                    failures = try await write { tx in
+                        works.map { work in
+                            do {
+                                try savepoint(tx) { try work(tx) }
+                                return nil
+                            } catch {
+                                return error
+                            }
                         }
                     }
                 }

@@ -51,7 +51,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         }
         self.pool = pool
         writes = TransactionBatcher(
-            write: { pieces in try await pool.write { db in pieces(SQLiteTransaction(db: db)) } },
+            write: { pieces in try await pool.write { db in try pieces(SQLiteTransaction(db: db)) } },
             savepoint: { tx, body in try Self.savepoint(in: tx.db, body) })
         try migrate()
     }
@@ -120,14 +120,19 @@ extension SQLiteStore {
         try Self.savepoint(in: tx.db, body)
     }
 
+    /// Cached statements rather than GRDB's inSavepoint, which parses its SQL anew each
+    /// time: the runner opens one savepoint per job step when several share a commit.
     static func savepoint<T>(in db: Database, _ body: () throws -> T) throws -> T {
-        var result: T?
-        try db.inSavepoint {
-            result = try body()
-            return .commit
+        try db.cachedStatement(sql: "SAVEPOINT piece").execute()
+        do {
+            let result = try body()
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT piece").execute()
+            return result
+        } catch {
+            try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT piece").execute()
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT piece").execute()
+            throw error
         }
-        guard let result else { preconditionFailure("savepoint committed without a result") }
-        return result
     }
 
     public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: SQLiteTransaction) throws -> EnqueueOutcome {
