@@ -125,17 +125,19 @@ public struct JobFilter: Sendable {
 }
 
 public enum JobJSON {
-    public static func encode<T: Encodable>(_ value: T) throws -> String {
+    // Shared: payloads and step outputs are coded several times per job, and making a
+    // coder costs more than most of them take to code. Foundation's coders are thread-safe.
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(ISO8601.format(date))
         }
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
+        return encoder
+    }()
 
-    public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
+    private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
@@ -145,6 +147,14 @@ public enum JobJSON {
             }
             return date
         }
-        return try decoder.decode(type, from: Data(text.utf8))
+        return decoder
+    }()
+
+    public static func encode<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
+        try decoder.decode(type, from: Data(text.utf8))
     }
 }

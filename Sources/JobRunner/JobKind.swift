@@ -28,16 +28,27 @@ public struct StepResult: Sendable {
     /// Skip the remaining steps and mark the job succeeded (e.g. a purge that finds
     /// the account restored has nothing left to do).
     public var finishesJob: Bool
+    /// False for an external step that found nothing to do and decides the same way when
+    /// run again: no done-mark is written (its output still reaches the later steps of this
+    /// run), which saves a write per job where that is common. Ignored for database steps,
+    /// the last step and a step that finishes the job.
+    public var recorded: Bool
 
-    public init(output: String? = nil, finishesJob: Bool = false) {
+    public init(output: String? = nil, finishesJob: Bool = false, recorded: Bool = true) {
         self.output = output
         self.finishesJob = finishesJob
+        self.recorded = recorded
     }
 
     public static let done = StepResult()
 
     public static func output<O: Encodable>(_ value: O, finishesJob: Bool = false) throws -> StepResult {
         StepResult(output: try JobJSON.encode(value), finishesJob: finishesJob)
+    }
+
+    /// An external step's decision to do nothing, not written down: see `recorded`.
+    public static func unrecorded<O: Encodable>(_ value: O) throws -> StepResult {
+        StepResult(output: try JobJSON.encode(value), recorded: false)
     }
 }
 

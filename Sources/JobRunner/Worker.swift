@@ -280,8 +280,13 @@ public final class Worker<Store: JobStore>: Sendable {
                     }
                 case .external(let body):
                     result = try await body(context)
-                    // A crash before the batch commits only repeats an idempotent step.
-                    cancelRequested = try await transactions.run { tx in try finish(result, tx) }
+                    if !result.recorded && !isLast && !result.finishesJob {
+                        // The next step's done-mark checks the lease and the cancel request.
+                        cancelRequested = false
+                    } else {
+                        // A crash before the batch commits only repeats an idempotent step.
+                        cancelRequested = try await transactions.run { tx in try finish(result, tx) }
+                    }
                 }
                 outputs[step.name] = .some(result.output)
                 events(.stepFinished(job, step: step.name))

@@ -86,6 +86,17 @@ extension PostgresTransaction: DeletionTransaction {
         ).first?.decode(Int64.self) ?? 0)
     }
 
+    public func countRows(in tables: [AccountDataMap.Table], accountID: String) throws -> [String: Int] {
+        guard !tables.isEmpty else { return [:] }
+        let counts = tables.map { "(SELECT COUNT(*) FROM \(quoted($0.name)) WHERE \(quoted($0.accountColumn)) = $1)" }
+        guard let row = try query(PostgresQuery(unsafeSQL: "SELECT " + counts.joined(separator: ", "), binds: binds(accountID))).first else {
+            return [:]
+        }
+        var result: [String: Int] = [:]
+        for (table, cell) in zip(tables, row) { result[table.name] = Int(try cell.decode(Int64.self)) }
+        return result
+    }
+
     public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int {
         // ctid names a row whatever the table's key: DELETE has no LIMIT, a batch is chosen by it.
         let name = quoted(table.name)
@@ -113,15 +124,17 @@ extension PostgresTransaction: DeletionTransaction {
     }
 
     public func purgeInventory(accountID: String) throws -> PurgeInventory? {
-        guard let row = try query("SELECT rows, blob_count, blob_bytes FROM purge_inventory WHERE account_ref = \(accountID)").first else {
-            return nil
-        }
-        let (rows, count, bytes) = try row.decode((String, Int32?, Int64?).self)
-        return PurgeInventory(rows: try JobJSON.decode([String: Int].self, from: rows), blobCount: count.map(Int.init), blobBytes: bytes)
+        try inventory(query("SELECT rows, blob_count, blob_bytes FROM purge_inventory WHERE account_ref = \(accountID)").first)
     }
 
-    public func removePurgeInventory(accountID: String) throws {
-        try execute("DELETE FROM purge_inventory WHERE account_ref = \(accountID)")
+    public func takePurgeInventory(accountID: String) throws -> PurgeInventory? {
+        try inventory(query("DELETE FROM purge_inventory WHERE account_ref = \(accountID) RETURNING rows, blob_count, blob_bytes").first)
+    }
+
+    private func inventory(_ row: PostgresRow?) throws -> PurgeInventory? {
+        guard let row else { return nil }
+        let (rows, count, bytes) = try row.decode((String, Int32?, Int64?).self)
+        return PurgeInventory(rows: try JobJSON.decode([String: Int].self, from: rows), blobCount: count.map(Int.init), blobBytes: bytes)
     }
 
     public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {

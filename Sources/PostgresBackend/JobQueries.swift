@@ -56,11 +56,13 @@ extension PostgresStore: JobStore {
 
     public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: PostgresTransaction) throws -> Bool {
         // One round trip for the fence and the mark: this runs once per step of every job.
+        // The row lock holds off a rescue until this commits (a rescue that got there
+        // first leaves no row to lock); a lock rather than an update leaves no dead tuple per step.
         // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
         let rows = try tx.query("""
             WITH fence AS (
-                UPDATE jobs SET updated_at = \(now) WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING id, cancel_requested
+                SELECT id, cancel_requested FROM jobs WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+                FOR NO KEY UPDATE
             ), mark AS (
                 INSERT INTO job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM fence
             )

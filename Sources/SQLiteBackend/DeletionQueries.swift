@@ -88,6 +88,19 @@ extension SQLiteTransaction: DeletionTransaction {
         return try Int.fetchOne(statement, arguments: [accountID]) ?? 0
     }
 
+    public func countRows(in tables: [AccountDataMap.Table], accountID: String) throws -> [String: Int] {
+        guard !tables.isEmpty else { return [:] }
+        let counts = tables.map {
+            "(SELECT COUNT(*) FROM \($0.name.quotedDatabaseIdentifier) WHERE \($0.accountColumn.quotedDatabaseIdentifier) = ?1)"
+        }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT " + counts.joined(separator: ", ")), arguments: [accountID]) else {
+            return [:]
+        }
+        var result: [String: Int] = [:]
+        for (index, table) in tables.enumerated() { result[table.name] = row[index] }
+        return result
+    }
+
     public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int {
         let name = table.name.quotedDatabaseIdentifier
         let column = table.accountColumn.quotedDatabaseIdentifier
@@ -123,15 +136,19 @@ extension SQLiteTransaction: DeletionTransaction {
     }
 
     public func purgeInventory(accountID: String) throws -> PurgeInventory? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM purge_inventory WHERE account_ref = ?"), arguments: [accountID]) else {
-            return nil
-        }
-        return PurgeInventory(
-            rows: try JobJSON.decode([String: Int].self, from: row["rows"]), blobCount: row["blob_count"], blobBytes: row["blob_bytes"])
+        try inventory(Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM purge_inventory WHERE account_ref = ?"), arguments: [accountID]))
     }
 
-    public func removePurgeInventory(accountID: String) throws {
-        try db.cachedStatement(sql: "DELETE FROM purge_inventory WHERE account_ref = ?").execute(arguments: [accountID])
+    public func takePurgeInventory(accountID: String) throws -> PurgeInventory? {
+        try inventory(Row.fetchOne(
+            db.cachedStatement(sql: "DELETE FROM purge_inventory WHERE account_ref = ? RETURNING rows, blob_count, blob_bytes"),
+            arguments: [accountID]))
+    }
+
+    private func inventory(_ row: Row?) throws -> PurgeInventory? {
+        guard let row else { return nil }
+        return PurgeInventory(
+            rows: try JobJSON.decode([String: Int].self, from: row["rows"]), blobCount: row["blob_count"], blobBytes: row["blob_bytes"])
     }
 
     public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {

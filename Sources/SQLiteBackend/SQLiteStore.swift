@@ -42,6 +42,13 @@ public final class SQLiteStore: LifecycleStore, Sendable {
             // an OS crash or power loss can lose the last commits, and every step is
             // written to be safely repeated.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            if !db.configuration.readonly {
+                // Each piece of a group commit is a savepoint, whose undo pages SQLite
+                // otherwise spills to a temporary file beyond 64 KiB: two writes per page
+                // touched, as many again as the commit itself. In memory they cost at most
+                // the pages one transaction changes; readers keep file-backed sorts.
+                try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            }
         }
         let pool: DatabasePool
         do {
@@ -151,9 +158,12 @@ extension SQLiteStore {
 
     public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: SQLiteTransaction) throws -> Bool {
         // Cached statements: these run once per step of every job, the runner's hot path.
+        // A read is fence enough: this runs inside the write transaction, which SQLite
+        // serialises, so no rescue can take the job between this check and the commit.
+        // Leaving the job row alone keeps a step's commit from rewriting its page.
         let fence = try tx.db.cachedStatement(
-            sql: "UPDATE jobs SET updated_at = ? WHERE id = ? AND lease_owner = ? AND state = 'running' RETURNING cancel_requested")
-        guard let cancelRequested = try Bool.fetchOne(fence, arguments: [now, jobID, owner]) else {
+            sql: "SELECT cancel_requested FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'")
+        guard let cancelRequested = try Bool.fetchOne(fence, arguments: [jobID, owner]) else {
             throw JobRunnerError.leaseLost(jobID)
         }
         // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.

@@ -164,7 +164,7 @@ struct PurgeCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Flag(name: .customLong("dry-run"), help: "List what would be purged; change nothing.") var dryRun = false
     @Option(help: "Purge (or list) at most this many accounts in this run.") var limit: Int?
-    @Option(help: "Purges run at once in this process (1 when --limit is given).") var concurrency: Int = 4
+    @Option(help: "Purges run at once in this process, at most the purge policy's concurrency (1 when --limit is given).") var concurrency: Int = 16
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }

@@ -34,6 +34,9 @@ public protocol DeletionTransaction {
 
     /// Rows of the account in one table of the data map.
     func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int
+    /// Rows of the account in each of the tables, keyed by table name: one statement
+    /// instead of one per table, since the purge counts every table of every account.
+    func countRows(in tables: [AccountDataMap.Table], accountID: String) throws -> [String: Int]
     /// Deletes at most `limit` rows (all of them when nil) of the account from one table
     /// of the data map; returns how many.
     func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int
@@ -44,7 +47,8 @@ public protocol DeletionTransaction {
     func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws
     func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws
     func purgeInventory(accountID: String) throws -> PurgeInventory?
-    func removePurgeInventory(accountID: String) throws
+    /// Removes the inventory and returns what it held (nil if there was none).
+    func takePurgeInventory(accountID: String) throws -> PurgeInventory?
 
     /// purging → purged: the row keeps its id, state and purged_at; every personal column is emptied.
     /// False if the account was not purging.

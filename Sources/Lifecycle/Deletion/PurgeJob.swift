@@ -102,10 +102,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             }
         }
         let map = try dataMap.map(jobsDirectory: services.jobsDirectory)
-        var rows: [String: Int] = [:]
-        for table in map.tables where table.name != "accounts" {
-            rows[table.name] = try tx.countRows(in: table, accountID: id)
-        }
+        let rows = try tx.countRows(in: map.tables.filter { $0.name != "accounts" }, accountID: id)
         try tx.recordRowInventory(accountID: id, rows: rows, at: context.now)
         return try .output(PurgeStart(rows: rows.values.reduce(0, +)))
     }
@@ -181,7 +178,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         let tables = try await dataMap.checkedMap(services: services).tables.filter { $0.name != "accounts" }
         let batch = policy.purgeRowBatch
         if let start = try context.output(of: "lock-and-mark", as: PurgeStart.self), start.rows <= batch {
-            return try .output(RowsRemoved(rows: [:], leftForTombstone: true))
+            return try .unrecorded(RowsRemoved(rows: [:], leftForTombstone: true))
         }
         var removed: [String: Int] = [:]
         var index = 0
@@ -223,7 +220,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         let id = try context.payload(PurgePayload.self).account
         let policy = try policy.get()
         let tables = try dataMap.map(jobsDirectory: services.jobsDirectory).tables.filter { $0.name != "accounts" }
-        let inventory = try tx.purgeInventory(accountID: id)
+        let inventory = try tx.takePurgeInventory(accountID: id)
         if try context.output(of: "delete-rows", as: RowsRemoved.self)?.leftForTombstone == true {
             // The account had at most one batch of rows when the purge started, so plain
             // deletes are as bounded as batched ones, and cheaper.
@@ -244,7 +241,6 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             let state = try tx.account(id: id)?.state.rawValue ?? "gone"
             throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
         }
-        try tx.removePurgeInventory(accountID: id)
         let detail = try JobJSON.encode(receipt)
         try tx.recordAudit(AuditEvent(
             at: context.now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))

@@ -97,9 +97,9 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
             let size = min(batch, limit.map { $0 - previews.count } ?? batch)
             let due = try await store.read { tx -> [PurgePreview] in
                 try tx.accountsDueForPurge(now: now, after: cursor, limit: size).map { account in
-                    var rows: [String: Int] = [:]
-                    for table in tables { rows[table.name] = try tx.countRows(in: table, accountID: account.accountID) }
-                    return PurgePreview(accountID: account.accountID, state: account.state, purgeAfter: account.purgeAfter, rows: rows, blobs: 0, blobBytes: 0)
+                    PurgePreview(
+                        accountID: account.accountID, state: account.state, purgeAfter: account.purgeAfter,
+                        rows: try tx.countRows(in: tables, accountID: account.accountID), blobs: 0, blobBytes: 0)
                 }
             }
             for var preview in due {
