@@ -17,6 +17,10 @@ public protocol JobStore: Sendable {
     /// Rethrows what `body` throws, after rolling back its writes.
     func savepoint<T>(in tx: Transaction, _ body: () throws -> T) throws -> T
 
+    /// False where a savepoint costs a round trip to a server: the runner then runs a
+    /// shared transaction's pieces bare and, if one throws, each again alone.
+    var savepointsAreCheap: Bool { get }
+
     /// Idempotent by unique key: a live job with the same key is returned, not duplicated.
     func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: Transaction) throws -> EnqueueOutcome
 
@@ -27,6 +31,9 @@ public protocol JobStore: Sendable {
 
     /// Marks the job succeeded, fenced by the lease like `markStepDone`.
     func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: Transaction) throws
+
+    /// `markStepDone` then `markSucceeded`, for a job's last step: a backend may do both in one statement.
+    func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws
 
     /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running
     /// with an expired lease) to `owner`: at most `quota[kind]` of each kind, each
@@ -68,6 +75,15 @@ public protocol JobStore: Sendable {
     /// which show that database-only steps take effect exactly once.
     func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: Transaction) throws
     func probeEffectCount(jobID: JobID) async throws -> Int
+}
+
+extension JobStore {
+    public var savepointsAreCheap: Bool { true }
+
+    public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws {
+        _ = try markStepDone(jobID: jobID, step: step, output: output, owner: owner, now: now, in: tx)
+        try markSucceeded(jobID: jobID, owner: owner, now: now, in: tx)
+    }
 }
 
 public struct JobRunnerError: Error, CustomStringConvertible, Sendable, Equatable {

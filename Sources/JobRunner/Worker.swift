@@ -101,9 +101,13 @@ public final class Worker<Store: JobStore>: Sendable {
         self.options = options
         self.logger = logger
         self.events = events
-        self.transactions = TransactionBatcher(
-            write: { work in try await store.write(work) },
-            savepoint: { tx, body in try store.savepoint(in: tx, body) })
+        if store.savepointsAreCheap {
+            self.transactions = TransactionBatcher(
+                write: { work in try await store.write(work) },
+                savepoint: { tx, body in try store.savepoint(in: tx, body) })
+        } else {
+            self.transactions = TransactionBatcher(write: { work in try await store.write(work) }, savepoint: nil)
+        }
     }
 
     private var kindNames: [String] {
@@ -261,12 +265,12 @@ public final class Worker<Store: JobStore>: Sendable {
                     progress: { [events] text in events(.message(job, text)) })
                 let finish: @Sendable (StepResult, Store.Transaction) throws -> Bool = { result, tx in
                     let now = context.now
-                    let cancelRequested = try store.markStepDone(
-                        jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
                     if isLast || result.finishesJob {
-                        try store.markSucceeded(jobID: job.id, owner: owner, now: now, in: tx)
+                        try store.markLastStepDone(jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
+                        return false
                     }
-                    return cancelRequested
+                    return try store.markStepDone(
+                        jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
                 }
                 let result: StepResult
                 let cancelRequested: Bool
