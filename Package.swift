@@ -130,6 +130,7 @@ let package = Package(
         .testTarget(
             name: "ObjectStorageTests",
             dependencies: ["ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(
