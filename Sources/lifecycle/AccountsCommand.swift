@@ -10,7 +10,7 @@ struct AccountsCommand: AsyncParsableCommand {
         subcommands: [ImportAccounts.self, ShowAccount.self, SetPasswordCommand.self])
 }
 
-struct ImportAccounts: AsyncParsableCommand {
+struct ImportAccounts: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import accounts from a JSONL file, one account per line.",
@@ -28,26 +28,29 @@ struct ImportAccounts: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: file) else {
                 throw CLIFailure(.noInput, "\(file): no such file. Pass the path of a JSONL file with one account per line.")
             }
-            let services = try await options.services()
-            let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
-            let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
-            let report = try await importer.importFile(at: file) { line, report in
-                progress.update(count: report.imported.count + report.unchanged.count, doing: "line \(line)")
-            }
-            progress.finish()
-            if options.json {
-                try Terminal.printJSON(report)
-            } else {
-                Terminal.line("imported \(report.imported.count) account(s), \(report.unchanged.count) already present, \(report.failures.count) line(s) refused, \(report.photosStored) photo(s) stored")
-                for failure in report.failures {
-                    Terminal.note("line \(failure.line): \(failure.reason)")
-                }
-                if !report.failures.isEmpty {
-                    Terminal.note("Fix the refused lines and run the same command again: lines already imported are left as they are.")
-                }
-            }
-            return report.failures.isEmpty ? .ok : .dataError
+            return try await options.withServices(self)
         }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
+        let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
+        let report = try await importer.importFile(at: file) { line, report in
+            progress.update(count: report.imported.count + report.unchanged.count, doing: "line \(line)")
+        }
+        progress.finish()
+        if options.json {
+            try Terminal.printJSON(report)
+        } else {
+            Terminal.line("imported \(report.imported.count) account(s), \(report.unchanged.count) already present, \(report.failures.count) line(s) refused, \(report.photosStored) photo(s) stored")
+            for failure in report.failures {
+                Terminal.note("line \(failure.line): \(failure.reason)")
+            }
+            if !report.failures.isEmpty {
+                Terminal.note("Fix the refused lines and run the same command again: lines already imported are left as they are.")
+            }
+        }
+        return report.failures.isEmpty ? .ok : .dataError
     }
 }
 
@@ -59,7 +62,7 @@ struct AccountSummary: Codable {
     var openSessions: Int
 }
 
-struct ShowAccount: AsyncParsableCommand {
+struct ShowAccount: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show one account by id or email (exit 67 if there is none).")
 
@@ -68,30 +71,33 @@ struct ShowAccount: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
-            let id = account.id
-            // The stored hash is a secret: never printed, not even in JSON.
-            account.passwordHash = account.passwordHash == nil ? nil : "(set)"
-            let shown = account
-            let summary = try await services.store.read { tx in
-                AccountSummary(
-                    account: shown, preferences: try tx.preferences(accountID: id), rows: try tx.rowCounts(accountID: id),
-                    photos: try tx.photos(accountID: id),
-                    openSessions: try tx.sessions(accountID: id).filter { $0.revokedAt == nil }.count)
-            }
-            if options.json {
-                try Terminal.printJSON(summary)
-                return .ok
-            }
-            Terminal.line("account \(account.id) <\(account.email ?? "-")>  state: \(account.state.rawValue)")
-            Terminal.line("  name: \(account.firstName ?? "") \(account.lastName ?? "")  display: \(account.displayName ?? "-")")
-            Terminal.line("  timezone: \(account.timezone ?? "-")  subscription: \(account.subscriptionStatus ?? "-")  created: \(ISO8601.format(account.createdAt))")
-            if let purgeAfter = account.purgeAfter { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
-            if let purgedAt = account.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
-            Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
-            Terminal.line("  photos: \(summary.photos.count) (\(summary.photos.reduce(0) { $0 + $1.byteSize }) bytes)  open sessions: \(summary.openSessions)")
+            return try await options.withServices(self)
+        }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
+        let id = account.id
+        // The stored hash is a secret: never printed, not even in JSON.
+        account.passwordHash = account.passwordHash == nil ? nil : "(set)"
+        let shown = account
+        let summary = try await services.store.read { tx in
+            AccountSummary(
+                account: shown, preferences: try tx.preferences(accountID: id), rows: try tx.rowCounts(accountID: id),
+                photos: try tx.photos(accountID: id),
+                openSessions: try tx.sessions(accountID: id).filter { $0.revokedAt == nil }.count)
+        }
+        if options.json {
+            try Terminal.printJSON(summary)
             return .ok
         }
+        Terminal.line("account \(account.id) <\(account.email ?? "-")>  state: \(account.state.rawValue)")
+        Terminal.line("  name: \(account.firstName ?? "") \(account.lastName ?? "")  display: \(account.displayName ?? "-")")
+        Terminal.line("  timezone: \(account.timezone ?? "-")  subscription: \(account.subscriptionStatus ?? "-")  created: \(ISO8601.format(account.createdAt))")
+        if let purgeAfter = account.purgeAfter { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
+        if let purgedAt = account.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
+        Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        Terminal.line("  photos: \(summary.photos.count) (\(summary.photos.reduce(0) { $0 + $1.byteSize }) bytes)  open sessions: \(summary.openSessions)")
+        return .ok
     }
 }

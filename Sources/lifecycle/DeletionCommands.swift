@@ -22,7 +22,7 @@ func readPasswordFromStandardInput() throws -> String {
     return password
 }
 
-struct DeleteCommand: AsyncParsableCommand {
+struct DeleteCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete an account: the user's own request (password, 30-day grace) or a support/legal deletion.",
@@ -65,31 +65,34 @@ struct DeleteCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            let deletion = try DeletionService(services: services)
-            let result: DeletionRequestResult
-            if let operatorName {
-                result = try await deletion.requestDeletionByOperator(
-                    account: account, operatorName: operatorName, reason: reason ?? "", immediately: immediately)
-            } else {
-                let password = try readPasswordFromStandardInput()
-                result = try await deletion.requestDeletion(account: account, password: password)
-            }
-            if options.json {
-                try Terminal.printJSON(result)
-                return .ok
-            }
-            Terminal.line(result.message)
-            if result.outcome != .alreadyPending, let purgeAfter = result.purgeAfter {
-                let job = result.purgeJobID.map { " (purge job #\($0))" } ?? ""
-                Terminal.line("Account \(result.accountID): everything is removed on or after \(ISO8601.format(purgeAfter))\(job); \(result.sessionsRevoked) session(s) signed out.")
-            }
+            return try await options.withServices(self)
+        }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let deletion = try DeletionService(services: services)
+        let result: DeletionRequestResult
+        if let operatorName {
+            result = try await deletion.requestDeletionByOperator(
+                account: account, operatorName: operatorName, reason: reason ?? "", immediately: immediately)
+        } else {
+            let password = try readPasswordFromStandardInput()
+            result = try await deletion.requestDeletion(account: account, password: password)
+        }
+        if options.json {
+            try Terminal.printJSON(result)
             return .ok
         }
+        Terminal.line(result.message)
+        if result.outcome != .alreadyPending, let purgeAfter = result.purgeAfter {
+            let job = result.purgeJobID.map { " (purge job #\($0))" } ?? ""
+            Terminal.line("Account \(result.accountID): everything is removed on or after \(ISO8601.format(purgeAfter))\(job); \(result.sessionsRevoked) session(s) signed out.")
+        }
+        return .ok
     }
 }
 
-struct RestoreCommand: AsyncParsableCommand {
+struct RestoreCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Cancel a pending deletion before its purge date (what signing in again does in the app).",
@@ -104,20 +107,23 @@ struct RestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            let result = try await DeletionService(services: services).restore(account: account, actor: "cli")
-            if options.json {
-                try Terminal.printJSON(result)
-            } else {
-                let cancelled = result.cancelledJobID.map { "purge job #\($0) cancelled" } ?? "no purge job was scheduled"
-                Terminal.line("Account \(result.accountID) restored: deletion cancelled (\(cancelled)). Its sessions stay signed out; the user signs in again.")
-            }
-            return .ok
+            return try await options.withServices(self)
         }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let result = try await DeletionService(services: services).restore(account: account, actor: "cli")
+        if options.json {
+            try Terminal.printJSON(result)
+        } else {
+            let cancelled = result.cancelledJobID.map { "purge job #\($0) cancelled" } ?? "no purge job was scheduled"
+            Terminal.line("Account \(result.accountID) restored: deletion cancelled (\(cancelled)). Its sessions stay signed out; the user signs in again.")
+        }
+        return .ok
     }
 }
 
-struct SetPasswordCommand: AsyncParsableCommand {
+struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-password",
         abstract: "Set an account's password, read from standard input, stored as argon2id.",
@@ -135,20 +141,23 @@ struct SetPasswordCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            let password = try readPasswordFromStandardInput()
-            let format = try await DeletionService(services: services).setPassword(account: account, password: password, actor: "cli")
-            if options.json {
-                try Terminal.printJSON(["account": account, "hash_format": format])
-            } else {
-                Terminal.line("Password of account \(account) set (\(format)).")
-            }
-            return .ok
+            return try await options.withServices(self)
         }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let password = try readPasswordFromStandardInput()
+        let format = try await DeletionService(services: services).setPassword(account: account, password: password, actor: "cli")
+        if options.json {
+            try Terminal.printJSON(["account": account, "hash_format": format])
+        } else {
+            Terminal.line("Password of account \(account) set (\(format)).")
+        }
+        return .ok
     }
 }
 
-struct PurgeCommand: AsyncParsableCommand {
+struct PurgeCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge",
         abstract: "Purge every account whose grace period is over: the nightly cron entry.",
@@ -173,32 +182,35 @@ struct PurgeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            // Refuses to run while a table holding account data is missing from the map: it would be left behind.
-            _ = try await services.dataMap()
-            let sweep = try PurgeSweep(services: services)
-            if dryRun { return try await preview(sweep) }
-
-            let sweepReport = try await sweep.enqueueDuePurges()
-            let report = try await runPurges(services: services)
-            if options.json {
-                try Terminal.printJSON(PurgeRunReport(sweep: sweepReport, run: report))
-            } else {
-                Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
-                              + (sweepReport.enqueued > 0 ? " (\(sweepReport.enqueued) due account(s) had no purge job and got one)" : ""))
-                if !report.handedBack.isEmpty {
-                    Terminal.line("\(report.handedBack.count) purge(s) were handed back unfinished; the next run resumes them")
-                }
-                for failure in report.failures { Terminal.note("  " + failure) }
-                if !report.failures.isEmpty {
-                    Terminal.note("Failed purges retry by themselves; see `lifecycle jobs list --kind \(DeletionJobs.purgeKind)` and Jobs/runbooks/deletion-and-purge.md.")
-                }
-            }
-            return report.failures.isEmpty ? .ok : .tryLater
+            return try await options.withServices(self)
         }
     }
 
-    private func preview(_ sweep: PurgeSweep<SQLiteStore>) async throws -> ExitStatus {
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        // Refuses to run while a table holding account data is missing from the map: it would be left behind.
+        _ = try await services.dataMap()
+        let sweep = try PurgeSweep(services: services)
+        if dryRun { return try await preview(sweep) }
+
+        let sweepReport = try await sweep.enqueueDuePurges()
+        let report = try await runPurges(services: services)
+        if options.json {
+            try Terminal.printJSON(PurgeRunReport(sweep: sweepReport, run: report))
+        } else {
+            Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
+                          + (sweepReport.enqueued > 0 ? " (\(sweepReport.enqueued) due account(s) had no purge job and got one)" : ""))
+            if !report.handedBack.isEmpty {
+                Terminal.line("\(report.handedBack.count) purge(s) were handed back unfinished; the next run resumes them")
+            }
+            for failure in report.failures { Terminal.note("  " + failure) }
+            if !report.failures.isEmpty {
+                Terminal.note("Failed purges retry by themselves; see `lifecycle jobs list --kind \(DeletionJobs.purgeKind)` and Jobs/runbooks/deletion-and-purge.md.")
+            }
+        }
+        return report.failures.isEmpty ? .ok : .tryLater
+    }
+
+    private func preview<Store: LifecycleStore>(_ sweep: PurgeSweep<Store>) async throws -> ExitStatus {
         let previews = try await sweep.preview(limit: limit)
         if options.json {
             try Terminal.printJSON(previews)
@@ -219,7 +231,7 @@ struct PurgeCommand: AsyncParsableCommand {
     /// Runs due purge jobs in this process. With --limit the worker runs one job at
     /// a time and stops after the limit; jobs it had claimed but not started are
     /// handed back at once instead of waiting for their lease to run out.
-    private func runPurges(services: LifecycleServices<SQLiteStore>) async throws -> PurgeRunSummary {
+    private func runPurges<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> PurgeRunSummary {
         let tally = PurgeTally()
         let progress = ProgressLine(label: "accounts purged") { services.logger.info("\($0)") }
         defer { progress.finish() }

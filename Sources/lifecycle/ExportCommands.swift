@@ -11,7 +11,7 @@ private func useSigningKeyFile(_ path: String?) {
     if let path { setenv(SigningKeySource.environmentFile, path, 1) }
 }
 
-struct ExportCommand: AsyncParsableCommand {
+struct ExportCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export one account's data: JSON and CSV of every table, account.json and the photos in one archive, with a signed download link.",
@@ -54,26 +54,29 @@ struct ExportCommand: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             useSigningKeyFile(signingKeyFile)
-            let services = try await options.services()
-            let request = ExportRequest(
-                account: account, format: try format.map(ExportSettings.format(named:)), allowPending: allowPending,
-                operatorName: operatorName, skipMissingPhotos: skipMissingPhotos)
-            let outcome = try await services.requestExport(request)
-            if !outcome.created {
-                Terminal.note("an export of \(outcome.accountID) is already \(outcome.job.state.rawValue): job #\(outcome.job.id) (one live export per account)")
+            return try await options.withServices(self)
+        }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let request = ExportRequest(
+            account: account, format: try format.map(ExportSettings.format(named:)), allowPending: allowPending,
+            operatorName: operatorName, skipMissingPhotos: skipMissingPhotos)
+        let outcome = try await services.requestExport(request)
+        if !outcome.created {
+            Terminal.note("an export of \(outcome.accountID) is already \(outcome.job.state.rawValue): job #\(outcome.job.id) (one live export per account)")
+        }
+        guard wait else {
+            if options.json {
+                try Terminal.printJSON(ExportQueuedReport(jobID: outcome.job.id, accountID: outcome.accountID, created: outcome.created, state: outcome.job.state.rawValue))
+            } else {
+                Terminal.line("export job #\(outcome.job.id) for account \(outcome.accountID) is \(outcome.job.state.rawValue); `lifecycle worker --once` runs it (or use --wait)")
             }
-            guard wait else {
-                if options.json {
-                    try Terminal.printJSON(ExportQueuedReport(jobID: outcome.job.id, accountID: outcome.accountID, created: outcome.created, state: outcome.job.state.rawValue))
-                } else {
-                    Terminal.line("export job #\(outcome.job.id) for account \(outcome.accountID) is \(outcome.job.state.rawValue); `lifecycle worker --once` runs it (or use --wait)")
-                }
-                return .ok
-            }
-            let export = try await runExportToCompletion(services: services, jobID: outcome.job.id)
-            try await printReadyExport(export, services: services, json: options.json)
             return .ok
         }
+        let export = try await runExportToCompletion(services: services, jobID: outcome.job.id)
+        try await printReadyExport(export, services: services, json: options.json)
+        return .ok
     }
 }
 
@@ -90,7 +93,7 @@ struct ExportQueuedReport: Codable {
 
 /// Runs due export jobs in this process until the given one is finished. A job held by
 /// another worker is waited for; once its lease runs out (that worker died) it is taken over here.
-func runExportToCompletion(services: LifecycleServices<SQLiteStore>, jobID: JobID) async throws -> ExportRecord {
+func runExportToCompletion<Store: LifecycleStore>(services: LifecycleServices<Store>, jobID: JobID) async throws -> ExportRecord {
     while true {
         _ = try await runWorker(services: services, once: true, concurrency: 1, kinds: [ExportJobs.exportKind])
         guard let job = try await services.store.job(id: jobID) else {
@@ -138,7 +141,7 @@ struct ReadyExportReport: Codable {
     }
 }
 
-func printReadyExport(_ export: ExportRecord, services: LifecycleServices<SQLiteStore>, json: Bool) async throws {
+func printReadyExport<Store: LifecycleStore>(_ export: ExportRecord, services: LifecycleServices<Store>, json: Bool) async throws {
     let link = try services.exportLink(for: export)
     let path = export.blobKey.flatMap { key in
         (try? (services.blobs as? FileSystemBlobStore)?.path(for: key)) ?? (services.blobs as? S3BlobStore)?.describe(key: key)
@@ -167,7 +170,7 @@ struct ExportsCommand: AsyncParsableCommand {
         subcommands: [ListExports.self, VerifyExportLink.self, RevokeExport.self])
 }
 
-struct ListExports: AsyncParsableCommand {
+struct ListExports: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "An account's exports, newest first, with their state and expiry (exit 67 if no such account).")
 
@@ -176,47 +179,50 @@ struct ListExports: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
-            let accountID = found.id
-            let (exports, messages) = try await services.store.read { tx in
-                (try tx.exports(accountID: accountID), try tx.outboxMessages(accountID: accountID))
-            }
-            let live = try await services.store.jobs(matching: JobFilter(
-                states: JobState.liveStates, kinds: [ExportJobs.exportKind], uniqueKey: ExportJobs.uniqueKey(accountID: accountID), limit: 1))
-            let byKey = Dictionary(messages.map { ($0.uniqueKey, $0) }, uniquingKeysWith: { first, _ in first })
-            // Store-signed links (S3) need no key and are shown; HMAC links stay with `export --wait`.
-            let showsLinks = services.blobs.downloadURLLifetimeLimit != nil
-            let rows = try exports.map { export in
-                ExportListEntry(
-                    export: export, notification: byKey[ExportJobs.notificationKey(exportID: export.id)].map(describeNotification),
-                    link: showsLinks ? try services.exportLink(for: export) : nil)
-            }
-            if options.json {
-                try Terminal.printJSON(ExportList(accountID: accountID, exports: rows, liveJob: live.first))
-                return .ok
-            }
-            if let job = live.first {
-                Terminal.line("in progress: \(describe(job))")
-            }
-            if rows.isEmpty {
-                Terminal.line("account \(accountID) has no exports")
-            }
-            for row in rows {
-                let export = row.export
-                var line = "\(export.id)  \(export.state.rawValue)  \(export.format)"
-                if let bytes = export.byteSize { line += "  \(bytes) bytes" }
-                line += "  cut \(ISO8601.format(export.cutoffAt))"
-                if let expires = export.expiresAt { line += "  expires \(ISO8601.format(expires))" }
-                if let revoked = export.revokedAt { line += "  revoked \(ISO8601.format(revoked))" }
-                line += "  by \(export.requestedBy)"
-                if let job = export.jobID { line += "  job #\(job)" }
-                Terminal.line(line)
-                if let link = row.link { Terminal.line("    link: \(link)") }
-                if let notification = row.notification { Terminal.line("    notification: \(notification)") }
-            }
+            return try await options.withServices(self)
+        }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
+        let accountID = found.id
+        let (exports, messages) = try await services.store.read { tx in
+            (try tx.exports(accountID: accountID), try tx.outboxMessages(accountID: accountID))
+        }
+        let live = try await services.store.jobs(matching: JobFilter(
+            states: JobState.liveStates, kinds: [ExportJobs.exportKind], uniqueKey: ExportJobs.uniqueKey(accountID: accountID), limit: 1))
+        let byKey = Dictionary(messages.map { ($0.uniqueKey, $0) }, uniquingKeysWith: { first, _ in first })
+        // Store-signed links (S3) need no key and are shown; HMAC links stay with `export --wait`.
+        let showsLinks = services.blobs.downloadURLLifetimeLimit != nil
+        let rows = try exports.map { export in
+            ExportListEntry(
+                export: export, notification: byKey[ExportJobs.notificationKey(exportID: export.id)].map(describeNotification),
+                link: showsLinks ? try services.exportLink(for: export) : nil)
+        }
+        if options.json {
+            try Terminal.printJSON(ExportList(accountID: accountID, exports: rows, liveJob: live.first))
             return .ok
         }
+        if let job = live.first {
+            Terminal.line("in progress: \(describe(job))")
+        }
+        if rows.isEmpty {
+            Terminal.line("account \(accountID) has no exports")
+        }
+        for row in rows {
+            let export = row.export
+            var line = "\(export.id)  \(export.state.rawValue)  \(export.format)"
+            if let bytes = export.byteSize { line += "  \(bytes) bytes" }
+            line += "  cut \(ISO8601.format(export.cutoffAt))"
+            if let expires = export.expiresAt { line += "  expires \(ISO8601.format(expires))" }
+            if let revoked = export.revokedAt { line += "  revoked \(ISO8601.format(revoked))" }
+            line += "  by \(export.requestedBy)"
+            if let job = export.jobID { line += "  job #\(job)" }
+            Terminal.line(line)
+            if let link = row.link { Terminal.line("    link: \(link)") }
+            if let notification = row.notification { Terminal.line("    notification: \(notification)") }
+        }
+        return .ok
     }
 }
 
@@ -248,7 +254,7 @@ struct ExportList: Codable {
     }
 }
 
-struct VerifyExportLink: AsyncParsableCommand {
+struct VerifyExportLink: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-link",
         abstract: "Check a download link: valid (exit 0), expired (65) or invalid: forged, altered or revoked (77).")
@@ -274,37 +280,40 @@ struct VerifyExportLink: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             useSigningKeyFile(signingKeyFile)
-            let services = try await options.services()
-            let report: Report
-            let status: ExitStatus
-            switch try await services.checkExportLink(url) {
-            case .valid(let export):
-                report = Report(verdict: "valid", exportID: export.id, accountID: export.accountID, expiresAt: export.expiresAt, archiveKey: export.blobKey)
-                status = .ok
-            case .expired(let exportID, let expiresAt):
-                report = Report(verdict: "expired", exportID: exportID, expiresAt: expiresAt, reason: "the link expired at \(ISO8601.format(expiresAt)); the user can ask for a new export")
-                status = .dataError
-            case .invalid(let reason):
-                report = Report(verdict: "invalid", reason: reason)
-                status = .permissionDenied
-            }
-            if options.json {
-                try Terminal.printJSON(report)
-            } else {
-                var line = report.verdict
-                if let id = report.exportID { line += ": export \(id)" }
-                if let account = report.accountID { line += " of account \(account)" }
-                if status == .ok, let expires = report.expiresAt { line += ", expires \(ISO8601.format(expires))" }
-                if let key = report.archiveKey, status == .ok { line += ", archive \(key)" }
-                if let reason = report.reason { line += " — \(reason)" }
-                Terminal.line(line)
-            }
-            return status
+            return try await options.withServices(self)
         }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let report: Report
+        let status: ExitStatus
+        switch try await services.checkExportLink(url) {
+        case .valid(let export):
+            report = Report(verdict: "valid", exportID: export.id, accountID: export.accountID, expiresAt: export.expiresAt, archiveKey: export.blobKey)
+            status = .ok
+        case .expired(let exportID, let expiresAt):
+            report = Report(verdict: "expired", exportID: exportID, expiresAt: expiresAt, reason: "the link expired at \(ISO8601.format(expiresAt)); the user can ask for a new export")
+            status = .dataError
+        case .invalid(let reason):
+            report = Report(verdict: "invalid", reason: reason)
+            status = .permissionDenied
+        }
+        if options.json {
+            try Terminal.printJSON(report)
+        } else {
+            var line = report.verdict
+            if let id = report.exportID { line += ": export \(id)" }
+            if let account = report.accountID { line += " of account \(account)" }
+            if status == .ok, let expires = report.expiresAt { line += ", expires \(ISO8601.format(expires))" }
+            if let key = report.archiveKey, status == .ok { line += ", archive \(key)" }
+            if let reason = report.reason { line += " — \(reason)" }
+            Terminal.line(line)
+        }
+        return status
     }
 }
 
-struct RevokeExport: AsyncParsableCommand {
+struct RevokeExport: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "revoke",
         abstract: "Revoke an export's download link and delete its archive (audited). Running it again retries the deletion.")
@@ -320,16 +329,19 @@ struct RevokeExport: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            let export = try await services.revokeExport(id: exportID, operatorName: operatorName, reason: reason)
-            if options.json {
-                try Terminal.printJSON(export)
-            } else if export.state == .revoked {
-                Terminal.line("export \(export.id) of account \(export.accountID) is revoked: its link no longer verifies and its archive is deleted")
-            } else {
-                Terminal.line("export \(export.id) is \(export.state.rawValue); its archive is already gone")
-            }
-            return .ok
+            return try await options.withServices(self)
         }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let export = try await services.revokeExport(id: exportID, operatorName: operatorName, reason: reason)
+        if options.json {
+            try Terminal.printJSON(export)
+        } else if export.state == .revoked {
+            Terminal.line("export \(export.id) of account \(export.accountID) is revoked: its link no longer verifies and its archive is deleted")
+        } else {
+            Terminal.line("export \(export.id) is \(export.state.rawValue); its archive is already gone")
+        }
+        return .ok
     }
 }

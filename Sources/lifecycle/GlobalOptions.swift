@@ -68,13 +68,13 @@ struct GlobalOptions: ParsableArguments {
 
     var usesPostgres: Bool { PostgresLocation.isURL(databasePath) }
 
-    /// Opens the SQLite store (running migrations), the blob store and the policies,
-    /// for the commands that do not run on PostgreSQL yet.
+    /// Opens the SQLite store (running migrations), the blob store and the policies: for
+    /// `demo`, whose tour builds an embedded installation of its own.
     func services() async throws -> LifecycleServices<SQLiteStore> {
         if usesPostgres {
             throw CLIFailure(.usage, """
-                this command does not run on a PostgreSQL database yet; on PostgreSQL, use `migrate`, `jobs …` and `worker`, \
-                and run the other commands against a SQLite file (--database PATH)
+                `demo` builds a fresh embedded installation (a SQLite file and a blob directory) and does not run on \
+                PostgreSQL: pass --database PATH for a new SQLite file; every other command runs on PostgreSQL too
                 """)
         }
         return try await services(store: try SQLiteStore(path: databasePath))

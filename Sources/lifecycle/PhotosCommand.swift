@@ -16,7 +16,7 @@ struct PhotosCommand: AsyncParsableCommand {
         subcommands: [NormalizePhotos.self, NormalizePhotoFile.self, ListPhotos.self])
 }
 
-struct NormalizePhotos: AsyncParsableCommand {
+struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "normalize",
         abstract: "Normalise profile photos not yet normalised under the current recipe version, as jobs.",
@@ -48,36 +48,39 @@ struct NormalizePhotos: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             quietLibvipsWarnings()
-            let services = try await options.services()
-            let service = try PhotoNormalizationService(services: services)
-            let queued = try await service.queue(account: account, includeRejected: retryRejected)
-            let scope = account.map { "account \($0)" } ?? "all accounts"
-            if queued.jobIDs.isEmpty {
-                if options.json {
-                    try Terminal.printJSON(NormalizeReport(queue: queued, summary: nil))
-                } else {
-                    Terminal.line("nothing to normalise for \(scope): every profile photo is normalised under recipe \(queued.recipe) or was rejected (`lifecycle photos list --state rejected`)")
-                }
-                return .ok
-            }
-            if !options.json {
-                let existing = queued.alreadyQueued > 0 ? " (\(queued.alreadyQueued) already queued)" : ""
-                Terminal.line("\(queued.jobIDs.count) profile photo(s) of \(scope) to normalise under recipe \(queued.recipe)\(existing)")
-            }
-            if queueOnly {
-                if options.json { try Terminal.printJSON(NormalizeReport(queue: queued, summary: nil)) }
-                return .ok
-            }
-            let started = Date()
-            _ = try await runWorker(services: services, once: true, concurrency: concurrency, kinds: [PhotoJobs.normalizeKind])
-            let summary = try await service.summarize(jobIDs: queued.jobIDs)
-            if options.json {
-                try Terminal.printJSON(NormalizeReport(queue: queued, summary: summary))
-            } else {
-                printSummary(summary, seconds: Date().timeIntervalSince(started))
-            }
-            return summary.allFinished ? .ok : .tryLater
+            return try await options.withServices(self)
         }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let service = try PhotoNormalizationService(services: services)
+        let queued = try await service.queue(account: account, includeRejected: retryRejected)
+        let scope = account.map { "account \($0)" } ?? "all accounts"
+        if queued.jobIDs.isEmpty {
+            if options.json {
+                try Terminal.printJSON(NormalizeReport(queue: queued, summary: nil))
+            } else {
+                Terminal.line("nothing to normalise for \(scope): every profile photo is normalised under recipe \(queued.recipe) or was rejected (`lifecycle photos list --state rejected`)")
+            }
+            return .ok
+        }
+        if !options.json {
+            let existing = queued.alreadyQueued > 0 ? " (\(queued.alreadyQueued) already queued)" : ""
+            Terminal.line("\(queued.jobIDs.count) profile photo(s) of \(scope) to normalise under recipe \(queued.recipe)\(existing)")
+        }
+        if queueOnly {
+            if options.json { try Terminal.printJSON(NormalizeReport(queue: queued, summary: nil)) }
+            return .ok
+        }
+        let started = Date()
+        _ = try await runWorker(services: services, once: true, concurrency: concurrency, kinds: [PhotoJobs.normalizeKind])
+        let summary = try await service.summarize(jobIDs: queued.jobIDs)
+        if options.json {
+            try Terminal.printJSON(NormalizeReport(queue: queued, summary: summary))
+        } else {
+            printSummary(summary, seconds: Date().timeIntervalSince(started))
+        }
+        return summary.allFinished ? .ok : .tryLater
     }
 
     private func printSummary(_ summary: PhotoRunSummary, seconds: TimeInterval) {
@@ -204,7 +207,7 @@ struct FileNormalizedReport: Codable {
     }
 }
 
-struct ListPhotos: AsyncParsableCommand {
+struct ListPhotos: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "Profile photos with their normalisation state, recipe version and, for rejected ones, the reason.")
@@ -216,29 +219,32 @@ struct ListPhotos: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
-            var accountID: String?
-            if let account {
-                guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
-                accountID = found.id
-            }
-            let (state, count, filter) = (self.state, max(1, limit), accountID)
-            let photos = try await services.store.read { tx in
-                try tx.profilePhotos(state: state, accountID: filter, after: nil, limit: count)
-            }
-            if options.json {
-                try Terminal.printJSON(photos)
-                return .ok
-            }
-            if photos.isEmpty { Terminal.line("no profile photos" + (state.map { " in state \($0.rawValue)" } ?? "")) }
-            for photo in photos {
-                var line = "\(photo.id)  account \(photo.accountID)  \(photo.normalizationState?.rawValue ?? "pending")  \(photo.contentType)  \(photo.byteSize) bytes"
-                if let version = photo.recipeVersion { line += "  recipe v\(version)" }
-                if let reason = photo.normalizationReason { line += "  reason: \(reason)" }
-                Terminal.line(line)
-            }
+            return try await options.withServices(self)
+        }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        var accountID: String?
+        if let account {
+            guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
+            accountID = found.id
+        }
+        let (state, count, filter) = (self.state, max(1, limit), accountID)
+        let photos = try await services.store.read { tx in
+            try tx.profilePhotos(state: state, accountID: filter, after: nil, limit: count)
+        }
+        if options.json {
+            try Terminal.printJSON(photos)
             return .ok
         }
+        if photos.isEmpty { Terminal.line("no profile photos" + (state.map { " in state \($0.rawValue)" } ?? "")) }
+        for photo in photos {
+            var line = "\(photo.id)  account \(photo.accountID)  \(photo.normalizationState?.rawValue ?? "pending")  \(photo.contentType)  \(photo.byteSize) bytes"
+            if let version = photo.recipeVersion { line += "  recipe v\(version)" }
+            if let reason = photo.normalizationReason { line += "  reason: \(reason)" }
+            Terminal.line(line)
+        }
+        return .ok
     }
 }
 

@@ -66,19 +66,18 @@ extension Workspace {
         try store().writeSync { tx in try body(tx.db) }
     }
 
-    func state(of id: String) throws -> String? {
-        try sql { db in try String.fetchOne(db, sql: "SELECT state FROM accounts WHERE id = ?", arguments: [id]) }
+    func state(of id: String) async throws -> String? {
+        try await string("SELECT state FROM accounts WHERE id = ?", [.text(id)])
     }
 
     /// Rows of the account in every table the shipped data map lists.
-    func rowCount(of id: String, in store: SQLiteStore? = nil) throws -> Int {
+    func rowCount(of id: String) async throws -> Int {
         let map = try AccountDataMap(jobsDirectory: repositoryRoot + "/Jobs")
-        return try (store ?? self.store()).writeSync { tx in
-            let db = tx.db
-            return try map.tables.reduce(0) { total, table in
-                total + (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.name) WHERE \(table.accountColumn) = ?", arguments: [id]) ?? 0)
-            }
+        var total = 0
+        for table in map.tables {
+            total += try await int("SELECT COUNT(*) FROM \(table.name) WHERE \(table.accountColumn) = ?", [.text(id)])
         }
+        return total
     }
 
     /// Files under the account's blob prefix.
@@ -89,10 +88,6 @@ extension Workspace {
             var isDirectory: ObjCBool = false
             return FileManager.default.fileExists(atPath: directory + "/" + path, isDirectory: &isDirectory) && !isDirectory.boolValue
         }.sorted()
-    }
-
-    func auditRows(of id: String) async throws -> [AuditEvent] {
-        try await store().read { tx in try tx.auditEvents(accountID: id) }
     }
 }
 

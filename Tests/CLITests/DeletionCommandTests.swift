@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import JobRunner
 import Lifecycle
 import SQLiteBackend
@@ -7,23 +6,24 @@ import Testing
 
 @Suite(.serialized)
 struct DeletionCommandTests {
-    @Test func deleteWithThePasswordThenRestoreSpeakTheProductsWords() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func deleteWithThePasswordThenRestoreSpeakTheProductsWords(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
 
         let wrong = try workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse battery\n")
         #expect(wrong.status == 77)
         #expect(wrong.stderr.contains("Incorrect password"))
-        #expect(try workspace.state(of: "ada") == "active")
+        #expect(try await workspace.state(of: "ada") == "active")
 
         let right = try workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: DeletionLines.password + "\n")
         #expect(right.status == 0, "\(right.stderr)")
         #expect(right.stdout.contains("Your account has been deleted. You have 30 days to recover it by signing in again.\n"))
-        let purgeAfter = try #require(try workspace.sql { db in try Date.fetchOne(db, sql: "SELECT purge_after FROM accounts WHERE id = 'ada'") })
+        let purgeAfter = try #require(try await workspace.date("SELECT purge_after FROM accounts WHERE id = 'ada'"))
         #expect(right.stdout.contains("removed on or after \(iso(purgeAfter))"))
         #expect(right.stdout.contains("1 session(s) signed out"))
-        #expect(try workspace.state(of: "ada") == "pendingDeletion")
-        let openSessions = try workspace.sql { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL") }
+        #expect(try await workspace.state(of: "ada") == "pendingDeletion")
+        let openSessions = try await workspace.int("SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL")
         #expect(openSessions == 0)
 
         let again = try workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password)
@@ -33,7 +33,7 @@ struct DeletionCommandTests {
         let restore = try workspace.run(["restore", "ada"])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect(restore.stdout.contains("restored"))
-        #expect(try workspace.state(of: "ada") == "active")
+        #expect(try await workspace.state(of: "ada") == "active")
         let cancelled = try workspace.run(["jobs", "list", "--kind", DeletionJobs.purgeKind])
         #expect(cancelled.stdout.contains("cancelled"))
 
@@ -43,8 +43,9 @@ struct DeletionCommandTests {
         #expect(try workspace.run(["restore", "nobody"]).status == 67)
     }
 
-    @Test func fiveWrongPasswordsLockDeletionUntilThePrintedTime() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func fiveWrongPasswordsLockDeletionUntilThePrintedTime(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
         // A whole minute, so "until" can be compared to the minute whatever the seconds the attempts took.
         let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 3_600)
@@ -57,7 +58,7 @@ struct DeletionCommandTests {
         #expect(locked.status == 75)
         #expect(locked.stderr.contains("Too many incorrect passwords"))
         #expect(locked.stderr.contains("try again after \(iso(start.addingTimeInterval(15 * 60)).prefix(16))"))
-        #expect(try workspace.state(of: "ada") == "active")
+        #expect(try await workspace.state(of: "ada") == "active")
 
         let later = try workspace.run(
             ["delete", "ada", "--password-stdin"], environment: ["LIFECYCLE_NOW": iso(start.addingTimeInterval(16 * 60))], stdin: secret)
@@ -66,14 +67,15 @@ struct DeletionCommandTests {
         // Every attempt is audited, and no audit row holds the password or the hash.
         let rows = try await workspace.auditRows(of: "ada").filter { $0.action == DeletionAudit.request }
         #expect(rows.map(\.outcome) == Array(repeating: "incorrect-password", count: 5) + ["locked-out", "incorrect-password"])
-        let everything = try workspace.sql { db in try String.fetchAll(db, sql: "SELECT actor || action || outcome || COALESCE(detail, '') FROM audit_events") }
+        let everything = try await workspace.strings("SELECT actor || action || outcome || COALESCE(detail, '') FROM audit_events")
         for row in everything {
             #expect(!row.contains(secret) && !row.contains(DeletionLines.password) && !row.contains("$2b$"), "\(row)")
         }
     }
 
-    @Test func theOperatorPathIsAuditedAndImmediatelyMeansTheNextPurge() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func theOperatorPathIsAuditedAndImmediatelyMeansTheNextPurge(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
         let noReason = try workspace.run(["delete", "ada", "--operator", "Grace Hopper"])
         #expect(noReason.status == 64)
@@ -93,15 +95,16 @@ struct DeletionCommandTests {
         let shown = try workspace.run(["accounts", "show", "ada", "--json"])
         #expect(shown.stdout.contains("\"state\":\"purged\""))
         #expect(!shown.stdout.contains("ada@example.com"))
-        #expect(try workspace.rowCount(of: "ada") == 0)
+        #expect(try await workspace.rowCount(of: "ada") == 0)
         #expect(workspace.blobFiles(of: "ada").isEmpty)
-        #expect(try workspace.state(of: "bob") == "active")
+        #expect(try await workspace.state(of: "bob") == "active")
         #expect(workspace.blobFiles(of: "bob").count == 2)
         #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "x").status == 67)
     }
 
-    @Test func passwordsComeOnlyFromStandardInputAndNewOnesAreArgon2id() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func passwordsComeOnlyFromStandardInputAndNewOnesAreArgon2id(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
         #expect(try workspace.run(["delete", "ada"]).status == 64)
         #expect(try workspace.run(["delete", "ada", "--password", "secret"]).status == 64)
@@ -111,14 +114,15 @@ struct DeletionCommandTests {
         let set = try workspace.run(["accounts", "set-password", "ada", "--password-stdin"], stdin: "n3w pässword\n")
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout.contains("argon2id"))
-        let hash = try workspace.sql { db in try String.fetchOne(db, sql: "SELECT password_hash FROM accounts WHERE id = 'ada'") }
+        let hash = try await workspace.string("SELECT password_hash FROM accounts WHERE id = 'ada'")
         #expect(hash?.hasPrefix("$argon2id$") == true)
         #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password).status == 77)
         #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "n3w pässword").status == 0)
     }
 
-    @Test func dryRunListsDueAccountsAndChangesNothingThenPurgeAndLimit() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func dryRunListsDueAccountsAndChangesNothingThenPurgeAndLimit(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try DeletionLines.importAccounts([
             DeletionLines.account(id: "due-1", entries: 2, pendingSince: DeletionLines.past),
             DeletionLines.account(id: "due-2", pendingSince: DeletionLines.past),
@@ -131,45 +135,44 @@ struct DeletionCommandTests {
         #expect(dry.status == 0, "\(dry.stderr)")
         let listed = dry.stdout.split(separator: "\n").filter { $0.hasPrefix("due-") }
         #expect(listed.count == 3)
-        #expect(dry.stdout.contains("due-1  pendingDeletion  purge_after 2020-01-01T00:00:00Z  rows \(try workspace.rowCount(of: "due-1"))"))
+        #expect(dry.stdout.contains("due-1  pendingDeletion  purge_after 2020-01-01T00:00:00Z  rows \(try await workspace.rowCount(of: "due-1"))"))
         #expect(dry.stdout.contains("blobs 3 (24 bytes)"))
         #expect(dry.stdout.contains("dry run: 3 account(s) would be purged"))
         #expect(!dry.stdout.contains("later") && !dry.stdout.contains("active"))
-        #expect(try workspace.sql { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM jobs WHERE kind = ?", arguments: [DeletionJobs.purgeKind]) } == 0)
-        #expect(try workspace.state(of: "due-1") == "pendingDeletion")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM jobs WHERE kind = ?", [.text(DeletionJobs.purgeKind)]) == 0)
+        #expect(try await workspace.state(of: "due-1") == "pendingDeletion")
 
         let limited = try workspace.run(["purge", "--limit", "2"])
         #expect(limited.status == 0, "\(limited.stderr)")
         #expect(purgeCounts(limited.stdout)?.purged == 2)
         #expect(limited.stdout.contains("3 due account(s) had no purge job and got one"))
         // The third is handed back at once, not left leased to a process that has exited.
-        let leased = try workspace.sql { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM jobs WHERE state = 'running' AND kind = ?", arguments: [DeletionJobs.purgeKind])
-        }
+        let leased = try await workspace.int("SELECT COUNT(*) FROM jobs WHERE state = 'running' AND kind = ?", [.text(DeletionJobs.purgeKind)])
         #expect(leased == 0)
 
         let rest = try workspace.run(["purge"])
         #expect(rest.status == 0)
         #expect(purgeCounts(rest.stdout)?.purged == 1)
         for id in ["due-1", "due-2", "due-3"] {
-            #expect(try workspace.state(of: id) == "purged")
+            #expect(try await workspace.state(of: id) == "purged")
             #expect(workspace.blobFiles(of: id).isEmpty)
         }
-        #expect(try workspace.state(of: "later") == "pendingDeletion")
+        #expect(try await workspace.state(of: "later") == "pendingDeletion")
         #expect(workspace.blobFiles(of: "later").count == 2)
         #expect(purgeCounts(try workspace.run(["purge"]).stdout)?.purged == 0)
     }
 
-    @Test func aWorkerDaemonOrCronWorkerRunsTheNightlySweepOnItsSchedule() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func aWorkerDaemonOrCronWorkerRunsTheNightlySweepOnItsSchedule(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try DeletionLines.importAccounts([
             DeletionLines.account(id: "due", pendingSince: DeletionLines.past), DeletionLines.account(id: "active"),
         ], into: workspace)
         // `worker --once` enqueues the sweep for the latest 03:00 slot, and the purges it enqueues run in the same drain.
         let worker = try workspace.run(["worker", "--once", "--kind", DeletionJobs.sweepKind, "--kind", DeletionJobs.purgeKind])
         #expect(worker.status == 0, "\(worker.stderr)")
-        #expect(try workspace.state(of: "due") == "purged")
-        #expect(try workspace.state(of: "active") == "active")
+        #expect(try await workspace.state(of: "due") == "purged")
+        #expect(try await workspace.state(of: "active") == "active")
         let sweeps = try workspace.run(["jobs", "list", "--kind", DeletionJobs.sweepKind])
         #expect(sweeps.stdout.contains("succeeded"))
     }

@@ -101,17 +101,31 @@ struct PostgresDrillTests {
         #expect(!result.stderr.contains("secret"))
     }
 
-    @Test func commandsNotYetOnPostgresRefuseWithAUsageError() async throws {
+    @Test func accountCommandsRunOnPostgresAndOnlyTheDemoRefusesIt() async throws {
         let cluster = try await ThrowawayPostgres.shared()
         var workspace = try Workspace()
         workspace.postgresURL = cluster.url(database: try await cluster.createDatabase())
-        let result = try workspace.run(["accounts", "show", "ada@example.com"])
-        #expect(result.status == 64)
-        #expect(result.stderr.contains("PostgreSQL"))
+        let unknown = try workspace.run(["accounts", "show", "ada@example.com"])
+        #expect(unknown.status == 67)
+        let demo = try workspace.run(["demo"])
+        #expect(demo.status == 64)
+        #expect(demo.stderr.contains("PostgreSQL"))
         #expect(try workspace.run(["jobs", "probe", "--count", "3"]).status == 0)
         #expect(try workspace.run(["worker", "--once"]).status == 0)
         let listed = try workspace.run(["jobs", "list", "--state", "succeeded", "--kind", "runner.probe"])
         #expect(listed.stdout.split(separator: "\n").count == 3)
+    }
+
+    @Test func anUnreachableServerIsExit69ForAccountCommandsToo() async throws {
+        var workspace = try Workspace()
+        let port = try ThrowawayPostgres.freePortForTests()
+        workspace.postgresURL = "postgres://lifecycle:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable"
+        for command in [["accounts", "show", "ada"], ["purge", "--dry-run"], ["export", "ada"]] {
+            let result = try workspace.run(command)
+            #expect(result.status == 69, "\(command)")
+            #expect(result.stderr.contains("127.0.0.1:\(port)"))
+            #expect(!result.stderr.contains("secret"))
+        }
     }
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import JobRunner
 import Lifecycle
 import SQLiteBackend
@@ -11,14 +10,15 @@ import Testing
 struct PurgeProcessTests {
     /// Small batches with a pause between them keep each purge step running long
     /// enough to be killed in the middle of it.
-    static func slowPurgeWorkspace() throws -> Workspace {
-        try Workspace(jobsDirectory: try DeletionLines.jobsDirectory(deletion: [
+    static func slowPurgeWorkspace(_ backend: Backend) async throws -> Workspace {
+        try await Workspace.make(backend, jobsDirectory: try DeletionLines.jobsDirectory(deletion: [
             "purge_blob_batch: 1", "purge_row_batch: 4", "batch_pause_milliseconds: 100",
         ]))
     }
 
-    @Test func killedDuringBlobDeletionThenRerunLeavesOnlyTheTombstone() async throws {
-        let workspace = try Self.slowPurgeWorkspace()
+    @Test(arguments: Backend.allCases)
+    func killedDuringBlobDeletionThenRerunLeavesOnlyTheTombstone(_ backend: Backend) async throws {
+        let workspace = try await Self.slowPurgeWorkspace(backend)
         try DeletionLines.importAccounts([
             DeletionLines.account(id: "big", entries: 30, pendingSince: DeletionLines.past),
             DeletionLines.account(id: "bystander", entries: 3),
@@ -33,23 +33,24 @@ struct PurgeProcessTests {
         try await rerunAndCheck(workspace, blobs: blobs)
     }
 
-    @Test func killedDuringRowDeletionThenRerunLeavesOnlyTheTombstone() async throws {
-        let workspace = try Self.slowPurgeWorkspace()
+    @Test(arguments: Backend.allCases)
+    func killedDuringRowDeletionThenRerunLeavesOnlyTheTombstone(_ backend: Backend) async throws {
+        let workspace = try await Self.slowPurgeWorkspace(backend)
         try DeletionLines.importAccounts([
             DeletionLines.account(id: "big", entries: 30, pendingSince: DeletionLines.past),
             DeletionLines.account(id: "bystander", entries: 3),
         ], into: workspace)
-        let rows = try workspace.rowCount(of: "big")
-        let store = try workspace.store()
+        let rows = try await workspace.rowCount(of: "big")
         try await killMidPurge(workspace) {
-            let left = try workspace.rowCount(of: "big", in: store)
+            // The polling thread is not one of the cooperative pool's, so it may block.
+            let left = try blocking { try await workspace.rowCount(of: "big") }
             return workspace.blobFiles(of: "big").isEmpty && (1..<rows).contains(left)
         }
         try await rerunAndCheck(workspace, blobs: 31)
     }
 
     private func killMidPurge(_ workspace: Workspace, when condition: @escaping @Sendable () throws -> Bool) async throws {
-        let bystanderRows = try workspace.rowCount(of: "bystander")
+        let bystanderRows = try await workspace.rowCount(of: "bystander")
         let bystanderBlobs = workspace.blobFiles(of: "bystander")
         let (process, _, _) = try workspace.process(["purge"])
         let reached = await killProcess(process.processIdentifier, when: condition)
@@ -59,18 +60,18 @@ struct PurgeProcessTests {
         #expect(process.terminationReason == .uncaughtSignal)
 
         // Half-deleted, and it shows: purging, restore refused, nothing of it looks active.
-        #expect(try workspace.state(of: "big") == "purging")
+        #expect(try await workspace.state(of: "big") == "purging")
         let restore = try workspace.run(["restore", "big"])
         #expect(restore.status == 65)
         #expect(restore.stderr.contains("purge already started"))
-        #expect(try workspace.rowCount(of: "bystander") == bystanderRows)
+        #expect(try await workspace.rowCount(of: "bystander") == bystanderRows)
         #expect(workspace.blobFiles(of: "bystander") == bystanderBlobs)
     }
 
     private func rerunAndCheck(_ workspace: Workspace, blobs: Int) async throws {
-        let bystanderRows = try workspace.rowCount(of: "bystander")
+        let bystanderRows = try await workspace.rowCount(of: "bystander")
         let bystanderBlobs = workspace.blobFiles(of: "bystander")
-        let store = try workspace.store()
+        let store = try await workspace.jobStore()
         let orphan = try #require(try await store.jobs(matching: JobFilter(kinds: [DeletionJobs.purgeKind])).first)
         #expect(orphan.state == .running)
         let leaseEnd = try #require(orphan.leaseExpiresAt)
@@ -80,15 +81,15 @@ struct PurgeProcessTests {
         #expect(purgeCounts(rerun.stdout)?.purged == 1)
         #expect(purgeCounts(rerun.stdout)?.failed == 0)
 
-        let tombstone = try #require(try await store.read { tx in try tx.account(id: "big") })
+        let tombstone = try #require(try await workspace.account(id: "big"))
         #expect(tombstone.state == .purged)
         #expect(tombstone.email == nil && tombstone.passwordHash == nil && tombstone.firstName == nil && tombstone.bio == nil)
-        #expect(try workspace.rowCount(of: "big") == 0)
+        #expect(try await workspace.rowCount(of: "big") == 0)
         #expect(workspace.blobFiles(of: "big").isEmpty)
         #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/big"))
-        #expect(try workspace.rowCount(of: "bystander") == bystanderRows)
+        #expect(try await workspace.rowCount(of: "bystander") == bystanderRows)
         #expect(workspace.blobFiles(of: "bystander") == bystanderBlobs)
-        #expect(try workspace.state(of: "bystander") == "active")
+        #expect(try await workspace.state(of: "bystander") == "active")
         // One job, resumed: two attempts, each step recorded once, and a receipt for the whole account.
         let job = try #require(try await store.job(id: orphan.id))
         #expect(job.state == .succeeded)
@@ -100,8 +101,9 @@ struct PurgeProcessTests {
         #expect(receipts.first?.detail?.contains("\"rows_total\":\(30 + 30 + 31 + 1 + 1)") == true)
     }
 
-    @Test func fourOverlappingPurgeRunsPurgeTwoHundredAccountsEachOnce() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func fourOverlappingPurgeRunsPurgeTwoHundredAccountsEachOnce(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let ids = (0..<200).map { String(format: "due-%03d", $0) }
         try DeletionLines.importAccounts(ids.map { DeletionLines.account(id: $0, pendingSince: DeletionLines.past) }
                                          + [DeletionLines.account(id: "keeper")], into: workspace)
@@ -120,15 +122,14 @@ struct PurgeProcessTests {
         }
         #expect(purged == 200)
 
-        let (receipts, jobs, states) = try workspace.sql { db in
-            (try Row.fetchAll(db, sql: "SELECT account_id, COUNT(*) AS n FROM audit_events WHERE action = 'account.purge' AND outcome = 'purged' GROUP BY account_id"),
-             try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs WHERE kind = ? GROUP BY state", arguments: [DeletionJobs.purgeKind]),
-             try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM accounts GROUP BY state"))
-        }
+        let receipts = try await workspace.strings(
+            "SELECT COUNT(*) FROM audit_events WHERE action = 'account.purge' AND outcome = 'purged' GROUP BY account_id")
+        let jobs = try await workspace.strings("SELECT state || '=' || COUNT(*) FROM jobs WHERE kind = ? GROUP BY state", [.text(DeletionJobs.purgeKind)])
+        let states = try await workspace.strings("SELECT state || '=' || COUNT(*) FROM accounts GROUP BY state")
         #expect(receipts.count == 200)
-        #expect(receipts.allSatisfy { ($0["n"] as Int) == 1 })
-        #expect(jobs.map { "\($0["state"] as String)=\($0["n"] as Int)" } == ["succeeded=200"])
-        #expect(Set(states.map { "\($0["state"] as String)=\($0["n"] as Int)" }) == ["purged=200", "active=1"])
+        #expect(receipts.allSatisfy { $0 == "1" })
+        #expect(jobs == ["succeeded=200"])
+        #expect(Set(states) == ["purged=200", "active=1"])
         #expect(workspace.blobFiles(of: "keeper").count == 2)
         #expect(FileManager.default.enumerator(atPath: workspace.blobs + "/accounts")?.allObjects.compactMap { $0 as? String }
             .filter { $0.hasPrefix("due-") }.isEmpty == true)
