@@ -68,6 +68,13 @@ extension Workspace {
         }
     }
 
+    func photos(of id: String) async throws -> [PhotoRecord] {
+        switch backend {
+        case .sqlite: try await store().read { tx in try tx.photos(accountID: id) }
+        case .postgres: try await postgres().read { tx in try tx.photos(accountID: id) }
+        }
+    }
+
     func rowCounts(of id: String) async throws -> [String: Int] {
         switch backend {
         case .sqlite: try await store().read { tx in try tx.rowCounts(accountID: id) }

@@ -20,8 +20,8 @@ struct ExportArchiveTests {
      {"id":"u1-e8","created_at":"2025-03-08T08:00:00Z","text":"quotes \"inside\", commas, and a\nline break"}]
     """#.replacingOccurrences(of: "\n", with: "")
 
-    func trickyWorkspace() throws -> Workspace {
-        let workspace = try Workspace()
+    func trickyWorkspace(_ backend: Backend) async throws -> Workspace {
+        let workspace = try await Workspace.make(backend)
         let line = ImportFixture.account(id: "u1", firstName: "Zoë-Ångström")
             .replacingOccurrences(
                 of: #"[{"id":"u1-e1","created_at":"2025-03-01T08:00:00Z","text":"Tempo run 🏃 café 東京","photos":[{"id":"u1-p1","file":"photos/run.jpg","taken_at":"2025-03-01T07:55:00Z"}]}]"#,
@@ -32,15 +32,16 @@ struct ExportArchiveTests {
         let source = repositoryRoot + "/Jobs/demo/photos/trail.jpg"
         let hostile = ["café-東京-🏃", "../../../../tmp/escaped", "/etc/passwd", "..", "a\\..\\b", "\u{202E}gpj.exe", "x/../../y"]
         for (index, id) in hostile.enumerated() {
-            try ExportCLI.insertPhoto(
+            try await ExportCLI.insertPhoto(
                 workspace, accountID: "u1", photoID: id, blobName: "hostile-\(index)", source: source,
                 takenAt: Date(timeIntervalSince1970: 1_741_000_000))
         }
         return workspace
     }
 
-    @Test func aZipIsReadByUnzipBsdtarAndPythonWithEveryHashAndCSVRowRight() throws {
-        let workspace = try trickyWorkspace()
+    @Test(arguments: Backend.allCases)
+    func aZipIsReadByUnzipBsdtarAndPythonWithEveryHashAndCSVRowRight(_ backend: Backend) async throws {
+        let workspace = try await trickyWorkspace(backend)
         let ready = try ExportCLI.exportNow(workspace, "u1")
         let archive = try #require(ready.archivePath)
         #expect(archive.hasSuffix("/accounts/u1/exports/\(ready.exportID).zip"))
@@ -84,8 +85,9 @@ struct ExportArchiveTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: unpacked) == [report.root])
     }
 
-    @Test func aTarGzIsReadByPythonTarfileAndBsdtar() throws {
-        let workspace = try trickyWorkspace()
+    @Test(arguments: Backend.allCases)
+    func aTarGzIsReadByPythonTarfileAndBsdtar(_ backend: Backend) async throws {
+        let workspace = try await trickyWorkspace(backend)
         let ready = try ExportCLI.exportNow(workspace, "u1", ["--format", "tar.gz"])
         let archive = try #require(ready.archivePath)
         #expect(archive.hasSuffix(".tar.gz"))

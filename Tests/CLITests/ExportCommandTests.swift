@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import JobRunner
 import Lifecycle
 import SQLiteBackend
@@ -8,8 +7,9 @@ import Testing
 /// `lifecycle export` and `lifecycle exports …` as an operator or a script uses them.
 @Suite(.serialized)
 struct ExportCommandTests {
-    @Test func askingAgainReturnsTheSameJobAndAfterItCompletesTheRateLimitSaysWhen() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func askingAgainReturnsTheSameJobAndAfterItCompletesTheRateLimitSaysWhen(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
         let first = try workspace.run(["export", "u1", "--json"], environment: ExportCLI.key)
         #expect(first.status == 0, "\(first.stderr)")
@@ -21,7 +21,7 @@ struct ExportCommandTests {
         #expect(one.created && !two.created)
         #expect(one.job_id == two.job_id)
         #expect(second.stderr.contains("already queued: job #\(one.job_id)"))
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM jobs WHERE kind = 'export'") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM jobs WHERE kind = 'export'") == 1)
 
         // --wait picks up the queued job rather than starting another.
         let ready = try ExportCLI.exportNow(workspace, "u1")
@@ -40,8 +40,9 @@ struct ExportCommandTests {
         #expect(later.status == 0, "\(later.stderr)")
     }
 
-    @Test func pendingPurgedAndUnknownAccountsGetTheirExitCodes() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func pendingPurgedAndUnknownAccountsGetTheirExitCodes(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let pending = ImportFixture.account(id: "p1").replacingOccurrences(
             of: #""created_at":"2025-01-02T03:04:05Z""#,
             with: #""created_at":"2025-01-02T03:04:05Z","state":"pendingDeletion","purge_after":"2030-01-01T00:00:00Z""#)
@@ -56,9 +57,9 @@ struct ExportCommandTests {
         #expect(noOperator.stderr.contains("--allow-pending needs --operator NAME"))
         let operatorRun = try ExportCLI.exportNow(workspace, "p1", ["--allow-pending", "--operator", "sam"])
         #expect(operatorRun.state == "ready")
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM audit_events WHERE account_id = 'p1' AND action = 'export.request' AND actor = 'operator:sam'") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM audit_events WHERE account_id = 'p1' AND action = 'export.request' AND actor = 'operator:sam'") == 1)
 
-        try ExportCLI.setState(workspace, "gone", "purged")
+        try await ExportCLI.setState(workspace, "gone", "purged")
         let purged = try workspace.run(["export", "gone"], environment: ExportCLI.key)
         #expect(purged.status == 67)
         #expect(purged.stderr.contains("account gone is deleted (purged)"))
@@ -68,8 +69,9 @@ struct ExportCommandTests {
         #expect(try workspace.run(["exports", "list", "nobody"]).status == 67)
     }
 
-    @Test func linksVerifyUntilTamperedExpiredOrRevoked() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func linksVerifyUntilTamperedExpiredOrRevoked(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
         let ready = try ExportCLI.exportNow(workspace, "u1")
         let link = try #require(ready.link)
@@ -109,13 +111,14 @@ struct ExportCommandTests {
         #expect(list.stdout.contains("\(ready.exportID)  revoked  zip"))
     }
 
-    @Test func withoutASigningKeyTheExportIsRefusedAndTheListShowsExpiry() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func withoutASigningKeyTheExportIsRefusedAndTheListShowsExpiry(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
         let refused = try workspace.run(["export", "u1", "--wait"])
         #expect(refused.status == 69)
         #expect(refused.stderr.contains("no signing key for download links"))
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM jobs WHERE kind = 'export'") == 0)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM jobs WHERE kind = 'export'") == 0)
 
         let keyFile = workspace.root + "/signing.key"
         _ = FileManager.default.createFile(atPath: keyFile, contents: Data("0123456789abcdef0123456789abcdef\n".utf8), attributes: [.posixPermissions: 0o644])
@@ -135,14 +138,15 @@ struct ExportCommandTests {
         #expect(list.stdout.contains("notification: outbox #1 pending"))
     }
 
-    @Test func aMissingPhotoFailsTheExportNamingItUnlessSkipped() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func aMissingPhotoFailsTheExportNamingItUnlessSkipped(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
         try FileManager.default.removeItem(atPath: workspace.blobs + "/accounts/u1/photos/u1-p1")
         let failed = try workspace.run(["export", "u1", "--wait"], environment: ExportCLI.key)
         #expect(failed.status == 65)
         #expect(failed.stderr.contains("photo u1-p1: its blob accounts/u1/photos/u1-p1 is missing"))
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
 
         let skipped = try ExportCLI.exportNow(workspace, "u1", ["--skip-missing-photos"])
         #expect(skipped.omittedPhotos == 1)
@@ -150,8 +154,9 @@ struct ExportCommandTests {
         #expect(!report.names.contains { $0.contains("u1-p1") })
     }
 
-    @Test func theExpiryScheduleDeletesOldArchivesWhenAWorkerRuns() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func theExpiryScheduleDeletesOldArchivesWhenAWorkerRuns(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         try ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
         let ready = try ExportCLI.exportNow(workspace, "u1")
         let expires = try #require(ISO8601.parse(ready.expiresAt ?? ""))
@@ -161,7 +166,7 @@ struct ExportCommandTests {
         let worker = try workspace.run(["worker", "--once", "--kind", "export-expiry"], environment: environment)
         #expect(worker.status == 0, "\(worker.stderr)")
         #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports WHERE state = 'expired'") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports WHERE state = 'expired'") == 1)
         let again = try workspace.run(["worker", "--once", "--kind", "export-expiry"], environment: environment)
         #expect(again.status == 0)
         let list = try workspace.run(["exports", "list", "u1"])

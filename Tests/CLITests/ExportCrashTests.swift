@@ -36,9 +36,10 @@ struct ExportCrashTests {
         }
     }
 
-    @Test func killedWhileWritingTheArchiveThenRunAgainLeavesOneArchiveAndOneNotification() async throws {
+    @Test(arguments: Backend.allCases)
+    func killedWhileWritingTheArchiveThenRunAgainLeavesOneArchiveAndOneNotification(_ backend: Backend) async throws {
         let jobs = try throttledJobsDirectory()
-        let workspace = try Workspace(jobsDirectory: jobs.directory)
+        let workspace = try await Workspace.make(backend, jobsDirectory: jobs.directory)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u1", entryPhoto: "photos/big.jpg")])
         // An 8 MB "photo" (JPEG magic, then random bytes): at 1 MB/s, eight seconds of writing.
         var big = Data([0xFF, 0xD8, 0xFF, 0xE0])
@@ -58,12 +59,12 @@ struct ExportCrashTests {
         #expect(process.terminationReason == .uncaughtSignal)
 
         // Killed inside write-archive: a half-written scratch file, nothing published, nobody told.
-        let store = try workspace.store()
+        let store = try await workspace.jobStore()
         let job = try #require(try await store.jobs(matching: JobFilter(kinds: [ExportJobs.exportKind])).first)
         #expect(job.state == .running)
         #expect(try await store.steps(of: job.id).map(\.step) == ["snapshot"])
         #expect(!Self.scratchArchives(workspace).isEmpty)
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
         let exportsFolder = workspace.blobs + "/accounts/u1/exports"
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: exportsFolder)) ?? []).isEmpty)
 
@@ -83,8 +84,8 @@ struct ExportCrashTests {
         // One archive, no leftovers, one export row, one notification.
         #expect(try FileManager.default.contentsOfDirectory(atPath: exportsFolder) == ["\(ready.exportID).zip"])
         #expect(Self.scratchArchives(workspace).isEmpty)
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports") == 1)
-        #expect(try ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 1)
         let archive = try #require(ready.archivePath)
         let unzip = try ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
         #expect(unzip.status == 0, "\(unzip.output)")

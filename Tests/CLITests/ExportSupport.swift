@@ -42,31 +42,27 @@ enum ExportCLI {
 
     /// Writes a photo blob and its row straight into the installation, the way another
     /// system's data might arrive: the id is whatever the test says, unchecked.
-    static func insertPhoto(_ workspace: Workspace, accountID: String, photoID: String, blobName: String, source: String, takenAt: Date) throws {
+    static func insertPhoto(_ workspace: Workspace, accountID: String, photoID: String, blobName: String, source: String, takenAt: Date) async throws {
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
         let key = "accounts/\(accountID)/photos/\(blobName)"
         let target = try blobs.path(for: key)
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: source, toPath: target)
         let digest = try FileDigest.sha256(ofFile: target)
-        try workspace.store().writeSync { tx in
-            try tx.db.execute(
-                sql: """
-                    INSERT INTO photos (id, account_id, entry_id, role, blob_key, content_type, byte_size, sha256, taken_at, created_at)
-                    VALUES (?, ?, NULL, 'entry', ?, 'image/jpeg', ?, ?, ?, ?)
-                    """,
-                arguments: [photoID, accountID, key, digest.size, digest.hex, takenAt, takenAt])
-        }
+        try await workspace.execute(
+            """
+            INSERT INTO photos (id, account_id, entry_id, role, blob_key, content_type, byte_size, sha256, taken_at, created_at)
+            VALUES (?, ?, NULL, 'entry', ?, 'image/jpeg', ?, ?, ?, ?)
+            """,
+            [.text(photoID), .text(accountID), .text(key), .integer(Int(digest.size)), .text(digest.hex), .date(takenAt), .date(takenAt)])
     }
 
-    static func setState(_ workspace: Workspace, _ accountID: String, _ state: String) throws {
-        try workspace.store().writeSync { tx in
-            try tx.db.execute(sql: "UPDATE accounts SET state = ? WHERE id = ?", arguments: [state, accountID])
-        }
+    static func setState(_ workspace: Workspace, _ accountID: String, _ state: String) async throws {
+        try await workspace.execute("UPDATE accounts SET state = ? WHERE id = ?", [.text(state), .text(accountID)])
     }
 
-    static func count(_ workspace: Workspace, _ sql: String) throws -> Int {
-        try workspace.store().writeSync { tx in try Int.fetchOne(tx.db, sql: sql) ?? -1 }
+    static func count(_ workspace: Workspace, _ sql: String) async throws -> Int {
+        try await workspace.int(sql)
     }
 
     /// Reads the archive with Python's zipfile or tarfile (no code of ours involved): every

@@ -1,4 +1,3 @@
-import GRDB
 import Foundation
 import JobRunner
 import Lifecycle
@@ -32,15 +31,15 @@ struct ImportFixture {
 
 @Suite(.serialized)
 struct ImportTests {
-    @Test func aGoodFileImportsEveryRowAndPhoto() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func aGoodFileImportsEveryRowAndPhoto(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2", profilePhoto: "photos/avatar-alpha.png")])
         let result = try workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("imported 2 account(s)"))
 
-        let store = try workspace.store()
-        let summary = try await store.read { tx in (try tx.account(id: "u-1"), try tx.rowCounts(accountID: "u-1"), try tx.photos(accountID: "u-1")) }
+        let summary = (try await workspace.account(id: "u-1"), try await workspace.rowCounts(of: "u-1"), try await workspace.photos(of: "u-1"))
         let account = try #require(summary.0)
         #expect(account.firstName == "Ada")
         #expect(account.integrations.strava)
@@ -61,30 +60,31 @@ struct ImportTests {
         #expect(!shown.stdout.contains("$2b$"))
     }
 
-    @Test func importingTheSameFileAgainChangesNothing() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func importingTheSameFileAgainChangesNothing(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2")])
         #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
-        let store = try workspace.store()
-        let rowsBefore = try store.writeSync { tx in
-            try ["accounts", "journal_entries", "photos"].map { try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM \($0)") ?? -1 }
+        func rows() async throws -> [Int] {
+            var counts: [Int] = []
+            for table in ["accounts", "journal_entries", "photos"] { counts.append(try await workspace.int("SELECT COUNT(*) FROM \(table)")) }
+            return counts
         }
-        let updatedBefore = try await store.read { tx in try tx.account(id: "u-1")?.updatedAt }
+        let rowsBefore = try await rows()
+        let updatedBefore = try await workspace.account(id: "u-1")?.updatedAt
         let again = try workspace.run(["accounts", "import", fixture.path])
         #expect(again.status == 0)
         #expect(again.stdout.contains("imported 0 account(s), 2 already present"))
-        let rowsAfter = try store.writeSync { tx in
-            try ["accounts", "journal_entries", "photos"].map { try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM \($0)") ?? -1 }
-        }
-        #expect(rowsBefore == rowsAfter)
-        #expect(try await store.read { tx in try tx.account(id: "u-1")?.updatedAt } == updatedBefore)
+        #expect(try await rows() == rowsBefore)
+        #expect(try await workspace.account(id: "u-1")?.updatedAt == updatedBefore)
         let blobFiles = FileManager.default.enumerator(atPath: workspace.blobs + "/accounts")?.allObjects.compactMap { $0 as? String }
             .filter { $0.contains("/photos/") } ?? []
         #expect(blobFiles.count == 4)
     }
 
-    @Test func badLinesAreReportedWithLineNumbersAndTheOthersImported() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func badLinesAreReportedWithLineNumbersAndTheOthersImported(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [
             ImportFixture.account(id: "good-1"),
             ImportFixture.account(id: "bad-name", firstName: "R2-D2!"),
@@ -103,32 +103,34 @@ struct ImportTests {
         #expect(result.stderr.contains("line 5: entries[0].photos[0].file: photo file 'photos/missing.jpg' does not exist"))
         #expect(result.stderr.contains("line 6: line: is not valid JSON"))
 
-        let store = try workspace.store()
-        let ids = try store.writeSync { tx in try String.fetchAll(tx.db, sql: "SELECT id FROM accounts ORDER BY id") }
+        let ids = try await workspace.strings("SELECT id FROM accounts ORDER BY id")
         #expect(ids == ["good-1", "good-2"])
         // A refused line leaves nothing behind: no rows, no blobs.
         #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/bad-photo"))
         #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/bad-zone"))
     }
 
-    @Test func unicodeNamesAreAcceptedAndTrimmed() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func unicodeNamesAreAcceptedAndTrimmed(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-9", firstName: "  Zoë-Ångström ")])
         #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
-        let account = try await workspace.store().read { tx in try tx.account(id: "u-9") }
+        let account = try await workspace.account(id: "u-9")
         #expect(account?.firstName == "Zoë-Ångström")
     }
 
-    @Test func idsThatCouldEscapeAPathAreRefused() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func idsThatCouldEscapeAPathAreRefused(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "../etc")])
         let result = try workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 1: id: must be 1–128 characters"))
     }
 
-    @Test func anEmailAlreadyUsedByAnotherAccountRefusesTheLine() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func anEmailAlreadyUsedByAnotherAccountRefusesTheLine(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [
             ImportFixture.account(id: "u-1", email: "same@example.com"),
             ImportFixture.account(id: "u-2", email: "SAME@example.com"),
@@ -139,8 +141,9 @@ struct ImportTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/u-2"))
     }
 
-    @Test func missingFileAndUnknownAccountHaveTheirExitCodes() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func missingFileAndUnknownAccountHaveTheirExitCodes(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let missing = try workspace.run(["accounts", "import", workspace.root + "/nope.jsonl"])
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("no such file"))
