@@ -114,6 +114,9 @@ let package = Package(
                 "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -124,7 +127,10 @@ let package = Package(
         .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting"], swiftSettings: strict),
         .testTarget(
             name: "LifecycleTests",
-            dependencies: ["Lifecycle", "SQLiteBackend", "JobRunner", "Imaging", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "Lifecycle", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "JobRunner", "Imaging",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
