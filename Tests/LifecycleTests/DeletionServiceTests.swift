@@ -6,8 +6,11 @@ import SQLiteBackend
 import Testing
 
 struct DeletionServiceTests {
-    @Test func aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge(_ backend: Backend) async throws { try await aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge(store: try await backend.makeStore()) }
+
+    private func aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada", sessions: 3)
         let now = fixture.clock.now()
 
@@ -37,8 +40,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.rows("ada")["journal_entries"] == 2)
     }
 
-    @Test func aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing(_ backend: Backend) async throws { try await aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing(store: try await backend.makeStore()) }
+
+    private func aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let before = try await fixture.account("ada")
         let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "Correct horse battery staple") }
@@ -53,8 +59,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword).outcome == .requested)
     }
 
-    @Test func fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes(_ backend: Backend) async throws { try await fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes(store: try await backend.makeStore()) }
+
+    private func fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         var lastFailure = fixture.clock.now()
         for _ in 0..<5 {
@@ -77,8 +86,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword).outcome == .requested)
     }
 
-    @Test func parallelWrongGuessesCannotGetPastTheLockout() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func parallelWrongGuessesCannotGetPastTheLockout(_ backend: Backend) async throws { try await parallelWrongGuessesCannotGetPastTheLockout(store: try await backend.makeStore()) }
+
+    private func parallelWrongGuessesCannotGetPastTheLockout(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         // A real-cost hash keeps each check running long enough for the guesses to overlap.
         try await fixture.addAccount("ada", passwordHash: try PasswordVerifier().hashNewPassword(demoPassword))
         let deletion = fixture.deletion
@@ -104,8 +116,11 @@ struct DeletionServiceTests {
         #expect(running.isEmpty)
     }
 
-    @Test func failuresSpreadWiderThanTheWindowDoNotLock() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func failuresSpreadWiderThanTheWindowDoNotLock(_ backend: Backend) async throws { try await failuresSpreadWiderThanTheWindowDoNotLock(store: try await backend.makeStore()) }
+
+    private func failuresSpreadWiderThanTheWindowDoNotLock(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         for _ in 0..<8 {
             let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "guess") }
@@ -126,8 +141,11 @@ struct DeletionServiceTests {
         #expect(lockout.lockedUntil(failureTimes: tight, now: t0.addingTimeInterval(1_500)) == nil)
     }
 
-    @Test func asecondRequestWhilePendingChangesNothing() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func asecondRequestWhilePendingChangesNothing(_ backend: Backend) async throws { try await asecondRequestWhilePendingChangesNothing(store: try await backend.makeStore()) }
+
+    private func asecondRequestWhilePendingChangesNothing(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let first = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         let account = try await fixture.account("ada")
@@ -141,8 +159,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.purgeJobs("ada").count == 1)
     }
 
-    @Test func auditRowsNeverHoldThePasswordOrTheHash() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func auditRowsNeverHoldThePasswordOrTheHash(_ backend: Backend) async throws { try await auditRowsNeverHoldThePasswordOrTheHash(store: try await backend.makeStore()) }
+
+    private func auditRowsNeverHoldThePasswordOrTheHash(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let wrong = "w0rng-Pa55phrase-zebra"
         _ = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: wrong) }
@@ -150,9 +171,7 @@ struct DeletionServiceTests {
         _ = try await fixture.deletion.restore(account: "ada")
         try await fixture.deletion.setPassword(account: "ada", password: "new-Secret-42 ünïcode")
         let newHash = try #require(try await fixture.account("ada")?.passwordHash)
-        let rows = try fixture.store.writeSync { tx in
-            try String.fetchAll(tx.db, sql: "SELECT COALESCE(actor,'') || '|' || action || '|' || outcome || '|' || COALESCE(detail,'') FROM audit_events")
-        }
+        let rows = try await fixture.audit("ada").map { "\($0.actor)|\($0.action)|\($0.outcome)|\($0.detail ?? "")" }
         #expect(rows.count >= 4)
         for row in rows {
             for secret in [wrong, demoPassword, "new-Secret-42", demoPasswordHash, newHash, "$2b$", "$argon2"] {
@@ -161,8 +180,11 @@ struct DeletionServiceTests {
         }
     }
 
-    @Test func anUnverifiableHashIsAClearErrorNeverAPass() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func anUnverifiableHashIsAClearErrorNeverAPass(_ backend: Backend) async throws { try await anUnverifiableHashIsAClearErrorNeverAPass(store: try await backend.makeStore()) }
+
+    private func anUnverifiableHashIsAClearErrorNeverAPass(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("plain", passwordHash: "correct horse battery staple")
         try await fixture.addAccount("cut", passwordHash: String(demoPasswordHash.dropLast(5)))
         for id in ["plain", "cut"] {
@@ -174,8 +196,11 @@ struct DeletionServiceTests {
         }
     }
 
-    @Test func setPasswordStoresArgon2idThatDeletionAccepts() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func setPasswordStoresArgon2idThatDeletionAccepts(_ backend: Backend) async throws { try await setPasswordStoresArgon2idThatDeletionAccepts(store: try await backend.makeStore()) }
+
+    private func setPasswordStoresArgon2idThatDeletionAccepts(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada", passwordHash: "unknown-scheme")
         let cheap = try DeletionService(
             services: fixture.services, verifier: PasswordVerifier(hashingParameters: .init(iterations: 1, memoryKiB: 1_024)))
@@ -185,8 +210,11 @@ struct DeletionServiceTests {
         #expect(try await cheap.requestDeletion(account: "ada", password: "tr0ub4dor&3").outcome == .requested)
     }
 
-    @Test func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(_ backend: Backend) async throws { try await restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(store: try await backend.makeStore()) }
+
+    private func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         fixture.clock.advance(by: 29 * day)
@@ -204,8 +232,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.blobKeys("ada").count == 4)
     }
 
-    @Test func restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate(_ backend: Backend) async throws { try await restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate(store: try await backend.makeStore()) }
+
+    private func restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("active")
         let notPending = await lifecycleError { _ = try await fixture.deletion.restore(account: "active") }
         #expect(notPending?.category == .badInput)
@@ -230,8 +261,11 @@ struct DeletionServiceTests {
         #expect(await lifecycleError { _ = try await fixture.deletion.restore(account: "nobody") }?.category == .noSuchAccount)
     }
 
-    @Test func theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason(_ backend: Backend) async throws { try await theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason(store: try await backend.makeStore()) }
+
+    private func theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada", passwordHash: nil)
         let missing = await lifecycleError {
             _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "grace", reason: "  ", immediately: false)
@@ -258,8 +292,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.account("ada")?.state == .purged)
     }
 
-    @Test func operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod(_ backend: Backend) async throws { try await operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod(store: try await backend.makeStore()) }
+
+    private func operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         try await fixture.addAccount("bob")
         let result = try await fixture.deletion.requestDeletionByOperator(
@@ -272,8 +309,11 @@ struct DeletionServiceTests {
         #expect(try await fixture.account("bob")?.state == .active)
     }
 
-    @Test func unknownAndPurgedAccountsAreNoSuchAccount() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func unknownAndPurgedAccountsAreNoSuchAccount(_ backend: Backend) async throws { try await unknownAndPurgedAccountsAreNoSuchAccount(store: try await backend.makeStore()) }
+
+    private func unknownAndPurgedAccountsAreNoSuchAccount(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         #expect(await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ghost", password: "x") }?.category == .noSuchAccount)
         try await fixture.addAccount("ada", state: .pendingDeletion, purgeAfter: deletionEpoch)
         try await fixture.purge()

@@ -2,7 +2,10 @@ import Foundation
 import GRDB
 import JobRunner
 import Lifecycle
+import PostgresBackend
+import PostgresTesting
 import SQLiteBackend
+import Testing
 
 /// The repository's Jobs/ folder (policies, data map), found from this file.
 let deletionJobsDirectory: String = {
@@ -17,19 +20,40 @@ let demoPassword = "correct horse battery staple"
 let deletionEpoch = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
 let day: TimeInterval = 86_400
 
+/// The backends the deletion and purge behaviours are checked against.
+enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, empty store: a SQLite file in its own directory, or a database of its
+    /// own on the test process's throwaway PostgreSQL cluster.
+    func makeStore() async throws -> any LifecycleStore {
+        switch self {
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lifecycle-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return try SQLiteStore(path: directory + "/lifecycle.sqlite")
+        case .postgres:
+            let cluster = try await ThrowawayPostgres.shared()
+            return try await PostgresStore(url: cluster.url(database: try await cluster.createDatabase(), pool: 4))
+        }
+    }
+}
+
 /// One throwaway installation with a hand-driven clock: store, blobs, services,
 /// and the deletion service over them.
-struct DeletionFixture {
+struct DeletionFixture<Store: LifecycleStore> {
     let directory: String
-    let store: SQLiteStore
+    let store: Store
     let blobs: FileSystemBlobStore
     let clock: ManualTimeSource
-    let services: LifecycleServices<SQLiteStore>
-    let deletion: DeletionService<SQLiteStore>
+    let services: LifecycleServices<Store>
+    let deletion: DeletionService<Store>
     let dataMap: AccountDataMap
 
     /// `deletionPolicy` (lines of `key: value`) replaces the `deletion:` section of the shipped policy file.
-    init(deletionPolicy: String? = nil, dataMap: String? = nil, prepare: (Database) throws -> Void = { _ in }) throws {
+    init(store: Store, deletionPolicy: String? = nil, dataMap: String? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("deletion-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var jobs = deletionJobsDirectory
@@ -48,8 +72,7 @@ struct DeletionFixture {
                 try (jobSection + "\ndeletion:\n" + indented + "\n").write(toFile: jobs + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
             }
         }
-        store = try SQLiteStore(path: directory + "/lifecycle.sqlite")
-        try store.writeSync { tx in try prepare(tx.db) }
+        self.store = store
         blobs = try FileSystemBlobStore(root: directory + "/blobs")
         clock = ManualTimeSource(deletionEpoch)
         services = LifecycleServices(
@@ -107,7 +130,7 @@ struct DeletionFixture {
         return try await worker().drain()
     }
 
-    func worker() -> Worker<SQLiteStore> {
+    func worker() -> Worker<Store> {
         Worker(store: store, registry: services.registry, policies: services.policies, clock: clock,
                options: WorkerOptions(concurrency: 2, kinds: [DeletionJobs.purgeKind]))
     }
@@ -134,6 +157,17 @@ struct DeletionFixture {
 
     func purgeJobs(_ id: String) async throws -> [JobRecord] {
         try await store.jobs(matching: JobFilter(kinds: [DeletionJobs.purgeKind], uniqueKey: DeletionJobs.purgeKey(accountID: id)))
+    }
+}
+
+extension DeletionFixture where Store == SQLiteStore {
+    /// On a SQLite file of its own; `prepare` runs first, for tests that need schema of their own.
+    init(deletionPolicy: String? = nil, dataMap: String? = nil, prepare: (Database) throws -> Void = { _ in }) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deletion-db-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory + "/lifecycle.sqlite")
+        try store.writeSync { tx in try prepare(tx.db) }
+        try self.init(store: store, deletionPolicy: deletionPolicy, dataMap: dataMap)
     }
 }
 

@@ -9,11 +9,15 @@ import Testing
 /// no account is ever purged while active or inside its grace period, and a restore
 /// and a purge never both succeed.
 struct DeletionTimelineTests {
-    /// 8 seeds × 25 accounts: 200 timelines, each account its own.
-    @Test(arguments: 1...8)
-    func randomTimelinesNeverPurgeTooEarlyAndNeverBothRestoreAndPurge(seed: UInt64) async throws {
+    /// 8 seeds × 25 accounts on each backend: 200 timelines a backend, each account its own.
+    @Test(arguments: Backend.allCases, 1...8)
+    func randomTimelinesNeverPurgeTooEarlyAndNeverBothRestoreAndPurge(_ backend: Backend, seed: UInt64) async throws {
+        try await timeline(seed: seed, store: try await backend.makeStore())
+    }
+
+    private func timeline(seed: UInt64, store: some LifecycleStore) async throws {
         // Lockout would make outcomes depend on earlier guesses; its own tests cover it.
-        let fixture = try DeletionFixture(deletionPolicy: "lockout_failures: 1000\n")
+        let fixture = try DeletionFixture(store: store, deletionPolicy: "lockout_failures: 1000\n")
         var random = SplitMix64(seed: seed)
         let ids = (0..<25).map { "t\(seed)-\($0)" }
         var model: [String: ModelState] = [:]

@@ -6,8 +6,11 @@ import SQLiteBackend
 import Testing
 
 struct PurgeJobTests {
-    @Test func aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount(_ backend: Backend) async throws { try await aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount(store: try await backend.makeStore()) }
+
+    private func aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         let blobCount = try await fixture.addAccount("ada", entries: 3)
         try await fixture.addAccount("bob")
         let bobRows = try await fixture.rows("bob")
@@ -52,8 +55,11 @@ struct PurgeJobTests {
         #expect(try await fixture.purge().processed == 0)
     }
 
-    @Test func aPurgeJobForcedToRunEarlyDoesNothing() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func aPurgeJobForcedToRunEarlyDoesNothing(_ backend: Backend) async throws { try await aPurgeJobForcedToRunEarlyDoesNothing(store: try await backend.makeStore()) }
+
+    private func aPurgeJobForcedToRunEarlyDoesNothing(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         // `jobs retry` on a waiting job runs it now: the first step must still refuse.
@@ -71,8 +77,11 @@ struct PurgeJobTests {
         #expect(try await fixture.account("ada")?.state == .purged)
     }
 
-    @Test func aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp(_ backend: Backend) async throws { try await aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp(store: try await backend.makeStore()) }
+
+    private func aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         let jobID = try #require(request.purgeJobID)
@@ -93,8 +102,11 @@ struct PurgeJobTests {
         #expect(try await fixture.blobKeys("ada").count == 4)
     }
 
-    @Test func aDeadPurgeIsStartedAgainByTheNextSweepAndResumes() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func aDeadPurgeIsStartedAgainByTheNextSweepAndResumes(_ backend: Backend) async throws { try await aDeadPurgeIsStartedAgainByTheNextSweepAndResumes(store: try await backend.makeStore()) }
+
+    private func aDeadPurgeIsStartedAgainByTheNextSweepAndResumes(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("ada", entries: 4, state: .pendingDeletion, purgeAfter: deletionEpoch)
         let inventoryRows = try await fixture.rows("ada")
         // A first attempt got through its first step and half the blobs, then its job died.
@@ -127,8 +139,11 @@ struct PurgeJobTests {
         #expect(receipt.contains("\"rows_total\":\(inventoryRows.values.reduce(0, +))"))
     }
 
-    @Test func smallBatchesSpanTablesAndStillRemoveEverything() async throws {
-        let fixture = try DeletionFixture(deletionPolicy: "purge_row_batch: 3\npurge_blob_batch: 2\n")
+    @Test(arguments: Backend.allCases)
+    func smallBatchesSpanTablesAndStillRemoveEverything(_ backend: Backend) async throws { try await smallBatchesSpanTablesAndStillRemoveEverything(store: try await backend.makeStore()) }
+
+    private func smallBatchesSpanTablesAndStillRemoveEverything(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store, deletionPolicy: "purge_row_batch: 3\npurge_blob_batch: 2\n")
         try await fixture.addAccount("ada", entries: 7, sessions: 5)
         try await fixture.addAccount("bob", entries: 7)
         let bob = try await fixture.rows("bob")
@@ -186,8 +201,11 @@ struct PurgeJobTests {
         #expect(try await fixture.account("ada")?.state == .purging)
     }
 
-    @Test func dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing() async throws {
-        let fixture = try DeletionFixture()
+    @Test(arguments: Backend.allCases)
+    func dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing(_ backend: Backend) async throws { try await dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing(store: try await backend.makeStore()) }
+
+    private func dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store)
         try await fixture.addAccount("due", entries: 3, state: .pendingDeletion, purgeAfter: deletionEpoch.addingTimeInterval(-day))
         try await fixture.addAccount("later", state: .pendingDeletion, purgeAfter: deletionEpoch.addingTimeInterval(day))
         try await fixture.addAccount("active")
