@@ -21,8 +21,8 @@ struct CopyStoreCommand: AsyncParsableCommand {
             copied key by key, skipping those already there with the same SHA-256, and each is read back and checked. \
             Stop the workers and cron first: the SQLite write lock is held while rows are copied, and jobs still \
             leased to a live worker are refused.
-            Exit 0 when everything was copied and verified, 64 for a bad destination, 65 when the destination \
-            already holds different data, 69 when a store cannot be reached, 75 while jobs are still running.
+            Exit 0 when everything was copied and verified, 64 for a bad source or destination, 65 when the destination \
+            already holds different data, 66 when the SQLite file is missing, 69 when a store cannot be reached, 75 while jobs are still running.
             """)
 
     @OptionGroup var options: GlobalOptions

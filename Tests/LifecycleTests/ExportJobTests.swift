@@ -7,12 +7,15 @@ import Testing
 /// The export job in-process, with a clock the tests move.
 @Suite(.serialized)
 struct ExportJobTests {
-    @Test func anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate() async throws {
-        let bed = try ExportTestbed(policy: ["batch_rows: 1"])
-        try await bed.importAccounts([ExportTestbed.account(id: "zoe", entries: [("zoe-e1", "first"), ("zoe-e2", "second"), ("zoe-e3", "third")])])
+    @Test(arguments: Backend.allCases)
+    func anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate(_ backend: Backend) async throws { try await anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate(store: try await backend.makeStore()) }
+
+    private func anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store, policy: ["batch_rows: 1"])
+        try await bed.importAccounts([ExportFixture.account(id: "zoe", entries: [("zoe-e1", "first"), ("zoe-e2", "second"), ("zoe-e3", "third")])])
         let export = try await bed.export("zoe@example.com")
         #expect(export.state == .ready)
-        #expect(export.expiresAt == ExportTestbed.start.addingTimeInterval(7 * 86_400))
+        #expect(export.expiresAt == ExportFixture.start.addingTimeInterval(7 * 86_400))
         #expect(export.blobKey == "accounts/zoe/exports/\(export.id).zip")
 
         let folder = try bed.unpack(export)
@@ -69,9 +72,12 @@ struct ExportJobTests {
         #expect(try await bed.blobs.list(prefix: "accounts/zoe/exports/", after: nil, limit: 10).map(\.key) == [export.blobKey!])
     }
 
-    @Test func keysetPagesCoverNullAndTiedOrderValuesExactlyOnce() async throws {
-        let bed = try ExportTestbed(policy: ["batch_rows: 2"])
-        try await bed.importAccounts([ExportTestbed.account(id: "ann")])
+    @Test(arguments: Backend.allCases)
+    func keysetPagesCoverNullAndTiedOrderValuesExactlyOnce(_ backend: Backend) async throws { try await keysetPagesCoverNullAndTiedOrderValuesExactlyOnce(store: try await backend.makeStore()) }
+
+    private func keysetPagesCoverNullAndTiedOrderValuesExactlyOnce(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store, policy: ["batch_rows: 2"])
+        try await bed.importAccounts([ExportFixture.account(id: "ann")])
         // Mesocycles are ordered by started_at, which may be NULL or shared.
         let tied = Date(timeIntervalSince1970: 1_700_000_000)
         try await bed.store.write { tx in
@@ -93,9 +99,12 @@ struct ExportJobTests {
         #expect(rows.first?["started_at"] is NSNull)
     }
 
-    @Test func askingAgainReturnsTheLiveJobAndTheRateLimitSaysWhenToComeBack() async throws {
-        let bed = try ExportTestbed()
-        try await bed.importAccounts([ExportTestbed.account(id: "bo")])
+    @Test(arguments: Backend.allCases)
+    func askingAgainReturnsTheLiveJobAndTheRateLimitSaysWhenToComeBack(_ backend: Backend) async throws { try await askingAgainReturnsTheLiveJobAndTheRateLimitSaysWhenToComeBack(store: try await backend.makeStore()) }
+
+    private func askingAgainReturnsTheLiveJobAndTheRateLimitSaysWhenToComeBack(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "bo")])
         let first = try await bed.services.requestExport(ExportRequest(account: "bo"))
         let again = try await bed.services.requestExport(ExportRequest(account: "bo@example.com", format: try ExportSettings.format(named: "tar.gz")))
         #expect(first.created && !again.created)
@@ -114,9 +123,12 @@ struct ExportJobTests {
         #expect(allowed.created && allowed.job.id != first.job.id)
     }
 
-    @Test func pendingPurgedAndUnknownAccountsAreRefused() async throws {
-        let bed = try ExportTestbed()
-        try await bed.importAccounts([ExportTestbed.account(id: "pen", state: "pendingDeletion"), ExportTestbed.account(id: "gone")])
+    @Test(arguments: Backend.allCases)
+    func pendingPurgedAndUnknownAccountsAreRefused(_ backend: Backend) async throws { try await pendingPurgedAndUnknownAccountsAreRefused(store: try await backend.makeStore()) }
+
+    private func pendingPurgedAndUnknownAccountsAreRefused(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "pen", state: "pendingDeletion"), ExportFixture.account(id: "gone")])
         let pending = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "pen")) }
         #expect(pending.category == .permissionDenied)
         #expect(pending.message.contains("--allow-pending --operator NAME"))
@@ -134,9 +146,12 @@ struct ExportJobTests {
         #expect(purged.category == .noSuchAccount)
     }
 
-    @Test func aPurgeThatStartsDuringTheExportStopsItWithNothingLeftBehind() async throws {
-        let bed = try ExportTestbed()
-        try await bed.importAccounts([ExportTestbed.account(id: "kim")])
+    @Test(arguments: Backend.allCases)
+    func aPurgeThatStartsDuringTheExportStopsItWithNothingLeftBehind(_ backend: Backend) async throws { try await aPurgeThatStartsDuringTheExportStopsItWithNothingLeftBehind(store: try await backend.makeStore()) }
+
+    private func aPurgeThatStartsDuringTheExportStopsItWithNothingLeftBehind(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "kim")])
         let outcome = try await bed.services.requestExport(ExportRequest(account: "kim"))
         try await setState(bed, "kim", .purging)
         try await bed.runWorker()
@@ -146,9 +161,12 @@ struct ExportJobTests {
         #expect(try await bed.blobs.list(prefix: "accounts/kim/exports/", after: nil, limit: 10).isEmpty)
     }
 
-    @Test func aMissingOrCorruptPhotoFailsLoudlyUnlessSkippedThenItIsListed() async throws {
-        let bed = try ExportTestbed()
-        try await bed.importAccounts([ExportTestbed.account(id: "lee")])
+    @Test(arguments: Backend.allCases)
+    func aMissingOrCorruptPhotoFailsLoudlyUnlessSkippedThenItIsListed(_ backend: Backend) async throws { try await aMissingOrCorruptPhotoFailsLoudlyUnlessSkippedThenItIsListed(store: try await backend.makeStore()) }
+
+    private func aMissingOrCorruptPhotoFailsLoudlyUnlessSkippedThenItIsListed(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "lee")])
         // One blob gone, one with its bytes changed but its size kept.
         try await bed.blobs.delete(keys: ["accounts/lee/photos/lee-p2"])
         let corrupt = try bed.blobs.path(for: "accounts/lee/photos/lee-p1")
@@ -164,7 +182,7 @@ struct ExportJobTests {
         #expect(dead.lastError?.contains("--skip-missing-photos") == true)
 
         // The corrupt photo is only found while it is copied: named, not skipped silently.
-        _ = try await bed.blobs.put(key: "accounts/lee/photos/lee-p2", data: try Data(contentsOf: URL(fileURLWithPath: ExportTestbed.repositoryRoot + "/Jobs/demo/photos/trail.jpg")))
+        _ = try await bed.blobs.put(key: "accounts/lee/photos/lee-p2", data: try Data(contentsOf: URL(fileURLWithPath: ExportFixture.repositoryRoot + "/Jobs/demo/photos/trail.jpg")))
         let retried = try #require(try await bed.store.retry(jobID: failing.job.id, now: bed.clock.now()))
         #expect(retried.state == .queued)
         try await bed.runWorker()
@@ -186,9 +204,12 @@ struct ExportJobTests {
         #expect(!FileManager.default.fileExists(atPath: folder + "/photos/2025/03/02/lee-p1.jpg"))
     }
 
-    @Test func theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired() async throws {
-        let bed = try ExportTestbed()
-        try await bed.importAccounts([ExportTestbed.account(id: "max"), ExportTestbed.account(id: "liv")])
+    @Test(arguments: Backend.allCases)
+    func theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired(_ backend: Backend) async throws { try await theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired(store: try await backend.makeStore()) }
+
+    private func theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "max"), ExportFixture.account(id: "liv")])
         let old = try await bed.export("max")
         bed.clock.advance(by: 3 * 86_400)
         let recent = try await bed.export("liv")
@@ -210,9 +231,12 @@ struct ExportJobTests {
         #expect(try await bed.store.read { tx in try tx.export(id: old.id) } == expired)
     }
 
-    @Test func aRevokedExportsLinkNoLongerVerifiesAndItsArchiveIsGone() async throws {
-        let bed = try ExportTestbed()
-        try await bed.importAccounts([ExportTestbed.account(id: "rev")])
+    @Test(arguments: Backend.allCases)
+    func aRevokedExportsLinkNoLongerVerifiesAndItsArchiveIsGone(_ backend: Backend) async throws { try await aRevokedExportsLinkNoLongerVerifiesAndItsArchiveIsGone(store: try await backend.makeStore()) }
+
+    private func aRevokedExportsLinkNoLongerVerifiesAndItsArchiveIsGone(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "rev")])
         let export = try await bed.export("rev")
         let link = try #require(try bed.services.exportLink(for: export))
         let revoked = try await bed.services.revokeExport(id: export.id, operatorName: "sam", reason: "sent to the wrong address")
@@ -236,7 +260,7 @@ struct ExportJobTests {
         try "#!/bin/sh\ncat >> \(directory)/mailbox\necho '--end--' >> \(directory)/mailbox\n".write(toFile: script, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
         let bed = try ExportTestbed(policy: ["sendmail_command: \"\(script) -t -i\""])
-        try await bed.importAccounts([ExportTestbed.account(id: "mai")])
+        try await bed.importAccounts([ExportFixture.account(id: "mai")])
         let export = try await bed.export("mai")
         let mailbox = try String(contentsOfFile: directory + "/mailbox", encoding: .utf8)
         #expect(mailbox.components(separatedBy: "--end--").count == 2)
@@ -253,7 +277,7 @@ struct ExportJobTests {
         let entries = (0..<400).map { ("lvl-e\($0)", "Tempo run number \($0), 5 × 1 km, café au lait after; notes \($0 * 7919 % 1000)") }
         for level in [1, 9] {
             let bed = try ExportTestbed(policy: ["compression_level: \(level)"])
-            try await bed.importAccounts([ExportTestbed.account(id: "lvl", entries: entries)])
+            try await bed.importAccounts([ExportFixture.account(id: "lvl", entries: entries)])
             let export = try await bed.export("lvl@example.com")
             #expect(export.state == .ready)
             sizes[level] = export.byteSize
@@ -267,15 +291,18 @@ struct ExportJobTests {
         #expect(throws: LifecycleError.self) { try ExportSettings(policies: refused.services.policies) }
     }
 
-    @Test func withoutASigningKeyNothingIsQueued() async throws {
-        let bed = try ExportTestbed(signingKey: false)
-        try await bed.importAccounts([ExportTestbed.account(id: "nok")])
+    @Test(arguments: Backend.allCases)
+    func withoutASigningKeyNothingIsQueued(_ backend: Backend) async throws { try await withoutASigningKeyNothingIsQueued(store: try await backend.makeStore()) }
+
+    private func withoutASigningKeyNothingIsQueued(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store, signingKey: false)
+        try await bed.importAccounts([ExportFixture.account(id: "nok")])
         let refused = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "nok")) }
         #expect(refused.category == .unavailable)
         #expect(try await bed.store.jobs(matching: JobFilter(kinds: [ExportJobs.exportKind])).isEmpty)
     }
 
-    private func runExpiry(_ bed: ExportTestbed) async throws -> [String] {
+    private func runExpiry(_ bed: ExportTestbed<some LifecycleStore>) async throws -> [String] {
         let outcome = try await bed.services.enqueue(EnqueueRequest(kind: ExportJobs.expiryKind, uniqueKey: "test-expiry"))
         try await bed.runWorker(kinds: [ExportJobs.expiryKind])
         let steps = try await bed.store.steps(of: outcome.job.id)
@@ -284,10 +311,15 @@ struct ExportJobTests {
         return decoded["expired"] ?? []
     }
 
-    private func setState(_ bed: ExportTestbed, _ id: String, _ state: AccountState) async throws {
-        // State changes belong to the deletion feature; the test sets the column with the sqlite3 shell.
-        let path = bed.root + "/lifecycle.sqlite"
-        let result = try ExportTestbed.run("/usr/bin/sqlite3", [path, "UPDATE accounts SET state = '\(state.rawValue)' WHERE id = '\(id)'"])
-        #expect(result.status == 0, "\(result.output)")
+    /// Moves the account along the deletion feature's own transitions: pending (due now), purging, and on to purged.
+    private func setState(_ bed: ExportTestbed<some LifecycleStore>, _ id: String, _ state: AccountState) async throws {
+        precondition(state == .purging || state == .purged, "the export tests need only purging and purged accounts")
+        let now = bed.clock.now()
+        let moved = try await bed.store.write { tx in
+            try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: now) && tx.beginPurge(accountID: id, now: now)
+                && (state == .purging || tx.tombstone(accountID: id, purgedAt: now))
+        }
+        #expect(moved)
+        #expect(try await bed.store.read { tx in try tx.account(id: id)?.state } == state)
     }
 }

@@ -8,28 +8,21 @@ import Testing
 /// One throwaway installation for export tests: a SQLite store, a blob directory, a
 /// Jobs directory with the shipped data map and an export policy the test chooses,
 /// a signing key file (mode 0600) and a clock the test moves.
-struct ExportTestbed {
-    static let repositoryRoot: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-    static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
-
+struct ExportTestbed<Store: LifecycleStore> {
     let root: String
-    let store: SQLiteStore
+    let store: Store
     let blobs: FileSystemBlobStore
     let clock: ManualTimeSource
     let jobsDirectory: String
-    let services: LifecycleServices<SQLiteStore>
+    let services: LifecycleServices<Store>
 
     /// `policy` lines go into the `export:` section below the signing key.
-    init(policy: [String] = [], signingKey: Bool = true) throws {
+    init(store: Store, policy: [String] = [], signingKey: Bool = true) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("export-tests-\(UUID().uuidString)").path
         jobsDirectory = root + "/Jobs"
         try FileManager.default.createDirectory(atPath: jobsDirectory + "/policies", withIntermediateDirectories: true)
         try FileManager.default.copyItem(
-            atPath: Self.repositoryRoot + "/Jobs/account-data.yaml", toPath: jobsDirectory + "/account-data.yaml")
+            atPath: ExportFixture.repositoryRoot + "/Jobs/account-data.yaml", toPath: jobsDirectory + "/account-data.yaml")
         var section = ["export:", "  default_format: zip"]
         if signingKey {
             let keyFile = root + "/signing.key"
@@ -39,9 +32,9 @@ struct ExportTestbed {
         }
         section += policy.map { "  " + $0 }
         try (section.joined(separator: "\n") + "\n").write(toFile: jobsDirectory + "/policies/export.yaml", atomically: true, encoding: .utf8)
-        store = try SQLiteStore(path: root + "/lifecycle.sqlite")
+        self.store = store
         blobs = try FileSystemBlobStore(root: root + "/blobs")
-        clock = ManualTimeSource(Self.start)
+        clock = ManualTimeSource(ExportFixture.start)
         services = LifecycleServices(
             store: store, blobs: blobs, policies: try PolicyBook(jobsDirectory: jobsDirectory), jobsDirectory: jobsDirectory,
             clock: clock, logger: Logger(label: "export-tests"))
@@ -52,26 +45,11 @@ struct ExportTestbed {
         let folder = root + "/import-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
         for name in ["run.jpg", "trail.jpg", "portrait.heic"] {
-            try FileManager.default.copyItem(atPath: Self.repositoryRoot + "/Jobs/demo/photos/" + name, toPath: folder + "/photos/" + name)
+            try FileManager.default.copyItem(atPath: ExportFixture.repositoryRoot + "/Jobs/demo/photos/" + name, toPath: folder + "/photos/" + name)
         }
         try (lines.joined(separator: "\n") + "\n").write(toFile: folder + "/accounts.jsonl", atomically: true, encoding: .utf8)
         let report = try await AccountImporter(store: store, blobs: blobs, clock: clock).importFile(at: folder + "/accounts.jsonl")
         #expect(report.failures.isEmpty, "\(report.failures)")
-    }
-
-    static func account(id: String, state: String? = nil, entries: [(id: String, text: String)]? = nil) -> String {
-        let entryList = (entries ?? [("\(id)-e1", "Tempo run 🏃 café 東京")]).enumerated().map { index, entry -> String in
-            let photos = index == 0 ? #","photos":[{"id":"\#(id)-p1","file":"photos/run.jpg","taken_at":"2025-03-01T23:55:00Z"},{"id":"\#(id)-p2","file":"photos/trail.jpg"}]"# : ""
-            return #"{"id":"\#(entry.id)","created_at":"2025-03-0\#(1 + index % 9)T08:00:00Z","text":\#(jsonString(entry.text))\#(photos)}"#
-        }.joined(separator: ",")
-        let pending = state == "pendingDeletion" ? #","state":"pendingDeletion","purge_after":"2026-02-01T00:00:00Z""# : ""
-        return #"""
-        {"id":"\#(id)","email":"\#(id)@example.com","password_hash":"$2b$04$abcdefghijklmnopqrstuu","first_name":"Zoë","last_name":"Ångström","timezone":"Asia/Tokyo","created_at":"2025-01-02T03:04:05Z","preferences":{"theme":"dark","font_size_offset":-2},"subscription":{"status":"premium"},"integrations":{"strava":true},"profile_photo":"photos/portrait.heic","entries":[\#(entryList)],"mesocycles":[{"id":"\#(id)-m1","status":"completed","started_at":"2025-01-01T00:00:00Z","completed_at":"2025-02-01T00:00:00Z"},{"id":"\#(id)-m2","status":"planned"}],"meditation_sessions":[{"id":"\#(id)-s1","started_at":"2025-03-02T06:00:00Z","duration_seconds":600},{"id":"\#(id)-s2","started_at":"2025-03-03T06:00:00Z","duration_seconds":930}]\#(pending)}
-        """#
-    }
-
-    static func jsonString(_ text: String) -> String {
-        String(decoding: try! JSONEncoder().encode(text), as: UTF8.self)
     }
 
     /// Runs every due export job in this process, as `worker --once` would.
@@ -100,7 +78,7 @@ struct ExportTestbed {
     func unpack(_ export: ExportRecord) throws -> String {
         let target = root + "/unpacked-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-        let result = try ExportTestbed.run("/usr/bin/bsdtar", ["-xf", try archivePath(export), "-C", target])
+        let result = try ExportFixture.run("/usr/bin/bsdtar", ["-xf", try archivePath(export), "-C", target])
         #expect(result.status == 0, "\(result.output)")
         let folders = try FileManager.default.contentsOfDirectory(atPath: target)
         #expect(folders.count == 1)
@@ -110,6 +88,41 @@ struct ExportTestbed {
     /// The top-level JSON object or array of a file.
     func json(_ path: String) throws -> Any {
         try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+}
+
+extension ExportTestbed where Store == SQLiteStore {
+    /// On a SQLite file of its own.
+    init(policy: [String] = [], signingKey: Bool = true) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("export-db-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try self.init(store: try SQLiteStore(path: directory + "/lifecycle.sqlite"), policy: policy, signingKey: signingKey)
+    }
+}
+
+/// What the export tests share whatever the backend: import lines, the repository, outside tools.
+enum ExportFixture {
+    static let repositoryRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
+
+    static func account(id: String, state: String? = nil, entries: [(id: String, text: String)]? = nil) -> String {
+        let entryList = (entries ?? [("\(id)-e1", "Tempo run 🏃 café 東京")]).enumerated().map { index, entry -> String in
+            let photos = index == 0 ? #","photos":[{"id":"\#(id)-p1","file":"photos/run.jpg","taken_at":"2025-03-01T23:55:00Z"},{"id":"\#(id)-p2","file":"photos/trail.jpg"}]"# : ""
+            return #"{"id":"\#(entry.id)","created_at":"2025-03-0\#(1 + index % 9)T08:00:00Z","text":\#(jsonString(entry.text))\#(photos)}"#
+        }.joined(separator: ",")
+        let pending = state == "pendingDeletion" ? #","state":"pendingDeletion","purge_after":"2026-02-01T00:00:00Z""# : ""
+        return #"""
+        {"id":"\#(id)","email":"\#(id)@example.com","password_hash":"$2b$04$abcdefghijklmnopqrstuu","first_name":"Zoë","last_name":"Ångström","timezone":"Asia/Tokyo","created_at":"2025-01-02T03:04:05Z","preferences":{"theme":"dark","font_size_offset":-2},"subscription":{"status":"premium"},"integrations":{"strava":true},"profile_photo":"photos/portrait.heic","entries":[\#(entryList)],"mesocycles":[{"id":"\#(id)-m1","status":"completed","started_at":"2025-01-01T00:00:00Z","completed_at":"2025-02-01T00:00:00Z"},{"id":"\#(id)-m2","status":"planned"}],"meditation_sessions":[{"id":"\#(id)-s1","started_at":"2025-03-02T06:00:00Z","duration_seconds":600},{"id":"\#(id)-s2","started_at":"2025-03-03T06:00:00Z","duration_seconds":930}]\#(pending)}
+        """#
+    }
+
+    static func jsonString(_ text: String) -> String {
+        String(decoding: try! JSONEncoder().encode(text), as: UTF8.self)
     }
 
     static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) throws -> (status: Int32, output: String) {
