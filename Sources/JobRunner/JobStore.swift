@@ -40,7 +40,9 @@ public protocol JobStore: Sendable {
     /// for `leases[kind]` seconds. A rescued job on its last attempt goes `dead`.
     func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob]
 
-    /// Extends the leases `owner` still holds; returns the ids it no longer holds.
+    /// Extends the leases `owner` still holds; returns the ids another worker has taken
+    /// over since (its lease ran out and a claim rescued the job). A job that finished or
+    /// was handed back in the meantime is not among them: nobody took it.
     func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID>
 
     /// Records a failed attempt: `retrying` with a new `runAt`, or `dead` when `retryAt` is nil.

@@ -363,9 +363,7 @@ extension Worker {
                 if Task.isCancelled { return }
                 for (lease, ids) in held.byLease() {
                     do {
-                        // A job that finished while the statement ran is not a lost lease.
                         let lost = try await store.heartbeat(jobIDs: ids, owner: owner, lease: lease, now: clock.now())
-                            .filter(held.contains)
                         if !lost.isEmpty {
                             logger.warning("heartbeat found leases taken over", metadata: ["jobs": "\(lost.sorted())"])
                         }

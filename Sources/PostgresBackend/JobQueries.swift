@@ -179,10 +179,10 @@ extension PostgresStore: JobStore {
 
     public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {
         guard !jobIDs.isEmpty else { return [] }
-        let held = try await write { tx in
+        return try await write { tx in
             // Rows this worker is completing right now are locked by its own completion
             // transaction: skip them rather than wait, so the two never deadlock over
-            // rows taken in different orders. They still count as held.
+            // rows taken in different orders. They are not taken over either.
             Set(try tx.query("""
                 WITH locked AS (
                     SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
@@ -190,10 +190,9 @@ extension PostgresStore: JobStore {
                 ), extended AS (
                     UPDATE jobs SET lease_expires_at = \(now.addingTimeInterval(lease)) FROM locked WHERE jobs.id = locked.id
                 )
-                SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
+                SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND state = 'running' AND lease_owner <> \(owner)
                 """).map { try $0.decode(Int64.self) })
         }
-        return Set(jobIDs).subtracting(held)
     }
 
     public func markFailed(jobID: JobID, owner: String, error: String, retryAt: Date?, now: Date) async throws -> JobState {

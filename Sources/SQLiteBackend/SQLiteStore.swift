@@ -239,13 +239,15 @@ extension SQLiteStore {
 
     public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {
         guard !jobIDs.isEmpty else { return [] }
-        let held = try await pool.write { db in
-            try JobID.fetchSet(
-                db,
-                sql: "UPDATE jobs SET lease_expires_at = ? WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND lease_owner = ? AND state = 'running' RETURNING id",
+        return try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE jobs SET lease_expires_at = ? WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND lease_owner = ? AND state = 'running'",
                 arguments: StatementArguments([now.addingTimeInterval(lease)]) + StatementArguments(jobIDs) + [owner])
+            return try JobID.fetchSet(
+                db,
+                sql: "SELECT id FROM jobs WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND state = 'running' AND lease_owner <> ?",
+                arguments: StatementArguments(jobIDs) + [owner])
         }
-        return Set(jobIDs).subtracting(held)
     }
 
     public func markFailed(jobID: JobID, owner: String, error: String, retryAt: Date?, now: Date) async throws -> JobState {

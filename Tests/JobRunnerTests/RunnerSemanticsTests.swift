@@ -172,6 +172,30 @@ struct RunnerSemanticsTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func theHeartbeatReportsJobsAnotherWorkerTookOverButNotOnesThatFinished(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let kind = ProbeJobs.probeKind
+            var enqueued: [JobID] = []
+            for _ in 0..<3 { enqueued.append(try await enqueue(store, EnqueueRequest(kind: kind, payload: try probePayload()), now: epoch).job.id) }
+            let ids = enqueued
+            let claimed = try await store.claim(quota: [kind: 3], leases: [kind: 60], owner: "A", now: epoch)
+            #expect(Set(claimed.map(\.record.id)) == Set(ids))
+            // A finishes the first job and hands the second back; the third it holds and then loses.
+            try await store.write { tx in try store.markSucceeded(jobID: ids[0], owner: "A", now: epoch, in: tx) }
+            try await store.release(jobID: ids[1], owner: "A", now: epoch)
+            #expect(try await store.heartbeat(jobIDs: ids, owner: "A", lease: 60, now: epoch.addingTimeInterval(1)) == [])
+
+            let later = epoch.addingTimeInterval(62)
+            let rescued = try await store.claim(quota: [kind: 3], leases: [kind: 60], owner: "B", now: later)
+            #expect(Set(rescued.map(\.record.id)) == [ids[1], ids[2]])
+            // Only the job B now holds was taken over from A; the finished one is just finished.
+            #expect(try await store.heartbeat(jobIDs: [ids[0], ids[2]], owner: "A", lease: 60, now: later) == [ids[2]])
+            #expect(try await store.heartbeat(jobIDs: [ids[2]], owner: "B", lease: 60, now: later) == [])
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    @Test(arguments: Backend.allCases)
     func aRescueOnTheFinalAttemptBuriesTheJob(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
             let job = try await enqueue(
