@@ -42,8 +42,8 @@ final class ProgressLine: @unchecked Sendable {
     private let lock = NSLock()
     private let live: Bool
     private let label: String
-    private let started = Date()
-    private var lastDraw = Date.distantPast
+    private let started: Date
+    private var lastDraw: Date
     private var count = 0
     private var current = ""
     private let logEvery: TimeInterval
@@ -52,6 +52,10 @@ final class ProgressLine: @unchecked Sendable {
     init(label: String, logEvery: TimeInterval = 10, log: @escaping (String) -> Void) {
         self.label = label
         self.live = Terminal.stdoutIsTTY && Terminal.stderrIsTTY
+        started = Date()
+        // A log line is news only once work has run for a while: a run that ends sooner
+        // says everything in its summary, not in a "0 done" line at the start.
+        lastDraw = live ? .distantPast : started
         self.logEvery = logEvery
         self.log = log
     }
