@@ -66,7 +66,7 @@ PG_BIN=${LIFECYCLE_PG_BIN:-/usr/lib/postgresql/15/bin}
 cluster=$(scripts/pg-cluster.sh start "$WORK/pg")
 eval "$cluster"
 trap 'scripts/pg-cluster.sh stop "$WORK/pg" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
-pg() { PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U lifecycle -qAt "$@"; }
+pg() { PGOPTIONS="-c client_min_messages=warning" PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U lifecycle -qAt "$@"; }
 
 pg_case() {  # name, processes, concurrency per process: every case on a fresh database
   local name=$1 processes=$2 concurrency=$3
