@@ -367,6 +367,6 @@ enum BlobCopier {
     private static func sha256(of key: String, in store: any BlobStore) async throws -> String {
         var hasher = SHA256()
         try await store.read(key: key, chunkSize: 1 << 20) { chunk in hasher.update(bufferPointer: chunk) }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return FileDigest.hex(hasher.finalize())
     }
 }
