@@ -15,8 +15,8 @@ struct CopyStoreTests {
         var blobs: Blobs?
     }
 
-    /// A PostgreSQL workspace of its own plus a fresh blob directory beside the source's.
-    func destination(of source: Workspace) async throws -> Workspace {
+    /// A PostgreSQL database of its own and an empty blob directory to copy into.
+    func emptyDestination() async throws -> Workspace {
         var destination = try Workspace()
         let cluster = try await ThrowawayPostgres.shared()
         destination.postgresURL = cluster.url(database: try await cluster.createDatabase(), pool: 2)
@@ -59,7 +59,7 @@ struct CopyStoreTests {
         let expectedBlobs = (3 + 1) + (2 + 1) + 1
         #expect(sourceBlobs.count == expectedBlobs)
 
-        let destination = try await destination(of: source)
+        let destination = try await emptyDestination()
         let result = try copy(source, to: destination)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
@@ -107,7 +107,7 @@ struct CopyStoreTests {
         try DeletionLines.importAccounts(["a", "b", "c"].map { DeletionLines.account(id: $0, entries: perAccount - 1) }, into: source)
         let sourceBlobs = try blobHashes(source)
         #expect(sourceBlobs.count == 3 * perAccount)
-        let destination = try await destination(of: source)
+        let destination = try await emptyDestination()
 
         let (process, _, _) = try source.process(["copy-store", "--to-database", destination.database, "--to-blobs", destination.blobs])
         let first = destination.blobs + "/accounts/a/photos", last = destination.blobs + "/accounts/c/photos"
@@ -143,7 +143,7 @@ struct CopyStoreTests {
     @Test func aDestinationHoldingOtherDataIsRefusedAndLeftAsItWas() async throws {
         let source = try Workspace()
         try DeletionLines.importAccounts([DeletionLines.account(id: "ours", entries: 2)], into: source)
-        let destination = try await destination(of: source)
+        let destination = try await emptyDestination()
         try DeletionLines.importAccounts([DeletionLines.account(id: "theirs", entries: 1)], into: destination)
         let jobsBefore = try await destination.query("SELECT id, kind, state FROM jobs ORDER BY id")
 
@@ -163,7 +163,7 @@ struct CopyStoreTests {
         try await source.execute(
             "UPDATE jobs SET state = 'running', lease_owner = 'elsewhere', lease_expires_at = ? WHERE id = ?",
             [.date(Date().addingTimeInterval(600)), .integer(job)])
-        let destination = try await destination(of: source)
+        let destination = try await emptyDestination()
 
         let refused = try copy(source, to: destination)
         #expect(refused.status == 75)
@@ -179,7 +179,7 @@ struct CopyStoreTests {
 
     @Test func badSourcesAndDestinationsHaveTheirExitCodes() async throws {
         let source = try Workspace()
-        let destination = try await destination(of: source)
+        let destination = try await emptyDestination()
         let missing = try copy(source, to: destination)
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("no such SQLite file"))
