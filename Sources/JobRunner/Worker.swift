@@ -263,8 +263,10 @@ public final class Worker<Store: JobStore>: Sendable {
                 let context = StepContext(
                     job: job, outputs: outputs, now: clock.now(), logger: jobLogger,
                     progress: { [events] text in events(.message(job, text)) })
+                let clock = self.clock
                 let finish: @Sendable (StepResult, Store.Transaction) throws -> Bool = { result, tx in
-                    let now = context.now
+                    // The step's own clock reading is its start; `jobs show` should say when it ended.
+                    let now = clock.now()
                     if isLast || result.finishesJob {
                         try store.markLastStepDone(jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
                         return false

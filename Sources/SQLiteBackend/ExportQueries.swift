@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Lifecycle
 
 extension ExportRecord {
@@ -24,17 +25,6 @@ extension OutboxMessage {
 }
 
 extension ExportValue {
-    /// The value as stored, for keyset cursors: compared in SQL exactly as the column holds it.
-    init(storage value: DatabaseValue) {
-        switch value.storage {
-        case .null: self = .null
-        case .int64(let number): self = .integer(number)
-        case .double(let number): self = .real(number)
-        case .string(let text): self = .text(text)
-        case .blob(let data): self = .bytes(data)
-        }
-    }
-
     var databaseValue: DatabaseValue {
         switch self {
         case .null: .null
@@ -132,75 +122,113 @@ extension SQLiteTransaction: ExportTransaction {
         // The (account, order) index visits the table's rows out of storage order, so with
         // SQLite's default 2 MB page cache almost every row costs a pread of its page
         // (100,000 entries: about 100,000 of them, a third of the export's reading time).
-        // A larger cache keeps a table of that size in memory once read. It stays with the
-        // pooled reader connection (at most this much each) until the connection closes.
-        try db.execute(sql: "PRAGMA cache_size = -\(Self.exportCacheKiB)")
+        // Memory-mapped, a page is read where the kernel already holds it, with no system
+        // call or copy (measured here: the 100,000-entry query in 0.10–0.15 s, against
+        // 0.17–0.22 s with a 32 MB page cache and 0.30 s with the default). The mapping
+        // stays with the pooled reader connection until the connection closes.
+        try db.execute(sql: "PRAGMA mmap_size = \(Self.exportMapBytes)")
         let count = table.columns.count
         let isTimestamp = table.columns.map { table.timestampColumns.contains($0) }
         var values: [ExportValue] = []
         values.reserveCapacity(min(limit, 4_096) * count)
         var rows = 0
         var next: ExportCursor?
-        let fetched = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-        while let row = try fetched.next() {
+        // GRDB prepares and binds; the rows are read with SQLite's own column functions,
+        // each text cell straight into its String. Through GRDB's Row cursor the same
+        // 100,000 rows cost about as much again as SQLite's own work.
+        let statement = try db.makeStatement(sql: sql)
+        try statement.setArguments(arguments)
+        let raw = statement.sqliteStatement
+        defer { sqlite3_reset(raw) }
+        while true {
+            let status = sqlite3_step(raw)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: status), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                    sql: sql)
+            }
             for index in 0..<count {
-                let value: DatabaseValue = row[index]
-                if isTimestamp[index], !value.isNull {
-                    guard let date = Self.storedDate(value) ?? Date.fromDatabaseValue(value) else {
+                let column = Int32(index)
+                let type = sqlite3_column_type(raw, column)
+                if isTimestamp[index], type != SQLITE_NULL {
+                    // Text is read only from a text column: asking SQLite for another type's
+                    // text converts the value in place, and its type is then undefined.
+                    let stored = type == SQLITE_TEXT ? Self.storedDate(Self.textBytes(raw, column)) : nil
+                    guard let date = stored ?? Date.fromDatabaseValue(DatabaseValue(sqliteStatement: raw, index: column)) else {
+                        let value = DatabaseValue(sqliteStatement: raw, index: column)
                         throw LifecycleError(.badInput, "\(table.name).\(table.columns[index]) holds \(value), which is not a timestamp")
                     }
                     values.append(.timestamp(date))
                 } else {
-                    values.append(ExportValue(storage: value))
+                    values.append(Self.exportValue(raw, column))
                 }
             }
             rows += 1
             // Only a full batch has a next one; only its last row's keys are needed.
             if rows == limit {
-                next = ExportCursor(orderValue: ExportValue(storage: row[count]), id: ExportValue(storage: row[count + 1]))
+                next = ExportCursor(orderValue: Self.exportValue(raw, Int32(count)), id: Self.exportValue(raw, Int32(count + 1)))
             }
         }
         return ExportRowBatch(columnCount: count, values: values, next: next)
     }
 
-    /// Page cache for connections that stream a table into an export, in KiB (32 MiB).
-    static let exportCacheKiB = 32_768
+    /// How much of the database file a connection that streams a table into an export
+    /// maps into memory: address space, not memory used (the kernel's page cache is).
+    static let exportMapBytes = 1 << 30
 
     /// GRDB stores dates as `YYYY-MM-DD HH:MM:SS.SSS` in UTC. Read here without a
     /// Calendar, which was the largest per-row cost of a 100,000-row export; any other
     /// form goes through GRDB's own decoder.
-    static func storedDate(_ value: DatabaseValue) -> Date? {
-        guard case .string(var text) = value.storage else { return nil }
-        return text.withUTF8 { bytes -> Date? in
-            guard bytes.count == 19 || bytes.count == 23, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-                  bytes[10] == UInt8(ascii: " ") || bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
-                  bytes[16] == UInt8(ascii: ":") else { return nil }
-            func number(_ start: Int, _ length: Int) -> Int? {
-                var result = 0
-                for index in start..<(start + length) {
-                    let digit = Int(bytes[index]) - Int(UInt8(ascii: "0"))
-                    guard (0...9).contains(digit) else { return nil }
-                    result = result * 10 + digit
-                }
-                return result
+    static func storedDate(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard bytes.count == 19 || bytes.count == 23, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              bytes[10] == UInt8(ascii: " ") || bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+              bytes[16] == UInt8(ascii: ":") else { return nil }
+        func number(_ start: Int, _ length: Int) -> Int? {
+            var result = 0
+            for index in start..<(start + length) {
+                let digit = Int(bytes[index]) - Int(UInt8(ascii: "0"))
+                guard (0...9).contains(digit) else { return nil }
+                result = result * 10 + digit
             }
-            guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-                  let minute = number(14, 2), let second = number(17, 2),
-                  year >= 1, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
-            var milliseconds = 0
-            if bytes.count == 23 {
-                guard bytes[19] == UInt8(ascii: "."), let fraction = number(20, 3) else { return nil }
-                milliseconds = fraction
-            }
-            // Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
-            let shiftedYear = month <= 2 ? year - 1 : year
-            let era = shiftedYear / 400
-            let yearOfEra = shiftedYear - era * 400
-            let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
-            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-            let days = era * 146_097 + dayOfEra - 719_468
-            let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second
-            return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(milliseconds) / 1_000)
+            return result
+        }
+        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+              let minute = number(14, 2), let second = number(17, 2),
+              year >= 1, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
+        var milliseconds = 0
+        if bytes.count == 23 {
+            guard bytes[19] == UInt8(ascii: "."), let fraction = number(20, 3) else { return nil }
+            milliseconds = fraction
+        }
+        // Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = shiftedYear / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(milliseconds) / 1_000)
+    }
+
+    /// The column's UTF-8 text as SQLite holds it, valid until the next step.
+    static func textBytes(_ statement: SQLiteStatement, _ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        // sqlite3_column_text before sqlite3_column_bytes, as SQLite's documentation asks.
+        guard let text = sqlite3_column_text(statement, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column)))
+    }
+
+    /// The value as stored, for the files and for keyset cursors (compared in SQL exactly as the column holds it).
+    static func exportValue(_ statement: SQLiteStatement, _ column: Int32) -> ExportValue {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, column))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, column))
+        case SQLITE_TEXT: return .text(String(decoding: textBytes(statement, column), as: UTF8.self))
+        case SQLITE_BLOB:
+            guard let bytes = sqlite3_column_blob(statement, column) else { return .bytes(Data()) }
+            return .bytes(Data(bytes: bytes, count: Int(sqlite3_column_bytes(statement, column))))
+        default: return .null
         }
     }
 
