@@ -122,7 +122,9 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "ArchivingTests", dependencies: ["Archiving"], swiftSettings: strict),
+        .testTarget(
+            name: "ArchivingTests", dependencies: ["Archiving", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging"], swiftSettings: strict),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting"], swiftSettings: strict),

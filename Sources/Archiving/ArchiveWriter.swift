@@ -40,6 +40,8 @@ public final class ArchiveWriter {
 
     private var archive: OpaquePointer?
     private var fd: Int32
+    /// Set when the archive's blocks are written past the page cache.
+    private let directSink: DirectFileSink?
     private let buffer: UnsafeMutableRawBufferPointer
     private var entry: OpenEntry?
     private var failure: ArchiveError?
@@ -63,7 +65,13 @@ public final class ArchiveWriter {
     ///
     /// `compressionLevel` (1 fastest … 9 smallest) applies to every `.deflate` ZIP entry and
     /// to the gzip stream of a tar.gz; stored entries are never compressed whatever it says.
-    public init(path: String, format: ArchiveFormat, compressionLevel: Int = ArchiveWriter.defaultCompressionLevel) throws {
+    ///
+    /// `bypassPageCache` asks for direct I/O (see ``bypassesPageCache``), which a file system
+    /// may not offer; the archive's bytes are the same either way.
+    public init(
+        path: String, format: ArchiveFormat, compressionLevel: Int = ArchiveWriter.defaultCompressionLevel,
+        bypassPageCache: Bool = true
+    ) throws {
         _ = processLocaleIsUTF8
         guard Self.compressionLevels.contains(compressionLevel) else {
             throw ArchiveError(
@@ -71,9 +79,14 @@ public final class ArchiveWriter {
         }
         self.path = path
         self.format = format
-        (archive, fd) = try Self.openArchive(path: path, format: format, compressionLevel: compressionLevel)
+        (archive, fd, directSink) = try Self.openArchive(
+            path: path, format: format, compressionLevel: compressionLevel, bypassPageCache: bypassPageCache)
         buffer = .allocate(byteCount: Self.chunkSize, alignment: 16)
     }
+
+    /// True when the archive is written with direct I/O (see `DirectFileSink`): it then
+    /// reaches the disk as it is written, and flushing it early gains nothing.
+    public var bypassesPageCache: Bool { directSink != nil }
 
     deinit {
         releaseWithoutFinishing()
@@ -248,6 +261,11 @@ public final class ArchiveWriter {
         }
         archive_write_free(archive)
         self.archive = nil
+        if let code = directSink?.finish() {
+            let error = fail(fileSystemError("cannot write the archive", code: code, entryName: nil))
+            releaseWithoutFinishing()
+            throw error
+        }
         // The caller renames the file into place next; without fsync a crash right
         // after the rename can leave an empty or partial file under the final name.
         // EINVAL: a pipe or device (e.g. /dev/stdout), which has nothing to sync.
@@ -261,8 +279,11 @@ public final class ArchiveWriter {
 
     // MARK: Internals
 
-    private static func openArchive(path: String, format: ArchiveFormat, compressionLevel: Int) throws -> (OpaquePointer, Int32) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    private static func openArchive(
+        path: String, format: ArchiveFormat, compressionLevel: Int, bypassPageCache: Bool
+    ) throws -> (OpaquePointer, Int32, DirectFileSink?) {
+        let directSink = bypassPageCache ? DirectFileSink.open(path: path, mode: 0o600) : nil
+        let fd = directSink?.fd ?? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
             throw ArchiveError(
@@ -304,8 +325,14 @@ public final class ArchiveWriter {
         // bytes in the file are the same (the last block is not padded either way).
         try check(archive_write_set_bytes_per_block(archive, 0), "cannot set block size")
         try check(archive_write_set_bytes_in_last_block(archive, 1), "cannot set block size")
-        try check(archive_write_open_fd(archive, fd), "cannot open archive")
-        return (archive, fd)
+        if let directSink {
+            // The writer keeps the sink alive for as long as libarchive may call back.
+            let client = Unmanaged.passUnretained(directSink).toOpaque()
+            try check(archive_write_open2(archive, client, nil, directSinkWriteCallback, nil, nil), "cannot open archive")
+        } else {
+            try check(archive_write_open_fd(archive, fd), "cannot open archive")
+        }
+        return (archive, fd, directSink)
     }
 
     private func writeHeader(for open: OpenEntry, size: Int64?) throws {
@@ -412,6 +439,8 @@ public final class ArchiveWriter {
             archive_write_free(archive)
             self.archive = nil
         }
+        // No block may still be on its way to the descriptor when it is closed (and its number reused).
+        directSink?.waitForWrites()
         if fd >= 0 {
             FileDescriptor.closeReportingError(fd)
             fd = -1
@@ -419,6 +448,10 @@ public final class ArchiveWriter {
     }
 
     private func archiveError(_ code: ArchiveError.Code, _ what: String, entryName: String?) -> ArchiveError {
+        // A failed direct write reaches libarchive only as -1; the errno is the sink's.
+        if let written = directSink?.writeError {
+            return fileSystemError("\(what): cannot write the archive", code: written, entryName: entryName)
+        }
         let detail = archive_error_string(archive).map { String(cString: $0) } ?? "unknown libarchive error"
         // libarchive also uses negative pseudo-errnos (ARCHIVE_ERRNO_MISC); keep real ones only.
         let number = archive_errno(archive)

@@ -7,4 +7,14 @@
 // the reader decompresses with zlib itself so that corruption is caught.
 #include <zlib.h>
 
+#ifdef __linux__
+#include <fcntl.h>
+// Swift's Glibc module leaves out O_DIRECT (it is a _GNU_SOURCE flag, and its value
+// differs between architectures); the archive writer uses it for big archives.
+#ifndef O_DIRECT
+#define O_DIRECT __O_DIRECT
+#endif
+static const int accountlifecycle_o_direct = O_DIRECT;
+#endif
+
 #endif

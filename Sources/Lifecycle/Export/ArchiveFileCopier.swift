@@ -18,10 +18,12 @@ final class ArchiveFileCopier: @unchecked Sendable {
     private var throttle: WriteThrottle
     private let flush: BackgroundFlush
 
-    init(archivePath: String, throttleMBPerSecond: Int) {
+    /// `flushesEarly`: whether the archive's writes sit in the page cache until flushed
+    /// (not so for a writer that ``ArchiveWriter/bypassesPageCache``).
+    init(archivePath: String, throttleMBPerSecond: Int, flushesEarly: Bool = true) {
         buffers = (0..<Self.depth).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: ArchiveWriter.chunkSize, alignment: 16) }
         throttle = WriteThrottle(megabytesPerSecond: throttleMBPerSecond)
-        flush = BackgroundFlush(path: archivePath)
+        flush = BackgroundFlush(path: flushesEarly ? archivePath : nil)
     }
 
     deinit {
@@ -157,8 +159,9 @@ final class BackgroundFlush: @unchecked Sendable {
     private var unflushed: Int64 = 0
     static let interval: Int64 = 64 << 20
 
-    init(path: String) {
-        fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// nil: nothing to flush.
+    init(path: String?) {
+        fd = path.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1
     }
 
     func wrote(_ count: Int) {

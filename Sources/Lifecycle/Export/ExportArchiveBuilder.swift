@@ -111,50 +111,48 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         guard let account else { throw PermanentJobFailure("account \(accountID) no longer exists") }
         let timeZone = account.timezone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
 
+        // The photos are planned first: account.json names the profile photo's file.
+        let plan = try await planPhotos(account: account, timeZone: timeZone, knownBad: knownBad, planPath: work + "/photos.plan")
         let clock = ContinuousClock()
+        let archivePath = work + "/archive.\(format.fileExtension)"
+        let archiveStarted = clock.now
+        let cpuStarted = ProcessCPUTime.seconds()
+        let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
+        let copier = ArchiveFileCopier(
+            archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
+
+        // Entry order: README.txt, account.json, the tables, manifest.json, the photos. The
+        // manifest needs every table file's hash, so it follows them; it precedes the
+        // photos (whose hashes the photos rows give), so a reader checking the archive
+        // against it holds at most the few files before it, never a list of every photo.
+        let readme = try addText(
+            ExportDocuments.readme(
+                accountID: account.id, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: map.exportedTables.compactMap(\.exportFile),
+                timeZone: timeZone.identifier, rateLimitHours: settings.rateLimitHours),
+            name: "README.txt", to: writer)
+        let accountFile = try addText(
+            ExportDocuments.accountJSON(
+                account: account, preferences: preferences, statistics: statistics, profilePhotoPath: plan.profilePhotoPath,
+                profilePhotoOmitted: plan.profilePhotoOmitted),
+            name: "account.json", to: writer)
+
         let tablesStarted = clock.now
         progress("writing tables")
         var rowCounts: [String: Int] = [:]
         var tableFiles: [WrittenFile] = []
         for table in map.exportedTables {
-            let (files, count) = try await writeTable(table, into: work)
+            let (files, count) = try await writeTable(table, into: work, archive: writer, copier: copier)
             tableFiles += files
             rowCounts[table.name] = count
         }
-
         let tablesSeconds = (clock.now - tablesStarted).seconds
-        let plan = try await planPhotos(account: account, timeZone: timeZone, knownBad: knownBad, planPath: work + "/photos.plan")
 
-        let accountFile = try writeText(
-            ExportDocuments.accountJSON(
-                account: account, preferences: preferences, statistics: statistics, profilePhotoPath: plan.profilePhotoPath,
-                profilePhotoOmitted: plan.profilePhotoOmitted),
-            to: work + "/account.json", archivePath: "account.json")
-        let readme = try writeText(
-            ExportDocuments.readme(
-                accountID: account.id, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: map.exportedTables.compactMap(\.exportFile),
-                timeZone: timeZone.identifier, rateLimitHours: settings.rateLimitHours),
-            to: work + "/README.txt", archivePath: "README.txt")
-        let leadingFiles = [readme, accountFile] + tableFiles
         let manifestFile = try await writeManifest(
-            to: work + "/manifest.json", files: leadingFiles, planPath: plan.path, rowCounts: rowCounts, omitted: plan.omitted)
+            to: work + "/manifest.json", files: [readme, accountFile] + tableFiles, planPath: plan.path, rowCounts: rowCounts,
+            omitted: plan.omitted)
+        try await addLocalFile(manifestFile, from: work + "/manifest.json", to: writer, with: copier)
 
-        progress("writing archive: \(plan.count) photo(s), \(plan.bytes) bytes")
-        let archivePath = work + "/archive.\(format.fileExtension)"
-        let archiveStarted = clock.now
-        let cpuStarted = ProcessCPUTime.seconds()
-        let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
-        let copier = ArchiveFileCopier(archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond)
-        let localFiles: [(WrittenFile, String)] = [(readme, work + "/README.txt"), (manifestFile, work + "/manifest.json"), (accountFile, work + "/account.json")]
-            + tableFiles.map { ($0, work + "/" + $0.path) }
-        for (file, path) in localFiles {
-            try writer.beginEntry(name: root + "/" + file.path, size: file.bytes, modified: cutoff, compression: .deflate)
-            let copied = try await copy(path: path, into: writer, with: copier, expectedBytes: file.bytes)
-            guard copied.sha256 == file.sha256 else {
-                throw LifecycleError(.internalError, "\(path) changed while it was archived")
-            }
-            try writer.finishEntry()
-        }
+        progress("writing photos: \(plan.count) photo(s), \(plan.bytes) bytes")
         var photosWritten = 0
         try await forEachPlannedPhoto(at: plan.path) { photo in
             try await addPhoto(photo, to: writer, with: copier)
@@ -178,12 +176,21 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     /// Keyset pages over (order_by, id): each batch is one short read, so the export
     /// never holds a table in memory nor one long transaction open. The next batch is
     /// read while this one is written: the database and the writers each get a core.
-    private func writeTable(_ table: AccountDataMap.Table, into work: String) async throws -> ([WrittenFile], Int) {
+    /// The JSON goes straight into its archive entry, compressed as the rows come; the
+    /// CSV, which cannot share the archive with it at the same time, goes to a file first.
+    private func writeTable(
+        _ table: AccountDataMap.Table, into work: String, archive: ArchiveWriter, copier: ArchiveFileCopier
+    ) async throws -> ([WrittenFile], Int) {
         guard let stem = table.exportFile else { return ([], 0) }
         guard !["account", "manifest"].contains(stem.lowercased()) else {
             throw PermanentJobFailure("\(map.source): table \(table.name) has export_file '\(stem)', which would replace the archive's own \(stem).json; choose another name")
         }
-        let writer = try TableFileWriter(directory: work, table: table, fileStem: stem)
+        let jsonName = root + "/" + stem + ".json"
+        try archive.beginEntry(name: jsonName, size: nil, modified: cutoff, compression: .deflate)
+        let csvPath = (work as NSString).appendingPathComponent(stem + ".csv")
+        let writer = TableFileWriter(
+            json: HashingFileOutput(entryName: jsonName, in: archive), csv: try HashingFileOutput(path: csvPath), table: table,
+            fileStem: stem)
         let store = services.store
         let limit = settings.batchRows
         let accountID = self.accountID
@@ -196,13 +203,28 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             pending = batch.next.map { fetch(after: $0) }
             for index in 0..<batch.rowCount { try writer.write(batch.row(index)) }
         }
-        return (try writer.finish(), writer.rowCount)
+        let files = try writer.finish()
+        try archive.finishEntry()
+        try await addLocalFile(files[1], from: csvPath, to: archive, with: copier)
+        try? FileManager.default.removeItem(atPath: csvPath)
+        return (files, writer.rowCount)
     }
 
-    private func writeText(_ text: String, to path: String, archivePath: String) throws -> WrittenFile {
-        let output = try HashingFileOutput(path: path)
-        output.append(text)
-        return try output.finish(archivePath: archivePath)
+    /// A generated document, whole, into its own entry.
+    private func addText(_ text: String, name: String, to writer: ArchiveWriter) throws -> WrittenFile {
+        let data = Data(text.utf8)
+        try writer.addData(name: root + "/" + name, data: data, modified: cutoff, compression: .deflate)
+        return WrittenFile(path: name, bytes: Int64(data.count), sha256: FileDigest.hex(SHA256.hash(data: data)))
+    }
+
+    /// A file this export wrote into its work directory, checked against the hash it had when written.
+    private func addLocalFile(_ file: WrittenFile, from path: String, to writer: ArchiveWriter, with copier: ArchiveFileCopier) async throws {
+        try writer.beginEntry(name: root + "/" + file.path, size: file.bytes, modified: cutoff, compression: .deflate)
+        let copied = try await copy(path: path, into: writer, with: copier, expectedBytes: file.bytes)
+        guard copied.sha256 == file.sha256 else {
+            throw LifecycleError(.internalError, "\(path) changed while it was archived")
+        }
+        try writer.finishEntry()
     }
 
     // MARK: Photos

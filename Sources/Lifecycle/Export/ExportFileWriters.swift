@@ -1,3 +1,4 @@
+import Archiving
 import Crypto
 import Foundation
 
@@ -69,11 +70,14 @@ struct OutputBytes: ~Copyable {
     }
 }
 
-/// Buffered writes to a new file (mode 0600: it holds personal data), hashing
-/// every byte on the way so the manifest needs no second read.
+/// Buffered writes to a new file (mode 0600: it holds personal data) or straight into
+/// an archive's open entry, hashing every byte on the way so the manifest needs no
+/// second read.
 final class HashingFileOutput {
+    /// The file, or the entry's name.
     let path: String
     private var fd: Int32
+    private let entry: ArchiveWriter?
     private var buffer: OutputBytes
     private var hasher = SHA256()
     private(set) var byteCount: Int64 = 0
@@ -85,6 +89,16 @@ final class HashingFileOutput {
         guard fd >= 0 else {
             throw LifecycleError(.unavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
+        entry = nil
+        buffer = OutputBytes(capacity: Self.flushAt + 4_096)
+    }
+
+    /// Into the entry `writer` has open, named `entryName`; the caller finishes the entry
+    /// after ``finish(archivePath:)``.
+    init(entryName: String, in writer: ArchiveWriter) {
+        path = entryName
+        fd = -1
+        entry = writer
         buffer = OutputBytes(capacity: Self.flushAt + 4_096)
     }
 
@@ -123,6 +137,12 @@ final class HashingFileOutput {
         guard buffer.count > 0 else { return }
         let bytes = buffer.bytes
         hasher.update(bufferPointer: bytes)
+        if let entry {
+            try entry.write(bytes)
+            byteCount += Int64(bytes.count)
+            buffer.removeAll()
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -139,6 +159,9 @@ final class HashingFileOutput {
     /// Flushes and closes the file; returns its size and SHA-256.
     func finish(archivePath: String) throws -> WrittenFile {
         try flush()
+        if entry != nil {
+            return WrittenFile(path: archivePath, bytes: byteCount, sha256: FileDigest.hex(hasher.finalize()))
+        }
         let closed = close(fd)
         fd = -1
         guard closed == 0 else {
@@ -281,10 +304,17 @@ final class TableFileWriter {
     private let keyPrefixes: [[UInt8]]
     private(set) var rowCount = 0
 
-    init(directory: String, table: AccountDataMap.Table, fileStem: String) throws {
+    convenience init(directory: String, table: AccountDataMap.Table, fileStem: String) throws {
+        try self.init(
+            json: HashingFileOutput(path: (directory as NSString).appendingPathComponent(fileStem + ".json")),
+            csv: HashingFileOutput(path: (directory as NSString).appendingPathComponent(fileStem + ".csv")),
+            table: table, fileStem: fileStem)
+    }
+
+    init(json: HashingFileOutput, csv: HashingFileOutput, table: AccountDataMap.Table, fileStem: String) {
         self.fileStem = fileStem
-        json = try HashingFileOutput(path: (directory as NSString).appendingPathComponent(fileStem + ".json"))
-        csv = try HashingFileOutput(path: (directory as NSString).appendingPathComponent(fileStem + ".csv"))
+        self.json = json
+        self.csv = csv
         // `{"id":` for the first key, `,"text":` for the others, escaped once.
         keyPrefixes = table.columns.enumerated().map { index, column in
             Array(((index == 0 ? "{" : ",") + JSONText.string(column) + ":").utf8)

@@ -21,7 +21,7 @@ public struct ExportSettings: Sendable, Equatable {
     /// relative paths are relative to the Jobs directory.
     public var signingKeyFile: String?
     /// Rows read per database round trip while streaming a table (default 2,000).
-    public var batchRows = 2_000
+    public var batchRows = 5_000
     /// Caps how fast an export writes its archive, in MB/s, so a large export does not
     /// starve the database's disk; 0 (default) is no cap.
     public var throttleMBPerSecond = 0
