@@ -50,9 +50,15 @@ struct PostgresDrillTests {
                     return (Int(succeeded), ids)
                 }
             }
-            return succeeded >= (probes + noops) / 2 && victimJobs.count >= 4
+            return succeeded >= (probes + noops) / 2 && !victimJobs.isEmpty
         }, timeout: 300)
-        #expect(killed, "the victim never held 4 or more jobs after half the jobs were done")
+        guard killed else {
+            // Without the kill there is nothing to rescue; stop every worker rather than wait for one.
+            for (process, _, _) in workers { kill(process.processIdentifier, SIGKILL) }
+            for (process, _, _) in workers { process.waitUntilExit() }
+            Issue.record("the victim held no job after half the jobs were done: \(try await store.countByState())")
+            return
+        }
         victim.waitUntilExit()
         #expect(victim.terminationReason == .uncaughtSignal)
         // What the dead worker still held: nobody else can hold a lease in its name.
