@@ -21,8 +21,9 @@ struct BuiltArchive: Sendable {
     var omittedPhotos: [ExportManifest.OmittedPhoto]
     var photos: Int
     var photoBytes: Int64
-    /// Wall-clock seconds spent streaming the tables into JSON and CSV, and writing the
-    /// archive itself (for `jobs show`, and what the benchmark compares).
+    /// Wall-clock seconds spent streaming the tables into the archive (JSON) and a file
+    /// (CSV), and writing the whole archive, tables included, from opening it to its fsync
+    /// (for `jobs show`, and what the benchmark compares).
     var tablesSeconds: Double
     var archiveSeconds: Double
     /// CPU time (user + system, all threads) the process spent while the archive was
