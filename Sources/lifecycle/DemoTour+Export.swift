@@ -21,7 +21,7 @@ extension DemoTour {
             export = latest
         }
         try await printReadyExport(export, services: services, json: false)
-        Terminal.line("  inside: README.txt, manifest.json (size + SHA-256 of every file), account.json, <table>.json + .csv, photos/YYYY/MM/DD/<id>.<ext>")
+        Terminal.line("  inside: README.txt, account.json, <table>.json + .csv, manifest.json (size + SHA-256 of every file), photos/YYYY/MM/DD/<id>.<ext>")
         if let link = try services.exportLink(for: export) {
             let genuine = try await services.checkExportLink(link)
             Terminal.line("exports verify-link <link>: \(genuine.summary)")
