@@ -161,13 +161,16 @@ extension SQLiteTransaction: ExportTransaction {
                     }
                     values.append(.timestamp(date))
                 } else {
-                    values.append(Self.exportValue(raw, column))
+                    values.append(Self.exportValue(raw, column, type: type))
                 }
             }
             rows += 1
             // Only a full batch has a next one; only its last row's keys are needed.
             if rows == limit {
-                next = ExportCursor(orderValue: Self.exportValue(raw, Int32(count)), id: Self.exportValue(raw, Int32(count + 1)))
+                let orderColumn = Int32(count), idColumn = Int32(count + 1)
+                next = ExportCursor(
+                    orderValue: Self.exportValue(raw, orderColumn, type: sqlite3_column_type(raw, orderColumn)),
+                    id: Self.exportValue(raw, idColumn, type: sqlite3_column_type(raw, idColumn)))
             }
         }
         return ExportRowBatch(columnCount: count, values: values, next: next)
@@ -220,8 +223,9 @@ extension SQLiteTransaction: ExportTransaction {
     }
 
     /// The value as stored, for the files and for keyset cursors (compared in SQL exactly as the column holds it).
-    static func exportValue(_ statement: SQLiteStatement, _ column: Int32) -> ExportValue {
-        switch sqlite3_column_type(statement, column) {
+    /// `type`: the column's `sqlite3_column_type`, read before any conversion.
+    static func exportValue(_ statement: SQLiteStatement, _ column: Int32, type: Int32) -> ExportValue {
+        switch type {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, column))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, column))
         case SQLITE_TEXT: return .text(String(decoding: textBytes(statement, column), as: UTF8.self))
