@@ -61,13 +61,10 @@ final class RawFileSource: ArchiveSource {
         var info = stat()
         if fstat(fd, &info) == 0 {
             size = Int64(info.st_size)
-            #if os(Linux)
-            // Refused (EINVAL) by file systems without direct I/O: the reads are then the usual ones.
+            // Refused by file systems without direct I/O: the reads are then the usual ones.
             if (UInt32(info.st_mode) & FileType.mask) == FileType.regular {
-                let flags = fcntl(fd, F_GETFL)
-                if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | accountlifecycle_o_direct) }
+                FileDescriptor.setDirectIO(fd, true)
             }
-            #endif
         }
     }
 
@@ -201,17 +198,11 @@ private struct OneReader: @unchecked Sendable {
                 continue
             }
             if errno == EINTR { continue }
-            #if os(Linux)
             // A file system that took the flag but refuses the read: read the usual way.
             if errno == EINVAL && !retriedWithoutDirectIO {
                 retriedWithoutDirectIO = true
-                let flags = fcntl(fd, F_GETFL)
-                if flags >= 0 && flags & accountlifecycle_o_direct != 0 {
-                    _ = fcntl(fd, F_SETFL, flags & ~accountlifecycle_o_direct)
-                    continue
-                }
+                if FileDescriptor.setDirectIO(fd, false) { continue }
             }
-            #endif
             error.pointee = errno
             count.pointee = -1
             return

@@ -104,8 +104,8 @@ final class DirectFileSink: @unchecked Sendable {
         queue.sync {}
         if let error = writeError { return error }
         guard filled > 0 else { return nil }
-        dropDirectIO()
-        return Self.writeAll(fd, blocks[current], filled, at: offset)
+        FileDescriptor.setDirectIO(fd, false)
+        return FileDescriptor.writeAll(fd, UnsafeRawBufferPointer(start: blocks[current], count: filled), at: offset)
     }
 
     private func submitFullBlock() {
@@ -125,30 +125,10 @@ final class DirectFileSink: @unchecked Sendable {
     }
 
     private func writeBlock(_ block: UnsafeMutableRawPointer, at offset: Int64) -> Int32? {
-        guard let error = Self.writeAll(fd, block, Self.blockSize, at: offset) else { return nil }
-        guard error == EINVAL else { return error }
-        dropDirectIO()
-        return Self.writeAll(fd, block, Self.blockSize, at: offset)
-    }
-
-    private func dropDirectIO() {
-        #if os(Linux)
-        let flags = fcntl(fd, F_GETFL)
-        if flags >= 0 && flags & accountlifecycle_o_direct != 0 { _ = fcntl(fd, F_SETFL, flags & ~accountlifecycle_o_direct) }
-        #endif
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeMutableRawPointer, _ count: Int, at offset: Int64) -> Int32? {
-        var done = 0
-        while done < count {
-            let n = pwrite(fd, bytes + done, count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            done += n
-        }
-        return nil
+        let bytes = UnsafeRawBufferPointer(start: block, count: Self.blockSize)
+        guard let error = FileDescriptor.writeAll(fd, bytes, at: offset) else { return nil }
+        guard error == EINVAL, FileDescriptor.setDirectIO(fd, false) else { return error }
+        return FileDescriptor.writeAll(fd, bytes, at: offset)
     }
 }
 

@@ -1,3 +1,4 @@
+import CArchive
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,6 +19,33 @@ enum FileDescriptor {
             offset += n
         }
         return nil
+    }
+
+    /// Writes all of `bytes` at `offset` (pwrite), retrying short writes and EINTR. Returns errno on failure.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int32? {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            done += n
+        }
+        return nil
+    }
+
+    /// Turns direct I/O (`O_DIRECT`) on or off for an open descriptor; returns whether the
+    /// flag changed. Refused (false) by file systems without it, and off Linux.
+    @discardableResult
+    static func setDirectIO(_ fd: Int32, _ on: Bool) -> Bool {
+        #if os(Linux)
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, (flags & accountlifecycle_o_direct != 0) != on else { return false }
+        return fcntl(fd, F_SETFL, on ? flags | accountlifecycle_o_direct : flags & ~accountlifecycle_o_direct) == 0
+        #else
+        return false
+        #endif
     }
 
     /// Reads up to `buffer.count` bytes, retrying EINTR: the count, 0 at end of file, or -1 with errno set.

@@ -139,18 +139,16 @@ final class HashingFileOutput {
         hasher.update(bufferPointer: bytes)
         if let entry {
             try entry.write(bytes)
-            byteCount += Int64(bytes.count)
-            buffer.removeAll()
-            return
-        }
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw LifecycleError(.unavailable, "cannot write \(path): \(String(cString: strerror(errno)))")
+        } else {
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw LifecycleError(.unavailable, "cannot write \(path): \(String(cString: strerror(errno)))")
+                }
+                offset += n
             }
-            offset += n
         }
         byteCount += Int64(bytes.count)
         buffer.removeAll()
