@@ -39,18 +39,19 @@ struct PostgresDrillTests {
         let workers = try (0..<4).map { _ in try workspace.process(["worker", "--concurrency", "8"]) }
         let victim = workers[0].0
         // Polled from a thread of its own: at half-way, and while the victim holds
-        // leases (jobs running or claimed), it is killed at once.
+        // leases (jobs running or claimed), it is killed at once. The poll goes through
+        // psql, not this process's PostgreSQL client: that client runs on the few
+        // cooperative threads, which the other tests running alongside can hold for
+        // longer than the second half of the jobs takes, and the moment passes unseen.
         let ownerPattern = "%:\(victim.processIdentifier):%"
+        let pollURL = String(url[..<(url.range(of: "&pool=")?.lowerBound ?? url.endIndex)])
         let killed = await killProcess(victim.processIdentifier, when: {
-            let (succeeded, victimJobs) = try blocking {
-                try await store.read { tx in
-                    let succeeded = try tx.query("SELECT COUNT(*) FROM jobs WHERE state = 'succeeded' AND kind LIKE 'runner.%'").first?.decode(Int64.self) ?? 0
-                    let ids = try tx.query("SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE \(ownerPattern)")
-                        .map { try $0.decode(Int64.self) }
-                    return (Int(succeeded), ids)
-                }
-            }
-            return succeeded >= (probes + noops) / 2 && !victimJobs.isEmpty
+            let counts = try psqlQuery(pollURL, """
+                SELECT (SELECT COUNT(*) FROM jobs WHERE state = 'succeeded' AND kind LIKE 'runner.%'),
+                       (SELECT COUNT(*) FROM jobs WHERE state = 'running' AND lease_owner LIKE '\(ownerPattern)')
+                """).split(separator: "|").compactMap { Int($0) }
+            guard counts.count == 2 else { return false }
+            return counts[0] >= (probes + noops) / 2 && counts[1] > 0
         }, timeout: 300)
         guard killed else {
             // Without the kill there is nothing to rescue; stop every worker rather than wait for one.
@@ -137,6 +138,23 @@ struct PostgresDrillTests {
 
 /// Runs async work to completion from a plain thread (the kill-polling thread), which
 /// may block: it is not one of the cooperative pool's.
+/// One query through psql (unaligned, tuples only): for a poll from a plain thread.
+func psqlQuery(_ url: String, _ sql: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ThrowawayPostgres.binDirectory + "/psql")
+    process.arguments = ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw CLITestFailure("psql exited \(process.terminationStatus) for: \(sql)")
+    }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 func blocking<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
     let semaphore = DispatchSemaphore(value: 0)
     let box = ResultBox<T>()
