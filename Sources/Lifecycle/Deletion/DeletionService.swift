@@ -80,6 +80,11 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         // guesses would all pass this check before the first of them is recorded.
         let lockout = Lockout(policy: policy)
         let admission = try await store.write { [self] tx -> Result<Int64, LifecycleError> in
+            // Every transaction that adds to or ends an attempt takes the account's row lock
+            // first (SQLite: the single writer; PostgreSQL: FOR UPDATE). Under READ COMMITTED
+            // the two counts below are two snapshots: an attempt ending between them would be
+            // in neither, and two admissions could both count four and both be let through.
+            guard try tx.account(id: id) != nil else { return .failure(LifecycleError.noSuchAccount(reference)) }
             let since = lockout.lookback(from: now)
             let failures = try tx.auditTimes(accountID: id, action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, since: since)
             let running = try tx.deletionAttemptsInFlight(accountID: id, since: now.addingTimeInterval(-lockout.window))
@@ -96,7 +101,10 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             return try await verifyAndDelete(account, password: password, attempt: attempt, now: now)
         } catch {
             // The outcome's own transaction ends the attempt; this covers errors before it.
-            try? await store.write { tx in try tx.endDeletionAttempt(attempt) }
+            try? await store.write { tx in
+                _ = try tx.account(id: account.id)  // The row lock: see the admission above.
+                try tx.endDeletionAttempt(attempt)
+            }
             throw error
         }
     }
@@ -127,6 +135,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             let failure = event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
                                 detail: ["hash_format": format])
             try await store.write { tx in
+                _ = try tx.account(id: id)  // The row lock: see the admission in requestDeletion.
                 try tx.recordAudit(failure)
                 try tx.endDeletionAttempt(attempt)
             }
@@ -135,9 +144,11 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
 
         let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
         let result = try await store.write { [self] tx in
+            // The password check ran outside this transaction: look at the state again
+            // (and take the row lock before ending the attempt, as the admission does).
+            let current = try tx.account(id: id)
             try tx.endDeletionAttempt(attempt)
-            // The password check ran outside this transaction: look at the state again.
-            guard let current = try tx.account(id: id), current.state == .active,
+            guard let current, current.state == .active,
                   try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: purgeAfter)
             else {
                 let current = try tx.account(id: id) ?? account

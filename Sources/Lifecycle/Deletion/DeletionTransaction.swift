@@ -20,9 +20,9 @@ public protocol DeletionTransaction {
     /// When `action` ended in `outcome` for the account since `since` (the lockout reads wrong passwords).
     func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date]
 
-    /// Password checks of deletion requests still running: each is registered, under the
-    /// write lock, together with the lockout check, so parallel wrong guesses cannot all
-    /// pass the check before any of them is recorded as a failure.
+    /// Password checks of deletion requests still running: each is registered together with
+    /// the lockout check, and ended together with its outcome, under the account's row lock,
+    /// so parallel wrong guesses cannot all pass the check before any of them is recorded.
     func beginDeletionAttempt(accountID: String, at: Date) throws -> Int64
     func endDeletionAttempt(_ attempt: Int64) throws
     /// When the attempts still running for the account (or abandoned by a crash) started, since `since`.

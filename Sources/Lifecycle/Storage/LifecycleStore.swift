@@ -14,6 +14,8 @@ public enum InsertOutcome: Sendable, Equatable {
 /// Synchronous on purpose: a database-only job step runs inside the transaction
 /// that also records the step as done.
 public protocol AccountTransaction {
+    /// In a write transaction the row stays locked against other writers until commit:
+    /// the deletion checks rely on it to take turns per account.
     func account(id: String) throws -> Account?
     func account(email: String) throws -> Account?
     func preferences(accountID: String) throws -> Preferences?
