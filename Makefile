@@ -44,7 +44,7 @@ run: build
 
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build $(SWIFT_BUILD_FLAGS)
+	SWIFT_BUILD_FLAGS='$(SWIFT_BUILD_FLAGS)' scripts/test.sh
 
 bench: deps
 	scripts/bench.sh

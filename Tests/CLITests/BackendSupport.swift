@@ -176,3 +176,44 @@ private final class PostgresStores: @unchecked Sendable {
     func store(for url: String) -> PostgresStore? { lock.withLock { stores[url] } }
     func keep(_ store: PostgresStore, for url: String) { lock.withLock { stores[url] = stores[url] ?? store } }
 }
+
+extension Workspace {
+    /// One integer, read without waiting for this process's cooperative threads (which
+    /// the suites running alongside keep busy): for a poll from the kill watcher's own
+    /// thread, where a state lasting a second in the child must not pass unseen.
+    /// SQLite is read through a read-only connection of the poll's own, PostgreSQL through psql.
+    func integerNow(_ sql: String) throws -> Int {
+        let text: String
+        switch backend {
+        case .sqlite:
+            var configuration = Configuration()
+            configuration.readonly = true
+            let value = try DatabaseQueue(path: database, configuration: configuration).read { db in try Int.fetchOne(db, sql: sql) }
+            guard let value else { throw CLITestFailure("no value for: \(sql)") }
+            return value
+        case .postgres:
+            text = try psqlQuery(database, sql)
+        }
+        guard let value = Int(text) else { throw CLITestFailure("not an integer (\(text)) for: \(sql)") }
+        return value
+    }
+}
+
+/// One query through psql (unaligned, tuples only). The URL's `pool` parameter is the
+/// toolkit's own and psql would refuse it, so it is dropped.
+func psqlQuery(_ url: String, _ sql: String) throws -> String {
+    let connection = String(url[..<(url.range(of: "&pool=")?.lowerBound ?? url.endIndex)])
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ThrowawayPostgres.binDirectory + "/psql")
+    process.arguments = ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", connection, "-c", sql]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw CLITestFailure("psql exited \(process.terminationStatus) for: \(sql)")
+    }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}

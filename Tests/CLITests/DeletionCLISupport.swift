@@ -99,17 +99,19 @@ func purgeCounts(_ stdout: String) -> (purged: Int, skipped: Int, failed: Int)? 
     return (numbers[0], numbers[1], numbers[2])
 }
 
-/// Polls `condition` every 20 ms on a thread of its own and sends SIGKILL to `pid` from
-/// that thread the moment it holds; false if it never did within `timeout`. Neither the
-/// polling nor the kill waits for the test's cooperative threads, which parallel suites
-/// keep busy: a state that lasts a second in the child is not missed.
-func killProcess(_ pid: pid_t, when condition: @escaping @Sendable () throws -> Bool, timeout: TimeInterval = 60) async -> Bool {
+/// Polls `condition` every 20 ms on a thread of its own and sends `signal` (SIGKILL unless
+/// told) to `pid` from that thread the moment it holds; false if it never did within
+/// `timeout`. Neither the polling nor the signal waits for the test's cooperative threads,
+/// which parallel suites keep busy: a state that lasts a second in the child is not missed.
+func killProcess(
+    _ pid: pid_t, signal: Int32 = SIGKILL, when condition: @escaping @Sendable () throws -> Bool, timeout: TimeInterval = 60
+) async -> Bool {
     await withCheckedContinuation { continuation in
         let thread = Thread {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
                 if (try? condition()) == true {
-                    kill(pid, SIGKILL)
+                    kill(pid, signal)
                     continuation.resume(returning: true)
                     return
                 }

@@ -44,9 +44,8 @@ struct PostgresDrillTests {
         // cooperative threads, which the other tests running alongside can hold for
         // longer than the second half of the jobs takes, and the moment passes unseen.
         let ownerPattern = "%:\(victim.processIdentifier):%"
-        let pollURL = String(url[..<(url.range(of: "&pool=")?.lowerBound ?? url.endIndex)])
         let killed = await killProcess(victim.processIdentifier, when: {
-            let counts = try psqlQuery(pollURL, """
+            let counts = try psqlQuery(url, """
                 SELECT (SELECT COUNT(*) FROM jobs WHERE state = 'succeeded' AND kind LIKE 'runner.%'),
                        (SELECT COUNT(*) FROM jobs WHERE state = 'running' AND lease_owner LIKE '\(ownerPattern)')
                 """).split(separator: "|").compactMap { Int($0) }
@@ -133,48 +132,5 @@ struct PostgresDrillTests {
             #expect(result.stderr.contains("127.0.0.1:\(port)"))
             #expect(!result.stderr.contains("secret"))
         }
-    }
-}
-
-/// Runs async work to completion from a plain thread (the kill-polling thread), which
-/// may block: it is not one of the cooperative pool's.
-/// One query through psql (unaligned, tuples only): for a poll from a plain thread.
-func psqlQuery(_ url: String, _ sql: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: ThrowawayPostgres.binDirectory + "/psql")
-    process.arguments = ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw CLITestFailure("psql exited \(process.terminationStatus) for: \(sql)")
-    }
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-}
-
-func blocking<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    Task {
-        box.set(await Result { try await operation() })
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return try box.get()
-}
-
-private final class ResultBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<T, any Error>?
-    func set(_ result: Result<T, any Error>) { lock.withLock { self.result = result } }
-    func get() throws -> T { try lock.withLock { result! }.get() }
-}
-
-extension Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

@@ -126,9 +126,15 @@ struct RunnerProcessTests {
         try workspace.run(["jobs", "probe", "--hold", "3"])
         let store = try workspace.store()
         let (worker, _, _) = try workspace.process(["worker"])
-        #expect(try await eventually { try await store.steps(of: 1).map(\.step) == ["record-start"] })
-        kill(worker.processIdentifier, SIGTERM)
+        // Signalled from the watcher's own thread while the 3-second hold runs: a poll on
+        // the test's busy cooperative threads could see the hold only once it had ended.
+        let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
+            try workspace.integerNow("SELECT COUNT(*) FROM job_steps WHERE job_id = 1 AND step = 'record-start'") == 1
+                && workspace.integerNow("SELECT COUNT(*) FROM job_steps WHERE job_id = 1") == 1
+        })
+        if !signalled { worker.terminate() }
         worker.waitUntilExit()
+        #expect(signalled, "the worker never finished record-start")
         #expect(worker.terminationStatus == 0)
         // The step in flight finished; the job went back to the queue at once, not after a lease expiry.
         let handedBack = try #require(try await store.job(id: 1))
