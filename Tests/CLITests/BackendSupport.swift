@@ -38,7 +38,7 @@ extension Workspace {
     var backend: Backend { postgresURL == nil ? .sqlite : .postgres }
 
     /// One connection pool per database for the whole test process: polls call this often.
-    private func postgres() async throws -> PostgresStore {
+    func postgres() async throws -> PostgresStore {
         guard let postgresURL else { throw CLITestFailure("not a PostgreSQL workspace") }
         if let open = PostgresStores.shared.store(for: postgresURL) { return open }
         let store = try await PostgresStore(url: postgresURL)

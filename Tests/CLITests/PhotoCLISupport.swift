@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Lifecycle
 import SQLiteBackend
 import Testing
@@ -116,8 +115,11 @@ enum RefusedPhoto {
 }
 
 extension Workspace {
-    func photoRows() throws -> [PhotoRecord] {
-        try store().writeSync { tx in try tx.profilePhotos(state: nil, accountID: nil, after: nil, limit: 100_000) }
+    func photoRows() async throws -> [PhotoRecord] {
+        switch backend {
+        case .sqlite: try await store().read { tx in try tx.profilePhotos(state: nil, accountID: nil, after: nil, limit: 100_000) }
+        case .postgres: try await postgres().read { tx in try tx.profilePhotos(state: nil, accountID: nil, after: nil, limit: 100_000) }
+        }
     }
 
     /// Every file under blobs/accounts with its size and modification time.
@@ -134,8 +136,6 @@ extension Workspace {
     }
 
     func photoJobCount() throws -> Int {
-        try store().writeSync { tx in
-            try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM jobs WHERE kind = ?", arguments: [PhotoJobs.normalizeKind]) ?? 0
-        }
+        try integerNow("SELECT COUNT(*) FROM jobs WHERE kind = '\(PhotoJobs.normalizeKind)'")
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import JobRunner
 import Lifecycle
 import SQLiteBackend
@@ -9,9 +8,10 @@ import Testing
 /// again: every photo ends normalised exactly once and no upload outlives its photo.
 @Suite(.serialized)
 struct PhotoCrashTests {
-    @Test func sigkillMidBatchThenRerunNormalisesEveryPhotoOnceAndLeavesNoUpload() async throws {
+    @Test(arguments: Backend.allCases)
+    func sigkillMidBatchThenRerunNormalisesEveryPhotoOnceAndLeavesNoUpload(_ backend: Backend) async throws {
         let count = 40
-        let workspace = try Workspace()
+        let workspace = try await Workspace.make(backend)
         // 4000×3000 JPEGs carrying GPS tags: about 0.1 s of work each, so the batch
         // takes long enough to be interrupted in the middle.
         var lines: [String] = []
@@ -19,11 +19,8 @@ struct PhotoCrashTests {
         let fixture = try ImportFixture(lines: lines)
         try photoTool("vips", "resize", repositoryRoot + "/Jobs/demo/photos/run.jpg", fixture.directory + "/photos/big.jpg", "2.5")
         #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
-        let store = try workspace.store()
         func normalizedCount() throws -> Int {
-            try store.writeSync { tx in
-                try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM photos WHERE role = 'profile' AND normalization_state = 'normalized'") ?? 0
-            }
+            try workspace.integerNow("SELECT COUNT(*) FROM photos WHERE role = 'profile' AND normalization_state = 'normalized'")
         }
 
         let (process, _, _) = try workspace.process(["photos", "normalize", "--all"])
@@ -36,9 +33,9 @@ struct PhotoCrashTests {
 
         // A finished photo never keeps its upload, even when the process died right after.
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        let succeeded = try store.writeSync { tx in
-            try String.fetchAll(tx.db, sql: "SELECT unique_key FROM jobs WHERE kind = ? AND state = 'succeeded'", arguments: [PhotoJobs.normalizeKind])
-        }
+        let succeeded = try await workspace.query(
+            "SELECT unique_key FROM jobs WHERE kind = ? AND state = 'succeeded'", [.text(PhotoJobs.normalizeKind)]
+        ).compactMap { $0.first ?? nil }
         #expect(!succeeded.isEmpty)
         for key in succeeded {
             let photoID = String(key.dropFirst("photo:".count))
@@ -52,7 +49,7 @@ struct PhotoCrashTests {
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(rerun.stdout.contains("normalised \(count - atKill), rejected 0"), "\(rerun.stdout)")
 
-        let photos = try workspace.photoRows()
+        let photos = try await workspace.photoRows()
         #expect(photos.count == count)
         for photo in photos {
             #expect(photo.normalizationState == .normalized && photo.recipeVersion == 1)
@@ -63,17 +60,15 @@ struct PhotoCrashTests {
             try #require(try FileDigest.sha256(ofFile: try blobs.path(for: photo.blobKey)).hex == photo.sha256)
         }
         // One job per photo, each switched exactly once; the interrupted ones were resumed, not redone.
-        let perJob = try store.writeSync { tx in
-            try Row.fetchAll(tx.db, sql: """
-                SELECT j.unique_key AS key, j.state AS state, j.attempt AS attempt,
-                       (SELECT COUNT(*) FROM job_steps s WHERE s.job_id = j.id AND s.step = 'switch') AS switches
-                FROM jobs j WHERE j.kind = ?
-                """, arguments: [PhotoJobs.normalizeKind])
-        }
+        let perJob = try await workspace.query("""
+            SELECT j.unique_key, j.state, j.attempt,
+                   (SELECT COUNT(*) FROM job_steps s WHERE s.job_id = j.id AND s.step = 'switch')
+            FROM jobs j WHERE j.kind = ?
+            """, [.text(PhotoJobs.normalizeKind)])
         #expect(perJob.count == count)
-        #expect(Set(perJob.map { $0["key"] as String }).count == count)
-        #expect(perJob.allSatisfy { ($0["state"] as String) == "succeeded" && ($0["switches"] as Int) == 1 })
-        #expect(perJob.contains { ($0["attempt"] as Int) == 2 }, "no job was caught in flight by the kill")
+        #expect(Set(perJob.map { $0[0] }).count == count)
+        #expect(perJob.allSatisfy { $0[1] == "succeeded" && $0[3] == "1" })
+        #expect(perJob.contains { $0[2] == "2" }, "no job was caught in flight by the kill")
 
         try expectCleanSquareJPEG(atPath: try blobs.path(for: photos[0].blobKey), side: 1024)
         let again = try workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])

@@ -5,8 +5,8 @@ import Lifecycle
 import SQLiteBackend
 import Testing
 
-/// The import path and `lifecycle photos normalize` end to end: import queues a job
-/// per profile photo, the jobs normalise or reject, a second run renders nothing.
+/// The import path and `lifecycle photos normalize` end to end, on both backends: import
+/// queues a job per profile photo, the jobs normalise or reject, a second run renders nothing.
 @Suite(.serialized)
 struct PhotoNormalizeCommandTests {
     /// ada HEIC, grace PNG with alpha, linus JPEG, mallory a GIF named .jpg.
@@ -24,8 +24,9 @@ struct PhotoNormalizeCommandTests {
         return fixture
     }
 
-    @Test func importQueuesOneJobPerProfilePhotoAndAnyWorkerRunsThem() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func importQueuesOneJobPerProfilePhotoAndAnyWorkerRunsThem(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         _ = try importFourAccounts(workspace)
         let listed = try JobJSON.decode([JobRecord].self, from: try workspace.run(["jobs", "list", "--json"]).stdout)
         let photoJobs = listed.filter { $0.kind == PhotoJobs.normalizeKind }
@@ -34,15 +35,16 @@ struct PhotoNormalizeCommandTests {
 
         let worker = try workspace.run(["worker", "--once"])
         #expect(worker.status == 0, "\(worker.stderr)")
-        let states = Dictionary(try workspace.photoRows().map { ($0.accountID, $0.normalizationState) }, uniquingKeysWith: { first, _ in first })
+        let states = Dictionary(try await workspace.photoRows().map { ($0.accountID, $0.normalizationState) }, uniquingKeysWith: { first, _ in first })
         #expect(states == ["ada": .normalized, "grace": .normalized, "linus": .normalized, "mallory": .rejected])
         let again = try workspace.run(["photos", "normalize", "--all"])
         #expect(again.status == 0)
         #expect(again.stdout.contains("nothing to normalise for all accounts"))
     }
 
-    @Test func normalizeAllSummarisesRejectionsAndASecondRunRendersNothing() async throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func normalizeAllSummarisesRejectionsAndASecondRunRendersNothing(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         let fixture = try importFourAccounts(workspace)
 
         let first = try workspace.run(["photos", "normalize", "--all"])
@@ -54,7 +56,7 @@ struct PhotoNormalizeCommandTests {
 
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
         let sides = ["ada": 1024, "grace": 480, "linus": 768]
-        for photo in try workspace.photoRows() where photo.accountID != "mallory" {
+        for photo in try await workspace.photoRows() where photo.accountID != "mallory" {
             #expect(photo.normalizationState == .normalized && photo.contentType == "image/jpeg" && photo.recipeVersion == 1)
             #expect(photo.blobKey.hasPrefix("accounts/\(photo.accountID)/profile-photos/\(photo.id)/v1-s1024-q85-"))
             try expectCleanSquareJPEG(atPath: try blobs.path(for: photo.blobKey), side: try #require(sides[photo.accountID]))
@@ -81,8 +83,9 @@ struct PhotoNormalizeCommandTests {
         #expect(try workspace.photoJobCount() == jobs)
     }
 
-    @Test func oneAccountQueueOnlyAndTheUsageErrors() throws {
-        let workspace = try Workspace()
+    @Test(arguments: Backend.allCases)
+    func oneAccountQueueOnlyAndTheUsageErrors(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
         _ = try importFourAccounts(workspace)
         let one = try workspace.run(["photos", "normalize", "--account", "grace@example.com", "--queue-only"])
         #expect(one.status == 0, "\(one.stderr)")
@@ -90,12 +93,12 @@ struct PhotoNormalizeCommandTests {
         let all = try workspace.run(["photos", "normalize", "--all", "--queue-only", "--json"])
         #expect(all.status == 0)
         #expect(all.stdout.contains("\"alreadyQueued\":4"))
-        #expect(try workspace.photoRows().allSatisfy { $0.normalizationState == .pending })
+        #expect(try await workspace.photoRows().allSatisfy { $0.normalizationState == .pending })
 
         let run = try workspace.run(["photos", "normalize", "--account", "grace"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("normalised 1, rejected 0"))
-        #expect(try workspace.photoRows().first { $0.accountID == "grace" }?.normalizationState == .normalized)
+        #expect(try await workspace.photoRows().first { $0.accountID == "grace" }?.normalizationState == .normalized)
 
         let unknown = try workspace.run(["photos", "normalize", "--account", "nobody"])
         #expect(unknown.status == 67)

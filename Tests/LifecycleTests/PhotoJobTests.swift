@@ -5,12 +5,15 @@ import Lifecycle
 import SQLiteBackend
 import Testing
 
-/// The normalisation job in-process: what it does to rows and blobs, refusals,
-/// idempotence, recipe changes and races with a purge. The recipe itself (orientation
+/// The normalisation job in-process, on both backends: what it does to rows and blobs,
+/// refusals, idempotence, recipe changes and races with a purge. The recipe itself (orientation
 /// by pixels, colour, refusals of crafted files) is tested in ImagingTests.
 struct PhotoJobTests {
-    @Test func eachAcceptedFormatIsRenderedSwitchedAndItsUploadDeleted() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func eachAcceptedFormatIsRenderedSwitchedAndItsUploadDeleted(_ backend: Backend) async throws { try await eachAcceptedFormatIsRenderedSwitchedAndItsUploadDeleted(store: try await backend.makeStore()) }
+
+    private func eachAcceptedFormatIsRenderedSwitchedAndItsUploadDeleted(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         let uploads: [(account: String, bytes: Data, side: Int)] = [
             ("heic", try PhotoUpload.heic, 1024),           // 1200×1200
             ("png", try PhotoUpload.png, 480),              // 640×480 with alpha: never enlarged
@@ -50,8 +53,11 @@ struct PhotoJobTests {
         }
     }
 
-    @Test func aRefusedPhotoIsMarkedRejectedAndTheOthersGoOn() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func aRefusedPhotoIsMarkedRejectedAndTheOthersGoOn(_ backend: Backend) async throws { try await aRefusedPhotoIsMarkedRejectedAndTheOthersGoOn(store: try await backend.makeStore()) }
+
+    private func aRefusedPhotoIsMarkedRejectedAndTheOthersGoOn(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         var oversized = Data([0xFF, 0xD8, 0xFF, 0xE0])
         oversized.append(Data(count: 10_485_761 - oversized.count))
         try await fixture.addAccount("gif", upload: PhotoUpload.gif)
@@ -93,8 +99,11 @@ struct PhotoJobTests {
         #expect(try await fixture.service.queue(account: nil, includeRejected: true).jobIDs.count == 3)
     }
 
-    @Test func runningTwiceRendersNothingTheSecondTime() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func runningTwiceRendersNothingTheSecondTime(_ backend: Backend) async throws { try await runningTwiceRendersNothingTheSecondTime(store: try await backend.makeStore()) }
+
+    private func runningTwiceRendersNothingTheSecondTime(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         try await fixture.addAccount("ada", upload: try PhotoUpload.heic)
         try await fixture.addAccount("grace", upload: try PhotoUpload.png)
         try await fixture.normalizeAll()
@@ -113,8 +122,11 @@ struct PhotoJobTests {
         #expect(try ["ada", "grace"].map { try fixture.blobStamps($0) } == before)
     }
 
-    @Test func aRecipeChangeRendersAgainFromTheStoredJPEGAndDeletesTheOldOne() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func aRecipeChangeRendersAgainFromTheStoredJPEGAndDeletesTheOldOne(_ backend: Backend) async throws { try await aRecipeChangeRendersAgainFromTheStoredJPEGAndDeletesTheOldOne(store: try await backend.makeStore()) }
+
+    private func aRecipeChangeRendersAgainFromTheStoredJPEGAndDeletesTheOldOne(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         try await fixture.addAccount("ada", upload: try PhotoUpload.heic)
         try await fixture.normalizeAll()
         let first = try await fixture.photo("ada.profile")
@@ -137,8 +149,11 @@ struct PhotoJobTests {
         #expect(try await fixture.service.queue(account: nil).jobIDs.isEmpty)
     }
 
-    @Test func anAccountInItsPurgeIsLeftToThePurge() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func anAccountInItsPurgeIsLeftToThePurge(_ backend: Backend) async throws { try await anAccountInItsPurgeIsLeftToThePurge(store: try await backend.makeStore()) }
+
+    private func anAccountInItsPurgeIsLeftToThePurge(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         try await fixture.addAccount("leaving", upload: try PhotoUpload.heic, state: .purging)
         #expect(try await fixture.service.queue(account: nil).jobIDs.isEmpty)
         let error = await lifecycleError { _ = try await fixture.service.queue(account: "leaving") }
@@ -153,8 +168,11 @@ struct PhotoJobTests {
         #expect(try fixture.blobStamps("leaving").keys.sorted() == ["photos/leaving-p1", "photos/leaving.profile"])
     }
 
-    @Test func aMissingUploadKillsTheJobWithAMessageThatSaysWhatToDo() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func aMissingUploadKillsTheJobWithAMessageThatSaysWhatToDo(_ backend: Backend) async throws { try await aMissingUploadKillsTheJobWithAMessageThatSaysWhatToDo(store: try await backend.makeStore()) }
+
+    private func aMissingUploadKillsTheJobWithAMessageThatSaysWhatToDo(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         try await fixture.addAccount("ada", upload: try PhotoUpload.heic)
         try await fixture.blobs.delete(keys: [BlobKey.photo(accountID: "ada", photoID: "ada.profile")])
         let (_, summary) = try await fixture.normalizeAll()
@@ -166,8 +184,11 @@ struct PhotoJobTests {
         #expect(try await fixture.photo("ada.profile").normalizationState == .pending)
     }
 
-    @Test func oneAccountOnlyAndUnknownAccounts() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func oneAccountOnlyAndUnknownAccounts(_ backend: Backend) async throws { try await oneAccountOnlyAndUnknownAccounts(store: try await backend.makeStore()) }
+
+    private func oneAccountOnlyAndUnknownAccounts(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         try await fixture.addAccount("ada", upload: try PhotoUpload.heic)
         try await fixture.addAccount("grace", upload: try PhotoUpload.png)
         let (queued, summary) = try await fixture.normalizeAll(account: "ada@example.com")
@@ -178,8 +199,11 @@ struct PhotoJobTests {
         #expect(error?.category == .noSuchAccount)
     }
 
-    @Test func queueingWalksPagesAndGivesBackJobsAlreadyQueued() async throws {
-        let fixture = try PhotoFixture()
+    @Test(arguments: Backend.allCases)
+    func queueingWalksPagesAndGivesBackJobsAlreadyQueued(_ backend: Backend) async throws { try await queueingWalksPagesAndGivesBackJobsAlreadyQueued(store: try await backend.makeStore()) }
+
+    private func queueingWalksPagesAndGivesBackJobsAlreadyQueued(store: some LifecycleStore) async throws {
+        let fixture = try PhotoFixture(store: store)
         for index in 0..<7 { try await fixture.addAccount("u\(index)", upload: try PhotoUpload.jpeg) }
         var service = try fixture.service
         service.pageSize = 3

@@ -29,17 +29,17 @@ enum PhotoUpload {
                                                  0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3B])
 }
 
-/// One throwaway installation with a hand-driven clock, the shipped policies (or
-/// the shipped ones with another `photos:` section) and the normalisation service.
-struct PhotoFixture {
+/// One throwaway installation on the given store, with a hand-driven clock, the shipped
+/// policies (or the shipped ones with another `photos:` section) and the normalisation service.
+struct PhotoFixture<Store: LifecycleStore> {
     let directory: String
-    let store: SQLiteStore
+    let store: Store
     let blobs: FileSystemBlobStore
     let clock: ManualTimeSource
     let jobsDirectory: String
-    let services: LifecycleServices<SQLiteStore>
+    let services: LifecycleServices<Store>
 
-    init(directory: String? = nil, photosSection: String? = nil) throws {
+    init(store: Store, directory: String? = nil, photosSection: String? = nil) throws {
         let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("photos-\(UUID().uuidString)").path
         self.directory = directory
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -56,7 +56,7 @@ struct PhotoFixture {
             try (jobSection + "\nphotos:\n" + photosSection + "\n").write(toFile: jobs + "/policies/photos.yaml", atomically: true, encoding: .utf8)
         }
         jobsDirectory = jobs
-        store = try SQLiteStore(path: directory + "/lifecycle.sqlite")
+        self.store = store
         blobs = try FileSystemBlobStore(root: directory + "/blobs")
         clock = ManualTimeSource(Date(timeIntervalSince1970: 1_767_225_600))
         services = LifecycleServices(
@@ -66,10 +66,10 @@ struct PhotoFixture {
 
     /// The same installation read with other policies (a recipe change).
     func withPhotosSection(_ section: String) throws -> PhotoFixture {
-        try PhotoFixture(directory: directory, photosSection: section)
+        try PhotoFixture(store: store, directory: directory, photosSection: section)
     }
 
-    var service: PhotoNormalizationService<SQLiteStore> { get throws { try PhotoNormalizationService(services: services) } }
+    var service: PhotoNormalizationService<Store> { get throws { try PhotoNormalizationService(services: services) } }
 
     /// An account whose profile photo was uploaded as `upload` (pending, as import
     /// leaves it), plus one entry photo that normalisation must leave alone.
@@ -138,6 +138,15 @@ struct PhotoFixture {
             if attributes[.type] as? FileAttributeType == .typeRegular { stamps[relative] = attributes[.modificationDate] as? Date }
         }
         return stamps
+    }
+}
+
+extension PhotoFixture where Store == SQLiteStore {
+    /// On a SQLite file of its own: for what does not depend on the backend (the policy file).
+    init(photosSection: String? = nil) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("photos-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try self.init(store: try SQLiteStore(path: directory + "/lifecycle.sqlite"), directory: directory, photosSection: photosSection)
     }
 }
 
