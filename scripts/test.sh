@@ -12,8 +12,9 @@ status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
     echo
     echo "==== swift test exited with $status; the failures, in order (whole output: $log) ===="
-    # Swift Testing marks failures with ✘; XCTest and the runtime write "error:" / "Fatal error".
-    grep -E '✘|error:|Fatal error|Crash|signal [0-9]+' "$log" | grep -v '^✘ Test run with' | head -60 || true
+    # Swift Testing marks failures with ✘ (and an expectation's comment with ↳); XCTest,
+    # the runtime and a test process that died write "error:" or "Fatal error".
+    grep -E '^✘|^↳|error:|Fatal error' "$log" | grep -v '^✘ Test run with' | head -60 || true
     grep -E '^✘ Test run with' "$log" || echo "(the test process ended before its summary: killed or crashed)"
 fi
 exit "$status"
