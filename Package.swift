@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "ArchivingTests", dependencies: ["Archiving", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
-        .testTarget(name: "ImagingTests", dependencies: ["Imaging"], swiftSettings: strict),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CArchive"], swiftSettings: strict),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting"], swiftSettings: strict),
         .testTarget(
@@ -145,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting",
+                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

@@ -1,3 +1,4 @@
+import CArchive
 import Foundation
 import Lifecycle
 import SQLiteBackend
@@ -104,13 +105,9 @@ enum RefusedPhoto {
 
     private static func bigEndian(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
 
+    /// zlib's CRC-32, the checksum every PNG chunk carries.
     private static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = (crc >> 1) ^ (crc & 1 == 1 ? 0xEDB8_8320 : 0) }
-        }
-        return ~crc
+        UInt32(CArchive.crc32(0, bytes, uInt(bytes.count)))
     }
 }
 

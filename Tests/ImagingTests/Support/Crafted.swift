@@ -1,3 +1,4 @@
+import CArchive
 import Foundation
 
 /// Byte-level inputs no encoder would write: headers that lie, foreign
@@ -71,15 +72,11 @@ enum Crafted {
         return data
     }
 
+    /// zlib's CRC-32, the checksum every PNG chunk carries.
     static func crc32(_ bytes: Data) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 {
-                crc = (crc >> 1) ^ (0xEDB8_8320 & (0 &- (crc & 1)))
-            }
+        bytes.withUnsafeBytes { buffer in
+            UInt32(CArchive.crc32(0, buffer.bindMemory(to: Bytef.self).baseAddress, uInt(buffer.count)))
         }
-        return ~crc
     }
 }
 
