@@ -134,6 +134,13 @@ public final class ThrowawayPostgres: Sendable {
 
     private static let isRoot = getuid() == 0
 
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module does
+    /// not declare (it is a _GNU_SOURCE extension).
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
     /// Runs a server program, as `postgres` when this process is root. posix_spawn and
     /// waitpid rather than Foundation's Process: `pg_ctl start` leaves a daemon behind
     /// holding descriptors it inherited, and Process then never notices pg_ctl's exit.
@@ -147,6 +154,12 @@ public final class ThrowawayPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else goes across. The server outlives this call, and a pipe another
+        // thread has open at this moment (a test reading a tool's output to EOF) would
+        // otherwise stay open in it, and that reader would wait for as long as the server runs.
+        guard let closeFrom = Self.closeFrom, closeFrom(&actions, 3) == 0 else {
+            throw ClusterError("cannot keep this process's descriptors from \(program): posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later) is missing or failed")
+        }
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         var pid: pid_t = 0

@@ -59,3 +59,25 @@ struct PostgresConnectionTests {
         #expect(recovered)
     }
 }
+
+/// The test cluster's server outlives the call that starts it, so it must take none of the
+/// test process's descriptors along: a pipe another test is reading to EOF at that moment
+/// would stay open in the server, and that reader would wait for as long as the server runs.
+struct ThrowawayClusterDescriptorTests {
+    @Test func theServerHoldsNoDescriptorOfTheProcessThatStartedIt() throws {
+        let pipe = Pipe()
+        let writeEnd = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(pipe.fileHandleForWriting.fileDescriptor)")
+        #expect(writeEnd.hasPrefix("pipe:["))
+        let cluster = try ThrowawayPostgres(durable: false, maxConnections: 10)
+        defer { cluster.stop() }
+
+        let pidFile = try String(contentsOfFile: cluster.directory + "/data/postmaster.pid", encoding: .utf8)
+        let postmaster = try #require(pidFile.split(separator: "\n").first.flatMap { Int($0) })
+        let held = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(postmaster)/fd").compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(postmaster)/fd/\($0)")
+        }
+        #expect(held.contains { $0.hasPrefix("/") || $0.hasPrefix("socket:") }, "the listing of the server's descriptors came back empty: \(held)")
+        #expect(!held.contains(writeEnd), "the server holds this process's pipe \(writeEnd): \(held)")
+        try pipe.fileHandleForWriting.close()
+    }
+}
