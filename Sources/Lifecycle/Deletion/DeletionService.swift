@@ -101,12 +101,16 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             return try await verifyAndDelete(account, password: password, attempt: attempt, now: now)
         } catch {
             // The outcome's own transaction ends the attempt; this covers errors before it.
-            try? await store.write { tx in
-                _ = try tx.account(id: account.id)  // The row lock: see the admission above.
-                try tx.endDeletionAttempt(attempt)
-            }
+            try? await store.write { tx in try Self.endAttempt(attempt, accountID: id, in: tx) }
             throw error
         }
+    }
+
+    /// Ends an attempt under the account's row lock, which the admission counts under:
+    /// the end must not land between its two counts.
+    private static func endAttempt(_ attempt: Int64, accountID: String, in tx: Store.Transaction) throws {
+        _ = try tx.account(id: accountID)
+        try tx.endDeletionAttempt(attempt)
     }
 
     private func verifyAndDelete(_ account: Account, password: String, attempt: Int64, now: Date) async throws -> DeletionRequestResult {
@@ -135,9 +139,8 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             let failure = event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
                                 detail: ["hash_format": format])
             try await store.write { tx in
-                _ = try tx.account(id: id)  // The row lock: see the admission in requestDeletion.
                 try tx.recordAudit(failure)
-                try tx.endDeletionAttempt(attempt)
+                try Self.endAttempt(attempt, accountID: id, in: tx)
             }
             throw LifecycleError(.permissionDenied, DeletionMessages.incorrectPassword)
         }
@@ -145,7 +148,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
         let result = try await store.write { [self] tx in
             // The password check ran outside this transaction: look at the state again
-            // (and take the row lock before ending the attempt, as the admission does).
+            // (a read that also takes the row lock `endAttempt` takes).
             let current = try tx.account(id: id)
             try tx.endDeletionAttempt(attempt)
             guard let current, current.state == .active,
