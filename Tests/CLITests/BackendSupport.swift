@@ -183,18 +183,16 @@ extension Workspace {
     /// thread, where a state lasting a second in the child must not pass unseen.
     /// SQLite is read through a read-only connection of the poll's own, PostgreSQL through psql.
     func integerNow(_ sql: String) throws -> Int {
-        let text: String
+        let value: Int?
         switch backend {
         case .sqlite:
             var configuration = Configuration()
             configuration.readonly = true
-            let value = try DatabaseQueue(path: database, configuration: configuration).read { db in try Int.fetchOne(db, sql: sql) }
-            guard let value else { throw CLITestFailure("no value for: \(sql)") }
-            return value
+            value = try DatabaseQueue(path: database, configuration: configuration).read { db in try Int.fetchOne(db, sql: sql) }
         case .postgres:
-            text = try psqlQuery(database, sql)
+            value = Int(try psqlQuery(database, sql))
         }
-        guard let value = Int(text) else { throw CLITestFailure("not an integer (\(text)) for: \(sql)") }
+        guard let value else { throw CLITestFailure("no integer from: \(sql)") }
         return value
     }
 }

@@ -80,6 +80,14 @@ extension Workspace {
         return total
     }
 
+    /// The same count in one statement through `integerNow`, for a poll from the kill
+    /// watcher's own thread. `id` is a test's own constant, written into the SQL.
+    func rowCountNow(of id: String) throws -> Int {
+        let map = try AccountDataMap(jobsDirectory: repositoryRoot + "/Jobs")
+        return try integerNow("SELECT " + map.tables.map { "(SELECT COUNT(*) FROM \($0.name) WHERE \($0.accountColumn) = '\(id)')" }
+            .joined(separator: " + "))
+    }
+
     /// Files under the account's blob prefix.
     func blobFiles(of id: String) -> [String] {
         let directory = blobs + "/accounts/" + id

@@ -129,8 +129,7 @@ struct RunnerProcessTests {
         // Signalled from the watcher's own thread while the 3-second hold runs: a poll on
         // the test's busy cooperative threads could see the hold only once it had ended.
         let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
-            try workspace.integerNow("SELECT COUNT(*) FROM job_steps WHERE job_id = 1 AND step = 'record-start'") == 1
-                && workspace.integerNow("SELECT COUNT(*) FROM job_steps WHERE job_id = 1") == 1
+            try workspace.integerNow("SELECT CASE WHEN COUNT(*) = 1 AND MIN(step) = 'record-start' THEN 1 ELSE 0 END FROM job_steps WHERE job_id = 1") == 1
         })
         if !signalled { worker.terminate() }
         worker.waitUntilExit()
