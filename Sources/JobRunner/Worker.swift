@@ -259,6 +259,8 @@ public final class Worker<Store: JobStore>: Sendable {
                     events(.finished(job, .released))
                     return .released
                 }
+                // With "step finished", says which step a stuck job is in (and tests wait on it).
+                jobLogger.debug("step started", metadata: ["step": "\(step.name)"])
                 let isLast = index == kind.steps.count - 1
                 let context = StepContext(
                     job: job, outputs: outputs, now: clock.now(), logger: jobLogger,

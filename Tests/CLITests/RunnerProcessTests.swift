@@ -125,15 +125,18 @@ struct RunnerProcessTests {
         let workspace = try Workspace()
         try workspace.run(["jobs", "probe", "--hold", "3"])
         let store = try workspace.store()
-        let (worker, _, _) = try workspace.process(["worker"])
-        // Signalled from the watcher's own thread while the 3-second hold runs: a poll on
-        // the test's busy cooperative threads could see the hold only once it had ended.
+        let (worker, _, log) = try workspace.process(["worker", "--log-level", "debug"])
+        // Signalled from the watcher's own thread once the worker says the 3-second hold has
+        // started: a poll on the test's busy cooperative threads could see the hold only once
+        // it had ended, and "record-start is done" also holds in the instant before the hold
+        // begins, when there is no step in flight to finish.
         let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
-            try workspace.integerNow("SELECT CASE WHEN COUNT(*) = 1 AND MIN(step) = 'record-start' THEN 1 ELSE 0 END FROM job_steps WHERE job_id = 1") == 1
+            let lines = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return lines.split(separator: "\n").contains { $0.contains("step started") && $0.contains("step=hold") }
         })
         if !signalled { worker.terminate() }
         worker.waitUntilExit()
-        #expect(signalled, "the worker never finished record-start")
+        #expect(signalled, "the worker never started the hold step: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         #expect(worker.terminationStatus == 0)
         // The step in flight finished; the job went back to the queue at once, not after a lease expiry.
         let handedBack = try #require(try await store.job(id: 1))
