@@ -161,7 +161,7 @@ public final class Worker<Store: JobStore>: Sendable {
         var summary = DrainSummary()
         let kinds = kindNames
         guard !kinds.isEmpty else { return summary }
-        try await enqueueScheduledJobs()
+        try await uncancelled { try await self.enqueueScheduledJobs() }
         var lastScheduleCheck = clock.now()
         let heartbeat = startHeartbeat()
         defer { heartbeat.cancel() }
@@ -176,10 +176,10 @@ public final class Worker<Store: JobStore>: Sendable {
                 if Task.isCancelled || shuttingDown.isSet { stopping = true }
                 if !stopping {
                     if running < options.concurrency && buffered.isEmpty {
-                        buffered = try await claimBatch(kinds: kinds)
+                        buffered = try await uncancelled { try await self.claimBatch(kinds: kinds) }
                         for claimed in buffered { held.add(claimed.record.id, lease: policies.policy(for: claimed.record.kind).lease) }
                     }
-                    while running < options.concurrency,
+                    while !shuttingDown.isSet, running < options.concurrency,
                           let next = buffered.firstIndex(where: { inFlight[$0.record.kind, default: 0] < policies.policy(for: $0.record.kind).concurrency }) {
                         let claimed = buffered.remove(at: next)
                         running += 1
@@ -193,7 +193,7 @@ public final class Worker<Store: JobStore>: Sendable {
                     if untilIdle || stopping { break }
                     try? await Task.sleep(nanoseconds: UInt64(options.pollInterval * 1_000_000_000))
                     if clock.now().timeIntervalSince(lastScheduleCheck) >= 30 {
-                        try await enqueueScheduledJobs()
+                        try await uncancelled { try await self.enqueueScheduledJobs() }
                         lastScheduleCheck = clock.now()
                     }
                     continue
@@ -206,11 +206,21 @@ public final class Worker<Store: JobStore>: Sendable {
             }
             // Claimed but never started: hand them back now rather than after the lease expires.
             for claimed in buffered {
-                try? await store.release(jobID: claimed.record.id, owner: options.owner, now: clock.now())
+                let (store, owner, now) = (store, options.owner, clock.now())
+                try? await uncancelled { try await store.release(jobID: claimed.record.id, owner: owner, now: now) }
                 held.remove(claimed.record.id)
             }
         }
         return summary
+    }
+
+    /// Runs the loop's own database work to its end even once SIGTERM has cancelled the loop:
+    /// GRDB throws CancellationError from a cancelled task, so a claim under way would end
+    /// the worker with an error (exit 70) instead of handing its jobs back. The loop sees the
+    /// shutdown flag right after.
+    @discardableResult
+    private func uncancelled<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Task { try await work() }.value
     }
 
     /// Claims several jobs per transaction so one claim feeds several executions:

@@ -148,6 +148,24 @@ struct RunnerProcessTests {
         #expect(try await store.probeEffectCount(jobID: 1) == 2)
     }
 
+    @Test func sigtermWhileTheWorkerClaimsBackToBackExitsZeroAndHoldsNoJob() async throws {
+        let workspace = try Workspace()
+        let total = 3_000
+        #expect(try workspace.run(["jobs", "probe", "--noop", "--count", "\(total)"]).status == 0)
+        let (worker, _, log) = try workspace.process(["worker"])
+        // Draining no-op jobs, the loop is in a claim transaction much of the time: a claim
+        // cut off by the shutdown used to end the worker with exit 70 instead of a hand-back.
+        let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
+            try workspace.integerNow("SELECT COUNT(*) FROM jobs WHERE state = 'succeeded'") >= 300
+        })
+        if !signalled { worker.terminate() }
+        worker.waitUntilExit()
+        #expect(signalled)
+        #expect(worker.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        #expect(try workspace.integerNow("SELECT COUNT(*) FROM jobs WHERE state = 'running'") == 0)
+        #expect(try workspace.integerNow("SELECT COUNT(*) FROM jobs WHERE state = 'succeeded'") < total)
+    }
+
     @Test func badClockOverrideIsAUsageError() throws {
         let workspace = try Workspace()
         let result = try workspace.run(["jobs", "list"], environment: ["LIFECYCLE_NOW": "yesterday"])
