@@ -38,6 +38,8 @@ let package = Package(
         .systemLibrary(name: "CVips", pkgConfig: "glib-2.0", providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
+        // Linux system calls glibc does not wrap (openat2) and kernel constants; headers only.
+        .systemLibrary(name: "CLinux"),
 
         .target(name: "Archiving", dependencies: ["CArchive"], swiftSettings: strict),
         .target(name: "Imaging", dependencies: ["CVips"], swiftSettings: strict),
@@ -61,7 +63,7 @@ let package = Package(
         .target(
             name: "Lifecycle",
             dependencies: [
-                "JobRunner", "Archiving", "Imaging", "Credentials",
+                "JobRunner", "Archiving", "Imaging", "Credentials", "CLinux",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -112,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage",
+                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),

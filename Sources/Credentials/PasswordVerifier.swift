@@ -25,6 +25,10 @@ public struct PasswordVerifier: Sendable {
     /// The cost `hashNewPassword` uses.
     public var hashingParameters: PasswordHashingParameters
 
+    /// The longest password any supported format is checked against; a longer one is
+    /// wrong without hashing. Readers of a password can stop one byte past it.
+    public static let maxPasswordBytes = Limits.maxPasswordBytes
+
     public init(hashingParameters: PasswordHashingParameters = .default) {
         self.hashingParameters = hashingParameters
     }

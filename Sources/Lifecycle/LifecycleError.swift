@@ -12,6 +12,8 @@ public struct LifecycleError: Error, CustomStringConvertible, Sendable {
         case noSuchAccount
         /// A service (database, blob store, mailer) is unavailable (69).
         case unavailable
+        /// An output folder or file cannot be created or written: read-only, wrong owner (73).
+        case cannotCreate
         /// Allowed later, not now: rate limit, lockout, jobs still retrying (75).
         case tryLater
         /// The credentials or link do not grant this (77).
@@ -32,5 +34,22 @@ public struct LifecycleError: Error, CustomStringConvertible, Sendable {
 
     public static func noSuchAccount(_ reference: String) -> Self {
         .init(.noSuchAccount, "no account with id or email '\(reference)'")
+    }
+
+    /// A failed file-system call, in the category its cause calls for: a full disk or a
+    /// disk error is temporary (free space, run again: every step is safe to repeat), a
+    /// read-only or foreign-owned location needs the operator, anything else is unavailable.
+    public static func fileSystem(_ code: Int32, _ doing: String, _ path: String) -> Self {
+        let reason = String(cString: strerror(code))
+        switch code {
+        case ENOSPC, EDQUOT, EFBIG:
+            return .init(.tryLater, "\(doing) \(path): \(reason); free space (or raise the limit) and run the same command again")
+        case EIO:
+            return .init(.tryLater, "\(doing) \(path): \(reason) (the disk reported an error); check the disk, then run the same command again")
+        case EACCES, EPERM, EROFS:
+            return .init(.cannotCreate, "\(doing) \(path): \(reason); make it writable by the user that runs lifecycle")
+        default:
+            return .init(.unavailable, "\(doing) \(path): \(reason)")
+        }
     }
 }

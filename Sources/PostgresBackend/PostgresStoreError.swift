@@ -30,6 +30,11 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public var isBadLocation: Bool { code == .badLocation }
     public var isUnavailable: Bool { code == .unavailable }
     public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// 53100 disk_full: temporary for the caller, who runs the same command again once
+    /// the server has space (every step is safe to repeat).
+    public var isOutOfSpace: Bool { sqlState == "53100" }
+    /// XX001 data_corrupted, XX002 index_corrupted: the server's files need an operator.
+    public var isDamaged: Bool { sqlState == "XX001" || sqlState == "XX002" }
 
     /// PSQLError's own description hides everything on purpose; this keeps the
     /// server's message and SQLSTATE, which carry no bound values.

@@ -10,8 +10,48 @@ public struct SQLiteTransaction {
 }
 
 public struct SQLiteStoreError: Error, CustomStringConvertible, Sendable {
+    private enum Reason: Sendable { case unavailable, damaged, outOfSpace }
+
     public let message: String
+    private let reason: Reason
+
+    public init(message: String) {
+        self.init(message, .unavailable)
+    }
+
+    private init(_ message: String, _ reason: Reason) {
+        self.message = message
+        self.reason = reason
+    }
+
     public var description: String { message }
+
+    /// The file is not a database or a page of it is corrupt: an operator must restore it.
+    public var isDamaged: Bool { reason == .damaged }
+    /// The disk is full or failing: temporary; every step is safe to run again.
+    public var isOutOfSpace: Bool { reason == .outOfSpace }
+
+    /// SQLite's word on a failure of the file rather than of a statement, in terms an
+    /// operator acts on; nil for every other error (a constraint, a domain refusal).
+    public static func classify(_ error: any Error, path: String) -> SQLiteStoreError? {
+        if let error = error as? SQLiteStoreError { return error }
+        guard let error = error as? DatabaseError else { return nil }
+        let detail = error.message ?? "\(error.resultCode)"
+        switch error.resultCode {
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return .init("""
+                the SQLite database \(path) is damaged (\(detail)). Stop every lifecycle process that uses it, keep a \
+                copy of the file, then restore it from a backup (or salvage it with `sqlite3 \(path) .recover`)
+                """, .damaged)
+        case .SQLITE_FULL, .SQLITE_IOERR:
+            return .init("""
+                writing the SQLite database \(path) failed (\(detail)): the disk is full or failing. Free space and run \
+                the same command again; work already committed stays, and nothing is done twice
+                """, .outOfSpace)
+        default:
+            return nil
+        }
+    }
 }
 
 /// The embedded default backend: one SQLite file in WAL mode, shared safely by
@@ -32,7 +72,16 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         self.path = path
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        // The file holds people's personal data: created 0600 whatever the umask. SQLite
+        // gives the -wal and -shm files the mode of the database file.
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 {
+            close(created)
+        } else if errno != EEXIST {
+            throw SQLiteStoreError(message: "cannot create the SQLite database at \(path): \(String(cString: strerror(errno)))")
         }
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
@@ -54,20 +103,25 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
-            throw SQLiteStoreError(message: "cannot open the SQLite database at \(path): \(error)")
+            throw SQLiteStoreError.classify(error, path: path)
+                ?? SQLiteStoreError(message: "cannot open the SQLite database at \(path): \(error)")
         }
         self.pool = pool
         writes = TransactionBatcher(
             write: { pieces in try await pool.write { db in try pieces(SQLiteTransaction(db: db)) } },
             savepoint: { tx, body in try Self.savepoint(in: tx.db, body) })
-        try migrate()
+        do {
+            try migrate()
+        } catch {
+            throw SQLiteStoreError.classify(error, path: path) ?? error
+        }
     }
 
     /// Serialised across processes with a lock file: two processes starting on a
     /// fresh file must not both apply the same migration.
     public func migrate() throws {
         let lockPath = path + ".migrate-lock"
-        let descriptor = open(lockPath, O_CREAT | O_RDWR, 0o644)
+        let descriptor = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw SQLiteStoreError(message: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
         }

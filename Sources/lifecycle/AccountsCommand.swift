@@ -15,13 +15,19 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
         commandName: "import",
         abstract: "Import accounts from a JSONL file, one account per line.",
         discussion: """
-            Photo paths are relative to the JSONL file. Each line is all-or-nothing; bad lines are reported
-            with their line number and the others are imported. Importing the same file again changes nothing.
-            Exit 65 if any line failed, 66 if the file does not exist.
+            Photo paths are relative to the JSONL file's folder (or --photos-root) and must stay inside it:
+            absolute paths, '..' and symbolic links leading out are refused, and only regular files are read.
+            Each line is all-or-nothing; bad lines are reported with their line number and the others are
+            imported. Importing the same file again changes nothing.
+            Exit 65 if any line was refused, 66 if the file does not exist; 75 if the disk filled up and 73 if
+            the blob directory is not writable (the lines before are imported: fix it and run the same command).
             """)
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The JSONL file.") var file: String
+    @Option(name: .customLong("photos-root"), help: ArgumentHelp(
+        "The folder photo paths are relative to (default: the JSONL file's folder).", valueName: "dir"))
+    var photosRoot: String?
 
     func run() async throws {
         try await guarded {
@@ -35,22 +41,37 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
         let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
-        let report = try await importer.importFile(at: file) { line, report in
-            progress.update(count: report.imported.count + report.unchanged.count, doing: "line \(line)")
+        let report: ImportReport
+        do {
+            report = try await importer.importFile(at: file, photosRoot: photosRoot) { line, report in
+                progress.update(count: report.imported.count + report.unchanged.count, doing: "line \(line)")
+            }
+        } catch let interrupted as ImportInterrupted {
+            progress.finish()
+            print(interrupted.report, stoppedAt: interrupted.line)
+            throw interrupted.underlying
         }
         progress.finish()
-        if options.json {
-            try Terminal.printJSON(report)
-        } else {
-            Terminal.line("imported \(report.imported.count) account(s), \(report.unchanged.count) already present, \(report.failures.count) line(s) refused, \(report.photosStored) photo(s) stored")
-            for failure in report.failures {
-                Terminal.note("line \(failure.line): \(failure.reason)")
-            }
-            if !report.failures.isEmpty {
-                Terminal.note("Fix the refused lines and run the same command again: lines already imported are left as they are.")
-            }
-        }
+        print(report, stoppedAt: nil)
         return report.failures.isEmpty ? .ok : .dataError
+    }
+
+    private func print(_ report: ImportReport, stoppedAt line: Int?) {
+        if options.json {
+            // A JSON reader learns of the stop from the exit code and the message on stderr.
+            try? Terminal.printJSON(report)
+            return
+        }
+        let done = "imported \(report.imported.count) account(s), \(report.unchanged.count) already present, \(report.failures.count) line(s) refused, \(report.photosStored) photo(s) stored"
+        Terminal.line(line.map { "stopped at line \($0): \(done) before it" } ?? done)
+        for failure in report.failures {
+            Terminal.note("line \(failure.line): \(failure.reason)")
+        }
+        if line != nil {
+            Terminal.note("Lines before the stop are imported; once the cause below is fixed, run the same command again.")
+        } else if !report.failures.isEmpty {
+            Terminal.note("Fix the refused lines and run the same command again: lines already imported are left as they are.")
+        }
     }
 }
 

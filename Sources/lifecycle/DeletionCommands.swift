@@ -1,4 +1,5 @@
 import ArgumentParser
+import Credentials
 import Foundation
 import JobRunner
 import Lifecycle
@@ -6,16 +7,28 @@ import SQLiteBackend
 
 /// Passwords come only from standard input: arguments show up in `ps` and shell
 /// history, the environment in /proc. One trailing newline (from `echo` or a
-/// here-string) is not part of the password.
+/// here-string) is not part of the password. At most the longest password any hash
+/// format checks, plus that newline and one byte, is read: `--password-stdin <
+/// /dev/zero` is refused at once instead of filling memory.
 func readPasswordFromStandardInput() throws -> String {
     if isatty(STDIN_FILENO) == 1 {
         Terminal.note("Reading the password from standard input (it will be shown as you type); end it with Enter, then Ctrl-D.")
     }
-    let data = FileHandle.standardInput.readDataToEndOfFile()
-    guard var password = String(data: data, encoding: .utf8) else {
+    let limit = PasswordVerifier.maxPasswordBytes
+    var data = Data()
+    while data.count <= limit + 2, let chunk = try FileHandle.standardInput.read(upToCount: limit + 3 - data.count), !chunk.isEmpty {
+        data.append(chunk)
+    }
+    if data.last == 0x0A {
+        data.removeLast()
+        if data.last == 0x0D { data.removeLast() }
+    }
+    guard data.count <= limit else {
+        throw CLIFailure(.dataError, "the password on standard input is longer than \(limit) bytes; no supported password hash checks passwords that long")
+    }
+    guard let password = String(data: data, encoding: .utf8) else {
         throw CLIFailure(.dataError, "the password on standard input is not valid UTF-8")
     }
-    if password.last == "\n" || password.last == "\r\n" { password.removeLast() }
     guard !password.isEmpty else {
         throw CLIFailure(.usage, "no password on standard input; pipe it in, e.g. `printf '%s' \"$PASSWORD\" | lifecycle … --password-stdin`")
     }

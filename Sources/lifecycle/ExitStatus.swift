@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GRDB
 import JobRunner
 import Lifecycle
 import PostgresBackend
@@ -14,6 +15,7 @@ enum ExitStatus: Int32 {
     case noSuchAccount = 67
     case unavailable = 69
     case software = 70
+    case cannotCreate = 73
     case tryLater = 75
     case permissionDenied = 77
 }
@@ -40,6 +42,7 @@ struct CLIFailure: Error, CustomStringConvertible {
             case .inputMissing: .noInput
             case .noSuchAccount: .noSuchAccount
             case .unavailable: .unavailable
+            case .cannotCreate: .cannotCreate
             case .tryLater: .tryLater
             case .permissionDenied: .permissionDenied
             case .internalError: .software
@@ -51,14 +54,30 @@ struct CLIFailure: Error, CustomStringConvertible {
         case let error as ValidationFailure:
             return CLIFailure(.dataError, error.description)
         case let error as SQLiteStoreError:
+            if error.isOutOfSpace { return CLIFailure(.tryLater, error.message) }
+            if error.isDamaged { return CLIFailure(.unavailable, error.message) }
             return CLIFailure(.unavailable, "\(error.message)\nCheck the --database path (or LIFECYCLE_DATABASE) and its permissions.")
+        case let error as DatabaseError:
+            // Reached only when the store's path was not at hand to name (see GlobalOptions.withServices).
+            if let classified = SQLiteStoreError.classify(error, path: "in use") { return from(classified) }
+            return CLIFailure(.software, "internal error: \(error)\nThis is a bug; please report it with the command you ran.")
         case let error as PostgresStoreError:
             if error.isBadLocation { return CLIFailure(.usage, "--database (or LIFECYCLE_DATABASE): \(error.message)") }
+            if error.isOutOfSpace {
+                return CLIFailure(.tryLater, "\(error.message)\nThe PostgreSQL server is out of disk space: free space there and run the same command again.")
+            }
+            if error.isDamaged {
+                return CLIFailure(.unavailable, "\(error.message)\nThe PostgreSQL server reports damaged data: stop the workers and restore or repair the database before running again.")
+            }
             if error.isUnavailable {
                 return CLIFailure(.unavailable, "\(error.message)\nCheck that the PostgreSQL server is running and reachable and that the --database URL (or LIFECYCLE_DATABASE) is right.")
             }
             return CLIFailure(.software, "internal error: \(error.message)\nThis is a bug; please report it with the command you ran.")
         case let error as BlobStoreError:
+            if error.isOutOfSpace { return CLIFailure(.tryLater, "blob store: \(error.message)\nFree space and run the same command again.") }
+            if error.isNotWritable {
+                return CLIFailure(.cannotCreate, "blob store: \(error.message)\nMake the blob directory (--blobs, or LIFECYCLE_BLOBS) writable by the user that runs lifecycle.")
+            }
             return CLIFailure(.unavailable, "blob store: \(error.message)")
         default:
             return CLIFailure(.software, "internal error: \(error)\nThis is a bug; please report it with the command you ran.")

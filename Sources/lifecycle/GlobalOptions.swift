@@ -82,7 +82,14 @@ struct GlobalOptions: ParsableArguments {
 
     /// Runs a command on whichever backend `--database` names.
     func withServices(_ command: some StoreCommand) async throws -> ExitStatus {
-        guard usesPostgres else { return try await command.run(services: try await services()) }
+        guard usesPostgres else {
+            do {
+                return try await command.run(services: try await services())
+            } catch {
+                // A full disk or a damaged file is named with the file, wherever it surfaced.
+                throw SQLiteStoreError.classify(error, path: databasePath) ?? error
+            }
+        }
         let location: PostgresLocation
         do {
             location = try PostgresLocation(url: databasePath)

@@ -9,6 +9,13 @@ enum Entry {
     static func main() async {
         // libarchive needs a UTF-8 locale for non-ASCII entry names (a Swift process starts in "C").
         setlocale(LC_CTYPE, "C.UTF-8")
+        // Everything this process writes holds personal data (the database, photos,
+        // archives, their temporary files): readable by its owner only, whatever umask
+        // it was started with. The stores set these modes themselves too.
+        umask(0o077)
+        // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
+        // reported like a full disk (exit 75), not kill the process half-way.
+        signal(SIGXFSZ, SIG_IGN)
         await LifecycleCommand.main()
     }
 }
@@ -19,7 +26,8 @@ struct LifecycleCommand: AsyncParsableCommand {
         abstract: "Account lifecycle jobs: data export, password-confirmed deletion, purge, photo normalisation.",
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, 67 no such account,
-            69 a service unavailable, 70 internal error, 75 try again later, 77 permission denied.
+            69 a service unavailable, 70 internal error, 73 cannot write the output (a read-only blob directory),
+            75 try again later (including a full disk), 77 permission denied.
             LIFECYCLE_NOW=<ISO-8601> starts the clock at another instant (it keeps ticking from there).
             """,
         subcommands: [

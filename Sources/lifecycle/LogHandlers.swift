@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import JobRunner
+import Lifecycle
 
 /// Human-readable log lines on stderr: `2026-01-01T03:00:00Z info lifecycle.worker: job finished job=12`.
 struct TextLogHandler: LogHandler {
@@ -13,10 +14,15 @@ struct TextLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
+    /// Values in a log line often come from outside (a refused import value, an error
+    /// quoting a file): control characters are escaped, so one event is always one line
+    /// and no value can forge another.
     func log(event: LogEvent) {
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let line = "\(ISO8601.format(Date())) \(event.level) \(label): \(event.message)\(fields.isEmpty ? "" : " " + fields)\n"
+        let fields = merged.sorted { $0.key < $1.key }
+            .map { "\(TextRules.escapingControls($0.key))=\(TextRules.escapingControls("\($0.value)"))" }.joined(separator: " ")
+        let message = TextRules.escapingControls("\(event.message)")
+        let line = "\(ISO8601.format(Date())) \(event.level) \(label): \(message)\(fields.isEmpty ? "" : " " + fields)\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 }

@@ -20,11 +20,16 @@ struct ImportFixture {
 
     static func account(
         id: String, email: String? = nil, firstName: String = "Ada", reminder: String = "07:30:00",
-        timezone: String = "Europe/London", profilePhoto: String? = "photos/portrait.heic", entryPhoto: String = "photos/run.jpg"
+        timezone: String = "Europe/London", profilePhoto: String? = "photos/portrait.heic", entryPhoto: String? = "photos/run.jpg",
+        childIDs: String? = nil
     ) -> String {
         let profile = profilePhoto.map { #","profile_photo":"\#($0)""# } ?? ""
+        // Rows under the account take ids of their own; an id near the 128-character limit
+        // leaves no room for a suffix.
+        let child = childIDs ?? id
+        let photos = entryPhoto.map { #"{"id":"\#(child)-p1","file":"\#($0)","taken_at":"2025-03-01T07:55:00Z"}"# } ?? ""
         return #"""
-        {"id":"\#(id)","email":"\#(email ?? id + "@example.com")","password_hash":"$2b$04$abcdefghijklmnopqrstuu","first_name":"\#(firstName)","last_name":"Lovelace","display_name":"Ada","bio":"Runs at dawn","primary_sport":"running","morning_reminder_time":"\#(reminder)","timezone":"\#(timezone)","created_at":"2025-01-02T03:04:05Z","preferences":{"theme":"dark","font_size_offset":2,"notifications_enabled":true,"daily_reminder_time":"20:00:00"},"subscription":{"status":"premium"},"integrations":{"whoop":false,"strava":true,"apple_health":true,"fitness":false}\#(profile),"entries":[{"id":"\#(id)-e1","created_at":"2025-03-01T08:00:00Z","text":"Tempo run 🏃 café 東京","photos":[{"id":"\#(id)-p1","file":"\#(entryPhoto)","taken_at":"2025-03-01T07:55:00Z"}]}],"mesocycles":[{"id":"\#(id)-m1","status":"completed","started_at":"2025-01-01T00:00:00Z","completed_at":"2025-02-01T00:00:00Z"}],"meditation_sessions":[{"id":"\#(id)-s1","started_at":"2025-03-02T06:00:00Z","duration_seconds":600}],"sessions":[{"id":"\#(id)-t1","created_at":"2025-03-01T00:00:00Z"}]}
+        {"id":"\#(id)","email":"\#(email ?? id + "@example.com")","password_hash":"$2b$04$abcdefghijklmnopqrstuu","first_name":"\#(firstName)","last_name":"Lovelace","display_name":"Ada","bio":"Runs at dawn","primary_sport":"running","morning_reminder_time":"\#(reminder)","timezone":"\#(timezone)","created_at":"2025-01-02T03:04:05Z","preferences":{"theme":"dark","font_size_offset":2,"notifications_enabled":true,"daily_reminder_time":"20:00:00"},"subscription":{"status":"premium"},"integrations":{"whoop":false,"strava":true,"apple_health":true,"fitness":false}\#(profile),"entries":[{"id":"\#(child)-e1","created_at":"2025-03-01T08:00:00Z","text":"Tempo run 🏃 café 東京","photos":[\#(photos)]}],"mesocycles":[{"id":"\#(child)-m1","status":"completed","started_at":"2025-01-01T00:00:00Z","completed_at":"2025-02-01T00:00:00Z"}],"meditation_sessions":[{"id":"\#(child)-s1","started_at":"2025-03-02T06:00:00Z","duration_seconds":600}],"sessions":[{"id":"\#(child)-t1","created_at":"2025-03-01T00:00:00Z"}]}
         """#
     }
 }

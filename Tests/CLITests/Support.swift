@@ -49,10 +49,21 @@ struct Workspace {
         command + ["--database", database, "--blobs", blobs, "--jobs-dir", jobsDirectory]
     }
 
-    func process(_ command: [String], environment: [String: String] = [:], stdin: String? = nil) throws -> (Process, String, String) {
+    /// Starts `lifecycle` with the workspace's options. `stdinPath` feeds a file (a FIFO,
+    /// /dev/zero) instead of `stdin`'s text; `wrapper` runs it through another command
+    /// (`unshare …`, `sh -c …`) that execs the binary given as its next argument.
+    func process(
+        _ command: [String], environment: [String: String] = [:], stdin: String? = nil, stdinPath: String? = nil,
+        wrapper: [String] = []
+    ) throws -> (Process, String, String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: lifecycleBinary)
-        process.arguments = arguments(command)
+        if let tool = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = Array(wrapper.dropFirst()) + [lifecycleBinary] + arguments(command)
+        } else {
+            process.executableURL = URL(fileURLWithPath: lifecycleBinary)
+            process.arguments = arguments(command)
+        }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "LIFECYCLE_NOW")
         for (key, value) in environment { env[key] = value }
@@ -65,7 +76,9 @@ struct Workspace {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: out)
         process.standardError = FileHandle(forWritingAtPath: err)
-        if let stdin {
+        if let stdinPath {
+            process.standardInput = FileHandle(forReadingAtPath: stdinPath)
+        } else if let stdin {
             let input = root + "/stdin-\(id)"
             try stdin.write(toFile: input, atomically: true, encoding: .utf8)
             process.standardInput = FileHandle(forReadingAtPath: input)
@@ -77,8 +90,11 @@ struct Workspace {
     }
 
     @discardableResult
-    func run(_ command: [String], environment: [String: String] = [:], stdin: String? = nil) throws -> CommandResult {
-        let (process, out, err) = try process(command, environment: environment, stdin: stdin)
+    func run(
+        _ command: [String], environment: [String: String] = [:], stdin: String? = nil, stdinPath: String? = nil,
+        wrapper: [String] = []
+    ) throws -> CommandResult {
+        let (process, out, err) = try process(command, environment: environment, stdin: stdin, stdinPath: stdinPath, wrapper: wrapper)
         process.waitUntilExit()
         return CommandResult(
             status: process.terminationStatus,

@@ -22,12 +22,14 @@ public enum ProfileRules {
         guard (1...50).contains(value.count) else {
             throw ValidationFailure("display_name", "must be 1–50 characters after trimming (got \(value.count))")
         }
+        try TextRules.requireNoControls(value, field: "display_name", allowingLineBreaks: false)
         return value
     }
 
     public static func bio(_ raw: String) throws(ValidationFailure) -> String {
         let value = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard value.count <= 150 else { throw ValidationFailure("bio", "must be at most 150 characters (got \(value.count))") }
+        try TextRules.requireNoControls(value, field: "bio", allowingLineBreaks: true)
         return value
     }
 
@@ -52,15 +54,56 @@ public enum ProfileRules {
         return raw
     }
 
+    /// Exactly one mailbox, as an RFC 5322 addr-spec in dot-atom form (RFC 6532 allows
+    /// UTF-8 letters in it): no display name, no comma, no quotes or brackets, no
+    /// whitespace. A `To:` header built from it can name only this one recipient.
     public static func email(_ raw: String) throws(ValidationFailure) -> String {
         let value = raw.trimmingCharacters(in: .whitespaces)
+        func refuse(_ why: String) -> ValidationFailure {
+            ValidationFailure("email", "must be one email address like ada@example.com; \(why) (got \(quoted(raw)))")
+        }
+        guard value.utf8.count <= 254 else { throw refuse("it is longer than 254 bytes") }
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
-        guard value.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
-              !value.contains(where: { $0.isWhitespace })
-        else {
-            throw ValidationFailure("email", "must be an email address like ada@example.com (got \(quoted(raw)))")
+        guard parts.count == 2 else { throw refuse(parts.count < 2 ? "it has no '@'" : "it has more than one '@'") }
+        let (local, domain) = (parts[0], parts[1])
+        guard (1...64).contains(local.utf8.count) else { throw refuse("the part before '@' must be 1–64 bytes") }
+        for atom in local.split(separator: ".", omittingEmptySubsequences: false) {
+            guard !atom.isEmpty else { throw refuse("a '.' may not start or end the part before '@', nor follow another '.'") }
+            if let bad = atom.unicodeScalars.first(where: { !isAtomText($0) }) {
+                throw refuse("'\(TextRules.escapingControls(String(bad)))' is not allowed in an address")
+            }
+        }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2 else { throw refuse("the domain needs a dot, as in example.com") }
+        for label in labels {
+            guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
+                  label.unicodeScalars.allSatisfy({ isDomainText($0) })
+            else { throw refuse("'\(TextRules.escapingControls(String(label)))' is not a domain name label") }
         }
         return value
+    }
+
+    /// RFC 5322 atext, plus RFC 6532's non-ASCII letters, digits and marks.
+    private static func isAtomText(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            return CharacterSet.alphanumerics.contains(scalar) || "!#$%&'*+-/=?^_`{|}~".unicodeScalars.contains(scalar)
+        }
+        return isInternationalLetter(scalar)
+    }
+
+    private static func isDomainText(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-" }
+        return isInternationalLetter(scalar)
+    }
+
+    private static func isInternationalLetter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+             .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber:
+            return true
+        default:
+            return false
+        }
     }
 
     public static func identifier(_ raw: String, field: String) throws(ValidationFailure) -> String {
@@ -70,9 +113,71 @@ public enum ProfileRules {
         return raw
     }
 
+    /// A value shown back in an error message: shortened, control characters escaped, so
+    /// a refused value can never start a new line in the output or a log.
     static func quoted(_ value: String) -> String {
         let shown = value.count > 60 ? String(value.prefix(57)) + "…" : value
-        return "'\(shown)'"
+        return "'\(TextRules.escapingControls(shown))'"
+    }
+}
+
+/// Control characters in user text. A NUL cut SQLite's copy of a text short (the rest
+/// was lost without an error) and PostgreSQL refuses it; a line break in a one-line
+/// value could add a line to a mail or a log. Such text is refused, never altered.
+public enum TextRules {
+    /// Refuses every control character (Unicode category Cc: C0, DEL, C1). With
+    /// `allowingLineBreaks`, tab, line feed and a carriage return directly before a
+    /// line feed (Windows line ends) are kept, as free text typed by a user holds them.
+    public static func requireNoControls(_ text: String, field: String, allowingLineBreaks: Bool) throws(ValidationFailure) {
+        var previous: Unicode.Scalar?
+        var position = 0
+        for scalar in text.unicodeScalars {
+            defer {
+                previous = scalar
+                position += 1
+            }
+            if let previous, previous == "\r", allowingLineBreaks, scalar != "\n" {
+                throw refusal(previous, at: position - 1, field: field, allowingLineBreaks: allowingLineBreaks)
+            }
+            guard scalar.properties.generalCategory == .control else { continue }
+            if allowingLineBreaks, scalar == "\t" || scalar == "\n" || scalar == "\r" { continue }
+            throw refusal(scalar, at: position, field: field, allowingLineBreaks: allowingLineBreaks)
+        }
+        if allowingLineBreaks, previous == "\r" {
+            throw refusal("\r", at: position - 1, field: field, allowingLineBreaks: allowingLineBreaks)
+        }
+    }
+
+    private static func refusal(_ scalar: Unicode.Scalar, at position: Int, field: String, allowingLineBreaks: Bool) -> ValidationFailure {
+        let allowed = allowingLineBreaks ? "only tab and line breaks are allowed here" : "this field must be a single line of text"
+        return ValidationFailure(field, "contains the control character \(codePoint(scalar)) at character \(position + 1); \(allowed)")
+    }
+
+    private static func codePoint(_ scalar: Unicode.Scalar) -> String {
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+
+    /// `text` with every control character written as an escape (`\n`, `\r`, `\t`,
+    /// `\u{1B}`), for messages and text log lines.
+    public static func escapingControls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var result = ""
+        result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            default:
+                if scalar.properties.generalCategory == .control {
+                    result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+                } else {
+                    result.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return result
     }
 }
 

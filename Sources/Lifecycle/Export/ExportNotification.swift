@@ -9,7 +9,9 @@ enum ExportNotification {
     static func uniqueKey(exportID: String) -> String { ExportJobs.notificationKey(exportID: exportID) }
 
     static func message(account: Account, exportID: String, link: String, expiresAt: Date, lifetimeDays: Int, now: Date) -> OutboxMessage {
-        let greeting = account.displayName ?? account.firstName
+        // Whatever the row holds (it may predate today's import checks), the greeting
+        // stays one line of the body.
+        let greeting = (account.displayName ?? account.firstName).map(MailEncoding.singleLine)
         let body = [
             greeting.map { "Hi \($0)," } ?? "Hello,",
             "",
@@ -40,10 +42,6 @@ struct SendmailDelivery: Sendable {
         guard let recipient = message.recipient, !recipient.isEmpty else {
             throw LifecycleError(.badInput, "outbox message \(message.uniqueKey) has no recipient (the account has no email)")
         }
-        // A line break in the address would let it add headers of its own.
-        guard !recipient.contains(where: { $0.isNewline }) else {
-            throw LifecycleError(.badInput, "outbox message \(message.uniqueKey): the recipient address contains a line break")
-        }
         guard let executable = Self.resolve(command[0]) else {
             throw LifecycleError(.unavailable, "sendmail command '\(command[0])' not found; fix export.sendmail_command in the export policy")
         }
@@ -58,7 +56,7 @@ struct SendmailDelivery: Sendable {
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
-        try input.fileHandleForWriting.write(contentsOf: Self.rfc5322(message, recipient: recipient))
+        try input.fileHandleForWriting.write(contentsOf: try Self.rfc5322(message, recipient: recipient))
         try input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning {
@@ -74,17 +72,26 @@ struct SendmailDelivery: Sendable {
         }
     }
 
-    static func rfc5322(_ message: OutboxMessage, recipient: String) -> Data {
+    /// The message as sendmail reads it. The recipient must be exactly one address; the
+    /// subject is an RFC 2047 encoded word when it is not plain ASCII; the body is
+    /// quoted-printable, so no user text can end the headers, add one, or send a line
+    /// an SMTP server would act on.
+    static func rfc5322(_ message: OutboxMessage, recipient: String) throws -> Data {
+        let address: String
+        do {
+            address = try ProfileRules.email(recipient)
+        } catch {
+            throw LifecycleError(.badInput, "outbox message \(message.uniqueKey): the recipient is not one email address (\(error.reason))")
+        }
         let headers = [
-            "To: \(recipient)",
-            "Subject: \(message.subject)",
+            "To: \(address)",
+            "Subject: \(MailEncoding.headerText(message.subject))",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: 8bit",
-            "X-Lifecycle-Message: \(message.uniqueKey)",
+            "Content-Transfer-Encoding: quoted-printable",
+            "X-Lifecycle-Message: \(MailEncoding.headerText(message.uniqueKey))",
         ]
-        let body = message.body.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
-        return Data((headers.joined(separator: "\r\n") + "\r\n\r\n" + body).utf8)
+        return Data((headers.joined(separator: "\r\n") + "\r\n\r\n" + MailEncoding.quotedPrintable(message.body)).utf8)
     }
 
     private static func resolve(_ name: String) -> String? {
@@ -95,5 +102,60 @@ struct SendmailDelivery: Sendable {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         return nil
+    }
+}
+
+/// RFC 2045/2047 encodings for the mail this toolkit writes.
+enum MailEncoding {
+    /// Control characters (line breaks included) become spaces: for a user's value set
+    /// inside one line of a message.
+    static func singleLine(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+    }
+
+    /// Header text: as it is when it is printable ASCII, else one RFC 2047 encoded word
+    /// per up to 39 bytes of UTF-8 (whole characters), folded onto continuation lines, so
+    /// a `Subject:` line stays within 76 characters.
+    static func headerText(_ text: String) -> String {
+        if text.unicodeScalars.allSatisfy({ (0x20...0x7E).contains($0.value) }) { return text }
+        var words: [String] = []
+        var chunk: [UInt8] = []
+        for character in text {
+            let bytes = Array(String(singleLine(String(character))).utf8)
+            if chunk.count + bytes.count > 39 {
+                words.append("=?UTF-8?B?\(Data(chunk).base64EncodedString())?=")
+                chunk = []
+            }
+            chunk += bytes
+        }
+        if !chunk.isEmpty { words.append("=?UTF-8?B?\(Data(chunk).base64EncodedString())?=") }
+        return words.joined(separator: "\r\n ")
+    }
+
+    /// Quoted-printable (RFC 2045 §6.7) with CRLF line ends: every line at most 76
+    /// characters, only printable ASCII on the wire, the body's own line breaks kept.
+    static func quotedPrintable(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var lines: [String] = []
+        for line in text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false) {
+            var encoded: [UInt8] = []
+            var width = 0
+            let bytes = Array(line.utf8)
+            for (index, byte) in bytes.enumerated() {
+                let isLast = index == bytes.count - 1
+                let literal = (byte >= 33 && byte <= 126 && byte != UInt8(ascii: "=")) || ((byte == 0x20 || byte == 0x09) && !isLast)
+                // A leading '.' could end an SMTP transfer early on a server that does not escape it.
+                let escapeDot = byte == UInt8(ascii: ".") && width == 0
+                let piece: [UInt8] = literal && !escapeDot ? [byte] : [UInt8(ascii: "="), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                if width + piece.count > 75 {
+                    encoded += Array("=\r\n".utf8)
+                    width = 0
+                }
+                encoded += piece
+                width += piece.count
+            }
+            lines.append(String(decoding: encoded, as: UTF8.self))
+        }
+        return lines.joined(separator: "\r\n")
     }
 }

@@ -17,58 +17,106 @@ public struct ImportReport: Sendable, Codable {
     public init() {}
 }
 
-public struct ImportError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    public var description: String { message }
+/// An import stopped before the end of its file by something that is not the file's
+/// fault (a full disk, an unwritable blob directory, the database). The lines before
+/// `line` are imported and stay so; running the same import again carries on.
+public struct ImportInterrupted: Error, CustomStringConvertible, Sendable {
+    public let line: Int
+    public let report: ImportReport
+    public let underlying: any Error
+
+    public var description: String { "import stopped at line \(line): \(underlying)" }
 }
 
 /// Loads accounts from JSONL, one account per line. Each line is all-or-nothing:
-/// it is validated whole, its photos are stored under deterministic keys, and its
-/// rows are inserted in one transaction; a bad line is reported and skipped.
-/// Rows are keyed by id, so importing the same file again changes nothing.
+/// it is validated whole, its photos are copied out of the import folder and stored
+/// under deterministic keys, and its rows are inserted in one transaction; a bad line
+/// is reported and skipped. Rows are keyed by id, so importing the same file again
+/// changes nothing.
 public struct AccountImporter<Store: LifecycleStore>: Sendable {
     public let store: Store
     public let blobs: any BlobStore
     public let clock: any TimeSource
     public let logger: Logger
-    /// Read for the photo normalisation job's runner settings (attempts).
+    /// Read for the photo normalisation job's runner settings (attempts) and the import limits.
     public let policies: PolicyBook
+    /// How photo paths are resolved beneath their folder; tests pin the fallback.
+    let photoResolution: PhotoFolder.Resolution?
 
     public init(
         store: Store, blobs: any BlobStore, clock: any TimeSource, logger: Logger = Logger(label: "lifecycle.import"),
         policies: PolicyBook = PolicyBook()
+    ) {
+        self.init(store: store, blobs: blobs, clock: clock, logger: logger, policies: policies, photoResolution: nil)
+    }
+
+    init(
+        store: Store, blobs: any BlobStore, clock: any TimeSource, logger: Logger, policies: PolicyBook,
+        photoResolution: PhotoFolder.Resolution?
     ) {
         self.store = store
         self.blobs = blobs
         self.clock = clock
         self.logger = logger
         self.policies = policies
+        self.photoResolution = photoResolution
     }
 
+    /// Imports every line of the JSONL file at `path`. Photo paths are resolved beneath
+    /// `photosRoot`, by default the file's own folder. A refused line is reported and the
+    /// others go on; anything else (disk, database, blob store) stops the import with
+    /// `ImportInterrupted`.
     public func importFile(
-        at path: String, progress: @Sendable (_ line: Int, _ report: ImportReport) -> Void = { _, _ in }
+        at path: String, photosRoot: String? = nil,
+        progress: @Sendable (_ line: Int, _ report: ImportReport) -> Void = { _, _ in }
     ) async throws -> ImportReport {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw ImportError(message: "\(path): no such file")
+        let settings = try ImportSettings(policies: policies)
+        let input = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard input >= 0 else {
+            let code = errno
+            if code == ENOENT { throw LifecycleError(.inputMissing, "\(path): no such file") }
+            throw LifecycleError(.badInput, "\(path): cannot be read: \(String(cString: strerror(code)))")
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ImportError(message: "\(path): cannot be read (check permissions)")
+        var status = stat()
+        guard fstat(input, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG || (status.st_mode & S_IFMT) == S_IFIFO else {
+            close(input)
+            throw LifecycleError(.badInput, "\(path): not a regular file; pass the JSONL file itself")
         }
-        defer { try? handle.close() }
-        let baseDirectory = (path as NSString).deletingLastPathComponent
+        _ = fcntl(input, F_SETFL, O_RDONLY)
+        let handle = FileHandle(fileDescriptor: input, closeOnDealloc: true)
+        let folder = try PhotoFolder(
+            path: photosRoot ?? { let directory = (path as NSString).deletingLastPathComponent; return directory.isEmpty ? "." : directory }(),
+            maxFileBytes: settings.maxPhotoBytes, resolution: photoResolution)
+        let staging = try PhotoStaging()
         var report = ImportReport()
         var lineNumber = 0
-        var reader = LineReader(handle: handle)
-        while let line = try reader.next() {
-            lineNumber += 1
-            if line.allSatisfy(\.isWhitespace) { continue }
+        var reader = LineReader(handle: handle, maxLineBytes: settings.maxLineBytes)
+        while true {
+            let next: LineReader.Line?
             do {
-                let outcome = try await importLine(line, baseDirectory: baseDirectory.isEmpty ? "." : baseDirectory)
-                if outcome.created { report.imported.append(outcome.accountID) } else { report.unchanged.append(outcome.accountID) }
-                report.photosStored += outcome.photosStored
+                next = try reader.nextLine()
+            } catch {
+                throw ImportInterrupted(line: lineNumber + 1, report: report, underlying: LifecycleError(.unavailable, "reading \(path): \(error)"))
+            }
+            guard let next else { break }
+            lineNumber += 1
+            do {
+                switch next {
+                case .tooLong(let count):
+                    throw ValidationFailure("line", "is \(count) bytes, longer than the \(settings.maxLineBytes) allowed (import.max_line_bytes)")
+                case .notUTF8(let offset):
+                    throw ValidationFailure("line", "is not valid UTF-8 (byte \(offset + 1) of the line)")
+                case .text(let line):
+                    if line.allSatisfy(\.isWhitespace) { continue }
+                    let outcome = try await importLine(line, folder: folder, staging: staging)
+                    if outcome.created { report.imported.append(outcome.accountID) } else { report.unchanged.append(outcome.accountID) }
+                    report.photosStored += outcome.photosStored
+                }
             } catch let failure as ValidationFailure {
                 report.failures.append(.init(line: lineNumber, reason: failure.description))
                 logger.warning("import line refused", metadata: ["line": "\(lineNumber)", "reason": "\(failure)"])
+            } catch {
+                throw ImportInterrupted(line: lineNumber, report: report, underlying: error)
             }
             progress(lineNumber, report)
         }
@@ -81,168 +129,10 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
         var photosStored: Int
     }
 
-    struct PendingPhoto {
-        var record: PhotoRecord
-        var sourcePath: String
-    }
-
-    func importLine(_ line: String, baseDirectory: String) async throws -> LineOutcome {
-        let parsed: JSONValue
-        do {
-            parsed = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
-        } catch {
-            throw ValidationFailure("line", "is not valid JSON")
-        }
+    func importLine(_ line: String, folder: PhotoFolder, staging: PhotoStaging) async throws -> LineOutcome {
         let now = clock.now()
-        let fields = try JSONFields(parsed, path: "")
-        try fields.requireOnly(ImportFields.account)
-
-        let accountID = try ProfileRules.identifier(try fields.string("id"), field: "id")
-
-        var account = Account(
-            id: accountID, email: try ProfileRules.email(try fields.string("email")),
-            passwordHash: try fields.string("password_hash"),
-            firstName: try fields.optionalString("first_name").map { (v) throws(ValidationFailure) in try ProfileRules.name(v, field: "first_name") },
-            lastName: try fields.optionalString("last_name").map { (v) throws(ValidationFailure) in try ProfileRules.name(v, field: "last_name") },
-            displayName: try fields.optionalString("display_name").map { (v) throws(ValidationFailure) in try ProfileRules.displayName(v) },
-            bio: try fields.optionalString("bio").map { (v) throws(ValidationFailure) in try ProfileRules.bio(v) },
-            profilePhotoID: nil, primarySport: try fields.optionalString("primary_sport"),
-            morningReminderTime: try fields.optionalString("morning_reminder_time").map { (v) throws(ValidationFailure) in
-                try ProfileRules.timeOfDay(v, field: "morning_reminder_time")
-            },
-            timezone: try fields.optionalString("timezone").map { (v) throws(ValidationFailure) in try ProfileRules.timezone(v) },
-            subscriptionStatus: nil, integrations: Integrations(), state: .active, deletionRequestedAt: nil, purgeAfter: nil,
-            purgedAt: nil, createdAt: try fields.optionalDate("created_at") ?? now, updatedAt: now)
-        guard !(account.passwordHash ?? "").isEmpty else { throw ValidationFailure("password_hash", "must not be empty") }
-        if let sport = account.primarySport, sport.count > 50 {
-            throw ValidationFailure("primary_sport", "must be at most 50 characters")
-        }
-        // Accounts moved from another system may arrive already scheduled for deletion.
-        if let stateText = try fields.optionalString("state") {
-            guard let state = AccountState(rawValue: stateText), state == .active || state == .pendingDeletion else {
-                throw ValidationFailure("state", "must be active or pendingDeletion (got \(ProfileRules.quoted(stateText)))")
-            }
-            account.state = state
-            if state == .pendingDeletion {
-                account.deletionRequestedAt = try fields.optionalDate("deletion_requested_at") ?? now
-                guard let purgeAfter = try fields.optionalDate("purge_after") else {
-                    throw ValidationFailure("purge_after", "is required when state is pendingDeletion")
-                }
-                account.purgeAfter = purgeAfter
-            }
-        }
-
-        if let subscription = try fields.object("subscription") {
-            try subscription.requireOnly(["status"])
-            if let status = try subscription.optionalString("status") {
-                guard (1...32).contains(status.count), status.allSatisfy({ $0.isLetter || $0 == "_" }) else {
-                    throw ValidationFailure("subscription.status", "must be a word like free or premium (got \(ProfileRules.quoted(status)))")
-                }
-                account.subscriptionStatus = status
-            }
-        }
-        if let integrations = try fields.object("integrations") {
-            try integrations.requireOnly(["whoop", "strava", "apple_health", "fitness"])
-            account.integrations = Integrations(
-                whoop: try integrations.optionalBool("whoop") ?? false, strava: try integrations.optionalBool("strava") ?? false,
-                appleHealth: try integrations.optionalBool("apple_health") ?? false,
-                fitness: try integrations.optionalBool("fitness") ?? false)
-        }
-        var preferences: Preferences?
-        if let prefs = try fields.object("preferences") {
-            try prefs.requireOnly(["theme", "font_size_offset", "notifications_enabled", "daily_reminder_time"])
-            var value = Preferences()
-            if let theme = try prefs.optionalString("theme") {
-                guard let parsed = Theme(rawValue: theme) else {
-                    throw ValidationFailure("preferences.theme", "must be system, light or dark (got \(ProfileRules.quoted(theme)))")
-                }
-                value.theme = parsed
-            }
-            if let offset = try prefs.optionalInt("font_size_offset") {
-                guard Preferences.fontSizeOffsets.contains(offset) else {
-                    throw ValidationFailure("preferences.font_size_offset", "must be one of -2, 0, 2, 4 (got \(offset))")
-                }
-                value.fontSizeOffset = offset
-            }
-            value.notificationsEnabled = try prefs.optionalBool("notifications_enabled") ?? true
-            value.dailyReminderTime = try prefs.optionalString("daily_reminder_time").map { (v) throws(ValidationFailure) in
-                try ProfileRules.timeOfDay(v, field: "preferences.daily_reminder_time")
-            }
-            preferences = value
-        }
-
-        var photos: [PendingPhoto] = []
-        func photo(file: String, field: String, id: String, entryID: String?, role: PhotoRole, takenAt: Date?) throws -> PendingPhoto {
-            let source = (file as NSString).isAbsolutePath ? file : (baseDirectory as NSString).appendingPathComponent(file)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue else {
-                throw ValidationFailure(field, "photo file \(ProfileRules.quoted(file)) does not exist (paths are relative to the JSONL file)")
-            }
-            let digest: (hex: String, size: Int64)
-            do {
-                digest = try FileDigest.sha256(ofFile: source)
-            } catch {
-                throw ValidationFailure(field, "photo file \(ProfileRules.quoted(file)) cannot be read: \(error)")
-            }
-            let contentType = ContentSniffer.contentType(ofFile: source)
-            return PendingPhoto(
-                record: PhotoRecord(
-                    id: id, accountID: accountID, entryID: entryID, role: role,
-                    blobKey: BlobKey.photo(accountID: accountID, photoID: id), contentType: contentType,
-                    byteSize: digest.size, sha256: digest.hex, takenAt: takenAt, createdAt: now,
-                    normalizationState: role == .profile ? .pending : nil),
-                sourcePath: source)
-        }
-
-        if let profileFile = try fields.optionalString("profile_photo") {
-            let profile = try photo(file: profileFile, field: "profile_photo", id: "\(accountID).profile", entryID: nil, role: .profile, takenAt: nil)
-            photos.append(profile)
-            account.profilePhotoID = profile.record.id
-        }
-
-        var entries: [JournalEntry] = []
-        for entry in try fields.array("entries") {
-            try entry.requireOnly(["id", "created_at", "text", "photos"])
-            let entryID = try ProfileRules.identifier(try entry.string("id"), field: entry.name("id"))
-            entries.append(JournalEntry(id: entryID, accountID: accountID, createdAt: try entry.date("created_at"), text: try entry.optionalString("text") ?? ""))
-            for item in try entry.array("photos") {
-                try item.requireOnly(["id", "file", "taken_at"])
-                let photoID = try ProfileRules.identifier(try item.string("id"), field: item.name("id"))
-                photos.append(try photo(
-                    file: try item.string("file"), field: item.name("file"), id: photoID, entryID: entryID, role: .entry,
-                    takenAt: try item.optionalDate("taken_at")))
-            }
-        }
-        var mesocycles: [Mesocycle] = []
-        for item in try fields.array("mesocycles") {
-            try item.requireOnly(["id", "status", "started_at", "completed_at"])
-            let status = try item.string("status")
-            guard Mesocycle.statuses.contains(status) else {
-                throw ValidationFailure(item.name("status"), "must be one of \(Mesocycle.statuses.sorted().joined(separator: ", ")) (got \(ProfileRules.quoted(status)))")
-            }
-            mesocycles.append(Mesocycle(
-                id: try ProfileRules.identifier(try item.string("id"), field: item.name("id")), accountID: accountID,
-                status: status, startedAt: try item.optionalDate("started_at"), completedAt: try item.optionalDate("completed_at")))
-        }
-        var meditations: [MeditationSession] = []
-        for item in try fields.array("meditation_sessions") {
-            try item.requireOnly(["id", "started_at", "duration_seconds"])
-            guard let duration = try item.optionalInt("duration_seconds"), duration >= 0 else {
-                throw ValidationFailure(item.name("duration_seconds"), "is required and must be a whole number ≥ 0")
-            }
-            meditations.append(MeditationSession(
-                id: try ProfileRules.identifier(try item.string("id"), field: item.name("id")), accountID: accountID,
-                startedAt: try item.date("started_at"), durationSeconds: duration))
-        }
-        var sessions: [SignInSession] = []
-        for item in try fields.array("sessions") {
-            try item.requireOnly(["id", "created_at"])
-            sessions.append(SignInSession(
-                id: try ProfileRules.identifier(try item.string("id"), field: item.name("id")), accountID: accountID,
-                createdAt: try item.date("created_at")))
-        }
-        let duplicate = Dictionary(grouping: photos.map(\.record.id), by: { $0 }).first { $0.value.count > 1 }
-        if let duplicate { throw ValidationFailure("photos", "photo id '\(duplicate.key)' appears twice in this line") }
+        let parsed = try ImportedAccount.parse(line: line, now: now)
+        let accountID = parsed.account.id
 
         // Refuse before touching blobs when the account may not be (re-)imported.
         let existing = try await store.read { tx in try tx.account(id: accountID) }
@@ -250,45 +140,56 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
             throw ValidationFailure("id", "account \(accountID) was deleted (\(existing.state.rawValue)); a deleted account is never re-imported")
         }
 
+        var staged: [(record: PhotoRecord, path: String)] = []
+        defer { for photo in staged { unlink(photo.path) } }
+        for reference in parsed.photos {
+            let copy: PhotoStaging.StagedPhoto
+            do {
+                let file = try folder.open(reference.file)
+                copy = try staging.stage(file, name: reference.file)
+            } catch let refusal as PhotoFolder.Refusal {
+                throw ValidationFailure(reference.field, "photo file \(ProfileRules.quoted(reference.file)) \(refusal.reason)")
+            }
+            staged.append((PhotoRecord(
+                id: reference.id, accountID: accountID, entryID: reference.entryID, role: reference.role,
+                blobKey: BlobKey.photo(accountID: accountID, photoID: reference.id), contentType: copy.contentType,
+                byteSize: copy.size, sha256: copy.sha256, takenAt: reference.takenAt, createdAt: now,
+                normalizationState: reference.role == .profile ? .pending : nil), copy.path))
+        }
+
         // Blobs first, under keys derived from the ids: running this again rewrites the
         // same keys. Only blobs this line created are removed if its rows are refused.
         // A photo row that points elsewhere was normalised and its upload deleted on
         // purpose: storing the upload again would bring back what normalisation removed.
-        let photoIDs = photos.map(\.record.id)
+        let photoIDs = staged.map(\.record.id)
         let storedKeys = try await store.read { tx in try photoIDs.map { try tx.photo(id: $0)?.blobKey } }
         var written: [String] = []
-        for (pending, storedKey) in zip(photos, storedKeys)
-        where (storedKey ?? pending.record.blobKey) == pending.record.blobKey {
-            guard try await blobs.info(key: pending.record.blobKey) == nil else { continue }
-            do {
-                _ = try await blobs.put(key: pending.record.blobKey, fromFile: pending.sourcePath, moving: false)
-            } catch {
-                try? await blobs.delete(keys: written)
-                throw ValidationFailure("photos", "could not store photo \(pending.record.id): \(error)")
+        do {
+            for (photo, storedKey) in zip(staged, storedKeys) where (storedKey ?? photo.record.blobKey) == photo.record.blobKey {
+                guard try await blobs.info(key: photo.record.blobKey) == nil else { continue }
+                _ = try await blobs.put(key: photo.record.blobKey, fromFile: photo.path, moving: true)
+                written.append(photo.record.blobKey)
             }
-            written.append(pending.record.blobKey)
+        } catch {
+            try? await blobs.delete(keys: written)
+            throw error
         }
 
-        let finalAccount = account
-        let finalPreferences = preferences
-        let records = photos.map(\.record)
-        let entryRows = entries
-        let mesocycleRows = mesocycles
-        let meditationRows = meditations
-        let sessionRows = sessions
         let photoJobPolicy = policies.policy(for: PhotoJobs.normalizeKind)
+        let records = staged.map(\.record)
         do {
             let created: Bool = try await store.write { tx in
-                if let other = try tx.account(email: finalAccount.email ?? ""), other.id != finalAccount.id {
-                    throw ValidationFailure("email", "\(finalAccount.email ?? "") already belongs to account \(other.id)")
+                let account = parsed.account
+                if let other = try tx.account(email: account.email ?? ""), other.id != account.id {
+                    throw ValidationFailure("email", "\(account.email ?? "") already belongs to account \(other.id)")
                 }
-                let accountOutcome = try tx.insertAccount(finalAccount, preferences: finalPreferences)
+                let accountOutcome = try tx.insertAccount(account, preferences: parsed.preferences)
                 func check(_ outcome: InsertOutcome, _ what: String) throws {
                     if case .belongsToAnotherAccount(let owner) = outcome {
                         throw ValidationFailure(what, "id already belongs to account \(owner)")
                     }
                 }
-                for row in entryRows { try check(try tx.insertEntry(row), "entries(\(row.id))") }
+                for row in parsed.entries { try check(try tx.insertEntry(row), "entries(\(row.id))") }
                 for row in records {
                     let outcome = try tx.insertPhoto(row)
                     try check(outcome, "photos(\(row.id))")
@@ -297,11 +198,11 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                         _ = try store.enqueue(try PhotoJobs.normalizeRequest(photoID: row.id), policy: photoJobPolicy, now: now, in: tx)
                     }
                 }
-                for row in mesocycleRows { try check(try tx.insertMesocycle(row), "mesocycles(\(row.id))") }
-                for row in meditationRows { try check(try tx.insertMeditationSession(row), "meditation_sessions(\(row.id))") }
-                for row in sessionRows { try check(try tx.insertSession(row), "sessions(\(row.id))") }
+                for row in parsed.mesocycles { try check(try tx.insertMesocycle(row), "mesocycles(\(row.id))") }
+                for row in parsed.meditationSessions { try check(try tx.insertMeditationSession(row), "meditation_sessions(\(row.id))") }
+                for row in parsed.sessions { try check(try tx.insertSession(row), "sessions(\(row.id))") }
                 try tx.recordAudit(AuditEvent(
-                    at: finalAccount.updatedAt, actor: "import", action: "account.import", accountID: finalAccount.id,
+                    at: account.updatedAt, actor: "import", action: "account.import", accountID: account.id,
                     outcome: accountOutcome == .inserted ? "created" : "unchanged"))
                 return accountOutcome == .inserted
             }
@@ -311,14 +212,6 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
             throw error
         }
     }
-}
-
-enum ImportFields {
-    static let account: Set<String> = [
-        "id", "email", "password_hash", "first_name", "last_name", "display_name", "bio", "primary_sport",
-        "morning_reminder_time", "timezone", "created_at", "preferences", "subscription", "integrations", "profile_photo",
-        "entries", "mesocycles", "meditation_sessions", "sessions", "state", "deletion_requested_at", "purge_after",
-    ]
 }
 
 /// Content type by magic bytes, never by file name.
@@ -336,12 +229,6 @@ public enum ContentSniffer {
             if brand == "avif" { return "image/avif" }
         }
         return "application/octet-stream"
-    }
-
-    public static func contentType(ofFile path: String) -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return "application/octet-stream" }
-        defer { try? handle.close() }
-        return contentType(of: (try? handle.read(upToCount: 32)) ?? Data())
     }
 
     public static func fileExtension(for contentType: String) -> String {

@@ -36,7 +36,7 @@ struct JSONFields {
     func requireOnly(_ allowed: Set<String>) throws(ValidationFailure) {
         let unknown = Set(values.keys).subtracting(allowed).sorted()
         guard unknown.isEmpty else {
-            throw ValidationFailure(name(unknown[0]), "is not a known field (known here: \(allowed.sorted().joined(separator: ", ")))")
+            throw ValidationFailure(TextRules.escapingControls(name(unknown[0])), "is not a known field (known here: \(allowed.sorted().joined(separator: ", ")))")
         }
     }
 
@@ -51,7 +51,23 @@ struct JSONFields {
         return value
     }
 
+    /// A one-line value (a name, an id, a time): no control character at all, so it can
+    /// never add a line to a mail, a log or a CSV export.
     func optionalString(_ key: String) throws(ValidationFailure) -> String? {
+        guard let text = try rawString(key) else { return nil }
+        try TextRules.requireNoControls(text, field: name(key), allowingLineBreaks: false)
+        return text
+    }
+
+    /// Free text a user typed (a bio, a journal entry): tabs and line breaks are kept,
+    /// every other control character is refused rather than stored or cut off.
+    func optionalText(_ key: String) throws(ValidationFailure) -> String? {
+        guard let text = try rawString(key) else { return nil }
+        try TextRules.requireNoControls(text, field: name(key), allowingLineBreaks: true)
+        return text
+    }
+
+    private func rawString(_ key: String) throws(ValidationFailure) -> String? {
         guard let value = present(key) else { return nil }
         guard case .string(let text) = value else { throw ValidationFailure(name(key), "must be a string") }
         return text
@@ -77,7 +93,7 @@ struct JSONFields {
     }
 
     func optionalDate(_ key: String) throws(ValidationFailure) -> Date? {
-        guard let text = try optionalString(key) else { return nil }
+        guard let text = try rawString(key) else { return nil }
         guard let date = ISO8601.parse(text) else {
             throw ValidationFailure(name(key), "must be an ISO-8601 timestamp like 2025-01-02T03:04:05Z (got \(ProfileRules.quoted(text)))")
         }
@@ -97,34 +113,5 @@ struct JSONFields {
             result.append(try JSONFields(item, path: "\(name(key))[\(index)]"))
         }
         return result
-    }
-}
-
-/// Reads a file line by line in bounded chunks, so a large import never sits in memory whole.
-struct LineReader {
-    private let handle: FileHandle
-    private var buffer = Data()
-    private var finished = false
-
-    init(handle: FileHandle) { self.handle = handle }
-
-    mutating func next() throws -> String? {
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = buffer[buffer.startIndex..<newline]
-                buffer = Data(buffer[(newline + 1)...])
-                return String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self)
-            }
-            if finished {
-                guard !buffer.isEmpty else { return nil }
-                defer { buffer = Data() }
-                return String(decoding: buffer, as: UTF8.self)
-            }
-            if let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
-                buffer.append(chunk)
-            } else {
-                finished = true
-            }
-        }
     }
 }

@@ -26,7 +26,7 @@ public enum PhotoJobs {
     /// same key, so a render repeated after a crash rewrites the same blob. A folder
     /// per photo keeps every segment short, however long the photo id.
     public static func renderedKey(accountID: String, photoID: String, recipe: PhotoPolicy, inputSHA256: String) -> String {
-        "accounts/\(accountID)/profile-photos/\(photoID)/\(recipe.recipeIdentifier)-\(inputSHA256.prefix(16)).jpg"
+        "accounts/\(accountID)/profile-photos/\(BlobKey.segment(forID: photoID))/\(recipe.recipeIdentifier)-\(inputSHA256.prefix(16)).jpg"
     }
 }
 

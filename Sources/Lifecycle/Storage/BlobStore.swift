@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 public struct BlobInfo: Sendable, Equatable {
@@ -11,9 +12,36 @@ public struct BlobInfo: Sendable, Equatable {
 }
 
 public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
+    private enum Reason: Sendable { case failed, outOfSpace, notWritable }
+
     public let message: String
-    public init(_ message: String) { self.message = message }
+    private let reason: Reason
+
+    public init(_ message: String) {
+        self.init(message, reason: .failed)
+    }
+
+    private init(_ message: String, reason: Reason) {
+        self.message = message
+        self.reason = reason
+    }
+
     public var description: String { message }
+
+    /// The disk is full or failing: temporary, worth running again once space is freed.
+    public var isOutOfSpace: Bool { reason == .outOfSpace }
+    /// The store's location refuses writes (read-only, wrong owner): the operator must fix it.
+    public var isNotWritable: Bool { reason == .notWritable }
+
+    /// A failed file-system call on a local store, classified by its errno.
+    public static func fileSystem(_ code: Int32, _ message: String) -> Self {
+        let text = "\(message): \(String(cString: strerror(code)))"
+        switch code {
+        case ENOSPC, EDQUOT, EFBIG, EIO: return .init(text, reason: .outOfSpace)
+        case EACCES, EPERM, EROFS: return .init(text, reason: .notWritable)
+        default: return .init(text, reason: .failed)
+        }
+    }
 
     public static func invalidKey(_ key: String) -> Self {
         .init("blob key '\(key)' is not allowed: use segments of letters, digits, '.', '_' or '-' separated by '/', with no '.' or '..' segment")
@@ -77,6 +105,17 @@ public enum BlobKey {
         return key.split(separator: "/", omittingEmptySubsequences: false).allSatisfy(isSafeSegment)
     }
 
+    /// The key segment for an id. Ids are at most 128 safe characters, but a derived one
+    /// (a profile photo's id is `<account>.profile`) can be longer than a segment may be;
+    /// such an id becomes `sha256-` and 40 hex digits of its digest, the same on every
+    /// run. Shorter ids stay as they are, so keys already stored keep their meaning.
+    public static func segment(forID id: String) -> String {
+        if isSafeSegment(id) { return id }
+        return "sha256-" + FileDigest.hex(SHA256.hash(data: Data(id.utf8))).prefix(40)
+    }
+
     public static func accountPrefix(_ accountID: String) -> String { "accounts/\(accountID)/" }
-    public static func photo(accountID: String, photoID: String) -> String { "accounts/\(accountID)/photos/\(photoID)" }
+    public static func photo(accountID: String, photoID: String) -> String {
+        "accounts/\(accountID)/photos/\(segment(forID: photoID))"
+    }
 }

@@ -3,15 +3,27 @@ import Crypto
 
 /// The embedded default: one file per blob under a root directory (`./blobs`).
 /// Writes go to `<root>/.incoming/` first and are renamed into place, so a reader
-/// or a crash never sees half a blob.
+/// or a crash never sees half a blob. Blobs are people's photos and archives: files
+/// are created 0600 and folders 0700 whatever the umask, so only the owner reads them.
 public struct FileSystemBlobStore: BlobStore {
     public let root: String
     private var incoming: String { (root as NSString).appendingPathComponent(".incoming") }
 
     public init(root: String) throws {
         self.root = (root as NSString).standardizingPath
-        try FileManager.default.createDirectory(atPath: self.root, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: (self.root as NSString).appendingPathComponent(".incoming"), withIntermediateDirectories: true)
+        try Self.makeDirectories(self.root, storeRoot: self.root)
+        try Self.makeDirectories((self.root as NSString).appendingPathComponent(".incoming"), storeRoot: self.root)
+    }
+
+    /// `mkdir -p` with mode 0700 for each folder it creates; existing ones stay as they are.
+    private static func makeDirectories(_ path: String, storeRoot: String) throws {
+        var status = stat()
+        if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path { try makeDirectories(parent, storeRoot: storeRoot) }
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+            throw BlobStoreError.fileSystem(errno, "blob directory \(storeRoot): cannot create \(path)")
+        }
     }
 
     public func path(for key: String) throws -> String {
@@ -25,58 +37,90 @@ public struct FileSystemBlobStore: BlobStore {
 
     private func install(_ temporary: String, at key: String) throws -> BlobInfo {
         let destination = try path(for: key)
-        try FileManager.default.createDirectory(
-            atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard rename(temporary, destination) == 0 else {
-            let reason = String(cString: strerror(errno))
+        do {
+            try Self.makeDirectories((destination as NSString).deletingLastPathComponent, storeRoot: root)
+        } catch {
             unlink(temporary)
-            throw BlobStoreError("cannot store blob '\(key)': \(reason)")
+            throw error
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? NSNumber)?.int64Value ?? 0
-        return BlobInfo(key: key, size: size)
+        guard rename(temporary, destination) == 0 else {
+            let error = BlobStoreError.fileSystem(errno, "blob directory \(root): cannot store blob '\(key)'")
+            unlink(temporary)
+            throw error
+        }
+        var status = stat()
+        return BlobInfo(key: key, size: stat(destination, &status) == 0 ? Int64(status.st_size) : 0)
     }
 
     public func put(key: String, fromFile source: String, moving: Bool) async throws -> BlobInfo {
         _ = try path(for: key)
         let temporary = temporaryPath()
+        // A file moved in keeps the mode it was made with; the store's own are 0600.
         if moving, rename(source, temporary) == 0 {
+            guard chmod(temporary, 0o600) == 0 else {
+                let error = BlobStoreError.fileSystem(errno, "blob directory \(root): cannot restrict blob '\(key)' to its owner")
+                unlink(temporary)
+                throw error
+            }
             return try install(temporary, at: key)
         }
-        do {
-            try copyDurably(from: source, to: temporary)
-        } catch {
-            unlink(temporary)
-            throw error
-        }
+        try copyDurably(from: source, to: temporary)
         return try install(temporary, at: key)
     }
 
     public func put(key: String, data: Data) async throws -> BlobInfo {
         _ = try path(for: key)
         let temporary = temporaryPath()
-        do {
-            try data.write(to: URL(fileURLWithPath: temporary))
-        } catch {
-            unlink(temporary)
-            throw BlobStoreError("cannot write blob '\(key)': \(error.localizedDescription)")
+        try data.withUnsafeBytes { bytes in
+            try writeDurably(to: temporary) { output in try Self.writeAll(bytes, to: output, path: temporary) }
         }
         return try install(temporary, at: key)
     }
 
+    /// Creates `destination` (0600, never an existing file), lets `body` fill it and
+    /// flushes it to disk; on any failure nothing is left at `destination`.
+    private func writeDurably(to destination: String, _ body: (Int32) throws -> Void) throws {
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot create \(destination)") }
+        var done = false
+        defer {
+            close(output)
+            if !done { unlink(destination) }
+        }
+        try body(output)
+        guard fsync(output) == 0 else { throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot flush \(destination)") }
+        done = true
+    }
+
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to output: Int32, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(output, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw BlobStoreError.fileSystem(errno, "cannot write \(path)")
+            }
+            offset += written
+        }
+    }
+
     private func copyDurably(from source: String, to destination: String) throws {
-        guard let input = FileHandle(forReadingAtPath: source) else {
-            throw BlobStoreError("cannot read '\(source)': \(String(cString: strerror(errno)))")
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw BlobStoreError.fileSystem(errno, "cannot read '\(source)'") }
+        defer { close(input) }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { chunk.deallocate() }
+        try writeDurably(to: destination) { output in
+            while true {
+                let count = Glibc.read(input, chunk.baseAddress, chunk.count)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw BlobStoreError.fileSystem(errno, "cannot read '\(source)'")
+                }
+                if count == 0 { return }
+                try Self.writeAll(UnsafeRawBufferPointer(rebasing: chunk[0..<count]), to: output, path: destination)
+            }
         }
-        defer { try? input.close() }
-        guard FileManager.default.createFile(atPath: destination, contents: nil),
-              let output = FileHandle(forWritingAtPath: destination) else {
-            throw BlobStoreError("cannot create '\(destination)': \(String(cString: strerror(errno)))")
-        }
-        defer { try? output.close() }
-        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-            try output.write(contentsOf: chunk)
-        }
-        try output.synchronize()
     }
 
     public func info(key: String) async throws -> BlobInfo? {
@@ -152,7 +196,7 @@ public struct FileSystemBlobStore: BlobStore {
         for key in keys {
             let file = try path(for: key)
             if unlink(file) != 0 && errno != ENOENT {
-                throw BlobStoreError("cannot delete blob '\(key)': \(String(cString: strerror(errno)))")
+                throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot delete blob '\(key)'")
             }
             parents.insert((file as NSString).deletingLastPathComponent)
         }
@@ -163,12 +207,11 @@ public struct FileSystemBlobStore: BlobStore {
     public func move(from: String, to: String) async throws {
         let source = try path(for: from)
         let destination = try path(for: to)
-        try FileManager.default.createDirectory(
-            atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Self.makeDirectories((destination as NSString).deletingLastPathComponent, storeRoot: root)
         guard rename(source, destination) == 0 else {
             // Already moved by an earlier run of the same step.
             if errno == ENOENT, FileManager.default.fileExists(atPath: destination) { return }
-            throw BlobStoreError("cannot move blob '\(from)' to '\(to)': \(String(cString: strerror(errno)))")
+            throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot move blob '\(from)' to '\(to)'")
         }
         removeEmptyDirectories(from: (source as NSString).deletingLastPathComponent)
     }
