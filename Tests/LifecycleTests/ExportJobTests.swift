@@ -257,7 +257,14 @@ struct ExportJobTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sendmail-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let script = directory + "/fake-sendmail"
-        try "#!/bin/sh\ncat >> \(directory)/mailbox\necho '--end--' >> \(directory)/mailbox\n".write(toFile: script, atomically: true, encoding: .utf8)
+        // Python's email package decodes the message as a mail server would (the body is quoted-printable).
+        try """
+            #!/usr/bin/python3
+            import email, email.policy, sys
+            m = email.message_from_binary_file(sys.stdin.buffer, policy=email.policy.default)
+            with open("\(directory)/mailbox", "a") as box:
+                box.write("To: %s\\r\\n\\r\\n%s--end--\\n" % (m["To"], m.get_content()))
+            """.write(toFile: script, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
         let bed = try ExportTestbed(policy: ["sendmail_command: \"\(script) -t -i\""])
         try await bed.importAccounts([ExportFixture.account(id: "mai")])

@@ -126,25 +126,12 @@ public enum ProfileRules {
 /// value could add a line to a mail or a log. Such text is refused, never altered.
 public enum TextRules {
     /// Refuses every control character (Unicode category Cc: C0, DEL, C1). With
-    /// `allowingLineBreaks`, tab, line feed and a carriage return directly before a
-    /// line feed (Windows line ends) are kept, as free text typed by a user holds them.
+    /// `allowingLineBreaks`, tab, line feed and carriage return are kept, as free text
+    /// typed by a user holds them (CRLF from Windows, a lone CR from older systems).
     public static func requireNoControls(_ text: String, field: String, allowingLineBreaks: Bool) throws(ValidationFailure) {
-        var previous: Unicode.Scalar?
-        var position = 0
-        for scalar in text.unicodeScalars {
-            defer {
-                previous = scalar
-                position += 1
-            }
-            if let previous, previous == "\r", allowingLineBreaks, scalar != "\n" {
-                throw refusal(previous, at: position - 1, field: field, allowingLineBreaks: allowingLineBreaks)
-            }
-            guard scalar.properties.generalCategory == .control else { continue }
+        for (position, scalar) in text.unicodeScalars.enumerated() where scalar.properties.generalCategory == .control {
             if allowingLineBreaks, scalar == "\t" || scalar == "\n" || scalar == "\r" { continue }
             throw refusal(scalar, at: position, field: field, allowingLineBreaks: allowingLineBreaks)
-        }
-        if allowingLineBreaks, previous == "\r" {
-            throw refusal("\r", at: position - 1, field: field, allowingLineBreaks: allowingLineBreaks)
         }
     }
 
