@@ -49,6 +49,45 @@ cvips_thumbnail_square(const void *buf, size_t len, VipsImage **out,
 		NULL);
 }
 
+/* A CMYK JPEG that carries its own profile. libvips 8.14's thumbnail turns
+ * CMYK into its sRGB processing space with the built-in CMYK profile before
+ * it applies the embedded one, which no longer fits the image ("profile
+ * incompatible with image"): the press profile would be ignored. So these
+ * are loaded (block-shrunk by `shrink`, 1/2/4/8), converted through their
+ * own profile (the built-in one only if the embedded one is unusable), and
+ * then thumbnailed as the sRGB image they now are. */
+static inline int
+cvips_jpeg_cmyk_to_srgb(const void *buf, size_t len, VipsImage **out, int shrink)
+{
+	VipsImage *loaded;
+	if (vips_jpegload_buffer((void *) buf, len, &loaded,
+			"shrink", shrink,
+			"fail_on", VIPS_FAIL_ON_ERROR,
+			"access", VIPS_ACCESS_SEQUENTIAL,
+			NULL))
+		return -1;
+	int result = vips_icc_transform(loaded, out, "srgb",
+		"input_profile", "cmyk",
+		"embedded", TRUE,
+		"intent", VIPS_INTENT_RELATIVE,
+		"depth", 8,
+		NULL);
+	g_object_unref(loaded);
+	return result;
+}
+
+/* The thumbnail step of cvips_thumbnail_square for an image already
+ * loaded: orientation, centre crop, shrink, never enlarge. */
+static inline int
+cvips_thumbnail_image_square(VipsImage *in, VipsImage **out, int side)
+{
+	return vips_thumbnail_image(in, out, side,
+		"height", side,
+		"crop", VIPS_INTERESTING_CENTRE,
+		"size", VIPS_SIZE_DOWN,
+		NULL);
+}
+
 static inline int
 cvips_to_srgb(VipsImage *in, VipsImage **out)
 {

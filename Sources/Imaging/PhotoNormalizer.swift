@@ -7,6 +7,13 @@ import Foundation
 /// `jpegQuality`, with every metadata block (EXIF, GPS, XMP, IPTC, ICC,
 /// comments) removed.
 ///
+/// A file holding several pictures yields one, by a fixed rule (see
+/// `PhotoHeader`): a JPEG's first frame, an animated PNG's default image
+/// (IHDR/IDAT, the `acTL`/`fcTL`/`fdAT` animation is ignored), a HEIF's
+/// primary item (`pitm`) even when it is not the first image in the file.
+/// A HEIF image sequence with no primary still image is refused as
+/// `unsupportedType`.
+///
 /// Equal input bytes and policy give equal output bytes. Safe to use from
 /// many tasks at once; each call is synchronous and CPU-bound, so run it
 /// off the cooperative pool if the caller is latency-sensitive.
@@ -20,8 +27,10 @@ public struct PhotoNormalizer: Sendable {
 
     /// Checks an upload the way `normalize` will, reading only its header.
     ///
-    /// Checks run cheapest first: byte size, leading bytes, the libvips
-    /// loader that claims them, then the dimensions the header declares.
+    /// Checks run cheapest first: byte size, leading bytes, Imaging's own
+    /// header parse (`PhotoHeader`: structure, codec, declared dimensions
+    /// against the policy), the libvips loader that claims the bytes, then
+    /// the dimensions libvips reads from the header, checked again.
     public func inspect(_ data: Data) throws(PhotoRejection) -> PhotoInfo {
         try withBytes(data) { bytes throws(PhotoRejection) in
             try readHeader(bytes).info
@@ -34,7 +43,7 @@ public struct PhotoNormalizer: Sendable {
         try withBytes(data) { bytes throws(PhotoRejection) in
             let header = try readHeader(bytes)
             let side = min(policy.outputMaxSide, header.info.width, header.info.height)
-            let jpeg = try render(bytes, side: side, hasProfile: header.hasICCProfile)
+            let jpeg = try render(bytes, side: side, header: header)
             return NormalizedPhoto(jpegData: jpeg, width: side, height: side, source: header.info)
         }
     }
@@ -44,6 +53,10 @@ public struct PhotoNormalizer: Sendable {
     private struct Header {
         var info: PhotoInfo
         var hasICCProfile: Bool
+        var isCMYK: Bool
+        /// The shorter side as stored, before orientation: what a JPEG's
+        /// block shrink on load divides.
+        var storedShorterSide: Int
     }
 
     private func readHeader(_ bytes: UnsafeRawBufferPointer) throws(PhotoRejection) -> Header {
@@ -53,24 +66,17 @@ public struct PhotoNormalizer: Sendable {
         guard let format = PhotoFormat.sniff(bytes), let base = bytes.baseAddress else {
             throw .unsupportedType("content is \(PhotoFormat.describeContent(bytes))")
         }
+        // Our own parse decides first, before any libvips call: it reports an
+        // oversized picture as too large where a decoder library might call
+        // it unreadable, and refuses HEIF sequences and non-HEVC payloads.
+        try PhotoHeader.read(bytes, as: format).check(against: policy)
+
         guard let loaderName = vips_foreign_find_load_buffer(base, bytes.count) else {
             throw .corrupt("sniffed as \(format.rawValue) but no libvips loader accepts it: \(VipsRuntime.takeError())")
         }
         let loader = String(cString: loaderName)
         guard loader == format.vipsLoader else {
             throw .unsupportedType("sniffed as \(format.rawValue) but libvips chose \(loader)")
-        }
-
-        if format == .heic {
-            guard let coded = HEIFItems.codedTypes(in: bytes) else {
-                throw .corrupt("HEIF item table (meta/iinf) missing or truncated")
-            }
-            guard !coded.isEmpty else {
-                throw .corrupt("HEIF container declares no coded image")
-            }
-            guard coded == ["hvc1"] else {
-                throw .unsupportedType("HEIF container holds \(coded.sorted().joined(separator: ",")) images, only hvc1 (HEVC) is HEIC")
-            }
         }
 
         let image = try VipsImageHandle.make("reading \(format.rawValue) header") { out in
@@ -83,13 +89,10 @@ public struct PhotoNormalizer: Sendable {
         guard storedWidth > 0, storedHeight > 0 else {
             throw .corrupt("header declares an empty \(storedWidth)×\(storedHeight) image")
         }
-        // Both sides are 32-bit C ints, so their product fits in Int.
-        guard storedWidth * storedHeight <= policy.maxPixels else {
-            throw .dimensionsTooLarge(width: storedWidth, height: storedHeight, pixelLimit: policy.maxPixels)
-        }
-        guard storedWidth <= policy.maxSide, storedHeight <= policy.maxSide else {
-            throw .dimensionsTooLarge(width: storedWidth, height: storedHeight, sideLimit: policy.maxSide)
-        }
+        // Defence in depth: what the decoder will allocate for can differ from
+        // what we parsed (a HEIF grid's canvas lives in its own descriptor,
+        // not in the ispe we read), so its opinion is checked too.
+        try PhotoHeader(format: format, width: storedWidth, height: storedHeight).check(against: policy)
 
         // Orientations 5–8 turn the picture a quarter: what the viewer calls
         // width is the stored height.
@@ -99,22 +102,37 @@ public struct PhotoNormalizer: Sendable {
             width: swap ? storedHeight : storedWidth,
             height: swap ? storedWidth : storedHeight,
             orientation: image.orientation)
-        return Header(info: info, hasICCProfile: image.has("icc-profile-data"))
+        return Header(
+            info: info, hasICCProfile: image.has("icc-profile-data"),
+            isCMYK: image.interpretation == VIPS_INTERPRETATION_CMYK, storedShorterSide: min(storedWidth, storedHeight))
     }
 
     // MARK: - Recipe
 
-    private func render(_ bytes: UnsafeRawBufferPointer, side: Int, hasProfile: Bool) throws(PhotoRejection) -> Data {
+    private func render(_ bytes: UnsafeRawBufferPointer, side: Int, header: Header) throws(PhotoRejection) -> Data {
         guard let base = bytes.baseAddress else { throw .corrupt("empty input") }
 
         // vips_thumbnail with size=down only crops what it can reach without
         // enlarging: asked for 1024 it leaves 800×600 at 800×600. Asking for
         // the shorter side (capped at the maximum) makes every input square.
-        // A tagged image (Display P3 from a phone, CMYK with its press
-        // profile) is converted through its profile to sRGB; untagged ones
-        // are taken as sRGB, which is what browsers assume too.
-        var image = try VipsImageHandle.make("decoding and resizing") { out in
-            cvips_thumbnail_square(base, bytes.count, out, Int32(side), hasProfile ? "srgb" : nil)
+        // A tagged image (Display P3 from a phone, Adobe RGB, CMYK with its
+        // press profile) is converted through its profile to sRGB; untagged
+        // ones are taken as sRGB, which is what browsers assume too.
+        var image: VipsImageHandle
+        if header.isCMYK && header.hasICCProfile && header.info.format == .jpeg {
+            // libvips 8.14's thumbnail would use its own CMYK profile instead
+            // of the embedded one (see the shim). The block shrink leaves at
+            // least a factor of two to the resize, as vips_thumbnail does.
+            let reduction = header.storedShorterSide / side
+            let shrink: Int32 = reduction >= 16 ? 8 : reduction >= 8 ? 4 : reduction >= 4 ? 2 : 1
+            let srgb = try VipsImageHandle.make("decoding CMYK through its profile") { out in
+                cvips_jpeg_cmyk_to_srgb(base, bytes.count, out, shrink)
+            }
+            image = try srgb.then("resizing") { cvips_thumbnail_image_square($0, $1, Int32(side)) }
+        } else {
+            image = try VipsImageHandle.make("decoding and resizing") { out in
+                cvips_thumbnail_square(base, bytes.count, out, Int32(side), header.hasICCProfile ? "srgb" : nil)
+            }
         }
 
         // Greyscale leaves the thumbnail as one-band B_W; the recipe

@@ -27,7 +27,7 @@ public struct PhotoPolicy: Sendable, Hashable {
         maxPixels: Int = 100_000_000,
         outputMaxSide: Int = 1024,
         jpegQuality: Int = 85,
-        recipeVersion: Int = 1
+        recipeVersion: Int = 2
     ) {
         precondition(maxInputBytes > 0, "maxInputBytes must be positive")
         precondition(maxSide > 0 && maxPixels > 0, "input limits must be positive")
@@ -41,7 +41,7 @@ public struct PhotoPolicy: Sendable, Hashable {
         self.recipeVersion = recipeVersion
     }
 
-    /// Names everything that decides the output bytes, e.g. `v1-s1024-q85`.
+    /// Names everything that decides the output bytes, e.g. `v2-s1024-q85`.
     /// Two runs with equal identifiers on equal input bytes write equal bytes
     /// (on the same libvips/libjpeg build), so it belongs in an output key.
     public var recipeIdentifier: String {

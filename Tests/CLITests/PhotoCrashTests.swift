@@ -52,7 +52,7 @@ struct PhotoCrashTests {
         let photos = try await workspace.photoRows()
         #expect(photos.count == count)
         for photo in photos {
-            #expect(photo.normalizationState == .normalized && photo.recipeVersion == 1)
+            #expect(photo.normalizationState == .normalized && photo.recipeVersion == 2)
             // Exactly one rendering under the photo's folder, the one its row points at; the upload is gone.
             let folder = "accounts/\(photo.accountID)/profile-photos/\(photo.id)/"
             #expect(try await blobs.list(prefix: folder, after: nil, limit: 10).map(\.key) == [photo.blobKey])

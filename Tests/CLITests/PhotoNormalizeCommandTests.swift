@@ -49,7 +49,7 @@ struct PhotoNormalizeCommandTests {
 
         let first = try workspace.run(["photos", "normalize", "--all"])
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout.contains("4 profile photo(s) of all accounts to normalise under recipe v1-s1024-q85 (4 already queued)"))
+        #expect(first.stdout.contains("4 profile photo(s) of all accounts to normalise under recipe v2-s1024-q85 (4 already queued)"))
         #expect(first.stdout.contains("normalised 3, rejected 1"))
         #expect(first.stdout.contains(
             "rejected mallory.profile (account mallory): This file type is not supported. Please use JPG, PNG, or HEIC. [unsupportedType: content is GIF]"))
@@ -57,8 +57,8 @@ struct PhotoNormalizeCommandTests {
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
         let sides = ["ada": 1024, "grace": 480, "linus": 768]
         for photo in try await workspace.photoRows() where photo.accountID != "mallory" {
-            #expect(photo.normalizationState == .normalized && photo.contentType == "image/jpeg" && photo.recipeVersion == 1)
-            #expect(photo.blobKey.hasPrefix("accounts/\(photo.accountID)/profile-photos/\(photo.id)/v1-s1024-q85-"))
+            #expect(photo.normalizationState == .normalized && photo.contentType == "image/jpeg" && photo.recipeVersion == 2)
+            #expect(photo.blobKey.hasPrefix("accounts/\(photo.accountID)/profile-photos/\(photo.id)/v2-s1024-q85-"))
             try expectCleanSquareJPEG(atPath: try blobs.path(for: photo.blobKey), side: try #require(sides[photo.accountID]))
             #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/\(photo.accountID)/photos/\(photo.id)"))
         }
@@ -89,7 +89,7 @@ struct PhotoNormalizeCommandTests {
         _ = try importFourAccounts(workspace)
         let one = try workspace.run(["photos", "normalize", "--account", "grace@example.com", "--queue-only"])
         #expect(one.status == 0, "\(one.stderr)")
-        #expect(one.stdout.contains("1 profile photo(s) of account grace@example.com to normalise under recipe v1-s1024-q85 (1 already queued)"))
+        #expect(one.stdout.contains("1 profile photo(s) of account grace@example.com to normalise under recipe v2-s1024-q85 (1 already queued)"))
         let all = try workspace.run(["photos", "normalize", "--all", "--queue-only", "--json"])
         #expect(all.status == 0)
         #expect(all.stdout.contains("\"alreadyQueued\":4"))

@@ -47,8 +47,8 @@ extension ImagingTests {
             #expect(policy.maxPixels == 100_000_000)
             #expect(policy.outputMaxSide == 1024)
             #expect(policy.jpegQuality == 85)
-            #expect(policy.recipeVersion == 1)
-            #expect(policy.recipeIdentifier == "v1-s1024-q85")
+            #expect(policy.recipeVersion == 2)
+            #expect(policy.recipeIdentifier == "v2-s1024-q85")
         }
 
         @Test func rejectionMessages() {

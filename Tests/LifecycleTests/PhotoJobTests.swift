@@ -30,7 +30,7 @@ struct PhotoJobTests {
             let id = "\(upload.account).profile"
             let photo = try await fixture.photo(id)
             #expect(photo.normalizationState == .normalized)
-            #expect(photo.recipeVersion == 1 && photo.normalizationReason == nil)
+            #expect(photo.recipeVersion == 2 && photo.normalizationReason == nil)
             #expect(photo.contentType == "image/jpeg")
             #expect(photo.blobKey == PhotoJobs.renderedKey(
                 accountID: upload.account, photoID: id, recipe: PhotoPolicy(), inputSHA256: photoSHA256(upload.bytes)))
@@ -131,12 +131,12 @@ struct PhotoJobTests {
         try await fixture.normalizeAll()
         let first = try await fixture.photo("ada.profile")
 
-        let changed = try fixture.withPhotosSection("  output_max_side: 512\n  recipe_version: 2")
+        let changed = try fixture.withPhotosSection("  output_max_side: 512\n  recipe_version: 3")
         let (queued, summary) = try await changed.normalizeAll()
-        #expect(queued.recipe == "v2-s512-q85" && queued.jobIDs.count == 1)
+        #expect(queued.recipe == "v3-s512-q85" && queued.jobIDs.count == 1)
         #expect(summary.normalized == 1)
         let second = try await changed.photo("ada.profile")
-        #expect(second.recipeVersion == 2)
+        #expect(second.recipeVersion == 3)
         #expect(second.blobKey == PhotoJobs.renderedKey(
             accountID: "ada", photoID: "ada.profile", recipe: try PhotoNormalizationService(services: changed.services).policy,
             inputSHA256: first.sha256))
@@ -218,7 +218,7 @@ struct PhotoPolicyFileTests {
     @Test func theShippedPolicyIsTheProductRecipe() throws {
         let policy = try PhotoPolicy(policies: try PolicyBook(jobsDirectory: photoJobsDirectory))
         #expect(policy == PhotoPolicy(
-            maxInputBytes: 10_485_760, maxSide: 16_384, maxPixels: 100_000_000, outputMaxSide: 1024, jpegQuality: 85, recipeVersion: 1))
+            maxInputBytes: 10_485_760, maxSide: 16_384, maxPixels: 100_000_000, outputMaxSide: 1024, jpegQuality: 85, recipeVersion: 2))
         let job = try PolicyBook(jobsDirectory: photoJobsDirectory).policy(for: PhotoJobs.normalizeKind)
         #expect(job.concurrency == 2)
     }
