@@ -150,6 +150,7 @@ let package = Package(
                 "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
+            exclude: ["Schemas"],
             swiftSettings: strict
         ),
     ]

@@ -33,7 +33,7 @@ struct LifecycleCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, MigrateCommand.self, AccountsCommand.self, WorkerCommand.self, JobsCommand.self,
             ExportCommand.self, ExportsCommand.self, DeleteCommand.self, RestoreCommand.self, PurgeCommand.self,
-            PhotosCommand.self, CopyStoreCommand.self,
+            PhotosCommand.self, CopyStoreCommand.self, MapCommand.self,
         ]
     )
 }

@@ -54,17 +54,8 @@ struct FileSystemBlobStoreTests {
 }
 
 struct AccountDataMapTests {
-    @Test func theShippedMapParsesAndCoversTheReferenceSchema() throws {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        let map = try AccountDataMap(jobsDirectory: url.path + "/Jobs")
-        #expect(map.exportedTables.map(\.exportFile).contains("journal_entries"))
-        #expect(!map.exportedTables.contains { $0.name == "sessions" })
-        try map.requireCovers(accountTables: ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"])
-    }
-
     @Test func aTableMissingFromTheMapIsRefused() throws {
-        let map = try AccountDataMap(yaml: "tables:\n  - table: photos\n", source: "test.yaml")
+        let map = try AccountDataMap(yaml: "version: 2\nsubject: {table: accounts, key: id}\ntables:\n  - {table: photos, owner: account_id}\n", source: "test.yaml")
         #expect {
             try map.requireCovers(accountTables: ["photos", "journal_entries"])
         } throws: { error in
@@ -72,15 +63,18 @@ struct AccountDataMapTests {
         }
     }
 
-    @Test(arguments: [
-        "tables:\n  - table: \"photos; DROP TABLE accounts\"\n",
-        "tables:\n  - table: photos\n    export_file: photos\n",
-        "tables:\n  - table: photos\n    colums: [id]\n",
-        "tables:\n  - table: photos\n    export_file: ../x\n    columns: [id]\n",
-        "nothing: here\n",
-    ])
-    func unsafeOrIncompleteMapsAreRefused(_ yaml: String) {
-        #expect(throws: LifecycleError.self) { try AccountDataMap(yaml: yaml, source: "test.yaml") }
+    @Test func theReferenceEngineNamesATableOwnedThroughAParent() {
+        #expect {
+            try AccountDataMap(yaml: """
+                version: 2
+                subject: {table: accounts, key: id}
+                tables:
+                  - {table: journal_entries, owner: account_id}
+                  - {table: photos, owner: {via: entry_id, parent: journal_entries}}
+                """, source: "test.yaml")
+        } throws: { error in
+            "\(error)".contains("test.yaml:5: table photos is owned through a parent")
+        }
     }
 }
 

@@ -1,6 +1,5 @@
 import Foundation
 import JobRunner
-import Yams
 
 /// Every table that holds an account's data, read from `Jobs/account-data.yaml`.
 /// The export job writes the exported tables; the purge job deletes every table in
@@ -36,60 +35,33 @@ public struct AccountDataMap: Sendable, Equatable {
         self.source = source
     }
 
+    /// The reference app's tables, from the format-2 map in `<jobsDirectory>/account-data.yaml`.
     public init(jobsDirectory: String) throws {
-        let path = (jobsDirectory as NSString).appendingPathComponent(Self.fileName)
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw LifecycleError(.inputMissing, "\(path): the account data map is missing; it lists every table that holds account data (see Jobs/README.md)")
-        }
-        try self.init(yaml: text, source: path)
+        try self.init(DataMap(jobsDirectory: jobsDirectory))
     }
 
     public init(yaml: String, source: String) throws {
-        func fail(_ message: String) -> LifecycleError { LifecycleError(.badInput, "\(source): \(message)") }
-        let document: Any?
-        do {
-            document = try Yams.load(yaml: yaml)
-        } catch {
-            throw fail("not valid YAML: \(error)")
-        }
-        guard let top = document as? [String: Any], let entries = top["tables"] as? [Any] else {
-            throw fail("expected a top-level 'tables:' list")
-        }
-        let allowedKeys: Set<String> = ["table", "account_column", "export_file", "columns", "order_by", "timestamps"]
+        try self.init(DataMap(yaml: yaml, source: source))
+    }
+
+    /// The reference app's export and purge read a table by the column holding the
+    /// account id; a map that owns rows through parents or two users' columns describes
+    /// another app's schema (`lifecycle map check` checks those against their database).
+    public init(_ map: DataMap) throws {
         var tables: [Table] = []
-        for (index, entry) in entries.enumerated() {
-            guard let fields = entry as? [String: Any] else { throw fail("tables[\(index)] must be a mapping") }
-            if let unknown = Set(fields.keys).subtracting(allowedKeys).sorted().first {
-                throw fail("tables[\(index)]: unknown key '\(unknown)' (known: \(allowedKeys.sorted().joined(separator: ", ")))")
-            }
-            guard let name = fields["table"] as? String, Self.isIdentifier(name) else {
-                throw fail("tables[\(index)]: 'table' must be a plain SQL identifier")
-            }
-            let accountColumn = fields["account_column"] as? String ?? "account_id"
-            let columns = fields["columns"] as? [String] ?? []
-            let timestamps = fields["timestamps"] as? [String] ?? []
-            let exportFile = fields["export_file"] as? String
-            let orderBy = fields["order_by"] as? String ?? "id"
-            for identifier in [accountColumn, orderBy] + columns + timestamps where !Self.isIdentifier(identifier) {
-                throw fail("table \(name): '\(identifier)' is not a plain SQL identifier")
-            }
-            if let exportFile {
-                guard BlobKey.isSafeSegment(exportFile), !exportFile.contains(".") else {
-                    throw fail("table \(name): export_file must be letters, digits, '_' or '-'")
-                }
-                guard !columns.isEmpty else { throw fail("table \(name): an exported table needs its 'columns' listed") }
-            }
-            guard Set(timestamps).isSubset(of: Set(columns + [orderBy])) else {
-                throw fail("table \(name): every 'timestamps' entry must be one of its columns")
+        for table in map.tables {
+            guard case .column(let owner) = table.ownership else {
+                throw LifecycleError(.badInput, """
+                    \(map.source):\(table.line): table \(table.name) is owned through a parent or by several users' columns; \
+                    this installation's export and purge run on the reference schema, whose tables each name the account \
+                    in one column (`owner: account_id`)
+                    """)
             }
             tables.append(Table(
-                name: name, accountColumn: accountColumn, exportFile: exportFile, columns: columns, orderBy: orderBy,
-                timestampColumns: Set(timestamps)))
+                name: table.name.name, accountColumn: owner, exportFile: table.exportFile, columns: table.columns,
+                orderBy: table.orderBy.first ?? "id", timestampColumns: Set(table.timestamps)))
         }
-        guard Set(tables.map(\.name)).count == tables.count else { throw fail("a table is listed twice") }
-        let files = tables.compactMap(\.exportFile)
-        guard Set(files).count == files.count else { throw fail("two tables share an export_file") }
-        self.init(tables: tables, source: source)
+        self.init(tables: tables, source: map.source)
     }
 
     /// Letters, digits and underscores, not starting with a digit: safe to quote as an identifier.

@@ -1,0 +1,160 @@
+import Foundation
+
+/// An app's account data, declared (`Jobs/account-data.yaml`, `version: 2`): who the user
+/// is (`subject`), which rows belong to them (directly, through parent rows, or as one side
+/// of a row naming two users), which columns name files in the blob store, and what erasure
+/// does to each table. Export, purge and their dry runs are generated from it; the app's
+/// schema is only read, never altered.
+///
+/// This is the file as written, checked for shape. `DataMapPlan` checks it against the live
+/// database's catalog and derives the order rows are deleted in.
+public struct DataMap: Sendable, Equatable {
+    /// A table, optionally schema-qualified (`auth.users`); unqualified names are the
+    /// backend's default (`public` on PostgreSQL, `main` on SQLite).
+    public struct TableName: Sendable, Hashable, Comparable, CustomStringConvertible {
+        public var schema: String?
+        public var name: String
+
+        public init(schema: String? = nil, name: String) {
+            self.schema = schema
+            self.name = name
+        }
+
+        public var description: String { schema.map { "\($0).\(name)" } ?? name }
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.description < rhs.description }
+    }
+
+    /// `TABLE.COLUMN` (or `SCHEMA.TABLE.COLUMN`).
+    public struct ColumnReference: Sendable, Hashable, CustomStringConvertible {
+        public var table: TableName
+        public var column: String
+
+        public init(table: TableName, column: String) {
+            self.table = table
+            self.column = column
+        }
+
+        public var description: String { "\(table).\(column)" }
+    }
+
+    /// What a masked column becomes.
+    public enum MaskValue: Sendable, Equatable {
+        case null
+        case text(String)
+        case integer(Int64)
+        case real(Double)
+        case boolean(Bool)
+        /// Text with `{key}` replaced by the subject's key, so a UNIQUE column stays unique.
+        case template(String)
+
+        public func resolved(key: String) -> MaskValue {
+            if case .template(let text) = self { return .text(text.replacingOccurrences(of: "{key}", with: key)) }
+            return self
+        }
+    }
+
+    /// Column → what it becomes, in the order written.
+    public typealias Mask = [(column: String, value: MaskValue)]
+
+    /// What erasure does to a row.
+    public enum Erase: Sendable, Equatable {
+        case delete
+        case mask(Mask)
+        /// Deleted, unless another row (a reply, a favourite) still references it through one
+        /// of these columns: then masked, so the other user's row keeps its meaning.
+        case deleteUnlessReferenced(by: [ColumnReference], mask: Mask)
+
+        public static func == (lhs: Erase, rhs: Erase) -> Bool {
+            switch (lhs, rhs) {
+            case (.delete, .delete): true
+            case (.mask(let a), .mask(let b)): same(a, b)
+            case (.deleteUnlessReferenced(let x, let a), .deleteUnlessReferenced(let y, let b)): x == y && same(a, b)
+            default: false
+            }
+        }
+
+        private static func same(_ a: Mask, _ b: Mask) -> Bool {
+            a.count == b.count && zip(a, b).allSatisfy { $0.column == $1.column && $0.value == $1.value }
+        }
+
+        public var mask: Mask? {
+            switch self {
+            case .delete: nil
+            case .mask(let mask), .deleteUnlessReferenced(_, let mask): mask
+            }
+        }
+    }
+
+    /// Where password hashes live: a column of the subject table, or of another table
+    /// keyed by the subject's key (Supabase keeps them in `auth.users`).
+    public struct Password: Sendable, Equatable {
+        public var table: TableName?
+        public var key: String?
+        public var column: String
+    }
+
+    /// The user table: one row per account.
+    public struct Subject: Sendable, Equatable {
+        public var table: TableName
+        /// The primary-key column; its value is "the account" everywhere in lifecycle.
+        public var key: String
+        /// Columns an operator may name an account by (`email`, `username`), besides the key.
+        public var lookup: [String]
+        public var password: Password?
+        public var exportFile: String?
+        public var columns: [String]
+        public var timestamps: [String]
+        public var blobs: [String]
+        /// `delete`, or `mask`: the row stays as a tombstone with these values.
+        public var erase: Erase
+        public var line: Int
+    }
+
+    /// How a table's rows belong to a subject.
+    public enum Ownership: Sendable, Equatable {
+        /// The column holds the subject's key.
+        case column(String)
+        /// The column references a row of `parent`, which belongs to the subject.
+        case parent(via: String, parent: TableName)
+        /// The row names two (or more) users; each side is erased on its own.
+        case sides([Side])
+    }
+
+    public struct Side: Sendable, Equatable {
+        public var column: String
+        /// What erasing this user's side does (default: delete the row).
+        public var erase: Erase
+    }
+
+    public struct Table: Sendable, Equatable {
+        public var name: TableName
+        public var ownership: Ownership
+        /// Key columns, for tables without a primary key the catalog can name.
+        public var key: [String]?
+        public var exportFile: String?
+        public var columns: [String]
+        public var timestamps: [String]
+        public var orderBy: [String]
+        public var blobs: [String]
+        public var erase: Erase
+        /// Other users' rows that reference a row of this table (`favourites.status_id`) and
+        /// are deleted with it.
+        public var cascade: [ColumnReference]
+        public var line: Int
+    }
+
+    /// A table that references the subject but holds nothing to export or erase, with why.
+    public struct Ignored: Sendable, Equatable {
+        public var table: TableName
+        public var reason: String
+    }
+
+    public var subject: Subject
+    public var tables: [Table]
+    public var ignored: [Ignored]
+    /// The file it was read from, for messages.
+    public var source: String
+
+    public func table(_ name: TableName) -> Table? { tables.first { $0.name == name } }
+}

@@ -1,0 +1,329 @@
+import Foundation
+import Yams
+
+extension DataMap {
+    public static let fileName = "account-data.yaml"
+
+    /// Reads `<jobsDirectory>/account-data.yaml`.
+    public init(jobsDirectory: String) throws {
+        let path = (jobsDirectory as NSString).appendingPathComponent(Self.fileName)
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw LifecycleError(.inputMissing, "\(path): the account data map is missing; it says which tables hold an account's data (see Jobs/README.md)")
+        }
+        try self.init(yaml: text, source: path)
+    }
+
+    /// Parses a format-2 map. Every refusal names the file, the line and the key at fault;
+    /// an unknown or wrongly typed key at any level is refused, never ignored.
+    public init(yaml: String, source: String) throws {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch {
+            throw LifecycleError(.badInput, "\(source): not valid YAML: \(error)")
+        }
+        guard let root else { throw LifecycleError(.badInput, "\(source): the file is empty; it needs `version: 2`, `subject:` and `tables:`") }
+        let top = try YAMLField(node: root, path: "", source: source).mapping(
+            allowed: ["version", "subject", "tables", "ignore"])
+        guard let version = top["version"] else {
+            if top["tables"] != nil {
+                throw LifecycleError(.badInput, """
+                    \(source): this is a format 1 data map (no `version:`). Format 2 names the user table and how each \
+                    table's rows belong to it. For the reference schema, add at the top:
+                      version: 2
+                      subject: {table: accounts, key: id, lookup: [email], password: {column: password_hash}, erase: {mask: {email: null}}}
+                    and give each table `owner: account_id` (see Jobs/README.md, "The account data map")
+                    """)
+            }
+            throw top.error("`version: 2` is required")
+        }
+        guard try version.integer() == 2 else { throw version.error("must be 2 (this toolkit reads format 2)") }
+        guard let subjectField = top["subject"] else { throw top.error("`subject:` (the user table) is required") }
+        let subject = try Self.subject(subjectField)
+        var tables: [Table] = []
+        for item in try top["tables"]?.sequence() ?? [] {
+            tables.append(try Self.table(item))
+        }
+        var ignored: [Ignored] = []
+        for item in try top["ignore"]?.sequence() ?? [] {
+            let fields = try item.mapping(allowed: ["table", "reason"])
+            guard let reason = try fields.required("reason").string().nilIfBlank else {
+                throw fields.error("`reason:` must say why the table holds nothing to export or erase")
+            }
+            ignored.append(Ignored(table: try fields.required("table").tableName(), reason: reason))
+        }
+        var seen: [TableName: Int] = [subject.table: subject.line]
+        for table in tables {
+            if let first = seen.updateValue(table.line, forKey: table.name) {
+                throw LifecycleError(.badInput, "\(source):\(table.line): table \(table.name) is listed twice (first at line \(first))")
+            }
+        }
+        for entry in ignored where seen[entry.table] != nil {
+            throw LifecycleError(.badInput, "\(source): table \(entry.table) is both mapped and ignored")
+        }
+        let files = ([subject.exportFile] + tables.map(\.exportFile)).compactMap { $0 }
+        if let twice = Dictionary(grouping: files, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw LifecycleError(.badInput, "\(source): two tables share export_file '\(twice)'")
+        }
+        self.init(subject: subject, tables: tables, ignored: ignored, source: source)
+    }
+
+    private static func subject(_ field: YAMLField) throws -> Subject {
+        let fields = try field.mapping(allowed: [
+            "table", "key", "lookup", "password", "export_file", "columns", "timestamps", "blobs", "erase",
+        ])
+        var password: Password?
+        if let passwordField = fields["password"] {
+            let parts = try passwordField.mapping(allowed: ["table", "key", "column"])
+            let table = try parts["table"]?.tableName()
+            let key = try parts["key"]?.identifier()
+            guard (table == nil) == (key == nil) else {
+                throw parts.error("`table:` and `key:` go together: the table holding the hashes and its column holding the subject's key")
+            }
+            password = Password(table: table, key: key, column: try parts.required("column").identifier())
+        }
+        let erase = try fields["erase"].map(erase) ?? .delete
+        if case .deleteUnlessReferenced = erase {
+            throw fields["erase"]!.error("the subject row is deleted or masked: use `delete` or `{mask: {…}}`")
+        }
+        let columns = try fields["columns"]?.identifiers() ?? []
+        let timestamps = try fields["timestamps"]?.identifiers() ?? []
+        let exportFile = try fields["export_file"]?.fileStem()
+        try checkExported(fields, exportFile: exportFile, columns: columns, timestamps: timestamps)
+        return Subject(
+            table: try fields.required("table").tableName(), key: try fields.required("key").identifier(),
+            lookup: try fields["lookup"]?.identifiers() ?? [], password: password, exportFile: exportFile, columns: columns,
+            timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
+    }
+
+    private static func table(_ field: YAMLField) throws -> Table {
+        let fields = try field.mapping(allowed: [
+            "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "erase", "cascade",
+        ])
+        let name = try fields.required("table").tableName()
+        let ownership: Ownership
+        switch (fields["owner"], fields["owners"]) {
+        case (let owner?, nil):
+            if owner.isMapping {
+                let parts = try owner.mapping(allowed: ["via", "parent"])
+                ownership = .parent(via: try parts.required("via").identifier(), parent: try parts.required("parent").tableName())
+            } else {
+                ownership = .column(try owner.identifier())
+            }
+        case (nil, let owners?):
+            var sides: [Side] = []
+            for side in try owners.sequence() {
+                if side.isMapping {
+                    let parts = try side.mapping(allowed: ["column", "erase"])
+                    let erase = try parts["erase"].map(erase) ?? .delete
+                    if case .deleteUnlessReferenced = erase {
+                        throw parts["erase"]!.error("a side is deleted or masked: use `delete` or `{mask: {…}}`")
+                    }
+                    sides.append(Side(column: try parts.required("column").identifier(), erase: erase))
+                } else {
+                    sides.append(Side(column: try side.identifier(), erase: .delete))
+                }
+            }
+            guard sides.count >= 2 else { throw owners.error("lists the columns naming each user of a row: at least two") }
+            guard Set(sides.map(\.column)).count == sides.count else { throw owners.error("names a column twice") }
+            ownership = .sides(sides)
+        case (nil, nil):
+            throw fields.error("needs `owner: COLUMN`, `owner: {via: COLUMN, parent: TABLE}` or `owners: [COLUMN, …]`")
+        case (_?, _?):
+            throw fields.error("has both `owner:` and `owners:`; a table uses one")
+        }
+        let columns = try fields["columns"]?.identifiers() ?? []
+        let timestamps = try fields["timestamps"]?.identifiers() ?? []
+        let exportFile = try fields["export_file"]?.fileStem()
+        try checkExported(fields, exportFile: exportFile, columns: columns, timestamps: timestamps)
+        var orderBy: [String] = []
+        if let order = fields["order_by"] {
+            orderBy = order.isSequence ? try order.identifiers() : [try order.identifier()]
+        }
+        let erase = try fields["erase"].map(erase) ?? .delete
+        if case .sides = ownership, fields["erase"] != nil {
+            throw fields["erase"]!.error("a row naming several users is erased per side: put `erase:` on each entry of `owners:`")
+        }
+        return Table(
+            name: name, ownership: ownership, key: try fields["key"]?.identifiers(), exportFile: exportFile,
+            columns: columns, timestamps: timestamps, orderBy: orderBy, blobs: try fields["blobs"]?.identifiers() ?? [],
+            erase: erase, cascade: try fields["cascade"]?.sequence().map { try $0.columnReference() } ?? [], line: field.line)
+    }
+
+    private static func checkExported(_ fields: YAMLMapping, exportFile: String?, columns: [String], timestamps: [String]) throws {
+        if exportFile != nil, columns.isEmpty {
+            throw fields.error("an exported table lists its `columns:` (the export never guesses which are safe to hand out)")
+        }
+        if let stray = timestamps.first(where: { !columns.contains($0) }) {
+            throw fields["timestamps"]!.error("'\(stray)' is not one of the exported `columns:`")
+        }
+    }
+
+    private static func erase(_ field: YAMLField) throws -> Erase {
+        if !field.isMapping {
+            guard try field.string() == "delete" else {
+                throw field.error("must be `delete`, `{mask: {COLUMN: VALUE, …}}` or `{delete_unless_referenced_by: [TABLE.COLUMN, …], mask: {…}}`")
+            }
+            return .delete
+        }
+        let parts = try field.mapping(allowed: ["mask", "delete_unless_referenced_by"])
+        guard let maskField = parts["mask"] else {
+            throw parts.error("needs `mask: {COLUMN: VALUE, …}`: what the row becomes when it is kept")
+        }
+        var mask: Mask = []
+        for (column, value) in try maskField.pairs() {
+            guard DataMap.isIdentifier(column.text) else { throw column.error("'\(column.text)' is not a plain SQL identifier") }
+            if mask.contains(where: { $0.column == column.text }) { throw column.error("'\(column.text)' is masked twice") }
+            mask.append((column.text, try value.maskValue()))
+        }
+        guard !mask.isEmpty else { throw maskField.error("names no column") }
+        if let references = parts["delete_unless_referenced_by"] {
+            let columns = try references.sequence().map { try $0.columnReference() }
+            guard !columns.isEmpty else { throw references.error("lists the TABLE.COLUMN references that keep a row") }
+            return .deleteUnlessReferenced(by: columns, mask: mask)
+        }
+        return .mask(mask)
+    }
+
+    /// Letters, digits and underscores, not starting with a digit, at most 63 characters
+    /// (PostgreSQL's limit): safe to quote as an identifier in either dialect.
+    static func isIdentifier(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first, !("0"..."9").contains(first), text.utf8.count <= 63 else { return false }
+        return text.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+        }
+    }
+}
+
+private extension String {
+    var nilIfBlank: String? { trimmingCharacters(in: .whitespaces).isEmpty ? nil : self }
+}
+
+/// One node of the map file with where it is, so every refusal names file, line and key.
+struct YAMLField {
+    let node: Node
+    /// `subject.password.column`, `tables[2].erase.mask`.
+    let path: String
+    let source: String
+
+    var line: Int { (node.mark?.line ?? 0) }
+    var isMapping: Bool { node.mapping != nil }
+    var isSequence: Bool { node.sequence != nil }
+    /// The scalar as written, for messages and names.
+    var text: String { node.scalar?.string ?? "" }
+
+    func error(_ message: String) -> LifecycleError {
+        LifecycleError(.badInput, "\(source):\(line): \(path.isEmpty ? "" : path + ": ")\(message)")
+    }
+
+    private func child(_ node: Node, _ name: String) -> YAMLField {
+        YAMLField(node: node, path: path.isEmpty ? name : "\(path).\(name)", source: source)
+    }
+
+    func mapping(allowed: Set<String>) throws -> YAMLMapping {
+        var fields: [String: YAMLField] = [:]
+        for (key, value) in try pairs() {
+            guard allowed.contains(key.text) else {
+                throw key.error("unknown key '\(key.text)' (known here: \(allowed.sorted().joined(separator: ", ")))")
+            }
+            fields[key.text] = value
+        }
+        return YAMLMapping(owner: self, fields: fields)
+    }
+
+    func pairs() throws -> [(key: YAMLField, value: YAMLField)] {
+        guard let mapping = node.mapping else { throw error("must be a mapping of key: value") }
+        var result: [(YAMLField, YAMLField)] = []
+        for (key, value) in mapping {
+            guard let name = key.scalar?.string else { throw error("keys must be plain words") }
+            let keyField = child(key, name)
+            if result.contains(where: { $0.0.text == name }) { throw keyField.error("appears twice") }
+            result.append((keyField, child(value, name)))
+        }
+        return result
+    }
+
+    func sequence() throws -> [YAMLField] {
+        guard let items = node.sequence else { throw error("must be a list") }
+        return items.enumerated().map { index, item in
+            YAMLField(node: item, path: "\(path)[\(index)]", source: source)
+        }
+    }
+
+    func string() throws -> String {
+        guard let scalar = node.scalar, !(node.any is NSNull) else { throw error("must be text") }
+        return scalar.string
+    }
+
+    func integer() throws -> Int {
+        guard let value = node.any as? Int else { throw error("must be a whole number") }
+        return value
+    }
+
+    func identifier() throws -> String {
+        let value = try string()
+        guard DataMap.isIdentifier(value) else {
+            throw error("'\(value)' is not a plain SQL identifier (letters, digits, '_', at most 63, not starting with a digit)")
+        }
+        return value
+    }
+
+    func identifiers() throws -> [String] {
+        let items = try sequence().map { try $0.identifier() }
+        if let twice = Dictionary(grouping: items, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw error("names '\(twice)' twice")
+        }
+        return items
+    }
+
+    func tableName() throws -> DataMap.TableName {
+        let parts = try string().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard (1...2).contains(parts.count), parts.allSatisfy(DataMap.isIdentifier) else {
+            throw error("'\(text)' is not a table name (TABLE or SCHEMA.TABLE, plain SQL identifiers)")
+        }
+        return parts.count == 2 ? .init(schema: parts[0], name: parts[1]) : .init(name: parts[0])
+    }
+
+    func columnReference() throws -> DataMap.ColumnReference {
+        let parts = try string().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard (2...3).contains(parts.count), parts.allSatisfy(DataMap.isIdentifier) else {
+            throw error("'\(text)' is not TABLE.COLUMN (or SCHEMA.TABLE.COLUMN)")
+        }
+        let table = parts.count == 3 ? DataMap.TableName(schema: parts[0], name: parts[1]) : DataMap.TableName(name: parts[0])
+        return .init(table: table, column: parts[parts.count - 1])
+    }
+
+    func fileStem() throws -> String {
+        let value = try string()
+        guard BlobKey.isSafeSegment(value), !value.contains(".") else {
+            throw error("'\(value)' must be letters, digits, '_' or '-' (it names <stem>.json and <stem>.csv)")
+        }
+        return value
+    }
+
+    func maskValue() throws -> DataMap.MaskValue {
+        switch node.any {
+        case is NSNull: return .null
+        case let flag as Bool: return .boolean(flag)
+        case let number as Int: return .integer(Int64(number))
+        case let number as Double: return .real(number)
+        case let text as String: return text.contains("{key}") ? .template(text) : .text(text)
+        default: throw error("must be text, a number, true/false or null")
+        }
+    }
+}
+
+/// The keys of one mapping, each with its place in the file.
+struct YAMLMapping {
+    let owner: YAMLField
+    let fields: [String: YAMLField]
+
+    subscript(_ key: String) -> YAMLField? { fields[key] }
+
+    func required(_ key: String) throws -> YAMLField {
+        guard let field = fields[key] else { throw owner.error("`\(key):` is required") }
+        return field
+    }
+
+    func error(_ message: String) -> LifecycleError { owner.error(message) }
+}

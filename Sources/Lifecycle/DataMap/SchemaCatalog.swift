@@ -1,0 +1,100 @@
+import Foundation
+
+/// What a live database says about its tables: columns, primary keys, foreign keys.
+/// Read by each backend (`LifecycleStore.catalog()`), so the data map is checked against
+/// the schema as it is, not as the map's author remembered it.
+public struct SchemaCatalog: Sendable {
+    public enum ColumnKind: Sendable, Equatable {
+        case integer, real, text, boolean, timestamp, bytes
+        /// A type neither dialect maps to one of the above (json, uuid, arrays, …): exported as text.
+        case other
+    }
+
+    public struct Column: Sendable, Equatable {
+        public var name: String
+        /// As the catalog spells it (`TEXT`, `timestamp with time zone`, `varchar(255)`).
+        public var declaredType: String
+        public var kind: ColumnKind
+        public var isNotNull: Bool
+
+        public init(name: String, declaredType: String, kind: ColumnKind, isNotNull: Bool) {
+            self.name = name
+            self.declaredType = declaredType
+            self.kind = kind
+            self.isNotNull = isNotNull
+        }
+    }
+
+    public enum DeleteAction: String, Sendable, Equatable {
+        case noAction = "NO ACTION", restrict = "RESTRICT", cascade = "CASCADE", setNull = "SET NULL", setDefault = "SET DEFAULT"
+
+        /// Whether the database itself handles referencing rows when the referenced one goes.
+        public var handlesReferencingRows: Bool { self == .cascade || self == .setNull || self == .setDefault }
+    }
+
+    public struct ForeignKey: Sendable, Equatable, CustomStringConvertible {
+        public var table: DataMap.TableName
+        public var columns: [String]
+        public var referencedTable: DataMap.TableName
+        public var referencedColumns: [String]
+        public var onDelete: DeleteAction
+
+        public init(
+            table: DataMap.TableName, columns: [String], referencedTable: DataMap.TableName, referencedColumns: [String],
+            onDelete: DeleteAction
+        ) {
+            self.table = table
+            self.columns = columns
+            self.referencedTable = referencedTable
+            self.referencedColumns = referencedColumns
+            self.onDelete = onDelete
+        }
+
+        public var description: String {
+            "\(table).\(columns.joined(separator: ",")) → \(referencedTable).\(referencedColumns.joined(separator: ","))"
+        }
+    }
+
+    public struct Table: Sendable, Equatable {
+        public var name: DataMap.TableName
+        public var columns: [Column]
+        public var primaryKey: [String]
+
+        public init(name: DataMap.TableName, columns: [Column], primaryKey: [String]) {
+            self.name = name
+            self.columns = columns
+            self.primaryKey = primaryKey
+        }
+
+        public func column(_ name: String) -> Column? { columns.first { $0.name == name } }
+    }
+
+    /// `public` on PostgreSQL (the connection's current schema), `main` on SQLite.
+    public let defaultSchema: String
+    public let tables: [DataMap.TableName: Table]
+    public let foreignKeys: [ForeignKey]
+
+    /// Tables and keys are keyed by fully qualified names.
+    public init(defaultSchema: String, tables: [Table], foreignKeys: [ForeignKey]) {
+        self.defaultSchema = defaultSchema
+        self.tables = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.foreignKeys = foreignKeys
+    }
+
+    /// `users` → `public.users`; a qualified name stays as it is.
+    public func qualified(_ name: DataMap.TableName) -> DataMap.TableName {
+        name.schema == nil ? .init(schema: defaultSchema, name: name.name) : name
+    }
+
+    public func table(_ name: DataMap.TableName) -> Table? { tables[qualified(name)] }
+
+    public func foreignKeys(from table: DataMap.TableName) -> [ForeignKey] {
+        let name = qualified(table)
+        return foreignKeys.filter { $0.table == name }
+    }
+
+    public func foreignKeys(to table: DataMap.TableName) -> [ForeignKey] {
+        let name = qualified(table)
+        return foreignKeys.filter { $0.referencedTable == name }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+import Lifecycle
+
+extension SQLiteStore {
+    /// The app's tables as SQLite describes them (`main` schema): columns with their
+    /// declared types, primary keys, foreign keys. SQLite's own and GRDB's bookkeeping
+    /// tables are left out.
+    public func catalog() async throws -> SchemaCatalog {
+        try await pool.read { db in try Self.catalog(db) }
+    }
+
+    /// The catalog of the SQLite file at `path`, opened read-only: nothing is created,
+    /// not even the file.
+    public static func catalog(path: String) throws -> SchemaCatalog {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw SQLiteStoreError(message: "there is no SQLite database at \(path)")
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        do {
+            return try DatabaseQueue(path: path, configuration: configuration).read { db in try catalog(db) }
+        } catch {
+            throw SQLiteStoreError.classify(error, path: path) ?? SQLiteStoreError(message: "cannot read the SQLite database at \(path): \(error)")
+        }
+    }
+
+    static func catalog(_ db: Database) throws -> SchemaCatalog {
+        let names = try String.fetchAll(db, sql: """
+            SELECT name FROM sqlite_master
+            WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'grdb\\_%' ESCAPE '\\'
+            ORDER BY name
+            """)
+        var tables: [SchemaCatalog.Table] = []
+        var keys: [SchemaCatalog.ForeignKey] = []
+        for name in names {
+            let table = DataMap.TableName(schema: "main", name: name)
+            var columns: [SchemaCatalog.Column] = []
+            var primaryKey: [(Int, String)] = []
+            for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", arguments: [name]) {
+                let column: String = row["name"]
+                let type: String = row["type"]
+                columns.append(.init(name: column, declaredType: type, kind: kind(ofDeclared: type), isNotNull: row["notnull"]))
+                let position: Int = row["pk"]
+                if position > 0 { primaryKey.append((position, column)) }
+            }
+            tables.append(.init(name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1)))
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT id, seq, "table", "from", "to", on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq
+                """, arguments: [name])
+            for group in Dictionary(grouping: rows, by: { $0["id"] as Int }).sorted(by: { $0.key < $1.key }).map(\.value) {
+                let referenced: String = group[0]["table"]
+                // A missing "to" means the referenced table's primary key.
+                var targets = group.map { $0["to"] as String? }
+                if targets.contains(where: { $0 == nil }) {
+                    targets = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", arguments: [referenced])
+                }
+                keys.append(.init(
+                    table: table, columns: group.map { $0["from"] }, referencedTable: .init(schema: "main", name: referenced),
+                    referencedColumns: targets.compactMap { $0 }, onDelete: SchemaCatalog.DeleteAction(rawValue: group[0]["on_delete"]) ?? .noAction))
+            }
+        }
+        return SchemaCatalog(defaultSchema: "main", tables: tables, foreignKeys: keys)
+    }
+
+    /// SQLite's type affinity rules (datatype3.html §3.1), refined for the names apps use
+    /// for dates and booleans, which SQLite itself stores as text or numbers.
+    static func kind(ofDeclared type: String) -> SchemaCatalog.ColumnKind {
+        let upper = type.uppercased()
+        if upper.contains("BOOL") { return .boolean }
+        if upper.contains("DATE") || upper.contains("TIME") { return .timestamp }
+        if upper.contains("INT") { return .integer }
+        if upper.contains("CHAR") || upper.contains("CLOB") || upper.contains("TEXT") { return .text }
+        if upper.contains("BLOB") { return .bytes }
+        if upper.contains("REAL") || upper.contains("FLOA") || upper.contains("DOUB") || upper.contains("NUM") || upper.contains("DEC") { return .real }
+        return upper.isEmpty ? .bytes : .other
+    }
+}

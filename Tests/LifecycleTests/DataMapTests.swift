@@ -1,0 +1,217 @@
+import Foundation
+@testable import Lifecycle
+import Testing
+
+/// The format-2 data map as a file: shapes, and refusals that name file, line and key.
+struct DataMapParserTests {
+    static let minimal = """
+        version: 2
+        subject:
+          table: users
+          key: id
+        tables:
+          - table: posts
+            owner: user_id
+        """
+
+    @Test func theShippedReferenceMapIsFormatTwo() throws {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let map = try DataMap(jobsDirectory: url.path + "/Jobs")
+        #expect(map.subject.table == .init(name: "accounts"))
+        #expect(map.subject.lookup == ["email"])
+        #expect(map.table(.init(name: "photos"))?.blobs == ["blob_key"])
+        #expect(map.table(.init(name: "journal_entries"))?.cascade == [.init(table: .init(name: "photos"), column: "entry_id")])
+        let reference = try AccountDataMap(map)
+        #expect(reference.exportedTables.map(\.exportFile).contains("journal_entries"))
+        #expect(!reference.exportedTables.contains { $0.name == "sessions" })
+    }
+
+    @Test func everyOwnershipAndEraseFormParses() throws {
+        let map = try DataMap(yaml: """
+            version: 2
+            subject:
+              table: auth.users
+              key: id
+              lookup: [email, username]
+              password: {table: auth.secrets, key: user_id, column: hash}
+              erase: {mask: {email: "gone-{key}@invalid", name: null, age: 0, ratio: 0.5, active: false, note: "x"}}
+            tables:
+              - table: posts
+                owner: user_id
+                key: [user_id, slug]
+                order_by: [created_at, slug]
+                erase: {delete_unless_referenced_by: [replies.post_id, public.likes.post_id], mask: {body: null}}
+                cascade: [likes.post_id]
+              - table: media
+                owner: {via: post_id, parent: posts}
+              - table: follows
+                owners: [a_id, b_id]
+              - table: messages
+                owners: [{column: from_id, erase: {mask: {from_id: null}}}, to_id]
+            ignore:
+              - {table: audit, reason: kept for the law}
+            """, source: "m.yaml")
+        #expect(map.subject.table == .init(schema: "auth", name: "users"))
+        #expect(map.subject.password == .init(table: .init(schema: "auth", name: "secrets"), key: "user_id", column: "hash"))
+        let mask = try #require(map.subject.erase.mask)
+        #expect(mask.map(\.column) == ["email", "name", "age", "ratio", "active", "note"])
+        #expect(mask.map(\.value) == [.template("gone-{key}@invalid"), .null, .integer(0), .real(0.5), .boolean(false), .text("x")])
+        #expect(mask[0].value.resolved(key: "42") == .text("gone-42@invalid"))
+        let posts = try #require(map.table(.init(name: "posts")))
+        #expect(posts.key == ["user_id", "slug"])
+        #expect(posts.orderBy == ["created_at", "slug"])
+        #expect(posts.erase == .deleteUnlessReferenced(
+            by: [.init(table: .init(name: "replies"), column: "post_id"), .init(table: .init(schema: "public", name: "likes"), column: "post_id")],
+            mask: [("body", .null)]))
+        #expect(map.table(.init(name: "media"))?.ownership == .parent(via: "post_id", parent: .init(name: "posts")))
+        #expect(map.table(.init(name: "follows"))?.ownership == .sides([.init(column: "a_id", erase: .delete), .init(column: "b_id", erase: .delete)]))
+        #expect(map.table(.init(name: "messages"))?.ownership == .sides([
+            .init(column: "from_id", erase: .mask([("from_id", .null)])), .init(column: "to_id", erase: .delete),
+        ]))
+        #expect(map.ignored == [.init(table: .init(name: "audit"), reason: "kept for the law")])
+    }
+
+    @Test(arguments: [
+        // An unknown key at every level, named with its line.
+        ("version: 2\nsubject: {table: users, key: id}\ntables: []\ncolour: red\n", "m.yaml:4: colour: unknown key 'colour'"),
+        ("version: 2\nsubject:\n  table: users\n  key: id\n  lookups: [email]\ntables: []\n", "m.yaml:5: subject.lookups: unknown key 'lookups'"),
+        ("version: 2\nsubject: {table: users, key: id, password: {colum: pw}}\ntables: []\n", "subject.password.colum: unknown key 'colum'"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: user_id\n    exprt_file: posts\n", "m.yaml:6: tables[0].exprt_file: unknown key 'exprt_file'"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: {via: a, parent: b, extra: c}\n", "tables[0].owner.extra: unknown key 'extra'"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    erase: {mask: {x: 1}, keep: true}\n", "tables[0].erase.keep: unknown key 'keep'"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables: []\nignore:\n  - {table: t, reason: r, why: w}\n", "ignore[0].why: unknown key 'why'"),
+        // Wrongly typed values.
+        ("version: 2\nsubject: {table: users, key: [id]}\ntables: []\n", "subject.key: must be text"),
+        ("version: 2\nsubject: {table: users, key: id, lookup: email}\ntables: []\n", "subject.lookup: must be a list"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables: {posts: x}\n", "tables: must be a list"),
+        ("version: two\nsubject: {table: users, key: id}\ntables: []\n", "version: must be a whole number"),
+        ("version: 3\nsubject: {table: users, key: id}\ntables: []\n", "version: must be 2"),
+        // Shapes that cannot work.
+        ("tables:\n  - table: photos\n", "this is a format 1 data map"),
+        ("version: 2\ntables: []\n", "`subject:` (the user table) is required"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n", "m.yaml:4: tables[0]: needs `owner: COLUMN`"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    owners: [b, c]\n", "has both `owner:` and `owners:`"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owners: [a]\n", "at least two"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    export_file: posts\n", "lists its `columns:`"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: \"posts; DROP TABLE users\"\n    owner: a\n", "is not a table name"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    export_file: ../x\n    columns: [id]\n", "must be letters, digits"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n  - table: posts\n    owner: b\n", "m.yaml:6: table posts is listed twice (first at line 4)"),
+        ("version: 2\nsubject: {table: users, key: id, erase: {delete_unless_referenced_by: [a.b], mask: {x: 1}}}\ntables: []\n", "use `delete` or `{mask: {…}}`"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    erase: forget\n", "tables[0].erase: must be `delete`"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    erase: {mask: {}}\n", "names no column"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: p\n    owner: a\nignore:\n  - {table: p, reason: r}\n", "both mapped and ignored"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables: []\nignore:\n  - {table: t, reason: \"  \"}\n", "must say why"),
+    ])
+    func aMalformedMapIsRefusedNamingLineAndKey(_ yaml: String, _ expected: String) {
+        let error = #expect(throws: LifecycleError.self) { try DataMap(yaml: yaml, source: "m.yaml") }
+        #expect(error?.category == .badInput)
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
+    }
+}
+
+/// The map against a catalog: every table, column and foreign key accounted for.
+struct DataMapPlanTests {
+    typealias Name = DataMap.TableName
+
+    static func column(_ name: String, _ kind: SchemaCatalog.ColumnKind = .integer, notNull: Bool = false) -> SchemaCatalog.Column {
+        .init(name: name, declaredType: "\(kind)", kind: kind, isNotNull: notNull)
+    }
+
+    static func key(_ table: String, _ column: String, _ target: String, _ targetColumn: String = "id", onDelete: SchemaCatalog.DeleteAction = .noAction) -> SchemaCatalog.ForeignKey {
+        .init(table: .init(schema: "main", name: table), columns: [column], referencedTable: .init(schema: "main", name: target), referencedColumns: [targetColumn], onDelete: onDelete)
+    }
+
+    static func table(_ name: String, _ columns: [SchemaCatalog.Column], key: [String] = ["id"]) -> SchemaCatalog.Table {
+        .init(name: .init(schema: "main", name: name), columns: columns, primaryKey: key)
+    }
+
+    static let blog = SchemaCatalog(defaultSchema: "main", tables: [
+        table("users", [column("id"), column("email", .text, notNull: true), column("name", .text)]),
+        table("posts", [column("id"), column("user_id"), column("body", .text), column("created_at", .timestamp)]),
+        table("comments", [column("id"), column("post_id"), column("user_id"), column("body", .text)]),
+        table("likes", [column("user_id"), column("post_id")], key: ["user_id", "post_id"]),
+    ], foreignKeys: [
+        key("posts", "user_id", "users"), key("comments", "post_id", "posts"), key("comments", "user_id", "users"),
+        key("likes", "user_id", "users"), key("likes", "post_id", "posts"),
+    ])
+
+    static func plan(_ tables: String, subject: String = "{table: users, key: id}", catalog: SchemaCatalog = blog) throws -> DataMapPlan {
+        try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: \(subject)\ntables:\n\(tables)", source: "m.yaml"), catalog: catalog)
+    }
+
+    static let goodTables = """
+          - {table: posts, owner: user_id, cascade: [comments.post_id, likes.post_id]}
+          - {table: comments, owner: user_id}
+          - {table: likes, owner: user_id}
+        """
+
+    @Test func theEraseOrderComesFromTheForeignKeysNotTheFile() throws {
+        let plan = try Self.plan(Self.goodTables)
+        let order = plan.tables.map(\.table.name.name)
+        #expect(order.firstIndex(of: "comments")! < order.firstIndex(of: "posts")!)
+        #expect(order.firstIndex(of: "likes")! < order.firstIndex(of: "posts")!)
+        #expect(plan.subjectKeyKind == .integer)
+        #expect(plan.plan(for: .init(name: "likes"))?.key == ["user_id", "post_id"])
+    }
+
+    @Test(arguments: [
+        ("  - {table: posts, owner: author_id}\n", "owner 'author_id' is not a column of main.posts"),
+        ("  - {table: post, owner: user_id}\n", "table post does not exist in the database"),
+        ("  - {table: posts, owner: user_id, cascade: [comments.post_id, likes.post_id]}\n  - {table: comments, owner: user_id}\n",
+         "table main.likes references the subject (main.likes.user_id → main.users.id) but is not in the map"),
+        ("  - {table: posts, owner: user_id, cascade: [likes.post_id]}\n  - {table: comments, owner: user_id}\n  - {table: likes, owner: user_id}\n",
+         "main.comments.post_id → main.posts.id: other users' main.comments rows may reference this user's main.posts rows"),
+        ("  - {table: posts, owner: user_id, cascade: [comments.post_id, likes.post_id], erase: {mask: {user_id: null}}}\n  - {table: comments, owner: user_id}\n  - {table: likes, owner: user_id}\n",
+         ""),
+        ("  - {table: posts, owner: user_id, cascade: [comments.body]}\n  - {table: comments, owner: user_id}\n  - {table: likes, owner: user_id}\n",
+         "cascade: main.comments.body has no foreign key to main.posts"),
+    ])
+    func aMapThatDoesNotFitTheDatabaseIsRefused(_ tables: String, _ expected: String) throws {
+        if expected.isEmpty {
+            // The control: masking posts (never deleting them) needs no cascade for other users' rows.
+            _ = try Self.plan(tables, subject: "{table: users, key: id, erase: {mask: {name: null}}}")
+            return
+        }
+        let error = #expect(throws: LifecycleError.self) { try Self.plan(tables) }
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
+    }
+
+    @Test func maskingANotNullColumnToNullIsRefusedAtLoad() {
+        let error = #expect(throws: LifecycleError.self) {
+            try Self.plan(Self.goodTables, subject: "{table: users, key: id, erase: {mask: {email: null}}}")
+        }
+        #expect(error?.message.contains("main.users.email is NOT NULL, so masking it to null would fail every purge") == true)
+    }
+
+    @Test func aKeptRowThatStillPointsAtADeletedUserIsRefused() {
+        let error = #expect(throws: LifecycleError.self) {
+            try Self.plan("""
+                  - {table: posts, owner: user_id, cascade: [likes.post_id], erase: {delete_unless_referenced_by: [comments.post_id], mask: {body: null}}}
+                  - {table: comments, owner: user_id}
+                  - {table: likes, owner: user_id}
+                """, subject: "{table: users, key: id, erase: delete}")
+        }
+        #expect(error?.message.contains("main.posts rows are kept (masked) but main.posts.user_id → main.users.id still points at rows erasure deletes") == true,
+                "\(error?.message ?? "")")
+    }
+
+    @Test func aCycleNoOrderCanSatisfyIsNamed() {
+        let catalog = SchemaCatalog(defaultSchema: "main", tables: [
+            Self.table("users", [Self.column("id")]),
+            Self.table("a", [Self.column("id"), Self.column("user_id"), Self.column("b_id")]),
+            Self.table("b", [Self.column("id"), Self.column("user_id"), Self.column("a_id")]),
+        ], foreignKeys: [
+            Self.key("a", "user_id", "users"), Self.key("b", "user_id", "users"), Self.key("a", "b_id", "b"), Self.key("b", "a_id", "a"),
+        ])
+        let tables = "  - {table: a, owner: user_id, cascade: [b.a_id, a.b_id]}\n  - {table: b, owner: user_id, cascade: [a.b_id, b.a_id]}\n"
+        let error = #expect(throws: LifecycleError.self) { try Self.plan(tables, catalog: catalog) }
+        #expect(error?.message.contains("tables main.a, main.b reference each other in a cycle") == true, "\(error?.message ?? "")")
+        // The same cycle, once the database deletes one side's references itself, has an order.
+        var keys = catalog.foreignKeys
+        keys[3].onDelete = .setNull
+        let handled = SchemaCatalog(defaultSchema: "main", tables: Array(catalog.tables.values), foreignKeys: keys)
+        let plan = try? Self.plan("  - {table: a, owner: user_id}\n  - {table: b, owner: user_id, cascade: [a.b_id]}\n", catalog: handled)
+        #expect(plan?.tables.map(\.table.name.name) == ["a", "b"])
+    }
+}
