@@ -21,7 +21,7 @@ extension PhotoNormalizer {
     /// Normalises the photo at `inputPath` and writes the JPEG to
     /// `outputPath`, replacing it atomically.
     ///
-    /// The output is written to `outputPath.tmp-<random>`, flushed to disk,
+    /// The output (a person's photo: mode 0600) is written to `outputPath.tmp-<random>`, flushed to disk,
     /// then renamed: a crash or refusal never leaves a partial or stale file
     /// at `outputPath`, and running it again after a crash simply redoes the
     /// work. Throws `PhotoRejection` for the photo, `PhotoFileError` or a
@@ -50,7 +50,7 @@ extension PhotoNormalizer {
 
     private func writeReplacing(_ data: Data, at path: String) throws {
         let temporary = path + ".tmp-" + String(UInt64.random(in: .min ... .max), radix: 16)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw PhotoFileError(operation: "creating", path: temporary, errorNumber: errno) }
         var committed = false
         defer {
