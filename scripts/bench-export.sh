@@ -117,7 +117,7 @@ export_run() {
   timed "$result" "${EXPORT_BIN:-$BIN}" export "$account" --wait --json \
     --database "$DB" --blobs "$BLOBS" --jobs-dir "${EXPORT_JOBS:-$WORK/Jobs}" --log-level warning > "$WORK/export.json"
   job=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['job_id'])" "$WORK/export.json")
-  sqlite3 "$DB" "SELECT output FROM job_steps WHERE job_id = $job AND step = 'write-archive'" > "$WORK/step.json"
+  sqlite3 "$DB" "SELECT output FROM lifecycle_job_steps WHERE job_id = $job AND step = 'write-archive'" > "$WORK/step.json"
   # Removed just before the next export run, as bsdtar's archive is just before its next run.
   python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['archive_path'])" "$WORK/export.json" > "$WORK/last-archive"
   python3 - "$WORK/step.json" > "$result.step" <<'PY'

@@ -25,7 +25,7 @@ runner_case() {  # name, processes, kind-flag, concurrency per process
   for pid in "${pids[@]}"; do wait "$pid"; done
   end=$(now)
   local done_count
-  done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM jobs WHERE state='succeeded' AND kind LIKE 'runner.%'")
+  done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM lifecycle_jobs WHERE state='succeeded' AND kind LIKE 'runner.%'")
   [ "$done_count" = "$JOBS" ] || { echo "only $done_count of $JOBS jobs succeeded" >&2; exit 1; }
   python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end"
 }
@@ -37,17 +37,18 @@ noop4=$(runner_case noop-4p 4 --noop 64)
 probe1=$(runner_case probe-1p 1 "" 4)
 
 # Reference floor: the same two writes per job (claim, then done), each its own
-# transaction, issued by the sqlite3 shell with no runner around them.
+# transaction, issued by the sqlite3 shell with no runner around them, on a table of
+# the same name as the runner's.
 floor_db="$WORK/floor.sqlite"
-sqlite3 "$floor_db" "PRAGMA journal_mode=WAL; CREATE TABLE jobs(id INTEGER PRIMARY KEY, state TEXT, lease_owner TEXT, updated_at TEXT);" >/dev/null
+sqlite3 "$floor_db" "PRAGMA journal_mode=WAL; CREATE TABLE lifecycle_jobs(id INTEGER PRIMARY KEY, state TEXT, lease_owner TEXT, updated_at TEXT);" >/dev/null
 python3 - "$JOBS" > "$WORK/floor.sql" <<'PY'
 import sys
 n = int(sys.argv[1])
 print("PRAGMA synchronous=NORMAL;")
-print("BEGIN; " + " ".join(f"INSERT INTO jobs VALUES({i},'queued',NULL,NULL);" for i in range(1, n + 1)) + " COMMIT;")
+print("BEGIN; " + " ".join(f"INSERT INTO lifecycle_jobs VALUES({i},'queued',NULL,NULL);" for i in range(1, n + 1)) + " COMMIT;")
 for i in range(1, n + 1):
-    print(f"BEGIN IMMEDIATE; UPDATE jobs SET state='running', lease_owner='w' WHERE id={i}; COMMIT;")
-    print(f"BEGIN IMMEDIATE; UPDATE jobs SET state='succeeded', updated_at='x' WHERE id={i} AND lease_owner='w'; COMMIT;")
+    print(f"BEGIN IMMEDIATE; UPDATE lifecycle_jobs SET state='running', lease_owner='w' WHERE id={i}; COMMIT;")
+    print(f"BEGIN IMMEDIATE; UPDATE lifecycle_jobs SET state='succeeded', updated_at='x' WHERE id={i} AND lease_owner='w'; COMMIT;")
 PY
 start=$(now); sqlite3 "$floor_db" < "$WORK/floor.sql" >/dev/null; end=$(now)
 floor=$(python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end")
@@ -81,7 +82,7 @@ pg_case() {  # name, processes, concurrency per process: every case on a fresh d
   for pid in "${pids[@]}"; do wait "$pid"; done
   end=$(now)
   local done_count
-  done_count=$(pg -d "$name" -c "SELECT COUNT(*) FROM jobs WHERE state='succeeded' AND kind = 'runner.noop'")
+  done_count=$(pg -d "$name" -c "SELECT COUNT(*) FROM lifecycle.jobs WHERE state='succeeded' AND kind = 'runner.noop'")
   [ "$done_count" = "$JOBS" ] || { echo "only $done_count of $JOBS jobs succeeded on PostgreSQL" >&2; exit 1; }
   python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end"
 }
@@ -91,15 +92,15 @@ pg1=$(pg_case noop_pg_1p 1 64)
 # Reference floor: pgbench doing only the claim and done UPDATEs, each its own
 # transaction, on 4 connections, with no runner around them.
 pg -d postgres -c "DROP DATABASE IF EXISTS floor" -c "CREATE DATABASE floor"
-pg -d floor -c "CREATE TABLE jobs(id int PRIMARY KEY, state text, lease_owner text, updated_at timestamptz)" \
-  -c "INSERT INTO jobs SELECT g, 'queued', NULL, NULL FROM generate_series(1, $JOBS) g"
+pg -d floor -c "CREATE SCHEMA lifecycle" -c "CREATE TABLE lifecycle.jobs(id int PRIMARY KEY, state text, lease_owner text, updated_at timestamptz)" \
+  -c "INSERT INTO lifecycle.jobs SELECT g, 'queued', NULL, NULL FROM generate_series(1, $JOBS) g"
 cat > "$WORK/floor.pgbench" <<'SQL'
 \set id random(1, :jobs)
 BEGIN;
-UPDATE jobs SET state = 'running', lease_owner = 'w' WHERE id = :id;
+UPDATE lifecycle.jobs SET state = 'running', lease_owner = 'w' WHERE id = :id;
 COMMIT;
 BEGIN;
-UPDATE jobs SET state = 'succeeded', updated_at = now() WHERE id = :id AND lease_owner = 'w';
+UPDATE lifecycle.jobs SET state = 'succeeded', updated_at = now() WHERE id = :id AND lease_owner = 'w';
 COMMIT;
 SQL
 pg_floor=$(PGPASSWORD=$PG_PASSWORD "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U lifecycle -n -c 4 -j 2 -t $((JOBS / 4)) \

@@ -202,13 +202,13 @@ extension PostgresTransaction: AccountTransaction {
 
     public func recordAudit(_ event: AuditEvent) throws {
         try execute("""
-            INSERT INTO audit_events (at, actor, action, account_id, outcome, detail)
+            INSERT INTO lifecycle.audit_events (at, actor, action, account_id, outcome, detail)
             VALUES (\(event.at), \(event.actor), \(event.action), \(event.accountID), \(event.outcome), \(event.detail))
             """)
     }
 
     public func auditEvents(accountID: String) throws -> [AuditEvent] {
-        try query("SELECT * FROM audit_events WHERE account_id = \(accountID) ORDER BY id").map { row in
+        try query("SELECT * FROM lifecycle.audit_events WHERE account_id = \(accountID) ORDER BY id").map { row in
             let c = Columns(row)
             return AuditEvent(
                 id: Int64(try c.int("id")), at: try c.date("at"), actor: try c.text("actor"), action: try c.text("action"),

@@ -90,9 +90,17 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func connect(id: Int) async throws -> PostgresConnection {
         do {
-            return try await PostgresConnection.connect(
+            let connection = try await PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: id, logger: logger
             ).get()
+            do {
+                let pinned: EventLoopFuture<PostgresQueryResult> = connection.query(Self.pinSearchPath, logger: logger)
+                _ = try await pinned.get()
+            } catch {
+                Self.close(connection)
+                throw error
+            }
+            return connection
         } catch {
             // Give the slot back, to a waiter if there is one.
             let waiter: CheckedContinuation<PostgresConnection?, Never>? = lock.withLock {
@@ -104,6 +112,18 @@ final class ConnectionPool: @unchecked Sendable {
             throw PostgresStoreError.from(error, location: location, doing: "connecting")
         }
     }
+
+    /// The app's tables are found in the connection's current schema (unqualified names,
+    /// `current_schema()`), lifecycle's own always as `lifecycle.<name>`. The default
+    /// search_path, `"$user", public`, would make the `lifecycle` schema the current one
+    /// for a database user named lifecycle (the usual name) as soon as that schema exists,
+    /// and the app's tables would be looked for, and created, there. So each connection
+    /// keeps the schemas its search_path resolves to when it opens, less `lifecycle`:
+    /// one opened before the schema was created does not switch to it afterwards.
+    private static let pinSearchPath: PostgresQuery = """
+        SELECT set_config('search_path', COALESCE(string_agg(quote_ident(s), ', ' ORDER BY n), ''), false)
+        FROM unnest(current_schemas(false)) WITH ORDINALITY AS t(s, n) WHERE s <> 'lifecycle'
+        """
 
     /// Closes the idle connections; connections in use close when they are released.
     func shutdown() {

@@ -47,24 +47,24 @@ extension PostgresTransaction: DeletionTransaction {
 
     public func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date] {
         try query("""
-            SELECT at FROM audit_events WHERE account_id = \(accountID) AND at >= \(since) AND action = \(action) AND outcome = \(outcome)
+            SELECT at FROM lifecycle.audit_events WHERE account_id = \(accountID) AND at >= \(since) AND action = \(action) AND outcome = \(outcome)
             ORDER BY at
             """).map { try $0.decode(Date.self) }
     }
 
     public func beginDeletionAttempt(accountID: String, at: Date) throws -> Int64 {
-        guard let id = try query("INSERT INTO deletion_attempts (account_ref, started_at) VALUES (\(accountID), \(at)) RETURNING id").first else {
-            throw PostgresStoreError.query("INSERT INTO deletion_attempts … RETURNING id returned no row", sqlState: nil)
+        guard let id = try query("INSERT INTO lifecycle.deletion_attempts (account_ref, started_at) VALUES (\(accountID), \(at)) RETURNING id").first else {
+            throw PostgresStoreError.query("INSERT INTO lifecycle.deletion_attempts … RETURNING id returned no row", sqlState: nil)
         }
         return try id.decode(Int64.self)
     }
 
     public func endDeletionAttempt(_ attempt: Int64) throws {
-        try execute("DELETE FROM deletion_attempts WHERE id = \(attempt)")
+        try execute("DELETE FROM lifecycle.deletion_attempts WHERE id = \(attempt)")
     }
 
     public func deletionAttemptsInFlight(accountID: String, since: Date) throws -> [Date] {
-        try query("SELECT started_at FROM deletion_attempts WHERE account_ref = \(accountID) AND started_at >= \(since) ORDER BY started_at")
+        try query("SELECT started_at FROM lifecycle.deletion_attempts WHERE account_ref = \(accountID) AND started_at >= \(since) ORDER BY started_at")
             .map { try $0.decode(Date.self) }
     }
 
@@ -109,26 +109,40 @@ extension PostgresTransaction: DeletionTransaction {
             binds: binds(accountID, Int64(limit))))
     }
 
+    public func lifecycleRowCounts(accountID: String) throws -> [String: Int] {
+        guard let row = try query("""
+            SELECT (SELECT COUNT(*) FROM lifecycle.exports WHERE account_id = \(accountID)),
+                   (SELECT COUNT(*) FROM lifecycle.outbox WHERE account_id = \(accountID))
+            """).first else { return ["exports": 0, "outbox": 0] }
+        let (exports, outbox) = try row.decode((Int64, Int64).self)
+        return ["exports": Int(exports), "outbox": Int(outbox)]
+    }
+
+    public func deleteLifecycleRows(accountID: String) throws -> [String: Int] {
+        let exports = try execute("DELETE FROM lifecycle.exports WHERE account_id = \(accountID)")
+        return ["exports": exports, "outbox": try execute("DELETE FROM lifecycle.outbox WHERE account_id = \(accountID)")]
+    }
+
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {
         try execute("""
-            INSERT INTO purge_inventory (account_ref, rows, started_at) VALUES (\(accountID), \(try JobJSON.encode(rows)), \(at))
+            INSERT INTO lifecycle.purge_inventory (account_ref, rows, started_at) VALUES (\(accountID), \(try JobJSON.encode(rows)), \(at))
             ON CONFLICT (account_ref) DO NOTHING
             """)
     }
 
     public func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws {
         try execute("""
-            UPDATE purge_inventory SET blob_count = \(Int32(clamping: count)), blob_bytes = \(bytes)
+            UPDATE lifecycle.purge_inventory SET blob_count = \(Int32(clamping: count)), blob_bytes = \(bytes)
             WHERE account_ref = \(accountID) AND blob_count IS NULL
             """)
     }
 
     public func purgeInventory(accountID: String) throws -> PurgeInventory? {
-        try inventory(query("SELECT rows, blob_count, blob_bytes FROM purge_inventory WHERE account_ref = \(accountID)").first)
+        try inventory(query("SELECT rows, blob_count, blob_bytes FROM lifecycle.purge_inventory WHERE account_ref = \(accountID)").first)
     }
 
     public func takePurgeInventory(accountID: String) throws -> PurgeInventory? {
-        try inventory(query("DELETE FROM purge_inventory WHERE account_ref = \(accountID) RETURNING rows, blob_count, blob_bytes").first)
+        try inventory(query("DELETE FROM lifecycle.purge_inventory WHERE account_ref = \(accountID) RETURNING rows, blob_count, blob_bytes").first)
     }
 
     private func inventory(_ row: PostgresRow?) throws -> PurgeInventory? {

@@ -70,7 +70,7 @@ extension ExportValue {
 extension PostgresTransaction: ExportTransaction {
     public func insertExport(_ export: ExportRecord) throws {
         try execute("""
-            INSERT INTO exports (id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
+            INSERT INTO lifecycle.exports (id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
               omitted_photos, completed_at, expires_at, revoked_at, expired_at)
             VALUES (\(export.id), \(export.accountID), \(export.jobID), \(export.format), \(export.state.rawValue), \(export.requestedBy),
               \(export.cutoffAt), \(export.blobKey), \(export.byteSize), \(Int32(clamping: export.omittedPhotos)), \(export.completedAt),
@@ -79,20 +79,20 @@ extension PostgresTransaction: ExportTransaction {
     }
 
     public func export(id: String) throws -> ExportRecord? {
-        try query("SELECT * FROM exports WHERE id = \(id)").first.map(ExportRecord.init(row:))
+        try query("SELECT * FROM lifecycle.exports WHERE id = \(id)").first.map(ExportRecord.init(row:))
     }
 
     public func export(jobID: Int64) throws -> ExportRecord? {
-        try query("SELECT * FROM exports WHERE job_id = \(jobID)").first.map(ExportRecord.init(row:))
+        try query("SELECT * FROM lifecycle.exports WHERE job_id = \(jobID)").first.map(ExportRecord.init(row:))
     }
 
     public func exports(accountID: String) throws -> [ExportRecord] {
-        try query("SELECT * FROM exports WHERE account_id = \(accountID) ORDER BY cutoff_at DESC, id DESC").map(ExportRecord.init(row:))
+        try query("SELECT * FROM lifecycle.exports WHERE account_id = \(accountID) ORDER BY cutoff_at DESC, id DESC").map(ExportRecord.init(row:))
     }
 
     public func updateExport(_ export: ExportRecord) throws {
         try execute("""
-            UPDATE exports SET state = \(export.state.rawValue), blob_key = \(export.blobKey), byte_size = \(export.byteSize),
+            UPDATE lifecycle.exports SET state = \(export.state.rawValue), blob_key = \(export.blobKey), byte_size = \(export.byteSize),
               omitted_photos = \(Int32(clamping: export.omittedPhotos)), completed_at = \(export.completedAt),
               expires_at = \(export.expiresAt), revoked_at = \(export.revokedAt), expired_at = \(export.expiredAt)
             WHERE id = \(export.id)
@@ -101,13 +101,13 @@ extension PostgresTransaction: ExportTransaction {
 
     public func exportCompletions(accountID: String, since: Date) throws -> [Date] {
         try query("""
-            SELECT completed_at FROM exports
+            SELECT completed_at FROM lifecycle.exports
             WHERE account_id = \(accountID) AND completed_at > \(since) AND state <> 'revoked' ORDER BY completed_at
             """).map { try $0.decode(Date.self) }
     }
 
     public func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord] {
-        try query("SELECT * FROM exports WHERE state = 'ready' AND expires_at <= \(now) ORDER BY expires_at, id LIMIT \(limit)")
+        try query("SELECT * FROM lifecycle.exports WHERE state = 'ready' AND expires_at <= \(now) ORDER BY expires_at, id LIMIT \(limit)")
             .map(ExportRecord.init(row:))
     }
 
@@ -180,7 +180,7 @@ extension PostgresTransaction: ExportTransaction {
 
     public func insertOutboxMessage(_ message: OutboxMessage) throws -> OutboxMessage {
         try execute("""
-            INSERT INTO outbox (unique_key, account_id, recipient, subject, body, state, attempts, last_error, created_at, delivered_at)
+            INSERT INTO lifecycle.outbox (unique_key, account_id, recipient, subject, body, state, attempts, last_error, created_at, delivered_at)
             VALUES (\(message.uniqueKey), \(message.accountID), \(message.recipient), \(message.subject), \(message.body),
               \(message.state.rawValue), \(Int32(clamping: message.attempts)), \(message.lastError), \(message.createdAt), \(message.deliveredAt))
             ON CONFLICT (unique_key) DO NOTHING
@@ -192,20 +192,20 @@ extension PostgresTransaction: ExportTransaction {
     }
 
     public func outboxMessage(uniqueKey: String) throws -> OutboxMessage? {
-        try query("SELECT * FROM outbox WHERE unique_key = \(uniqueKey)").first.map(OutboxMessage.init(row:))
+        try query("SELECT * FROM lifecycle.outbox WHERE unique_key = \(uniqueKey)").first.map(OutboxMessage.init(row:))
     }
 
     public func outboxMessages(accountID: String) throws -> [OutboxMessage] {
-        try query("SELECT * FROM outbox WHERE account_id = \(accountID) ORDER BY id").map(OutboxMessage.init(row:))
+        try query("SELECT * FROM lifecycle.outbox WHERE account_id = \(accountID) ORDER BY id").map(OutboxMessage.init(row:))
     }
 
     public func markOutboxDelivered(id: Int64, at: Date) throws {
         try execute("""
-            UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_error = NULL, delivered_at = \(at) WHERE id = \(id)
+            UPDATE lifecycle.outbox SET state = 'delivered', attempts = attempts + 1, last_error = NULL, delivered_at = \(at) WHERE id = \(id)
             """)
     }
 
     public func markOutboxFailedAttempt(id: Int64, error: String, at: Date) throws {
-        try execute("UPDATE outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(2_000))) WHERE id = \(id) AND state = 'pending'")
+        try execute("UPDATE lifecycle.outbox SET attempts = attempts + 1, last_error = \(String(error.prefix(2_000))) WHERE id = \(id) AND state = 'pending'")
     }
 }

@@ -44,7 +44,7 @@ extension PostgresStore: JobStore {
         // A winner that finished in between frees the key, so try again.
         for _ in 0..<5 {
             let inserted = try tx.query("""
-                INSERT INTO jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
+                INSERT INTO lifecycle.jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
                 VALUES (\(request.kind), \(request.payload), \(request.uniqueKey), 'queued', 0, \(maxAttempts), \(request.runAt ?? now), \(now), \(now))
                 ON CONFLICT (unique_key) WHERE state IN ('queued','running','retrying') DO NOTHING
                 RETURNING *
@@ -64,10 +64,10 @@ extension PostgresStore: JobStore {
         // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
         let rows = try tx.query("""
             WITH fence AS (
-                SELECT id, cancel_requested FROM jobs WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
+                SELECT id, cancel_requested FROM lifecycle.jobs WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 FOR NO KEY UPDATE
             ), mark AS (
-                INSERT INTO job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM fence
+                INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM fence
             )
             SELECT cancel_requested FROM fence
             """)
@@ -77,7 +77,7 @@ extension PostgresStore: JobStore {
 
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: PostgresTransaction) throws {
         let changed = try tx.execute("""
-            UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+            UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
             WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
             """)
         guard changed == 1 else { throw JobRunnerError.leaseLost(jobID) }
@@ -87,11 +87,11 @@ extension PostgresStore: JobStore {
         // Fence, done-mark and success in one round trip: a no-op job's whole completion.
         let rows = try tx.query("""
             WITH done AS (
-                UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+                UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
                 WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 RETURNING id
             ), mark AS (
-                INSERT INTO job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM done
+                INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM done
             )
             SELECT id FROM done
             """)
@@ -110,7 +110,7 @@ extension PostgresStore: JobStore {
             // not waited for, so claims on many machines never queue behind each other.
             // Rescue first: a job whose worker died should not wait behind new work.
             let rescued = try tx.query("""
-                SELECT id, kind, attempt, max_attempts FROM jobs
+                SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
                 WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
                 ORDER BY lease_expires_at LIMIT \(total)
                 FOR UPDATE SKIP LOCKED
@@ -119,7 +119,7 @@ extension PostgresStore: JobStore {
                 SELECT j.id, j.kind, j.attempt, j.max_attempts
                 FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS q(kind, n)
                 CROSS JOIN LATERAL (
-                    SELECT id, kind, attempt, max_attempts, run_at FROM jobs
+                    SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle.jobs
                     WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= \(now)
                     ORDER BY run_at, id LIMIT q.n
                     FOR UPDATE SKIP LOCKED
@@ -144,7 +144,7 @@ extension PostgresStore: JobStore {
             var records: [JobID: JobRecord] = [:]
             if !claimIDs.isEmpty {
                 for row in try tx.query("""
-                    UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = \(owner),
+                    UPDATE lifecycle.jobs SET state = 'running', attempt = attempt + 1, lease_owner = \(owner),
                       lease_expires_at = \(now)::timestamptz + make_interval(secs => c.lease),
                       started_at = COALESCE(started_at, \(now)), updated_at = \(now)
                     FROM unnest(\(claimIDs)::int8[], \(claimLeases)::float8[]) AS c(id, lease)
@@ -157,7 +157,7 @@ extension PostgresStore: JobStore {
             }
             if !buried.isEmpty {
                 for row in try tx.query("""
-                    UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
+                    UPDATE lifecycle.jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
                       last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
                     WHERE id = ANY(\(buried))
                     RETURNING *
@@ -169,7 +169,7 @@ extension PostgresStore: JobStore {
             let all = claimIDs + buried
             guard !all.isEmpty else { return [] }
             var steps: [JobID: [String: String?]] = [:]
-            for row in try tx.query("SELECT job_id, step, output FROM job_steps WHERE job_id = ANY(\(claimIDs))") {
+            for row in try tx.query("SELECT job_id, step, output FROM lifecycle.job_steps WHERE job_id = ANY(\(claimIDs))") {
                 let (jobID, step, output) = try row.decode((Int64, String, String?).self)
                 steps[jobID, default: [:]][step] = .some(output)
             }
@@ -185,12 +185,12 @@ extension PostgresStore: JobStore {
             // rows taken in different orders. They are not taken over either.
             Set(try tx.query("""
                 WITH locked AS (
-                    SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
+                    SELECT id FROM lifecycle.jobs WHERE id = ANY(\(jobIDs)) AND lease_owner = \(owner) AND state = 'running'
                     ORDER BY id FOR UPDATE SKIP LOCKED
                 ), extended AS (
-                    UPDATE jobs SET lease_expires_at = \(now.addingTimeInterval(lease)) FROM locked WHERE jobs.id = locked.id
+                    UPDATE lifecycle.jobs SET lease_expires_at = \(now.addingTimeInterval(lease)) FROM locked WHERE jobs.id = locked.id
                 )
-                SELECT id FROM jobs WHERE id = ANY(\(jobIDs)) AND state = 'running' AND lease_owner <> \(owner)
+                SELECT id FROM lifecycle.jobs WHERE id = ANY(\(jobIDs)) AND state = 'running' AND lease_owner <> \(owner)
                 """).map { try $0.decode(Int64.self) })
         }
     }
@@ -199,7 +199,7 @@ extension PostgresStore: JobStore {
         let message = String(error.prefix(4_000))
         return try await write { tx in
             guard let row = try tx.query("""
-                UPDATE jobs SET
+                UPDATE lifecycle.jobs SET
                   state = CASE WHEN cancel_requested THEN 'cancelled' WHEN \(retryAt)::timestamptz IS NULL THEN 'dead' ELSE 'retrying' END,
                   run_at = COALESCE(\(retryAt)::timestamptz, run_at), last_error = \(message), lease_owner = NULL, lease_expires_at = NULL,
                   updated_at = \(now),
@@ -215,7 +215,7 @@ extension PostgresStore: JobStore {
     public func release(jobID: JobID, owner: String, now: Date) async throws {
         _ = try await write { tx in
             try tx.execute("""
-                UPDATE jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
+                UPDATE lifecycle.jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
                   lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now)
                 WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 """)
@@ -225,7 +225,7 @@ extension PostgresStore: JobStore {
     public func markCancelled(jobID: JobID, owner: String, now: Date) async throws {
         _ = try await write { tx in
             try tx.execute("""
-                UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+                UPDATE lifecycle.jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
                 WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 """)
         }
@@ -237,13 +237,13 @@ extension PostgresStore: JobStore {
 
     public func cancel(jobID: JobID, now: Date, in tx: PostgresTransaction) throws -> JobRecord? {
         // The row lock keeps a claim from slipping in between the look and the change.
-        guard let row = try tx.query("SELECT * FROM jobs WHERE id = \(jobID) FOR UPDATE").first else { return nil }
+        guard let row = try tx.query("SELECT * FROM lifecycle.jobs WHERE id = \(jobID) FOR UPDATE").first else { return nil }
         let job = try JobRecord(row: row)
         switch job.state {
         case .queued, .retrying:
-            try tx.execute("UPDATE jobs SET state = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(jobID)")
+            try tx.execute("UPDATE lifecycle.jobs SET state = 'cancelled', finished_at = \(now), updated_at = \(now) WHERE id = \(jobID)")
         case .running:
-            try tx.execute("UPDATE jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(jobID)")
+            try tx.execute("UPDATE lifecycle.jobs SET cancel_requested = TRUE, updated_at = \(now) WHERE id = \(jobID)")
         case .succeeded, .dead, .cancelled:
             return job
         }
@@ -252,7 +252,7 @@ extension PostgresStore: JobStore {
 
     public func retry(jobID: JobID, now: Date) async throws -> JobRecord? {
         try await write { tx in
-            guard let row = try tx.query("SELECT * FROM jobs WHERE id = \(jobID) FOR UPDATE").first else { return nil }
+            guard let row = try tx.query("SELECT * FROM lifecycle.jobs WHERE id = \(jobID) FOR UPDATE").first else { return nil }
             let job = try JobRecord(row: row)
             switch job.state {
             case .dead, .cancelled:
@@ -261,12 +261,12 @@ extension PostgresStore: JobStore {
                         "job \(jobID) cannot be retried: job \(live.id) already holds its unique key '\(key)' and is \(live.state.rawValue)")
                 }
                 try tx.execute("""
-                    UPDATE jobs SET state = 'queued', attempt = 0, run_at = \(now), cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
+                    UPDATE lifecycle.jobs SET state = 'queued', attempt = 0, run_at = \(now), cancel_requested = FALSE, finished_at = NULL, updated_at = \(now)
                     WHERE id = \(jobID)
                     """)
             case .queued, .retrying:
                 // "Retry" on a waiting job means: run it now instead of after its backoff.
-                try tx.execute("UPDATE jobs SET run_at = \(now), updated_at = \(now) WHERE id = \(jobID)")
+                try tx.execute("UPDATE lifecycle.jobs SET run_at = \(now), updated_at = \(now) WHERE id = \(jobID)")
             case .running, .succeeded:
                 throw JobRunnerError.notRetryable(jobID, job.state)
             }
@@ -279,11 +279,11 @@ extension PostgresStore: JobStore {
     }
 
     public func job(id: JobID, in tx: PostgresTransaction) throws -> JobRecord? {
-        try tx.query("SELECT * FROM jobs WHERE id = \(id)").first.map(JobRecord.init(row:))
+        try tx.query("SELECT * FROM lifecycle.jobs WHERE id = \(id)").first.map(JobRecord.init(row:))
     }
 
     public func liveJob(uniqueKey: String, in tx: PostgresTransaction) throws -> JobRecord? {
-        try tx.query("SELECT * FROM jobs WHERE unique_key = \(uniqueKey) AND state IN ('queued','running','retrying')")
+        try tx.query("SELECT * FROM lifecycle.jobs WHERE unique_key = \(uniqueKey) AND state IN ('queued','running','retrying')")
             .first.map(JobRecord.init(row:))
     }
 
@@ -295,7 +295,7 @@ extension PostgresStore: JobStore {
         let limit = filter.limit
         return try await read { tx in
             try tx.query("""
-                SELECT * FROM jobs
+                SELECT * FROM lifecycle.jobs
                 WHERE (cardinality(\(states)::text[]) = 0 OR state = ANY(\(states)::text[]))
                   AND (cardinality(\(kinds)::text[]) = 0 OR kind = ANY(\(kinds)::text[]))
                   AND (\(key)::text IS NULL OR unique_key = \(key)::text)
@@ -306,7 +306,7 @@ extension PostgresStore: JobStore {
 
     public func steps(of jobID: JobID) async throws -> [StepRecord] {
         try await read { tx in
-            try tx.query("SELECT job_id, step, output, finished_at FROM job_steps WHERE job_id = \(jobID) ORDER BY finished_at, step").map { row in
+            try tx.query("SELECT job_id, step, output, finished_at FROM lifecycle.job_steps WHERE job_id = \(jobID) ORDER BY finished_at, step").map { row in
                 let (id, step, output, finishedAt) = try row.decode((Int64, String, String?, Date).self)
                 return StepRecord(jobID: id, step: step, output: output, finishedAt: finishedAt)
             }
@@ -316,7 +316,7 @@ extension PostgresStore: JobStore {
     public func countByState() async throws -> [JobState: Int] {
         try await read { tx in
             var counts: [JobState: Int] = [:]
-            for row in try tx.query("SELECT state, COUNT(*) FROM jobs GROUP BY state") {
+            for row in try tx.query("SELECT state, COUNT(*) FROM lifecycle.jobs GROUP BY state") {
                 let (state, count) = try row.decode((String, Int64).self)
                 if let state = JobState(rawValue: state) { counts[state] = Int(count) }
             }
@@ -327,19 +327,19 @@ extension PostgresStore: JobStore {
     public func claimScheduleSlot(name: String, slot: Date, in tx: PostgresTransaction) throws -> Bool {
         // One statement: the row lock on the schedule decides between racing machines.
         try !tx.query("""
-            INSERT INTO job_schedules (name, last_slot) VALUES (\(name), \(slot))
+            INSERT INTO lifecycle.job_schedules (name, last_slot) VALUES (\(name), \(slot))
             ON CONFLICT (name) DO UPDATE SET last_slot = EXCLUDED.last_slot WHERE job_schedules.last_slot < EXCLUDED.last_slot
             RETURNING name
             """).isEmpty
     }
 
     public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: PostgresTransaction) throws {
-        try tx.execute("INSERT INTO runner_probe_effects (job_id, step, recorded_at) VALUES (\(jobID), \(step), \(now))")
+        try tx.execute("INSERT INTO lifecycle.runner_probe_effects (job_id, step, recorded_at) VALUES (\(jobID), \(step), \(now))")
     }
 
     public func probeEffectCount(jobID: JobID) async throws -> Int {
         try await read { tx in
-            Int(try tx.query("SELECT COUNT(*) FROM runner_probe_effects WHERE job_id = \(jobID)").first?.decode(Int64.self) ?? 0)
+            Int(try tx.query("SELECT COUNT(*) FROM lifecycle.runner_probe_effects WHERE job_id = \(jobID)").first?.decode(Int64.self) ?? 0)
         }
     }
 }

@@ -232,30 +232,331 @@ enum Migrations {
             """,
             "CREATE INDEX deletion_attempts_by_account ON deletion_attempts (account_ref, started_at)",
         ]),
+        // Every migration above put lifecycle's own tables in the app's schema; from here
+        // on they live in the `lifecycle` schema, and none refers to an app table. Indexes,
+        // constraints and identity sequences move with their tables.
+        Migration(name: "v4-lifecycle-namespace", statements: [
+            "ALTER TABLE jobs SET SCHEMA lifecycle",
+            "ALTER TABLE job_steps SET SCHEMA lifecycle",
+            "ALTER TABLE job_schedules SET SCHEMA lifecycle",
+            "ALTER TABLE runner_probe_effects SET SCHEMA lifecycle",
+            "ALTER TABLE audit_events SET SCHEMA lifecycle",
+            // The names PostgreSQL gave the references v2-exports declared.
+            "ALTER TABLE exports DROP CONSTRAINT exports_account_id_fkey",
+            "ALTER TABLE exports SET SCHEMA lifecycle",
+            "ALTER TABLE outbox DROP CONSTRAINT outbox_account_id_fkey",
+            "ALTER TABLE outbox SET SCHEMA lifecycle",
+            "ALTER TABLE purge_inventory SET SCHEMA lifecycle",
+            "ALTER TABLE deletion_attempts SET SCHEMA lifecycle",
+        ]),
     ]
+
+    /// What a database with none of the migrations gets instead of all of them up to
+    /// `v4-lifecycle-namespace`: lifecycle's own tables are created in its schema, never
+    /// created among the app's and moved. The app's tables go in the connection's current
+    /// schema, as `v1-reference-schema` makes them.
+    static let baseline = (last: "v4-lifecycle-namespace", statements: ReferenceSchema.statements + OwnSchema.statements)
 
     /// Applies what is missing, in one transaction under an advisory lock, so that
     /// workers starting together on several machines apply each migration once.
     static func migrate(_ tx: PostgresTransaction) throws -> [String] {
         try tx.execute("SELECT pg_advisory_xact_lock(7126357734)")
-        try tx.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-        var applied = Set(try tx.query("SELECT name FROM schema_migrations").map { try $0.decode(String.self) })
-        for migration in all where !applied.contains(migration.name) {
-            for statement in migration.statements {
-                do {
-                    try tx.execute(PostgresQuery(unsafeSQL: statement))
-                } catch let error as PostgresStoreError {
-                    throw PostgresStoreError.migration("migration \(migration.name) failed: \(error.message)")
-                }
-            }
-            try tx.execute("INSERT INTO schema_migrations (name) VALUES (\(migration.name))")
-            applied.insert(migration.name)
-        }
+        let applied = try bookkeeping(tx)
         let known = Set(all.map(\.name))
         if let unknown = applied.subtracting(known).sorted().first {
             throw PostgresStoreError.migration(
                 "the database has migration '\(unknown)', which this version of lifecycle does not know: it was written by a newer version")
         }
+        var pending = all.filter { !applied.contains($0.name) }
+        if applied.isEmpty, let last = all.firstIndex(where: { $0.name == baseline.last }) {
+            try run(baseline.statements, of: "baseline", in: tx)
+            for migration in all[...last] { try record(migration.name, in: tx) }
+            pending = Array(all[(last + 1)...])
+        }
+        for migration in pending {
+            try run(migration.statements, of: migration.name, in: tx)
+            try record(migration.name, in: tx)
+        }
         return all.map(\.name)
     }
+
+    /// The applied migrations' names, from `lifecycle.schema_migrations`. A database made
+    /// by an earlier release keeps them in `schema_migrations` in its current schema: that
+    /// table moves to `lifecycle` first. A `schema_migrations` of the app's own (Rails
+    /// keeps one) is recognised by its lack of our names and left alone.
+    private static func bookkeeping(_ tx: PostgresTransaction) throws -> Set<String> {
+        // Looked up before creating: CREATE SCHEMA IF NOT EXISTS asks for the CREATE
+        // privilege on the database even when the schema is there.
+        if try tx.query("SELECT to_regnamespace('lifecycle') IS NULL").first?.decode(Bool.self) ?? true {
+            try tx.execute("CREATE SCHEMA lifecycle")
+        }
+        if try tx.query("SELECT to_regclass('lifecycle.schema_migrations') IS NULL").first?.decode(Bool.self) ?? true {
+            let earlier = try tx.query("""
+                SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                               WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'name')
+                """).first?.decode(Bool.self) ?? false
+            let names = earlier ? try tx.query("SELECT name::text FROM schema_migrations").map { try $0.decode(String.self) } : []
+            let ours = all.map(\.name)
+            if names.contains(ours[0]) && names.allSatisfy(ours.contains) {
+                try tx.execute("ALTER TABLE schema_migrations SET SCHEMA lifecycle")
+            } else {
+                try tx.execute("CREATE TABLE lifecycle.schema_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+                if names.contains(ours[0]) {
+                    // Shared with something else: only our rows move.
+                    try tx.execute("""
+                        INSERT INTO lifecycle.schema_migrations (name, applied_at)
+                        SELECT name, applied_at FROM schema_migrations WHERE name = ANY(\(ours))
+                        """)
+                    try tx.execute("DELETE FROM schema_migrations WHERE name = ANY(\(ours))")
+                }
+            }
+        }
+        return Set(try tx.query("SELECT name FROM lifecycle.schema_migrations").map { try $0.decode(String.self) })
+    }
+
+    private static func run(_ statements: [String], of name: String, in tx: PostgresTransaction) throws {
+        for statement in statements {
+            do {
+                try tx.execute(PostgresQuery(unsafeSQL: statement))
+            } catch let error as PostgresStoreError {
+                throw PostgresStoreError.migration("migration \(name) failed: \(error.message)")
+            }
+        }
+    }
+
+    private static func record(_ name: String, in tx: PostgresTransaction) throws {
+        try tx.execute("INSERT INTO lifecycle.schema_migrations (name) VALUES (\(name))")
+    }
+
+    /// Applied migrations, in the order they are declared.
+    static func applied(_ tx: PostgresTransaction) throws -> [String] {
+        let names = Set(try tx.query("SELECT name FROM lifecycle.schema_migrations").map { try $0.decode(String.self) })
+        return all.map(\.name).filter(names.contains)
+    }
+}
+
+/// Lifecycle's own tables as `v4-lifecycle-namespace` leaves them, for the baseline.
+enum OwnSchema {
+    static let statements = [
+        """
+        CREATE TABLE lifecycle.jobs (
+            id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL DEFAULT '{}',
+            unique_key TEXT,
+            state TEXT NOT NULL CHECK (state IN ('queued','running','retrying','succeeded','dead','cancelled')),
+            attempt INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL,
+            run_at TIMESTAMPTZ NOT NULL,
+            lease_owner TEXT,
+            lease_expires_at TIMESTAMPTZ,
+            last_error TEXT,
+            cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            started_at TIMESTAMPTZ,
+            finished_at TIMESTAMPTZ
+        )
+        """,
+        // One live job per unique key, enforced by the server: enqueue relies on it
+        // (INSERT … ON CONFLICT) when workers on several machines race.
+        "CREATE UNIQUE INDEX jobs_live_unique_key ON lifecycle.jobs(unique_key) WHERE state IN ('queued','running','retrying')",
+        // Claims look up due jobs per kind; partial indexes stay small however many finished jobs pile up.
+        "CREATE INDEX jobs_ready ON lifecycle.jobs(kind, run_at, id) WHERE state IN ('queued','retrying')",
+        "CREATE INDEX jobs_leased ON lifecycle.jobs(lease_expires_at) WHERE state = 'running'",
+        "CREATE INDEX jobs_kind_state ON lifecycle.jobs(kind, state)",
+        """
+        CREATE TABLE lifecycle.job_steps (
+            job_id BIGINT NOT NULL REFERENCES lifecycle.jobs(id) ON DELETE CASCADE,
+            step TEXT NOT NULL,
+            output TEXT,
+            finished_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (job_id, step)
+        )
+        """,
+        "CREATE TABLE lifecycle.job_schedules (name TEXT PRIMARY KEY, last_slot TIMESTAMPTZ NOT NULL)",
+        """
+        CREATE TABLE lifecycle.runner_probe_effects (
+            id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            job_id BIGINT NOT NULL,
+            step TEXT NOT NULL,
+            recorded_at TIMESTAMPTZ NOT NULL
+        )
+        """,
+        "CREATE INDEX runner_probe_effects_job ON lifecycle.runner_probe_effects(job_id)",
+        // No foreign key: the audit trail outlives the rows it talks about.
+        """
+        CREATE TABLE lifecycle.audit_events (
+            id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            at TIMESTAMPTZ NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            account_id TEXT,
+            outcome TEXT NOT NULL,
+            detail TEXT
+        )
+        """,
+        "CREATE INDEX audit_events_account ON lifecycle.audit_events(account_id, at)",
+        // account_id is the app's key as text, with no reference to the app's table: an
+        // installation need not have an `accounts` table at all. The purge deletes these rows.
+        """
+        CREATE TABLE lifecycle.exports (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL,
+            job_id BIGINT,
+            format TEXT NOT NULL CHECK (format IN ('zip','tar.gz')),
+            state TEXT NOT NULL CHECK (state IN ('building','ready','expired','revoked')),
+            requested_by TEXT NOT NULL,
+            cutoff_at TIMESTAMPTZ NOT NULL,
+            blob_key TEXT,
+            byte_size BIGINT,
+            omitted_photos INTEGER NOT NULL DEFAULT 0,
+            completed_at TIMESTAMPTZ,
+            expires_at TIMESTAMPTZ,
+            revoked_at TIMESTAMPTZ,
+            expired_at TIMESTAMPTZ
+        )
+        """,
+        "CREATE INDEX exports_account ON lifecycle.exports(account_id, completed_at)",
+        "CREATE INDEX exports_job ON lifecycle.exports(job_id)",
+        "CREATE INDEX exports_ready_expiry ON lifecycle.exports(expires_at) WHERE state = 'ready'",
+        """
+        CREATE TABLE lifecycle.outbox (
+            id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            unique_key TEXT NOT NULL UNIQUE,
+            account_id TEXT NOT NULL,
+            recipient TEXT,
+            subject TEXT NOT NULL,
+            body TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending','delivered')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_at TIMESTAMPTZ NOT NULL,
+            delivered_at TIMESTAMPTZ
+        )
+        """,
+        "CREATE INDEX outbox_account ON lifecycle.outbox(account_id)",
+        "CREATE INDEX outbox_pending ON lifecycle.outbox(created_at) WHERE state = 'pending'",
+        // No account_id column on purpose: the purge's own bookkeeping, not account data.
+        """
+        CREATE TABLE lifecycle.purge_inventory (
+            account_ref TEXT PRIMARY KEY,
+            rows TEXT NOT NULL,
+            blob_count INTEGER,
+            blob_bytes BIGINT,
+            started_at TIMESTAMPTZ NOT NULL
+        )
+        """,
+        // account_ref, not account_id: ids and times only, removed as each check ends.
+        """
+        CREATE TABLE lifecycle.deletion_attempts (
+            id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            account_ref TEXT NOT NULL,
+            started_at TIMESTAMPTZ NOT NULL
+        )
+        """,
+        "CREATE INDEX deletion_attempts_by_account ON lifecycle.deletion_attempts (account_ref, started_at)",
+    ]
+}
+
+/// The reference app's tables as `v1-reference-schema` makes them, less the audit trail,
+/// which is lifecycle's own. They go in the connection's current schema: they are the app's.
+enum ReferenceSchema {
+    static let statements = [
+        """
+        CREATE TABLE accounts (
+            id TEXT PRIMARY KEY,
+            email TEXT,
+            password_hash TEXT,
+            first_name TEXT,
+            last_name TEXT,
+            display_name TEXT,
+            bio TEXT,
+            profile_photo_id TEXT,
+            primary_sport TEXT,
+            morning_reminder_time TEXT,
+            timezone TEXT,
+            subscription_status TEXT,
+            integration_whoop BOOLEAN NOT NULL DEFAULT FALSE,
+            integration_strava BOOLEAN NOT NULL DEFAULT FALSE,
+            integration_apple_health BOOLEAN NOT NULL DEFAULT FALSE,
+            integration_fitness BOOLEAN NOT NULL DEFAULT FALSE,
+            state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active','pendingDeletion','purging','purged')),
+            deletion_requested_at TIMESTAMPTZ,
+            purge_after TIMESTAMPTZ,
+            purged_at TIMESTAMPTZ,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL
+        )
+        """,
+        // SQLite's `COLLATE NOCASE UNIQUE`: one account per email whatever its case.
+        "CREATE UNIQUE INDEX accounts_email ON accounts(lower(email))",
+        "CREATE INDEX accounts_due_for_purge ON accounts(purge_after) WHERE state = 'pendingDeletion'",
+        """
+        CREATE TABLE preferences (
+            account_id TEXT PRIMARY KEY REFERENCES accounts(id),
+            theme TEXT NOT NULL DEFAULT 'system' CHECK (theme IN ('system','light','dark')),
+            font_size_offset INTEGER NOT NULL DEFAULT 0 CHECK (font_size_offset IN (-2, 0, 2, 4)),
+            notifications_enabled BOOLEAN NOT NULL DEFAULT TRUE,
+            daily_reminder_time TEXT
+        )
+        """,
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            created_at TIMESTAMPTZ NOT NULL,
+            revoked_at TIMESTAMPTZ
+        )
+        """,
+        "CREATE INDEX sessions_account ON sessions(account_id)",
+        """
+        CREATE TABLE journal_entries (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            created_at TIMESTAMPTZ NOT NULL,
+            text TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX journal_entries_account ON journal_entries(account_id, created_at)",
+        """
+        CREATE TABLE photos (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            entry_id TEXT REFERENCES journal_entries(id),
+            role TEXT NOT NULL CHECK (role IN ('entry','profile')),
+            blob_key TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            byte_size BIGINT NOT NULL,
+            sha256 TEXT NOT NULL,
+            taken_at TIMESTAMPTZ,
+            created_at TIMESTAMPTZ NOT NULL,
+            normalization_state TEXT CHECK (normalization_state IN ('pending','normalized','rejected')),
+            normalization_reason TEXT,
+            recipe_version INTEGER
+        )
+        """,
+        "CREATE INDEX photos_account ON photos(account_id)",
+        "CREATE INDEX photos_entry ON photos(entry_id)",
+        "CREATE INDEX photos_pending ON photos(normalization_state) WHERE role = 'profile'",
+        """
+        CREATE TABLE mesocycles (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            status TEXT NOT NULL,
+            started_at TIMESTAMPTZ,
+            completed_at TIMESTAMPTZ
+        )
+        """,
+        "CREATE INDEX mesocycles_account ON mesocycles(account_id)",
+        """
+        CREATE TABLE meditation_sessions (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            started_at TIMESTAMPTZ NOT NULL,
+            duration_seconds INTEGER NOT NULL CHECK (duration_seconds >= 0)
+        )
+        """,
+        "CREATE INDEX meditation_sessions_account ON meditation_sessions(account_id)",
+    ]
 }

@@ -51,9 +51,15 @@ public final class PostgresStore: Sendable {
 
     public var appliedMigrations: [String] {
         get async throws {
-            try await read { tx in try tx.query("SELECT name FROM schema_migrations ORDER BY applied_at, name").map { try $0.decode(String.self) } }
+            try await read { tx in try Migrations.applied(tx) }
         }
     }
+
+    /// Lifecycle's own table `name` as this backend names it, schema-qualified: its own
+    /// state lives in the `lifecycle` schema, apart from the app's tables, and no statement
+    /// relies on `search_path` to find it.
+    public static func ownTable(_ name: String) -> String { ownSchema + "." + name }
+    public static let ownSchema = "lifecycle"
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         try await transaction(readOnly: false, body)
@@ -85,10 +91,11 @@ public final class PostgresStore: Sendable {
 
     public func accountTables() async throws -> [String] {
         try await read { tx in
-            // The audit trail outlives the account on purpose: ids and outcomes only, no personal data.
+            // The app's tables only: lifecycle's own (the `lifecycle` schema) are not for the
+            // data map; the purge removes their rows itself, and the audit trail outlives the account.
             try tx.query("""
                 SELECT table_name::text FROM information_schema.columns
-                WHERE table_schema = current_schema() AND column_name = 'account_id' AND table_name <> 'audit_events'
+                WHERE table_schema = current_schema() AND table_schema <> 'lifecycle' AND column_name = 'account_id'
                 ORDER BY table_name
                 """).map { try $0.decode(String.self) }
         }

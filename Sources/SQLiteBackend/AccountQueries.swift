@@ -161,12 +161,12 @@ extension SQLiteTransaction: AccountTransaction {
     }
 
     public func recordAudit(_ event: AuditEvent) throws {
-        try db.cachedStatement(sql: "INSERT INTO audit_events (at, actor, action, account_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)")
+        try db.cachedStatement(sql: "INSERT INTO lifecycle_audit_events (at, actor, action, account_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)")
             .execute(arguments: [event.at, event.actor, event.action, event.accountID, event.outcome, event.detail])
     }
 
     public func auditEvents(accountID: String) throws -> [AuditEvent] {
-        try Row.fetchAll(db, sql: "SELECT * FROM audit_events WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
+        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_audit_events WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
             AuditEvent(id: $0["id"], at: $0["at"], actor: $0["actor"], action: $0["action"], accountID: $0["account_id"],
                        outcome: $0["outcome"], detail: $0["detail"])
         }

@@ -48,22 +48,22 @@ extension SQLiteTransaction: DeletionTransaction {
     public func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date] {
         try Date.fetchAll(
             db,
-            sql: "SELECT at FROM audit_events WHERE account_id = ? AND at >= ? AND action = ? AND outcome = ? ORDER BY at",
+            sql: "SELECT at FROM lifecycle_audit_events WHERE account_id = ? AND at >= ? AND action = ? AND outcome = ? ORDER BY at",
             arguments: [accountID, since, action, outcome])
     }
 
     public func beginDeletionAttempt(accountID: String, at: Date) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO deletion_attempts (account_ref, started_at) VALUES (?, ?)").execute(arguments: [accountID, at])
+        try db.cachedStatement(sql: "INSERT INTO lifecycle_deletion_attempts (account_ref, started_at) VALUES (?, ?)").execute(arguments: [accountID, at])
         return db.lastInsertedRowID
     }
 
     public func endDeletionAttempt(_ attempt: Int64) throws {
-        try db.cachedStatement(sql: "DELETE FROM deletion_attempts WHERE id = ?").execute(arguments: [attempt])
+        try db.cachedStatement(sql: "DELETE FROM lifecycle_deletion_attempts WHERE id = ?").execute(arguments: [attempt])
     }
 
     public func deletionAttemptsInFlight(accountID: String, since: Date) throws -> [Date] {
         try Date.fetchAll(
-            db.cachedStatement(sql: "SELECT started_at FROM deletion_attempts WHERE account_ref = ? AND started_at >= ? ORDER BY started_at"),
+            db.cachedStatement(sql: "SELECT started_at FROM lifecycle_deletion_attempts WHERE account_ref = ? AND started_at >= ? ORDER BY started_at"),
             arguments: [accountID, since])
     }
 
@@ -127,21 +127,37 @@ extension SQLiteTransaction: DeletionTransaction {
         return (columns.count == 1 ? selected : "(" + selected + ")", selected)
     }
 
+    public func lifecycleRowCounts(accountID: String) throws -> [String: Int] {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT (SELECT COUNT(*) FROM lifecycle_exports WHERE account_id = ?1), (SELECT COUNT(*) FROM lifecycle_outbox WHERE account_id = ?1)
+                """),
+            arguments: [accountID])
+        return ["exports": row?[0] ?? 0, "outbox": row?[1] ?? 0]
+    }
+
+    public func deleteLifecycleRows(accountID: String) throws -> [String: Int] {
+        try db.cachedStatement(sql: "DELETE FROM lifecycle_exports WHERE account_id = ?").execute(arguments: [accountID])
+        let exports = db.changesCount
+        try db.cachedStatement(sql: "DELETE FROM lifecycle_outbox WHERE account_id = ?").execute(arguments: [accountID])
+        return ["exports": exports, "outbox": db.changesCount]
+    }
+
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {
-        try db.cachedStatement(sql: "INSERT INTO purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING").execute(arguments: [accountID, try JobJSON.encode(rows), at])
+        try db.cachedStatement(sql: "INSERT INTO lifecycle_purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING").execute(arguments: [accountID, try JobJSON.encode(rows), at])
     }
 
     public func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws {
-        try db.cachedStatement(sql: "UPDATE purge_inventory SET blob_count = ?, blob_bytes = ? WHERE account_ref = ? AND blob_count IS NULL").execute(arguments: [count, bytes, accountID])
+        try db.cachedStatement(sql: "UPDATE lifecycle_purge_inventory SET blob_count = ?, blob_bytes = ? WHERE account_ref = ? AND blob_count IS NULL").execute(arguments: [count, bytes, accountID])
     }
 
     public func purgeInventory(accountID: String) throws -> PurgeInventory? {
-        try inventory(Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM purge_inventory WHERE account_ref = ?"), arguments: [accountID]))
+        try inventory(Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM lifecycle_purge_inventory WHERE account_ref = ?"), arguments: [accountID]))
     }
 
     public func takePurgeInventory(accountID: String) throws -> PurgeInventory? {
         try inventory(Row.fetchOne(
-            db.cachedStatement(sql: "DELETE FROM purge_inventory WHERE account_ref = ? RETURNING rows, blob_count, blob_bytes"),
+            db.cachedStatement(sql: "DELETE FROM lifecycle_purge_inventory WHERE account_ref = ? RETURNING rows, blob_count, blob_bytes"),
             arguments: [accountID]))
     }
 
@@ -184,7 +200,7 @@ extension SQLiteTransaction: DeletionTransaction {
 }
 
 enum DeletionSchema {
-    static func register(in migrator: inout DatabaseMigrator) {
+    static func register(in migrator: inout Migrator) {
         migrator.registerMigration("v2-deletion") { db in
             // No account_id column on purpose: it is the purge's own bookkeeping, not
             // account data, and it is removed when the tombstone is written.
@@ -200,7 +216,7 @@ enum DeletionSchema {
         }
     }
 
-    static func registerAttempts(in migrator: inout DatabaseMigrator) {
+    static func registerAttempts(in migrator: inout Migrator) {
         migrator.registerMigration("v3-deletion-attempts") { db in
             // account_ref, not account_id: ids and times only, removed as each check ends.
             try db.execute(sql: """

@@ -41,7 +41,7 @@ extension SQLiteTransaction: ExportTransaction {
     public func insertExport(_ export: ExportRecord) throws {
         try db.execute(
             sql: """
-                INSERT INTO exports (id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
+                INSERT INTO lifecycle_exports (id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
                   omitted_photos, completed_at, expires_at, revoked_at, expired_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
@@ -53,23 +53,23 @@ extension SQLiteTransaction: ExportTransaction {
     }
 
     public func export(id: String) throws -> ExportRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM exports WHERE id = ?", arguments: [id]).map(ExportRecord.init(row:))
+        try Row.fetchOne(db, sql: "SELECT * FROM lifecycle_exports WHERE id = ?", arguments: [id]).map(ExportRecord.init(row:))
     }
 
     public func export(jobID: Int64) throws -> ExportRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM exports WHERE job_id = ?", arguments: [jobID]).map(ExportRecord.init(row:))
+        try Row.fetchOne(db, sql: "SELECT * FROM lifecycle_exports WHERE job_id = ?", arguments: [jobID]).map(ExportRecord.init(row:))
     }
 
     public func exports(accountID: String) throws -> [ExportRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM exports WHERE account_id = ? ORDER BY cutoff_at DESC, id DESC", arguments: [accountID]
+            db, sql: "SELECT * FROM lifecycle_exports WHERE account_id = ? ORDER BY cutoff_at DESC, id DESC", arguments: [accountID]
         ).map(ExportRecord.init(row:))
     }
 
     public func updateExport(_ export: ExportRecord) throws {
         try db.execute(
             sql: """
-                UPDATE exports SET state = ?, blob_key = ?, byte_size = ?, omitted_photos = ?, completed_at = ?,
+                UPDATE lifecycle_exports SET state = ?, blob_key = ?, byte_size = ?, omitted_photos = ?, completed_at = ?,
                   expires_at = ?, revoked_at = ?, expired_at = ?
                 WHERE id = ?
                 """,
@@ -83,7 +83,7 @@ extension SQLiteTransaction: ExportTransaction {
         try Date.fetchAll(
             db,
             sql: """
-                SELECT completed_at FROM exports
+                SELECT completed_at FROM lifecycle_exports
                 WHERE account_id = ? AND completed_at > ? AND state != 'revoked' ORDER BY completed_at
                 """,
             arguments: [accountID, since])
@@ -91,7 +91,7 @@ extension SQLiteTransaction: ExportTransaction {
 
     public func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM exports WHERE state = 'ready' AND expires_at <= ? ORDER BY expires_at, id LIMIT ?",
+            db, sql: "SELECT * FROM lifecycle_exports WHERE state = 'ready' AND expires_at <= ? ORDER BY expires_at, id LIMIT ?",
             arguments: [now, limit]
         ).map(ExportRecord.init(row:))
     }
@@ -258,7 +258,7 @@ extension SQLiteTransaction: ExportTransaction {
     public func insertOutboxMessage(_ message: OutboxMessage) throws -> OutboxMessage {
         try db.execute(
             sql: """
-                INSERT INTO outbox (unique_key, account_id, recipient, subject, body, state, attempts, last_error, created_at, delivered_at)
+                INSERT INTO lifecycle_outbox (unique_key, account_id, recipient, subject, body, state, attempts, last_error, created_at, delivered_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (unique_key) DO NOTHING
                 """,
@@ -273,29 +273,29 @@ extension SQLiteTransaction: ExportTransaction {
     }
 
     public func outboxMessage(uniqueKey: String) throws -> OutboxMessage? {
-        try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE unique_key = ?", arguments: [uniqueKey]).map(OutboxMessage.init(row:))
+        try Row.fetchOne(db, sql: "SELECT * FROM lifecycle_outbox WHERE unique_key = ?", arguments: [uniqueKey]).map(OutboxMessage.init(row:))
     }
 
     public func outboxMessages(accountID: String) throws -> [OutboxMessage] {
-        try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE account_id = ? ORDER BY id", arguments: [accountID])
+        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_outbox WHERE account_id = ? ORDER BY id", arguments: [accountID])
             .map(OutboxMessage.init(row:))
     }
 
     public func markOutboxDelivered(id: Int64, at: Date) throws {
         try db.execute(
-            sql: "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_error = NULL, delivered_at = ? WHERE id = ?",
+            sql: "UPDATE lifecycle_outbox SET state = 'delivered', attempts = attempts + 1, last_error = NULL, delivered_at = ? WHERE id = ?",
             arguments: [at, id])
     }
 
     public func markOutboxFailedAttempt(id: Int64, error: String, at: Date) throws {
         try db.execute(
-            sql: "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? AND state = 'pending'",
+            sql: "UPDATE lifecycle_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? AND state = 'pending'",
             arguments: [String(error.prefix(2_000)), id])
     }
 }
 
 enum ExportSchema {
-    static func register(in migrator: inout DatabaseMigrator) {
+    static func register(in migrator: inout Migrator) {
         migrator.registerMigration("v2-exports") { db in
             try db.execute(sql: """
                 CREATE TABLE exports (

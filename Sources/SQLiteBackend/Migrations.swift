@@ -1,9 +1,10 @@
+import Foundation
 import GRDB
 
 /// Named, ordered migrations. A shipped migration is never edited: changes go in a new one.
 enum Migrations {
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
+    static var migrator: Migrator {
+        var migrator = Migrator()
 
         migrator.registerMigration("v1-job-runner") { db in
             try db.execute(sql: """
@@ -163,6 +164,394 @@ enum Migrations {
         DeletionSchema.register(in: &migrator)
         PhotoSchema.register(in: &migrator)
         DeletionSchema.registerAttempts(in: &migrator)
+
+        // Every migration above put lifecycle's own tables among the app's; from here on
+        // they are `lifecycle_<name>`, and none refers to an app table.
+        migrator.registerMigration("v4-lifecycle-namespace") { db in
+            // Off is SQLite's default: renaming then rewrites the references to the table
+            // (job_steps → jobs) instead of leaving them naming a table that no longer exists.
+            try db.execute(sql: "PRAGMA legacy_alter_table = OFF")
+            for table in ["jobs", "job_steps", "job_schedules", "runner_probe_effects", "audit_events", "purge_inventory", "deletion_attempts"] {
+                try db.execute(sql: "ALTER TABLE \(table) RENAME TO lifecycle_\(table)")
+            }
+            // Index names share the file's namespace with the app's: renamed too (SQLite
+            // cannot rename an index, so each is made again under its new name).
+            try db.execute(sql: """
+                DROP INDEX jobs_live_unique_key;
+                DROP INDEX jobs_ready;
+                DROP INDEX jobs_leased;
+                DROP INDEX jobs_kind_state;
+                DROP INDEX runner_probe_effects_job;
+                DROP INDEX audit_events_account;
+                DROP INDEX deletion_attempts_by_account;
+                """)
+            try db.execute(sql: OwnSchema.jobIndexes + OwnSchema.probeEffectIndexes + OwnSchema.auditIndexes + OwnSchema.deletionAttemptIndexes)
+            // exports and outbox referred to accounts: rebuilt without the reference (SQLite
+            // cannot drop a constraint), rows and ids kept. Nothing refers to either table.
+            try db.execute(sql: OwnSchema.exports + """
+                INSERT INTO lifecycle_exports (id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
+                  omitted_photos, completed_at, expires_at, revoked_at, expired_at)
+                SELECT id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
+                  omitted_photos, completed_at, expires_at, revoked_at, expired_at FROM exports;
+                DROP TABLE exports;
+                """)
+            try db.execute(sql: OwnSchema.outbox + """
+                INSERT INTO lifecycle_outbox (id, unique_key, account_id, recipient, subject, body, state, attempts, last_error,
+                  created_at, delivered_at)
+                SELECT id, unique_key, account_id, recipient, subject, body, state, attempts, last_error, created_at, delivered_at
+                FROM outbox;
+                -- AUTOINCREMENT never hands out an id again, even one whose row is gone: the
+                -- new table continues from the old one's counter, not from its largest id.
+                DELETE FROM sqlite_sequence WHERE name = 'lifecycle_outbox';
+                INSERT INTO sqlite_sequence (name, seq) SELECT 'lifecycle_outbox', seq FROM sqlite_sequence WHERE name = 'outbox';
+                DROP TABLE outbox;
+                """)
+        }
+
+        // A database with none of the migrations gets their sum at once: lifecycle's own
+        // tables are created in its namespace, never created among the app's and moved.
+        migrator.registerBaseline(upTo: "v4-lifecycle-namespace") { db in
+            try db.execute(sql: ReferenceSchema.tables + OwnSchema.all)
+        }
         return migrator
+    }
+}
+
+/// Lifecycle's own tables as `v4-lifecycle-namespace` leaves them, shared by that
+/// migration and the baseline so that an upgraded installation and a fresh one match.
+enum OwnSchema {
+    static let jobs = """
+        CREATE TABLE lifecycle_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL DEFAULT '{}',
+            unique_key TEXT,
+            state TEXT NOT NULL CHECK (state IN ('queued','running','retrying','succeeded','dead','cancelled')),
+            attempt INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL,
+            run_at DATETIME NOT NULL,
+            lease_owner TEXT,
+            lease_expires_at DATETIME,
+            last_error TEXT,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            created_at DATETIME NOT NULL,
+            updated_at DATETIME NOT NULL,
+            started_at DATETIME,
+            finished_at DATETIME
+        );
+        CREATE TABLE lifecycle_job_steps (
+            job_id INTEGER NOT NULL REFERENCES lifecycle_jobs(id) ON DELETE CASCADE,
+            step TEXT NOT NULL,
+            output TEXT,
+            finished_at DATETIME NOT NULL,
+            PRIMARY KEY (job_id, step)
+        ) WITHOUT ROWID;
+        CREATE TABLE lifecycle_job_schedules (
+            name TEXT PRIMARY KEY,
+            last_slot DATETIME NOT NULL
+        );
+
+        """
+
+    static let jobIndexes = """
+        -- One live job per unique key; finished jobs release the key.
+        CREATE UNIQUE INDEX lifecycle_jobs_live_unique_key ON lifecycle_jobs(unique_key)
+            WHERE unique_key IS NOT NULL AND state IN ('queued','running','retrying');
+        -- Partial indexes keep claiming cheap however many finished jobs pile up.
+        CREATE INDEX lifecycle_jobs_ready ON lifecycle_jobs(run_at, id) WHERE state IN ('queued','retrying');
+        CREATE INDEX lifecycle_jobs_leased ON lifecycle_jobs(lease_expires_at) WHERE state = 'running';
+        CREATE INDEX lifecycle_jobs_kind_state ON lifecycle_jobs(kind, state);
+
+        """
+
+    static let probeEffects = """
+        CREATE TABLE lifecycle_runner_probe_effects (
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL,
+            step TEXT NOT NULL,
+            recorded_at DATETIME NOT NULL
+        );
+
+        """
+
+    static let probeEffectIndexes = """
+        CREATE INDEX lifecycle_runner_probe_effects_job ON lifecycle_runner_probe_effects(job_id);
+
+        """
+
+    /// No foreign key: the audit trail outlives the rows it talks about.
+    static let audit = """
+        CREATE TABLE lifecycle_audit_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at DATETIME NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            account_id TEXT,
+            outcome TEXT NOT NULL,
+            detail TEXT
+        );
+
+        """
+
+    static let auditIndexes = """
+        CREATE INDEX lifecycle_audit_events_account ON lifecycle_audit_events(account_id, at);
+
+        """
+
+    /// account_id is the app's key as text, with no reference to the app's table: an
+    /// installation need not have an `accounts` table at all. The purge deletes these rows.
+    static let exports = """
+        CREATE TABLE lifecycle_exports (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL,
+            job_id INTEGER,
+            format TEXT NOT NULL CHECK (format IN ('zip','tar.gz')),
+            state TEXT NOT NULL CHECK (state IN ('building','ready','expired','revoked')),
+            requested_by TEXT NOT NULL,
+            cutoff_at DATETIME NOT NULL,
+            blob_key TEXT,
+            byte_size INTEGER,
+            omitted_photos INTEGER NOT NULL DEFAULT 0,
+            completed_at DATETIME,
+            expires_at DATETIME,
+            revoked_at DATETIME,
+            expired_at DATETIME
+        );
+        CREATE INDEX lifecycle_exports_account ON lifecycle_exports(account_id, completed_at);
+        CREATE INDEX lifecycle_exports_job ON lifecycle_exports(job_id);
+        -- The expiry job's scan stays cheap however many expired exports pile up.
+        CREATE INDEX lifecycle_exports_ready_expiry ON lifecycle_exports(expires_at) WHERE state = 'ready';
+
+        """
+
+    /// Messages to users, written with the event they report. The unique key makes a
+    /// repeated job step find its message instead of writing a second one.
+    static let outbox = """
+        CREATE TABLE lifecycle_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            unique_key TEXT NOT NULL UNIQUE,
+            account_id TEXT NOT NULL,
+            recipient TEXT,
+            subject TEXT NOT NULL,
+            body TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending','delivered')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_at DATETIME NOT NULL,
+            delivered_at DATETIME
+        );
+        CREATE INDEX lifecycle_outbox_account ON lifecycle_outbox(account_id);
+        CREATE INDEX lifecycle_outbox_pending ON lifecycle_outbox(created_at) WHERE state = 'pending';
+
+        """
+
+    /// No account_id column on purpose: the purge's own bookkeeping, removed when the
+    /// tombstone is written.
+    static let purgeInventory = """
+        CREATE TABLE lifecycle_purge_inventory (
+            account_ref TEXT PRIMARY KEY,
+            rows TEXT NOT NULL,
+            blob_count INTEGER,
+            blob_bytes INTEGER,
+            started_at DATETIME NOT NULL
+        ) WITHOUT ROWID;
+
+        """
+
+    /// account_ref, not account_id: ids and times only, removed as each check ends.
+    static let deletionAttempts = """
+        CREATE TABLE lifecycle_deletion_attempts (
+            id INTEGER PRIMARY KEY,
+            account_ref TEXT NOT NULL,
+            started_at DATETIME NOT NULL
+        );
+
+        """
+
+    static let deletionAttemptIndexes = """
+        CREATE INDEX lifecycle_deletion_attempts_by_account ON lifecycle_deletion_attempts (account_ref, started_at);
+
+        """
+
+    static let all = jobs + jobIndexes + probeEffects + probeEffectIndexes + audit + auditIndexes + exports + outbox
+        + purgeInventory + deletionAttempts + deletionAttemptIndexes
+}
+
+/// The reference app's tables as `v1-reference-schema` makes them, less the audit trail,
+/// which is lifecycle's own. They stay in the main namespace: they are the app's.
+enum ReferenceSchema {
+    static let tables = """
+        CREATE TABLE accounts (
+            id TEXT PRIMARY KEY,
+            email TEXT COLLATE NOCASE UNIQUE,
+            password_hash TEXT,
+            first_name TEXT,
+            last_name TEXT,
+            display_name TEXT,
+            bio TEXT,
+            profile_photo_id TEXT,
+            primary_sport TEXT,
+            morning_reminder_time TEXT,
+            timezone TEXT,
+            subscription_status TEXT,
+            integration_whoop INTEGER NOT NULL DEFAULT 0,
+            integration_strava INTEGER NOT NULL DEFAULT 0,
+            integration_apple_health INTEGER NOT NULL DEFAULT 0,
+            integration_fitness INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active','pendingDeletion','purging','purged')),
+            deletion_requested_at DATETIME,
+            purge_after DATETIME,
+            purged_at DATETIME,
+            created_at DATETIME NOT NULL,
+            updated_at DATETIME NOT NULL
+        );
+        CREATE INDEX accounts_due_for_purge ON accounts(purge_after) WHERE state = 'pendingDeletion';
+
+        CREATE TABLE preferences (
+            account_id TEXT PRIMARY KEY REFERENCES accounts(id),
+            theme TEXT NOT NULL DEFAULT 'system' CHECK (theme IN ('system','light','dark')),
+            font_size_offset INTEGER NOT NULL DEFAULT 0 CHECK (font_size_offset IN (-2, 0, 2, 4)),
+            notifications_enabled INTEGER NOT NULL DEFAULT 1,
+            daily_reminder_time TEXT
+        );
+
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            created_at DATETIME NOT NULL,
+            revoked_at DATETIME
+        );
+        CREATE INDEX sessions_account ON sessions(account_id);
+
+        CREATE TABLE journal_entries (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            created_at DATETIME NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX journal_entries_account ON journal_entries(account_id, created_at);
+
+        CREATE TABLE photos (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            entry_id TEXT REFERENCES journal_entries(id),
+            role TEXT NOT NULL CHECK (role IN ('entry','profile')),
+            blob_key TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            byte_size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            taken_at DATETIME,
+            created_at DATETIME NOT NULL,
+            normalization_state TEXT CHECK (normalization_state IN ('pending','normalized','rejected')),
+            normalization_reason TEXT,
+            recipe_version INTEGER
+        );
+        CREATE INDEX photos_account ON photos(account_id);
+        CREATE INDEX photos_entry ON photos(entry_id);
+        CREATE INDEX photos_pending ON photos(normalization_state) WHERE role = 'profile';
+
+        CREATE TABLE mesocycles (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            status TEXT NOT NULL,
+            started_at DATETIME,
+            completed_at DATETIME
+        );
+        CREATE INDEX mesocycles_account ON mesocycles(account_id);
+
+        CREATE TABLE meditation_sessions (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            started_at DATETIME NOT NULL,
+            duration_seconds INTEGER NOT NULL CHECK (duration_seconds >= 0)
+        );
+        CREATE INDEX meditation_sessions_account ON meditation_sessions(account_id);
+
+        """
+}
+
+/// Applies named migrations in order, each together with its record in one transaction.
+///
+/// Not GRDB's `DatabaseMigrator`: that one records what it applied in a table it always
+/// names `grdb_migrations`, a table of lifecycle's outside its `lifecycle_` namespace in
+/// what is the app's database file (and one an app that uses GRDB itself already owns).
+/// Its record is adopted from there once (`adoptGRDBRecord`).
+struct Migrator {
+    struct Migration {
+        let name: String
+        let apply: (Database) throws -> Void
+    }
+
+    private(set) var migrations: [Migration] = []
+    /// What a database with none of the migrations gets instead of all of them up to `last`.
+    private var baseline: (last: String, apply: (Database) throws -> Void)?
+
+    mutating func registerMigration(_ name: String, _ apply: @escaping (Database) throws -> Void) {
+        precondition(!migrations.contains { $0.name == name }, "migration \(name) registered twice")
+        migrations.append(Migration(name: name, apply: apply))
+    }
+
+    mutating func registerBaseline(upTo last: String, _ apply: @escaping (Database) throws -> Void) {
+        precondition(migrations.contains { $0.name == last }, "baseline up to unknown migration \(last)")
+        baseline = (last, apply)
+    }
+
+    /// Applied migrations, in the order they are registered.
+    func appliedMigrations(_ db: Database) throws -> [String] {
+        let applied = try Set(String.fetchAll(db, sql: "SELECT name FROM lifecycle_migrations"))
+        return migrations.map(\.name).filter(applied.contains)
+    }
+
+    func migrate(_ writer: some DatabaseWriter) throws {
+        try writer.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                // applied_at is NULL for migrations adopted from GRDB's record, which kept no times.
+                try db.execute(sql: "CREATE TABLE IF NOT EXISTS lifecycle_migrations (name TEXT PRIMARY KEY, applied_at DATETIME)")
+                try adoptGRDBRecord(db)
+                return .commit
+            }
+            let recorded = try Set(String.fetchAll(db, sql: "SELECT name FROM lifecycle_migrations"))
+            if let unknown = recorded.subtracting(migrations.map(\.name)).sorted().first {
+                throw SQLiteStoreError(message: """
+                    the database has migration '\(unknown)', which this version of lifecycle does not know: it was written by a newer version
+                    """)
+            }
+            var pending = migrations.filter { !recorded.contains($0.name) }
+            if recorded.isEmpty, let baseline, let last = migrations.firstIndex(where: { $0.name == baseline.last }) {
+                try db.inTransaction(.immediate) {
+                    try baseline.apply(db)
+                    for migration in migrations[...last] { try record(migration.name, in: db) }
+                    return .commit
+                }
+                pending = Array(migrations[(last + 1)...])
+            }
+            for migration in pending {
+                try db.inTransaction(.immediate) {
+                    try migration.apply(db)
+                    try record(migration.name, in: db)
+                    return .commit
+                }
+            }
+        }
+    }
+
+    private func record(_ name: String, in db: Database) throws {
+        try db.execute(sql: "INSERT INTO lifecycle_migrations (name, applied_at) VALUES (?, ?)", arguments: [name, Date()])
+    }
+
+    /// An installation made by a release that used GRDB's migrator: its applied names move
+    /// to `lifecycle_migrations`, and `grdb_migrations` goes once nothing else is recorded
+    /// there (an app's own GRDB migrations keep the table and their rows).
+    private func adoptGRDBRecord(_ db: Database) throws {
+        guard try db.tableExists("grdb_migrations") else { return }
+        let ours = Set(migrations.map(\.name))
+        let adopted = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations").filter(ours.contains)
+        for name in adopted {
+            try db.execute(sql: "INSERT OR IGNORE INTO lifecycle_migrations (name, applied_at) VALUES (?, NULL)", arguments: [name])
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = ?", arguments: [name])
+        }
+        if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM grdb_migrations") == 0 {
+            try db.execute(sql: "DROP TABLE grdb_migrations")
+        }
     }
 }

@@ -66,5 +66,5 @@ extension SQLiteTransaction: PhotoTransaction {
 /// The v1 reference schema already has the photo columns normalisation needs
 /// (`normalization_state`, `normalization_reason`, `recipe_version`): no migration yet.
 enum PhotoSchema {
-    static func register(in migrator: inout DatabaseMigrator) {}
+    static func register(in migrator: inout Migrator) {}
 }

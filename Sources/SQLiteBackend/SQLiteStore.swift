@@ -131,6 +131,11 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         try Migrations.migrator.migrate(pool)
     }
 
+    /// Lifecycle's own table `name` as this backend names it: every table of lifecycle's
+    /// own state is `lifecycle_<name>`, apart from the app's tables in the same file.
+    public static func ownTable(_ name: String) -> String { ownTablePrefix + name }
+    public static let ownTablePrefix = "lifecycle_"
+
     public var appliedMigrations: [String] {
         get throws { try pool.read { db in try Migrations.migrator.appliedMigrations(db) } }
     }
@@ -150,10 +155,11 @@ public final class SQLiteStore: LifecycleStore, Sendable {
 
     public func accountTables() async throws -> [String] {
         try await pool.read { db in
-            // The audit trail outlives the account on purpose: ids and outcomes only, no personal data.
+            // Lifecycle's own tables are not the app's: the purge removes their rows itself,
+            // and the audit trail outlives the account on purpose.
             try String.fetchAll(db, sql: """
                 SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c
-                WHERE m.type = 'table' AND c.name = 'account_id' AND m.name != 'audit_events' ORDER BY m.name
+                WHERE m.type = 'table' AND c.name = 'account_id' AND m.name NOT LIKE 'lifecycle\\_%' ESCAPE '\\' ORDER BY m.name
                 """)
         }
     }
@@ -201,7 +207,7 @@ extension SQLiteStore {
             return EnqueueOutcome(job: live, created: false)
         }
         try tx.db.cachedStatement(sql: """
-                INSERT INTO jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
+                INSERT INTO lifecycle_jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
                 VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
                 """).execute(arguments: [request.kind, request.payload, request.uniqueKey, request.maxAttempts ?? policy.maxAttempts,
                         request.runAt ?? now, now, now])
@@ -216,19 +222,19 @@ extension SQLiteStore {
         // serialises, so no rescue can take the job between this check and the commit.
         // Leaving the job row alone keeps a step's commit from rewriting its page.
         let fence = try tx.db.cachedStatement(
-            sql: "SELECT cancel_requested FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'")
+            sql: "SELECT cancel_requested FROM lifecycle_jobs WHERE id = ? AND lease_owner = ? AND state = 'running'")
         guard let cancelRequested = try Bool.fetchOne(fence, arguments: [jobID, owner]) else {
             throw JobRunnerError.leaseLost(jobID)
         }
         // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
-        try tx.db.cachedStatement(sql: "INSERT INTO job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)")
+        try tx.db.cachedStatement(sql: "INSERT INTO lifecycle_job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)")
             .execute(arguments: [jobID, step, output, now])
         return cancelRequested
     }
 
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: SQLiteTransaction) throws {
         try tx.db.cachedStatement(sql: """
-            UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
+            UPDATE lifecycle_jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
             WHERE id = ? AND lease_owner = ? AND state = 'running'
             """).execute(arguments: [now, now, jobID, owner])
         guard tx.db.changesCount == 1 else { throw JobRunnerError.leaseLost(jobID) }
@@ -245,10 +251,10 @@ extension SQLiteStore {
             var buried: [JobID] = []
             // Rescue first: a job whose worker died should not wait behind new work.
             let rescued = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) ORDER BY lease_expires_at LIMIT ?"),
+                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) ORDER BY lease_expires_at LIMIT ?"),
                 arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
             let ready = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) ORDER BY run_at, id LIMIT ?"),
+                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) ORDER BY run_at, id LIMIT ?"),
                 arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
             for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
                 let kind: String = row["kind"]
@@ -259,7 +265,7 @@ extension SQLiteStore {
                 if isRescue && attempt >= maxAttempts {
                     try db.execute(
                         sql: """
-                            UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?,
+                            UPDATE lifecycle_jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?,
                               last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
                             WHERE id = ?
                             """,
@@ -270,7 +276,7 @@ extension SQLiteStore {
                 }
                 let lease = leases[kind] ?? JobPolicy().lease
                 try db.cachedStatement(sql: """
-                    UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
+                    UPDATE lifecycle_jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
                       started_at = COALESCE(started_at, ?), updated_at = ?
                     WHERE id = ?
                     """).execute(arguments: [owner, now.addingTimeInterval(lease), now, now, id])
@@ -280,10 +286,10 @@ extension SQLiteStore {
             let all = claimedIDs + buried
             guard !all.isEmpty else { return [] }
             let idMarks = databaseQuestionMarks(count: all.count)
-            let records = try Row.fetchAll(db, sql: "SELECT * FROM jobs WHERE id IN (\(idMarks))", arguments: StatementArguments(all))
+            let records = try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_jobs WHERE id IN (\(idMarks))", arguments: StatementArguments(all))
                 .map(JobRecord.init(row:))
             var steps: [JobID: [String: String?]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT job_id, step, output FROM job_steps WHERE job_id IN (\(idMarks))", arguments: StatementArguments(all)) {
+            for row in try Row.fetchAll(db, sql: "SELECT job_id, step, output FROM lifecycle_job_steps WHERE job_id IN (\(idMarks))", arguments: StatementArguments(all)) {
                 steps[row["job_id"], default: [:]][row["step"]] = .some(row["output"])
             }
             let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
@@ -295,11 +301,11 @@ extension SQLiteStore {
         guard !jobIDs.isEmpty else { return [] }
         return try await pool.write { db in
             try db.execute(
-                sql: "UPDATE jobs SET lease_expires_at = ? WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND lease_owner = ? AND state = 'running'",
+                sql: "UPDATE lifecycle_jobs SET lease_expires_at = ? WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND lease_owner = ? AND state = 'running'",
                 arguments: StatementArguments([now.addingTimeInterval(lease)]) + StatementArguments(jobIDs) + [owner])
             return try JobID.fetchSet(
                 db,
-                sql: "SELECT id FROM jobs WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND state = 'running' AND lease_owner <> ?",
+                sql: "SELECT id FROM lifecycle_jobs WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND state = 'running' AND lease_owner <> ?",
                 arguments: StatementArguments(jobIDs) + [owner])
         }
     }
@@ -309,7 +315,7 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(
                 db,
                 sql: """
-                    UPDATE jobs SET
+                    UPDATE lifecycle_jobs SET
                       state = CASE WHEN cancel_requested THEN 'cancelled' WHEN ? IS NULL THEN 'dead' ELSE 'retrying' END,
                       run_at = COALESCE(?, run_at), last_error = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
                       finished_at = CASE WHEN cancel_requested OR ? IS NULL THEN ? ELSE NULL END
@@ -326,7 +332,7 @@ extension SQLiteStore {
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    UPDATE jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
+                    UPDATE lifecycle_jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
                       lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
@@ -338,7 +344,7 @@ extension SQLiteStore {
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
+                    UPDATE lifecycle_jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
                 arguments: [now, now, jobID, owner])
@@ -354,10 +360,10 @@ extension SQLiteStore {
         switch job.state {
         case .queued, .retrying:
             try tx.db.execute(
-                sql: "UPDATE jobs SET state = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
+                sql: "UPDATE lifecycle_jobs SET state = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
                 arguments: [now, now, jobID])
         case .running:
-            try tx.db.execute(sql: "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, jobID])
+            try tx.db.execute(sql: "UPDATE lifecycle_jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, jobID])
         case .succeeded, .dead, .cancelled:
             break
         }
@@ -376,13 +382,13 @@ extension SQLiteStore {
                 }
                 try db.execute(
                     sql: """
-                        UPDATE jobs SET state = 'queued', attempt = 0, run_at = ?, cancel_requested = 0, finished_at = NULL, updated_at = ?
+                        UPDATE lifecycle_jobs SET state = 'queued', attempt = 0, run_at = ?, cancel_requested = 0, finished_at = NULL, updated_at = ?
                         WHERE id = ?
                         """,
                     arguments: [now, now, jobID])
             case .queued, .retrying:
                 // "Retry" on a waiting job means: run it now instead of after its backoff.
-                try db.execute(sql: "UPDATE jobs SET run_at = ?, updated_at = ? WHERE id = ?", arguments: [now, now, jobID])
+                try db.execute(sql: "UPDATE lifecycle_jobs SET run_at = ?, updated_at = ? WHERE id = ?", arguments: [now, now, jobID])
             case .running, .succeeded:
                 throw JobRunnerError.notRetryable(jobID, job.state)
             }
@@ -395,12 +401,12 @@ extension SQLiteStore {
     }
 
     public func job(id: JobID, in tx: SQLiteTransaction) throws -> JobRecord? {
-        try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT * FROM jobs WHERE id = ?"), arguments: [id]).map(JobRecord.init(row:))
+        try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT * FROM lifecycle_jobs WHERE id = ?"), arguments: [id]).map(JobRecord.init(row:))
     }
 
     public func liveJob(uniqueKey: String, in tx: SQLiteTransaction) throws -> JobRecord? {
         try Row.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT * FROM jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')"),
+            tx.db.cachedStatement(sql: "SELECT * FROM lifecycle_jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')"),
             arguments: [uniqueKey]).map(JobRecord.init(row:))
     }
 
@@ -421,7 +427,7 @@ extension SQLiteStore {
         }
         let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         arguments += [filter.limit]
-        let sql = "SELECT * FROM jobs \(whereClause) ORDER BY id DESC LIMIT ?"
+        let sql = "SELECT * FROM lifecycle_jobs \(whereClause) ORDER BY id DESC LIMIT ?"
         let finalArguments = arguments
         return try await pool.read { db in
             try Row.fetchAll(db, sql: sql, arguments: finalArguments).map(JobRecord.init(row:))
@@ -431,7 +437,7 @@ extension SQLiteStore {
     public func steps(of jobID: JobID) async throws -> [StepRecord] {
         try await pool.read { db in
             try Row.fetchAll(
-                db, sql: "SELECT * FROM job_steps WHERE job_id = ? ORDER BY finished_at", arguments: [jobID]
+                db, sql: "SELECT * FROM lifecycle_job_steps WHERE job_id = ? ORDER BY finished_at", arguments: [jobID]
             ).map { StepRecord(jobID: $0["job_id"], step: $0["step"], output: $0["output"], finishedAt: $0["finished_at"]) }
         }
     }
@@ -439,7 +445,7 @@ extension SQLiteStore {
     public func countByState() async throws -> [JobState: Int] {
         try await pool.read { db in
             var counts: [JobState: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM lifecycle_jobs GROUP BY state") {
                 if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
             }
             return counts
@@ -447,24 +453,24 @@ extension SQLiteStore {
     }
 
     public func claimScheduleSlot(name: String, slot: Date, in tx: SQLiteTransaction) throws -> Bool {
-        if let last = try Date.fetchOne(tx.db, sql: "SELECT last_slot FROM job_schedules WHERE name = ?", arguments: [name]),
+        if let last = try Date.fetchOne(tx.db, sql: "SELECT last_slot FROM lifecycle_job_schedules WHERE name = ?", arguments: [name]),
            last >= slot {
             return false
         }
         try tx.db.execute(
-            sql: "INSERT INTO job_schedules (name, last_slot) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET last_slot = excluded.last_slot",
+            sql: "INSERT INTO lifecycle_job_schedules (name, last_slot) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET last_slot = excluded.last_slot",
             arguments: [name, slot])
         return true
     }
 
     public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: SQLiteTransaction) throws {
         try tx.db.execute(
-            sql: "INSERT INTO runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)", arguments: [jobID, step, now])
+            sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)", arguments: [jobID, step, now])
     }
 
     public func probeEffectCount(jobID: JobID) async throws -> Int {
         try await pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM runner_probe_effects WHERE job_id = ?", arguments: [jobID]) ?? 0
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM lifecycle_runner_probe_effects WHERE job_id = ?", arguments: [jobID]) ?? 0
         }
     }
 }

@@ -113,15 +113,32 @@ struct BlobCopyReport: Encodable, Sendable {
 /// Copies every table in one PostgreSQL transaction that commits only after each table
 /// checks out, so a copy is all or nothing and a rerun simply starts again.
 enum RowCopier {
+    /// One table on both sides: lifecycle's own tables are `lifecycle_<name>` in the SQLite
+    /// file and `lifecycle.<name>` in PostgreSQL; the app's keep their name, in the
+    /// destination's current schema.
+    struct Table: Sendable {
+        var name: String
+        var isOwn: Bool
+
+        static func own(_ name: String) -> Table { Table(name: name, isOwn: true) }
+        static func app(_ name: String) -> Table { Table(name: name, isOwn: false) }
+
+        var source: String { isOwn ? SQLiteStore.ownTable(name) : name }
+        /// Nil: the destination's current schema.
+        var destinationSchema: String? { isOwn ? PostgresStore.ownSchema : nil }
+        var destination: String { (destinationSchema.map { quoted($0) + "." } ?? "") + quoted(name) }
+    }
+
     /// Parents before children (foreign keys are checked as rows arrive). A table the
     /// source has and this list lacks stops the copy: it would otherwise be left behind.
-    static let tableOrder = [
-        "jobs", "job_steps", "job_schedules", "runner_probe_effects",
-        "accounts", "preferences", "sessions", "journal_entries", "photos", "mesocycles", "meditation_sessions",
-        "audit_events", "exports", "outbox", "purge_inventory", "deletion_attempts",
+    static let tableOrder: [Table] = [
+        .own("jobs"), .own("job_steps"), .own("job_schedules"), .own("runner_probe_effects"),
+        .app("accounts"), .app("preferences"), .app("sessions"), .app("journal_entries"), .app("photos"), .app("mesocycles"),
+        .app("meditation_sessions"),
+        .own("audit_events"), .own("exports"), .own("outbox"), .own("purge_inventory"), .own("deletion_attempts"),
     ]
-    /// Each side's record of its own migrations: the destination has run its own.
-    static let bookkeeping: Set<String> = ["grdb_migrations", "schema_migrations"]
+    /// The source's record of its own migrations: the destination has run its own.
+    static let bookkeeping: Set<String> = [SQLiteStore.ownTable("migrations")]
     static let batchRows = 500
 
     static func copy(
@@ -132,7 +149,7 @@ enum RowCopier {
             try source.writeSync { sqlite in
                 let db = sqlite.db
                 let leased = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM jobs WHERE state = 'running' AND lease_expires_at > ?", arguments: [now]) ?? 0
+                    db, sql: "SELECT COUNT(*) FROM lifecycle_jobs WHERE state = 'running' AND lease_expires_at > ?", arguments: [now]) ?? 0
                 if leased > 0 {
                     throw CLIFailure(.tryLater, """
                         \(leased) job(s) in \(source.path) are still leased to a running worker: stop the workers and cron \
@@ -142,28 +159,28 @@ enum RowCopier {
                 let tables = try String.fetchAll(
                     db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
                     .filter { !bookkeeping.contains($0) }
-                if let unknown = tables.first(where: { !tableOrder.contains($0) }) {
+                if let unknown = tables.first(where: { name in !tableOrder.contains { $0.source == name } }) {
                     throw CLIFailure(.software, "copy-store does not know the table '\(unknown)' of \(source.path); nothing was copied")
                 }
                 var reports: [TableCopyReport] = []
-                for table in tableOrder where tables.contains(table) {
-                    progress(table)
+                for table in tableOrder where tables.contains(table.source) {
+                    progress(table.name)
                     let columns = try destinationColumns(of: table, in: pg)
-                    let sourceColumns = try db.columns(in: table).map(\.name)
+                    let sourceColumns = try db.columns(in: table.source).map(\.name)
                     if let missing = sourceColumns.first(where: { columns[$0] == nil }) {
-                        throw CLIFailure(.dataError, "the destination's \(table) has no column \(missing): is it at the same version as this lifecycle?")
+                        throw CLIFailure(.dataError, "the destination's \(table.name) has no column \(missing): is it at the same version as this lifecycle?")
                     }
                     try copyRows(of: table, columns: sourceColumns, types: columns, from: db, to: pg)
                     let expected = try sourceDigest(of: table, columns: sourceColumns, types: columns, in: db)
                     let found = try destinationDigest(of: table, columns: sourceColumns, types: columns, in: pg)
                     guard expected == found else {
                         throw CLIFailure(.dataError, """
-                            \(table) differs after the copy (\(expected.rows) row(s) in the source, \(found.rows) in the destination): \
+                            \(table.name) differs after the copy (\(expected.rows) row(s) in the source, \(found.rows) in the destination): \
                             the destination already holds other data; copy into an empty database. Nothing was copied.
                             """)
                     }
                     try advanceIdentity(of: table, in: pg)
-                    reports.append(TableCopyReport(table: table, rows: expected.rows, checksum: expected.hex))
+                    reports.append(TableCopyReport(table: table.name, rows: expected.rows, checksum: expected.hex))
                 }
                 return reports
             }
@@ -173,13 +190,14 @@ enum RowCopier {
     enum ColumnKind { case timestamp, boolean, integer, text }
 
     /// The destination's columns of the table with their SQL type, for the casts and the digest.
-    private static func destinationColumns(of table: String, in pg: PostgresTransaction) throws -> [String: (type: String, kind: ColumnKind)] {
+    private static func destinationColumns(of table: Table, in pg: PostgresTransaction) throws -> [String: (type: String, kind: ColumnKind)] {
         let rows = try pg.query("""
             SELECT a.attname::text, format_type(a.atttypid, a.atttypmod)
             FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-            WHERE c.relname = \(table) AND c.relnamespace = current_schema()::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+            WHERE c.relname = \(table.name) AND c.relnamespace = COALESCE(\(table.destinationSchema)::text, current_schema())::regnamespace
+              AND a.attnum > 0 AND NOT a.attisdropped
             """)
-        guard !rows.isEmpty else { throw CLIFailure(.dataError, "the destination has no table \(table): is it at the same version as this lifecycle?") }
+        guard !rows.isEmpty else { throw CLIFailure(.dataError, "the destination has no table \(table.destination): is it at the same version as this lifecycle?") }
         var columns: [String: (type: String, kind: ColumnKind)] = [:]
         for row in rows {
             let (name, type) = try row.decode((String, String).self)
@@ -194,10 +212,10 @@ enum RowCopier {
     }
 
     private static func copyRows(
-        of table: String, columns: [String], types: [String: (type: String, kind: ColumnKind)], from db: Database, to pg: PostgresTransaction
+        of table: Table, columns: [String], types: [String: (type: String, kind: ColumnKind)], from db: Database, to pg: PostgresTransaction
     ) throws {
         let names = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(names) FROM \(table.quotedDatabaseIdentifier)")
+        let cursor = try Row.fetchCursor(db, sql: "SELECT \(names) FROM \(table.source.quotedDatabaseIdentifier)")
         var batch: [[String?]] = []
         func flush() throws {
             guard !batch.isEmpty else { return }
@@ -213,7 +231,7 @@ enum RowCopier {
             }
             // Identifiers come from the schema of the source, checked against the destination's; values are bound.
             _ = try pg.execute(PostgresQuery(
-                unsafeSQL: "INSERT INTO \(quoted(table)) (\(columns.map(quoted).joined(separator: ", "))) OVERRIDING SYSTEM VALUE VALUES "
+                unsafeSQL: "INSERT INTO \(table.destination) (\(columns.map(quoted).joined(separator: ", "))) OVERRIDING SYSTEM VALUE VALUES "
                     + tuples.joined(separator: ", ") + " ON CONFLICT DO NOTHING",
                 binds: binds))
             batch.removeAll(keepingCapacity: true)
@@ -264,10 +282,10 @@ enum RowCopier {
 
     /// Canonical values: instants as Unix milliseconds, booleans and integers as numbers, text as itself.
     private static func sourceDigest(
-        of table: String, columns: [String], types: [String: (type: String, kind: ColumnKind)], in db: Database
+        of table: Table, columns: [String], types: [String: (type: String, kind: ColumnKind)], in db: Database
     ) throws -> Digest {
         var digest = Digest()
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(table.quotedDatabaseIdentifier)")
+        let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(table.source.quotedDatabaseIdentifier)")
         while let row = try cursor.next() {
             digest.add(columns.indices.map { index -> String? in
                 let value = row[index] as DatabaseValue
@@ -289,7 +307,7 @@ enum RowCopier {
 
     /// The same canonical values, made by the server and read through a cursor so a big table never sits in memory.
     private static func destinationDigest(
-        of table: String, columns: [String], types: [String: (type: String, kind: ColumnKind)], in pg: PostgresTransaction
+        of table: Table, columns: [String], types: [String: (type: String, kind: ColumnKind)], in pg: PostgresTransaction
     ) throws -> Digest {
         let selected = columns.map { column -> String in
             let name = quoted(column)
@@ -299,7 +317,7 @@ enum RowCopier {
             case .integer, .text: return "(\(name))::text"
             }
         }
-        _ = try pg.execute(PostgresQuery(unsafeSQL: "DECLARE copy_check NO SCROLL CURSOR FOR SELECT \(selected.joined(separator: ", ")) FROM \(quoted(table))"))
+        _ = try pg.execute(PostgresQuery(unsafeSQL: "DECLARE copy_check NO SCROLL CURSOR FOR SELECT \(selected.joined(separator: ", ")) FROM \(table.destination)"))
         var digest = Digest()
         while true {
             let rows = try pg.query(PostgresQuery(unsafeSQL: "FETCH 2000 FROM copy_check"))
@@ -313,14 +331,14 @@ enum RowCopier {
     }
 
     /// Copied ids were given explicitly: the identity sequence must continue after them.
-    private static func advanceIdentity(of table: String, in pg: PostgresTransaction) throws {
+    private static func advanceIdentity(of table: Table, in pg: PostgresTransaction) throws {
         let identity = try pg.query("""
             SELECT column_name::text FROM information_schema.columns
-            WHERE table_schema = current_schema() AND table_name = \(table) AND is_identity = 'YES'
+            WHERE table_schema = COALESCE(\(table.destinationSchema)::text, current_schema()) AND table_name = \(table.name) AND is_identity = 'YES'
             """).map { try $0.decode(String.self) }
         for column in identity {
             _ = try pg.query(PostgresQuery(unsafeSQL: """
-                SELECT setval(pg_get_serial_sequence('\(quoted(table))', '\(column)'), COALESCE((SELECT max(\(quoted(column))) FROM \(quoted(table))), 0) + 1, false)
+                SELECT setval(pg_get_serial_sequence('\(table.destination)', '\(column)'), COALESCE((SELECT max(\(quoted(column))) FROM \(table.destination)), 0) + 1, false)
                 """))
         }
     }

@@ -14,6 +14,15 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite, postgres
 
     var testDescription: String { rawValue }
+
+    /// Lifecycle's own table `name` as the backend names it (`lifecycle_jobs` in SQLite,
+    /// `lifecycle.jobs` in PostgreSQL), for the tests' own SQL. The app's tables keep their names.
+    func ownTable(_ name: String) -> String {
+        switch self {
+        case .sqlite: SQLiteStore.ownTable(name)
+        case .postgres: PostgresStore.ownTable(name)
+        }
+    }
 }
 
 /// A value bound into the tests' own SQL (which both backends understand, with `?` placeholders).
@@ -36,6 +45,9 @@ extension Workspace {
     }
 
     var backend: Backend { postgresURL == nil ? .sqlite : .postgres }
+
+    /// Lifecycle's own table `name` in this installation's database: `backend.ownTable(name)`.
+    func ownTable(_ name: String) -> String { backend.ownTable(name) }
 
     /// One connection pool per database for the whole test process: polls call this often.
     func postgres() async throws -> PostgresStore {

@@ -52,8 +52,8 @@ struct CopyStoreTests {
         let link = try #require(export.link)
         #expect(try source.run(["jobs", "probe", "--count", "2"]).status == 0)
         #expect(try source.run(["worker", "--once"]).status == 0)
-        let sourceJobs = try await source.query("SELECT id, kind, state, unique_key, run_at, attempt FROM jobs ORDER BY id")
-        let sourceSteps = try await source.int("SELECT COUNT(*) FROM job_steps")
+        let sourceJobs = try await source.query("SELECT id, kind, state, unique_key, run_at, attempt FROM \(source.ownTable("jobs")) ORDER BY id")
+        let sourceSteps = try await source.int("SELECT COUNT(*) FROM \(source.ownTable("job_steps"))")
         let sourceBlobs = try blobHashes(source)
         // Each account's entry photos and profile photo, and the export archive.
         let expectedBlobs = (3 + 1) + (2 + 1) + 1
@@ -69,8 +69,8 @@ struct CopyStoreTests {
         #expect(report.blobs?.copied == sourceBlobs.count)
 
         // Jobs keep their ids, states, keys and schedule; the blobs are the same bytes.
-        #expect(try await destination.query("SELECT id, kind, state, unique_key, run_at, attempt FROM jobs ORDER BY id") == sourceJobs)
-        #expect(try await destination.int("SELECT COUNT(*) FROM job_steps") == sourceSteps)
+        #expect(try await destination.query("SELECT id, kind, state, unique_key, run_at, attempt FROM \(destination.ownTable("jobs")) ORDER BY id") == sourceJobs)
+        #expect(try await destination.int("SELECT COUNT(*) FROM \(destination.ownTable("job_steps"))") == sourceSteps)
         #expect(try blobHashes(destination) == sourceBlobs)
         #expect(try await destination.state(of: "leaving") == "pendingDeletion")
 
@@ -90,12 +90,12 @@ struct CopyStoreTests {
         // New jobs were given ids after the copied ones: a worker there runs them beside the old.
         let worker = try destination.run(["worker", "--once"], environment: later)
         #expect(worker.status == 0, "\(worker.stderr)")
-        #expect(try await destination.int("SELECT COUNT(*) FROM jobs WHERE kind = 'runner.probe' AND state = 'succeeded'") == 4)
+        #expect(try await destination.int("SELECT COUNT(*) FROM \(destination.ownTable("jobs")) WHERE kind = 'runner.probe' AND state = 'succeeded'") == 4)
         let sourceIDs = sourceJobs.compactMap { $0.first ?? nil }.compactMap { Int($0) }
-        let newProbes = try await destination.strings("SELECT id FROM jobs WHERE kind = 'runner.probe' ORDER BY id").compactMap { Int($0) }
+        let newProbes = try await destination.strings("SELECT id FROM \(destination.ownTable("jobs")) WHERE kind = 'runner.probe' ORDER BY id").compactMap { Int($0) }
         #expect(newProbes.count == 4)
         #expect(newProbes.suffix(2).allSatisfy { $0 > (sourceIDs.max() ?? 0) }, "\(newProbes) after \(sourceIDs)")
-        #expect(Set(try await destination.strings("SELECT id FROM jobs").compactMap { Int($0) }).isSuperset(of: sourceIDs))
+        #expect(Set(try await destination.strings("SELECT id FROM \(destination.ownTable("jobs"))").compactMap { Int($0) }).isSuperset(of: sourceIDs))
         // The source is left as it was.
         #expect(try await source.state(of: "leaving") == "pendingDeletion")
         #expect(try blobHashes(source) == sourceBlobs)
@@ -145,13 +145,13 @@ struct CopyStoreTests {
         try DeletionLines.importAccounts([DeletionLines.account(id: "ours", entries: 2)], into: source)
         let destination = try await emptyDestination()
         try DeletionLines.importAccounts([DeletionLines.account(id: "theirs", entries: 1)], into: destination)
-        let jobsBefore = try await destination.query("SELECT id, kind, state FROM jobs ORDER BY id")
+        let jobsBefore = try await destination.query("SELECT id, kind, state FROM \(destination.ownTable("jobs")) ORDER BY id")
 
         let result = try copy(source, to: destination)
         #expect(result.status == 65)
         #expect(result.stderr.contains("copy into an empty database"))
         // One transaction: what was inserted before the mismatch was found is gone too.
-        #expect(try await destination.query("SELECT id, kind, state FROM jobs ORDER BY id") == jobsBefore)
+        #expect(try await destination.query("SELECT id, kind, state FROM \(destination.ownTable("jobs")) ORDER BY id") == jobsBefore)
         #expect(try await destination.strings("SELECT id FROM accounts") == ["theirs"])
         #expect(try blobHashes(destination).keys.allSatisfy { $0.hasPrefix("theirs/") })
     }
@@ -159,9 +159,9 @@ struct CopyStoreTests {
     @Test func jobsLeasedToALiveWorkerAreRefusedUntilTheyFinish() async throws {
         let source = try Workspace()
         try DeletionLines.importAccounts([DeletionLines.account(id: "busy")], into: source)
-        let job = try await source.int("SELECT MIN(id) FROM jobs")
+        let job = try await source.int("SELECT MIN(id) FROM \(source.ownTable("jobs"))")
         try await source.execute(
-            "UPDATE jobs SET state = 'running', lease_owner = 'elsewhere', lease_expires_at = ? WHERE id = ?",
+            "UPDATE \(source.ownTable("jobs")) SET state = 'running', lease_owner = 'elsewhere', lease_expires_at = ? WHERE id = ?",
             [.date(Date().addingTimeInterval(600)), .integer(job)])
         let destination = try await emptyDestination()
 
@@ -174,7 +174,7 @@ struct CopyStoreTests {
         // Once the lease has run out the job is copied as it stands, for any worker there to rescue.
         let later = try copy(source, to: destination, environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(900))])
         #expect(later.status == 0, "\(later.stderr)")
-        #expect(try await destination.string("SELECT state FROM jobs WHERE id = ?", [.integer(job)]) == "running")
+        #expect(try await destination.string("SELECT state FROM \(destination.ownTable("jobs")) WHERE id = ?", [.integer(job)]) == "running")
     }
 
     @Test func badSourcesAndDestinationsHaveTheirExitCodes() async throws {

@@ -67,7 +67,7 @@ struct DeletionCommandTests {
         // Every attempt is audited, and no audit row holds the password or the hash.
         let rows = try await workspace.auditRows(of: "ada").filter { $0.action == DeletionAudit.request }
         #expect(rows.map(\.outcome) == Array(repeating: "incorrect-password", count: 5) + ["locked-out", "incorrect-password"])
-        let everything = try await workspace.strings("SELECT actor || action || outcome || COALESCE(detail, '') FROM audit_events")
+        let everything = try await workspace.strings("SELECT actor || action || outcome || COALESCE(detail, '') FROM \(workspace.ownTable("audit_events"))")
         for row in everything {
             #expect(!row.contains(secret) && !row.contains(DeletionLines.password) && !row.contains("$2b$"), "\(row)")
         }
@@ -139,7 +139,7 @@ struct DeletionCommandTests {
         #expect(dry.stdout.contains("blobs 3 (24 bytes)"))
         #expect(dry.stdout.contains("dry run: 3 account(s) would be purged"))
         #expect(!dry.stdout.contains("later") && !dry.stdout.contains("active"))
-        #expect(try await workspace.int("SELECT COUNT(*) FROM jobs WHERE kind = ?", [.text(DeletionJobs.purgeKind)]) == 0)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = ?", [.text(DeletionJobs.purgeKind)]) == 0)
         #expect(try await workspace.state(of: "due-1") == "pendingDeletion")
 
         let limited = try workspace.run(["purge", "--limit", "2"])
@@ -147,7 +147,7 @@ struct DeletionCommandTests {
         #expect(purgeCounts(limited.stdout)?.purged == 2)
         #expect(limited.stdout.contains("3 due account(s) had no purge job and got one"))
         // The third is handed back at once, not left leased to a process that has exited.
-        let leased = try await workspace.int("SELECT COUNT(*) FROM jobs WHERE state = 'running' AND kind = ?", [.text(DeletionJobs.purgeKind)])
+        let leased = try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'running' AND kind = ?", [.text(DeletionJobs.purgeKind)])
         #expect(leased == 0)
 
         let rest = try workspace.run(["purge"])

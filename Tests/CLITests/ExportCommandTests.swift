@@ -21,7 +21,7 @@ struct ExportCommandTests {
         #expect(one.created && !two.created)
         #expect(one.job_id == two.job_id)
         #expect(second.stderr.contains("already queued: job #\(one.job_id)"))
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM jobs WHERE kind = 'export'") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'export'") == 1)
 
         // --wait picks up the queued job rather than starting another.
         let ready = try ExportCLI.exportNow(workspace, "u1")
@@ -57,7 +57,7 @@ struct ExportCommandTests {
         #expect(noOperator.stderr.contains("--allow-pending needs --operator NAME"))
         let operatorRun = try ExportCLI.exportNow(workspace, "p1", ["--allow-pending", "--operator", "sam"])
         #expect(operatorRun.state == "ready")
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM audit_events WHERE account_id = 'p1' AND action = 'export.request' AND actor = 'operator:sam'") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("audit_events")) WHERE account_id = 'p1' AND action = 'export.request' AND actor = 'operator:sam'") == 1)
 
         try await ExportCLI.setState(workspace, "gone", "purged")
         let purged = try workspace.run(["export", "gone"], environment: ExportCLI.key)
@@ -118,7 +118,7 @@ struct ExportCommandTests {
         let refused = try workspace.run(["export", "u1", "--wait"])
         #expect(refused.status == 69)
         #expect(refused.stderr.contains("no signing key for download links"))
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM jobs WHERE kind = 'export'") == 0)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'export'") == 0)
 
         let keyFile = workspace.root + "/signing.key"
         _ = FileManager.default.createFile(atPath: keyFile, contents: Data("0123456789abcdef0123456789abcdef\n".utf8), attributes: [.posixPermissions: 0o644])
@@ -146,7 +146,7 @@ struct ExportCommandTests {
         let failed = try workspace.run(["export", "u1", "--wait"], environment: ExportCLI.key)
         #expect(failed.status == 65)
         #expect(failed.stderr.contains("photo u1-p1: its blob accounts/u1/photos/u1-p1 is missing"))
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("outbox"))") == 0)
 
         let skipped = try ExportCLI.exportNow(workspace, "u1", ["--skip-missing-photos"])
         #expect(skipped.omittedPhotos == 1)
@@ -166,7 +166,7 @@ struct ExportCommandTests {
         let worker = try workspace.run(["worker", "--once", "--kind", "export-expiry"], environment: environment)
         #expect(worker.status == 0, "\(worker.stderr)")
         #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports WHERE state = 'expired'") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("exports")) WHERE state = 'expired'") == 1)
         let again = try workspace.run(["worker", "--once", "--kind", "export-expiry"], environment: environment)
         #expect(again.status == 0)
         let list = try workspace.run(["exports", "list", "u1"])

@@ -64,7 +64,7 @@ struct ExportCrashTests {
         #expect(job.state == .running)
         #expect(try await store.steps(of: job.id).map(\.step) == ["snapshot"])
         #expect(!Self.scratchArchives(workspace).isEmpty)
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 0)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("outbox"))") == 0)
         let exportsFolder = workspace.blobs + "/accounts/u1/exports"
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: exportsFolder)) ?? []).isEmpty)
 
@@ -84,8 +84,8 @@ struct ExportCrashTests {
         // One archive, no leftovers, one export row, one notification.
         #expect(try FileManager.default.contentsOfDirectory(atPath: exportsFolder) == ["\(ready.exportID).zip"])
         #expect(Self.scratchArchives(workspace).isEmpty)
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM exports") == 1)
-        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM outbox") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("exports"))") == 1)
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("outbox"))") == 1)
         let archive = try #require(ready.archivePath)
         let unzip = try ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
         #expect(unzip.status == 0, "\(unzip.output)")

@@ -133,6 +133,6 @@ extension Workspace {
     }
 
     func photoJobCount() throws -> Int {
-        try integerNow("SELECT COUNT(*) FROM jobs WHERE kind = '\(PhotoJobs.normalizeKind)'")
+        try integerNow("SELECT COUNT(*) FROM \(ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeKind)'")
     }
 }

@@ -34,7 +34,7 @@ struct PhotoCrashTests {
         // A finished photo never keeps its upload, even when the process died right after.
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
         let succeeded = try await workspace.query(
-            "SELECT unique_key FROM jobs WHERE kind = ? AND state = 'succeeded'", [.text(PhotoJobs.normalizeKind)]
+            "SELECT unique_key FROM \(workspace.ownTable("jobs")) WHERE kind = ? AND state = 'succeeded'", [.text(PhotoJobs.normalizeKind)]
         ).compactMap { $0.first ?? nil }
         #expect(!succeeded.isEmpty)
         for key in succeeded {
@@ -62,8 +62,8 @@ struct PhotoCrashTests {
         // One job per photo, each switched exactly once; the interrupted ones were resumed, not redone.
         let perJob = try await workspace.query("""
             SELECT j.unique_key, j.state, j.attempt,
-                   (SELECT COUNT(*) FROM job_steps s WHERE s.job_id = j.id AND s.step = 'switch')
-            FROM jobs j WHERE j.kind = ?
+                   (SELECT COUNT(*) FROM \(workspace.ownTable("job_steps")) s WHERE s.job_id = j.id AND s.step = 'switch')
+            FROM \(workspace.ownTable("jobs")) j WHERE j.kind = ?
             """, [.text(PhotoJobs.normalizeKind)])
         #expect(perJob.count == count)
         #expect(Set(perJob.map { $0[0] }).count == count)

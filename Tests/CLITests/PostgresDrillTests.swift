@@ -46,8 +46,8 @@ struct PostgresDrillTests {
         let ownerPattern = "%:\(victim.processIdentifier):%"
         let killed = await killProcess(victim.processIdentifier, when: {
             let counts = try psqlQuery(url, """
-                SELECT (SELECT COUNT(*) FROM jobs WHERE state = 'succeeded' AND kind LIKE 'runner.%'),
-                       (SELECT COUNT(*) FROM jobs WHERE state = 'running' AND lease_owner LIKE '\(ownerPattern)')
+                SELECT (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs")) WHERE state = 'succeeded' AND kind LIKE 'runner.%'),
+                       (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs")) WHERE state = 'running' AND lease_owner LIKE '\(ownerPattern)')
                 """).split(separator: "|").compactMap { Int($0) }
             guard counts.count == 2 else { return false }
             return counts[0] >= (probes + noops) / 2 && counts[1] > 0
@@ -63,7 +63,7 @@ struct PostgresDrillTests {
         #expect(victim.terminationReason == .uncaughtSignal)
         // What the dead worker still held: nobody else can hold a lease in its name.
         let orphans = try await store.read { tx in
-            try tx.query("SELECT id FROM jobs WHERE state = 'running' AND lease_owner LIKE \(ownerPattern)").map { try $0.decode(Int64.self) }
+            try tx.query("SELECT id FROM \(unescaped: Backend.postgres.ownTable("jobs")) WHERE state = 'running' AND lease_owner LIKE \(ownerPattern)").map { try $0.decode(Int64.self) }
         }
         #expect(!orphans.isEmpty)
 
@@ -79,7 +79,7 @@ struct PostgresDrillTests {
 
         // Every probe's two database steps took effect exactly once, although some jobs ran twice.
         let effects = try await store.read { tx in
-            try tx.query("SELECT job_id, step, COUNT(*) FROM runner_probe_effects GROUP BY job_id, step").map {
+            try tx.query("SELECT job_id, step, COUNT(*) FROM \(unescaped: Backend.postgres.ownTable("runner_probe_effects")) GROUP BY job_id, step").map {
                 try $0.decode((Int64, String, Int64).self)
             }
         }
@@ -87,13 +87,13 @@ struct PostgresDrillTests {
         #expect(effects.allSatisfy { $0.2 == 1 })
         // The dead worker's jobs were rescued by the others once its leases expired.
         let rescued = try await store.read { tx in
-            try tx.query("SELECT id, state, attempt, lease_owner FROM jobs WHERE id = ANY(\(orphans))").map {
+            try tx.query("SELECT id, state, attempt, lease_owner FROM \(unescaped: Backend.postgres.ownTable("jobs")) WHERE id = ANY(\(orphans))").map {
                 try $0.decode((Int64, String, Int32, String?).self)
             }
         }
         #expect(rescued.count == orphans.count)
         #expect(rescued.allSatisfy { $0.1 == "succeeded" && $0.2 == 2 })
-        let maxAttempt = try await store.read { tx in try tx.query("SELECT MAX(attempt) FROM jobs WHERE kind LIKE 'runner.%'").first?.decode(Int32.self) }
+        let maxAttempt = try await store.read { tx in try tx.query("SELECT MAX(attempt) FROM \(unescaped: Backend.postgres.ownTable("jobs")) WHERE kind LIKE 'runner.%'").first?.decode(Int32.self) }
         #expect(maxAttempt == 2)
     }
 

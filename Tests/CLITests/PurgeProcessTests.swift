@@ -122,8 +122,8 @@ struct PurgeProcessTests {
         #expect(purged == 200)
 
         let receipts = try await workspace.strings(
-            "SELECT COUNT(*) FROM audit_events WHERE action = 'account.purge' AND outcome = 'purged' GROUP BY account_id")
-        let jobs = try await workspace.strings("SELECT state || '=' || COUNT(*) FROM jobs WHERE kind = ? GROUP BY state", [.text(DeletionJobs.purgeKind)])
+            "SELECT COUNT(*) FROM \(workspace.ownTable("audit_events")) WHERE action = 'account.purge' AND outcome = 'purged' GROUP BY account_id")
+        let jobs = try await workspace.strings("SELECT state || '=' || COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = ? GROUP BY state", [.text(DeletionJobs.purgeKind)])
         let states = try await workspace.strings("SELECT state || '=' || COUNT(*) FROM accounts GROUP BY state")
         #expect(receipts.count == 200)
         #expect(receipts.allSatisfy { $0 == "1" })

@@ -68,11 +68,11 @@ struct RunnerProcessTests {
         #expect(probes.allSatisfy { $0.state == .succeeded })
         // Every job: each of its two database steps took effect exactly once.
         let effects = try store.writeSync { tx in
-            try Int.fetchAll(tx.db, sql: "SELECT COUNT(*) FROM runner_probe_effects GROUP BY job_id")
+            try Int.fetchAll(tx.db, sql: "SELECT COUNT(*) FROM \(workspace.ownTable("runner_probe_effects")) GROUP BY job_id")
         }
         #expect(effects.count == 1000)
         #expect(effects.allSatisfy { $0 == 2 })
-        let attempts = try store.writeSync { tx in try Int.fetchOne(tx.db, sql: "SELECT MAX(attempt) FROM jobs") }
+        let attempts = try store.writeSync { tx in try Int.fetchOne(tx.db, sql: "SELECT MAX(attempt) FROM \(workspace.ownTable("jobs"))") }
         #expect(attempts == 1)
     }
 
@@ -156,14 +156,14 @@ struct RunnerProcessTests {
         // Draining no-op jobs, the loop is in a claim transaction much of the time: a claim
         // cut off by the shutdown used to end the worker with exit 70 instead of a hand-back.
         let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
-            try workspace.integerNow("SELECT COUNT(*) FROM jobs WHERE state = 'succeeded'") >= 300
+            try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'succeeded'") >= 300
         })
         if !signalled { worker.terminate() }
         worker.waitUntilExit()
         #expect(signalled)
         #expect(worker.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        #expect(try workspace.integerNow("SELECT COUNT(*) FROM jobs WHERE state = 'running'") == 0)
-        #expect(try workspace.integerNow("SELECT COUNT(*) FROM jobs WHERE state = 'succeeded'") < total)
+        #expect(try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'running'") == 0)
+        #expect(try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'succeeded'") < total)
     }
 
     @Test func badClockOverrideIsAUsageError() throws {

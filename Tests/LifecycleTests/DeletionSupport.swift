@@ -26,6 +26,15 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
+    /// Lifecycle's own table `name` as the backend names it (`lifecycle_jobs` in SQLite,
+    /// `lifecycle.jobs` in PostgreSQL), for the tests' own SQL. The app's tables keep their names.
+    func ownTable(_ name: String) -> String {
+        switch self {
+        case .sqlite: SQLiteStore.ownTable(name)
+        case .postgres: PostgresStore.ownTable(name)
+        }
+    }
+
     /// A fresh, empty store: a SQLite file in its own directory, or a database of its
     /// own on the test process's throwaway PostgreSQL cluster.
     func makeStore() async throws -> any LifecycleStore {
@@ -139,11 +148,13 @@ struct DeletionFixture<Store: LifecycleStore> {
         try await store.read { tx in try tx.account(id: id) }
     }
 
-    /// Rows of the account in every table of the data map.
+    /// Rows of the account in every table of the data map, and in lifecycle's own tables
+    /// that go with the account (exports, outbox): what a purge removes.
     func rows(_ id: String) async throws -> [String: Int] {
         let map = dataMap
         return try await store.read { tx in
             try map.tables.reduce(into: [:]) { counts, table in counts[table.name] = try tx.countRows(in: table, accountID: id) }
+                .merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
         }
     }
 

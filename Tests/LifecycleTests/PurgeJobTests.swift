@@ -159,6 +159,47 @@ struct PurgeJobTests {
         #expect(try JSONDecoder().decode([String: [String: Int]].self, from: Data(rowsStep.utf8))["rows"] == expected)
     }
 
+    @Test(arguments: Backend.allCases, [false, true])
+    func aPurgeRemovesLifecyclesOwnRowsAboutTheAccountAndKeepsTheAuditTrail(_ backend: Backend, batched: Bool) async throws {
+        try await aPurgeRemovesLifecyclesOwnRowsAboutTheAccountAndKeepsTheAuditTrail(store: try await backend.makeStore(), batched: batched)
+    }
+
+    /// Export records and their messages are lifecycle's own tables, not in the data map:
+    /// the purge removes the account's itself, whether its rows go in batches or at once.
+    private func aPurgeRemovesLifecyclesOwnRowsAboutTheAccountAndKeepsTheAuditTrail(store: some LifecycleStore, batched: Bool) async throws {
+        let fixture = try DeletionFixture(store: store, deletionPolicy: batched ? "purge_row_batch: 3\n" : nil)
+        let now = fixture.clock.now()
+        for id in ["ada", "bob"] {
+            try await fixture.addAccount(id)
+            try await fixture.store.write { tx in
+                for index in 1...2 {
+                    try tx.insertExport(ExportRecord(
+                        id: "\(id)-x\(index)", accountID: id, jobID: nil, format: "zip", state: .ready, requestedBy: "user", cutoffAt: now))
+                    _ = try tx.insertOutboxMessage(OutboxMessage(
+                        uniqueKey: "export-ready:\(id)-x\(index)", accountID: id, recipient: "\(id)@example.com", subject: "s", body: "b",
+                        createdAt: now))
+                }
+            }
+        }
+        let adaRows = try await fixture.rows("ada")
+        #expect(adaRows["exports"] == 2 && adaRows["outbox"] == 2)
+        _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
+        #expect(try await fixture.purge().succeeded == 1)
+
+        let (exports, messages) = try await fixture.store.read { tx in
+            (try tx.exports(accountID: "ada").count + tx.outboxMessages(accountID: "ada").count,
+             try tx.exports(accountID: "bob").count + tx.outboxMessages(accountID: "bob").count)
+        }
+        #expect(exports == 0)
+        #expect(messages == 4)
+        let receipt = try #require(try await fixture.audit("ada").last)
+        #expect(receipt.action == DeletionAudit.purge)
+        let detail = try JSONSerialization.jsonObject(with: Data(try #require(receipt.detail).utf8)) as? [String: Any]
+        #expect(detail?["rows"] as? [String: Int] == adaRows)
+        // The trail of the deletion itself outlives the account.
+        #expect(try await fixture.audit("ada").count > 1)
+    }
+
     @Test func rowDeletionFollowsTheDataMapIncludingWithoutRowIDTablesAndNewAccountColumns() async throws {
         let map = try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
             + "  - table: badges\n    owner: account_id\n"

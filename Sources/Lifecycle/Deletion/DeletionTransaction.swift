@@ -41,6 +41,15 @@ public protocol DeletionTransaction {
     /// of the data map; returns how many.
     func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int
 
+    /// Lifecycle's own rows about the account, which go with it: its export records and
+    /// the messages sent about them, by table (`exports`, `outbox`, zero included, so that
+    /// receipts stay comparable with those of releases that listed both in the data map).
+    /// They are not in the data map: they are lifecycle's state, not the app's. The audit
+    /// trail stays; the purge's own bookkeeping goes as each purge ends.
+    func lifecycleRowCounts(accountID: String) throws -> [String: Int]
+    /// Deletes those rows; returns how many per table.
+    func deleteLifecycleRows(accountID: String) throws -> [String: Int]
+
     /// What the purge found when it started: rows per table (recorded by its first
     /// step) and blobs (recorded when it first lists them). The first record of each
     /// wins, so a purge resumed after a crash still reports what it removed in total.

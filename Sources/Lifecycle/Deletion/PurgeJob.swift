@@ -9,10 +9,13 @@ import JobRunner
 /// 2. `delete-blobs` — photos, profile photo, export archives: everything under
 ///    `accounts/<id>/`, listed and deleted in batches, then listed again to prove it empty.
 /// 3. `delete-rows` — every table of the account data map, in its order (children
-///    first), in bounded batches that are each their own transaction. An account
-///    with at most one batch of rows (most of them) leaves that batch to step 4.
-/// 4. `tombstone` — deletes the last batch of rows; the account row keeps only id,
-///    state and purged_at; an audit receipt records how many rows and blobs went.
+///    first), in bounded batches that are each their own transaction, then
+///    lifecycle's own rows about the account (exports, outbox), which the map does
+///    not list. An account with at most one batch of rows (most of them) leaves
+///    that batch to step 4.
+/// 4. `tombstone` — deletes the last batch of rows and lifecycle's own rows about the
+///    account; the account row keeps only id, state and purged_at; an audit receipt
+///    records how many rows and blobs went.
 struct PurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
@@ -102,7 +105,9 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             }
         }
         let map = try dataMap.map(jobsDirectory: services.jobsDirectory)
-        let rows = try tx.countRows(in: map.tables.filter { $0.name != "accounts" }, accountID: id)
+        var rows = try tx.countRows(in: map.tables.filter { $0.name != "accounts" }, accountID: id)
+        // An app table of the same name as one of lifecycle's is counted under that name too.
+        rows.merge(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
         try tx.recordRowInventory(accountID: id, rows: rows, at: context.now)
         return try .output(PurgeStart(rows: rows.values.reduce(0, +)))
     }
@@ -185,7 +190,10 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         while index < tables.count {
             let start = index
             let (next, counts) = try await store.write { tx in
-                try Self.deleteBatch(of: id, from: tables, startingAt: start, limit: batch, in: tx)
+                var (next, counts) = try Self.deleteBatch(of: id, from: tables, startingAt: start, limit: batch, in: tx)
+                // With the last batch: a handful of rows per account (exports are rate-limited, one message each).
+                if next == tables.count { counts.merge(try tx.deleteLifecycleRows(accountID: id), uniquingKeysWith: +) }
+                return (next, counts)
             }
             removed.merge(counts, uniquingKeysWith: +)
             index = next
@@ -232,7 +240,11 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
                 throw PurgeIncomplete("account \(id) still has rows in \(left.name) after deleting a full batch; the purge will retry")
             }
         }
-        let rows = try inventory?.rows ?? (context.output(of: "delete-rows", as: RowsRemoved.self)?.rows ?? [:])
+        // Lifecycle's own rows go here in any case, even when delete-rows already removed
+        // them: nothing written about the account since then outlives the tombstone.
+        let own = try tx.deleteLifecycleRows(accountID: id)
+        var rows = try inventory?.rows ?? (context.output(of: "delete-rows", as: RowsRemoved.self)?.rows ?? [:])
+        rows.merge(own) { counted, _ in counted }
         let receipt = Receipt(
             rows: rows, rowsTotal: rows.values.reduce(0, +),
             blobs: try inventory?.blobCount ?? (context.output(of: "delete-blobs", as: BlobsRemoved.self)?.blobs ?? 0),

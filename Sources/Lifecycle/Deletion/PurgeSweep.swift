@@ -99,7 +99,9 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 try tx.accountsDueForPurge(now: now, after: cursor, limit: size).map { account in
                     PurgePreview(
                         accountID: account.accountID, state: account.state, purgeAfter: account.purgeAfter,
-                        rows: try tx.countRows(in: tables, accountID: account.accountID), blobs: 0, blobBytes: 0)
+                        rows: try tx.countRows(in: tables, accountID: account.accountID)
+                            .merging(try tx.lifecycleRowCounts(accountID: account.accountID), uniquingKeysWith: +),
+                        blobs: 0, blobBytes: 0)
                 }
             }
             for var preview in due {
