@@ -249,17 +249,46 @@ enum Migrations {
             "ALTER TABLE purge_inventory SET SCHEMA lifecycle",
             "ALTER TABLE deletion_attempts SET SCHEMA lifecycle",
         ]),
+        // An app's own accounts: their deletion state and a purge's running counts, keyed
+        // by the app's key as text, referring to none of the app's tables.
+        Migration(name: "v5-app-subjects", statements: [
+            """
+            CREATE TABLE lifecycle.subjects (
+                subject_key TEXT PRIMARY KEY,
+                state TEXT NOT NULL CHECK (state IN ('active','pendingDeletion','purging','purged')),
+                deletion_requested_at TIMESTAMPTZ,
+                purge_after TIMESTAMPTZ,
+                purged_at TIMESTAMPTZ,
+                updated_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+            "CREATE INDEX subjects_due ON lifecycle.subjects (purge_after) WHERE state IN ('pendingDeletion','purging')",
+            """
+            CREATE TABLE lifecycle.purge_progress (
+                subject_key TEXT NOT NULL,
+                table_name TEXT NOT NULL,
+                deleted BIGINT NOT NULL DEFAULT 0,
+                masked BIGINT NOT NULL DEFAULT 0,
+                PRIMARY KEY (subject_key, table_name)
+            )
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to
     /// `v4-lifecycle-namespace`: lifecycle's own tables are created in its schema, never
     /// created among the app's and moved. The app's tables go in the connection's current
     /// schema, as `v1-reference-schema` makes them.
-    static let baseline = (last: "v4-lifecycle-namespace", statements: ReferenceSchema.statements + OwnSchema.statements)
+    static func baseline(referenceSchema: Bool) -> (last: String, statements: [String]) {
+        ("v4-lifecycle-namespace", (referenceSchema ? ReferenceSchema.statements : []) + OwnSchema.statements)
+    }
 
     /// Applies what is missing, in one transaction under an advisory lock, so that
     /// workers starting together on several machines apply each migration once.
-    static func migrate(_ tx: PostgresTransaction) throws -> [String] {
+    /// `referenceSchema: false` for an app's own database: a fresh one gets lifecycle's
+    /// schema only, never the reference app's tables.
+    static func migrate(_ tx: PostgresTransaction, referenceSchema: Bool = true) throws -> [String] {
+        let baseline = baseline(referenceSchema: referenceSchema)
         try tx.execute("SELECT pg_advisory_xact_lock(7126357734)")
         let applied = try bookkeeping(tx)
         let known = Set(all.map(\.name))

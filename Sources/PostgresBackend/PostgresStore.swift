@@ -21,22 +21,24 @@ public final class PostgresStore: Sendable {
     /// Connects (failing within seconds when the server is unreachable) and brings
     /// the schema up to date, unless `migrating` is false (a read-only look, such as
     /// checking a data map against an app's database, creates nothing).
-    public init(_ server: PostgresLocation, logger: Logger = Logger(label: "lifecycle.postgres"), migrating: Bool = true) async throws {
+    public init(
+        _ server: PostgresLocation, logger: Logger = Logger(label: "lifecycle.postgres"), migrating: Bool = true, referenceSchema: Bool = true
+    ) async throws {
         self.server = server
         self.logger = logger
         pool = ConnectionPool(
             configuration: try server.connectionConfiguration(), maxConnections: server.maxConnections,
             location: server.description, logger: logger)
         if migrating {
-            _ = try await migrate()
+            _ = try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema) }
         } else {
             // Reach the server now, so an unreachable one fails here and not half-way.
             _ = try await read { tx in try tx.query("SELECT 1") }
         }
     }
 
-    public convenience init(url: String, logger: Logger = Logger(label: "lifecycle.postgres")) async throws {
-        try await self.init(PostgresLocation(url: url), logger: logger)
+    public convenience init(url: String, logger: Logger = Logger(label: "lifecycle.postgres"), referenceSchema: Bool = true) async throws {
+        try await self.init(PostgresLocation(url: url), logger: logger, referenceSchema: referenceSchema)
     }
 
     deinit {

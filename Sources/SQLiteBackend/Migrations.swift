@@ -3,7 +3,11 @@ import GRDB
 
 /// Named, ordered migrations. A shipped migration is never edited: changes go in a new one.
 enum Migrations {
-    static var migrator: Migrator {
+    static var migrator: Migrator { migrator(referenceSchema: true) }
+
+    /// `referenceSchema: false` for an app's own database: a fresh installation then gets
+    /// lifecycle's tables only, never the reference app's (`accounts`, `photos`, …).
+    static func migrator(referenceSchema: Bool) -> Migrator {
         var migrator = Migrator()
 
         migrator.registerMigration("v1-job-runner") { db in
@@ -211,7 +215,31 @@ enum Migrations {
         // A database with none of the migrations gets their sum at once: lifecycle's own
         // tables are created in its namespace, never created among the app's and moved.
         migrator.registerBaseline(upTo: "v4-lifecycle-namespace") { db in
-            try db.execute(sql: ReferenceSchema.tables + OwnSchema.all)
+            try db.execute(sql: (referenceSchema ? ReferenceSchema.tables : "") + OwnSchema.all)
+        }
+
+        // An app's own accounts: their deletion state and a purge's running counts, keyed by
+        // the app's key as text, referring to none of the app's tables.
+        migrator.registerMigration("v5-app-subjects") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_subjects (
+                    subject_key TEXT PRIMARY KEY,
+                    state TEXT NOT NULL CHECK (state IN ('active','pendingDeletion','purging','purged')),
+                    deletion_requested_at DATETIME,
+                    purge_after DATETIME,
+                    purged_at DATETIME,
+                    updated_at DATETIME NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX lifecycle_subjects_due ON lifecycle_subjects(purge_after) WHERE state IN ('pendingDeletion','purging');
+
+                CREATE TABLE lifecycle_purge_progress (
+                    subject_key TEXT NOT NULL,
+                    table_name TEXT NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    masked INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (subject_key, table_name)
+                ) WITHOUT ROWID;
+                """)
         }
         return migrator
     }

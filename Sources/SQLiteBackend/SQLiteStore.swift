@@ -68,8 +68,13 @@ public final class SQLiteStore: LifecycleStore, Sendable {
 
     public var location: String { "SQLite file \(path)" }
 
-    public init(path: String, busyTimeout: TimeInterval = 30) throws {
+    /// False for an app's own database: a fresh file gets lifecycle's tables only, not the
+    /// reference app's.
+    public let referenceSchema: Bool
+
+    public init(path: String, busyTimeout: TimeInterval = 30, referenceSchema: Bool = true) throws {
         self.path = path
+        self.referenceSchema = referenceSchema
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(
@@ -128,7 +133,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         defer { close(descriptor) }
         flock(descriptor, LOCK_EX)
         defer { flock(descriptor, LOCK_UN) }
-        try Migrations.migrator.migrate(pool)
+        try Migrations.migrator(referenceSchema: referenceSchema).migrate(pool)
     }
 
     /// Lifecycle's own table `name` as this backend names it: every table of lifecycle's

@@ -83,12 +83,26 @@ struct AccountSummary: Codable {
     var openSessions: Int
 }
 
+/// An account of an app's own database: lifecycle's record of it and its rows per mapped table.
+struct AppAccountSummary: Codable {
+    var key: String
+    var state: AccountState
+    var deletionRequestedAt: Date?
+    var purgeAfter: Date?
+    var purgedAt: Date?
+    var rows: [String: Int]
+
+    enum CodingKeys: String, CodingKey {
+        case key, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at", rows
+    }
+}
+
 struct ShowAccount: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show one account by id or email (exit 67 if there is none).")
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Account id or email.") var reference: String
+    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var reference: String
 
     func run() async throws {
         try await guarded {
@@ -97,6 +111,7 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        if case .app(let data) = try await services.directory().source { return try await showAppAccount(data, services: services) }
         guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
         let id = account.id
         // The stored hash is a secret: never printed, not even in JSON.
@@ -119,6 +134,28 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         if let purgedAt = account.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
         Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         Terminal.line("  photos: \(summary.photos.count) (\(summary.photos.reduce(0) { $0 + $1.byteSize }) bytes)  open sessions: \(summary.openSessions)")
+        return .ok
+    }
+
+    private func showAppAccount<Store: LifecycleStore>(_ data: AppData, services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let reference = self.reference
+        let found = try await services.store.read { tx -> AppAccountSummary? in
+            // A purged user whose row the map deletes is found by its key in lifecycle's record.
+            guard let key = try data.resolve(reference, in: tx) ?? tx.subject(key: reference)?.key else { return nil }
+            let record = try tx.subject(key: key)
+            return AppAccountSummary(
+                key: key, state: record?.state ?? .active, deletionRequestedAt: record?.deletionRequestedAt,
+                purgeAfter: record?.purgeAfter, purgedAt: record?.purgedAt, rows: try data.rowCounts(key: key, in: tx))
+        }
+        guard let summary = found else { throw LifecycleError.noSuchAccount(reference) }
+        if options.json {
+            try Terminal.printJSON(summary)
+            return .ok
+        }
+        Terminal.line("account \(summary.key) (\(data.displayName(data.plan.subject.table)))  state: \(summary.state.rawValue)")
+        if let purgeAfter = summary.purgeAfter, summary.state != .purged { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
+        if let purgedAt = summary.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
+        Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         return .ok
     }
 }

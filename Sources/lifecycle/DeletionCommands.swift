@@ -51,7 +51,7 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Account id or email.") var account: String
+    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
     @Flag(name: .customLong("password-stdin"), help: "Read the user's password from standard input.") var passwordStdin = false
     @Option(name: .customLong("operator"), help: ArgumentHelp("Who deletes on the user's behalf (audited).", valueName: "name"))
     var operatorName: String?
@@ -83,7 +83,7 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let deletion = try DeletionService(services: services)
+        let deletion = try DeletionService(services: services, directory: try await services.directory())
         let result: DeletionRequestResult
         if let operatorName {
             result = try await deletion.requestDeletionByOperator(
@@ -116,7 +116,7 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Account id or email.") var account: String
+    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
 
     func run() async throws {
         try await guarded {
@@ -125,7 +125,7 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let result = try await DeletionService(services: services).restore(account: account, actor: "cli")
+        let result = try await DeletionService(services: services, directory: try await services.directory()).restore(account: account, actor: "cli")
         if options.json {
             try Terminal.printJSON(result)
         } else {
@@ -143,7 +143,7 @@ struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
         discussion: "For accounts whose imported hash is in a format that cannot be verified. Audited, without the password.")
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Account id or email.") var account: String
+    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
     @Flag(name: .customLong("password-stdin"), help: "Read the new password from standard input (required).") var passwordStdin = false
 
     func validate() throws {
@@ -160,7 +160,8 @@ struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let password = try readPasswordFromStandardInput()
-        let format = try await DeletionService(services: services).setPassword(account: account, password: password, actor: "cli")
+        let format = try await DeletionService(services: services, directory: try await services.directory())
+            .setPassword(account: account, password: password, actor: "cli")
         if options.json {
             try Terminal.printJSON(["account": account, "hash_format": format])
         } else {
@@ -201,8 +202,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         // Refuses to run while a table holding account data is missing from the map: it would be left behind.
-        _ = try await services.dataMap()
-        let sweep = try PurgeSweep(services: services)
+        let directory = try await services.directory()
+        if directory.isReferenceApp { _ = try await services.dataMap() }
+        let sweep = try PurgeSweep(services: services, directory: directory)
         if dryRun { return try await preview(sweep) }
 
         let sweepReport = try await sweep.enqueueDuePurges()
@@ -259,7 +261,7 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             switch event {
             case .started(let job): progress.update(doing: "account \(tally.account(of: job))")
             case .stepFinished(let job, let step):
-                if step == "tombstone" { tally.purged(job) }
+                if DeletionJobs.finalPurgeSteps.contains(step) { tally.purged(job) }
             case .message: break
             case .finished(let job, let outcome):
                 let handled = tally.finished(job, outcome)

@@ -80,11 +80,17 @@ struct GlobalOptions: ParsableArguments {
         return try await services(store: try SQLiteStore(path: databasePath))
     }
 
+    /// Whether the data map is the reference app's, whose schema lifecycle creates itself.
+    /// Any other map describes an app's own database, where lifecycle creates its own tables
+    /// only. A map that cannot be read is reported by the command that needs it.
+    var servesReferenceApp: Bool { (try? DataMap(jobsDirectory: jobsDirectory).isReferenceApp) ?? true }
+
     /// Runs a command on whichever backend `--database` names.
     func withServices(_ command: some StoreCommand) async throws -> ExitStatus {
         guard usesPostgres else {
             do {
-                return try await command.run(services: try await services())
+                let store = try SQLiteStore(path: databasePath, referenceSchema: servesReferenceApp)
+                return try await command.run(services: try await services(store: store))
             } catch {
                 // A full disk or a damaged file is named with the file, wherever it surfaced.
                 throw SQLiteStoreError.classify(error, path: databasePath) ?? error
@@ -96,7 +102,7 @@ struct GlobalOptions: ParsableArguments {
         } catch let error as PostgresStoreError {
             throw CLIFailure(.usage, "--database (or LIFECYCLE_DATABASE): \(error.message)")
         }
-        let store = try await PostgresStore(location, logger: logger("lifecycle.postgres"))
+        let store = try await PostgresStore(location, logger: logger("lifecycle.postgres"), referenceSchema: servesReferenceApp)
         return try await command.run(services: try await services(store: store))
     }
 

@@ -53,7 +53,7 @@ extension Workspace {
     func postgres() async throws -> PostgresStore {
         guard let postgresURL else { throw CLITestFailure("not a PostgreSQL workspace") }
         if let open = PostgresStores.shared.store(for: postgresURL) { return open }
-        let store = try await PostgresStore(url: postgresURL)
+        let store = try await PostgresStore(url: postgresURL, referenceSchema: servesReferenceApp)
         PostgresStores.shared.keep(store, for: postgresURL)
         return store
     }

@@ -56,7 +56,7 @@ struct DataMapCheckTests {
             return try runTool("/usr/bin/sqlite3", [workspace.database, "SELECT name || ':' || sql FROM sqlite_master ORDER BY name"])
         case .postgres:
             return try psqlQuery(workspace.database, """
-                SELECT string_agg(table_schema || '.' || table_name || '.' || column_name || ':' || data_type, ',' ORDER BY 1)
+                SELECT string_agg(table_schema || '.' || table_name || '.' || column_name || ':' || data_type, ',' ORDER BY table_schema, table_name, column_name)
                 FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema')
                 """)
         }

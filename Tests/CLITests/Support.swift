@@ -1,5 +1,6 @@
 import Foundation
 import JobRunner
+import Lifecycle
 import SQLiteBackend
 import Testing
 
@@ -102,7 +103,11 @@ struct Workspace {
             stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
-    func store() throws -> SQLiteStore { try SQLiteStore(path: database) }
+    /// Opened as the CLI opens it: an app's own database (a map without `app: reference`)
+    /// gets lifecycle's tables only, never the reference app's.
+    func store() throws -> SQLiteStore { try SQLiteStore(path: database, referenceSchema: servesReferenceApp) }
+
+    var servesReferenceApp: Bool { (try? DataMap(jobsDirectory: jobsDirectory).isReferenceApp) ?? true }
 }
 
 /// Waits for a condition another process brings about, checking every 50 ms, up to a deadline.

@@ -153,6 +153,10 @@ public struct DataMap: Sendable, Equatable {
     public var subject: Subject
     public var tables: [Table]
     public var ignored: [Ignored]
+    /// `app: reference`: the map of the reference app whose schema lifecycle itself creates
+    /// (`lifecycle demo`); its accounts keep their deletion state in its `accounts` table.
+    /// Any other map describes an app's own database, which lifecycle never alters.
+    public var isReferenceApp: Bool = false
     /// The file it was read from, for messages.
     public var source: String
 

@@ -24,7 +24,7 @@ extension DataMap {
         }
         guard let root else { throw LifecycleError(.badInput, "\(source): the file is empty; it needs `version: 2`, `subject:` and `tables:`") }
         let top = try YAMLField(node: root, path: "", source: source).mapping(
-            allowed: ["version", "subject", "tables", "ignore"])
+            allowed: ["version", "app", "subject", "tables", "ignore"])
         guard let version = top["version"] else {
             if top["tables"] != nil {
                 throw LifecycleError(.badInput, """
@@ -65,7 +65,14 @@ extension DataMap {
         if let twice = Dictionary(grouping: files, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
             throw LifecycleError(.badInput, "\(source): two tables share export_file '\(twice)'")
         }
-        self.init(subject: subject, tables: tables, ignored: ignored, source: source)
+        var isReferenceApp = false
+        if let app = top["app"] {
+            guard try app.string() == "reference" else {
+                throw app.error("the only value is `reference` (the reference app whose schema lifecycle creates); leave it out for your own database")
+            }
+            isReferenceApp = true
+        }
+        self.init(subject: subject, tables: tables, ignored: ignored, isReferenceApp: isReferenceApp, source: source)
     }
 
     private static func subject(_ field: YAMLField) throws -> Subject {

@@ -144,7 +144,12 @@ private struct Checker {
                 _ = try column(password.column, of: table, line: line, role: "password column")
             }
         }
-        if let mask = subject.erase.mask { try self.mask(mask, of: table, key: [subject.key], line: line) }
+        if let mask = subject.erase.mask {
+            try self.mask(mask, of: table, key: [subject.key], line: line)
+            if let blob = subject.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value == .null } }) {
+                throw fail(line, "the user row is kept (masked) but its file column \(blob) is not masked to null: the purge deletes the file")
+            }
+        }
         return (subject, table, key.kind == .integer ? .integer : .text)
     }
 
@@ -230,6 +235,13 @@ private struct Checker {
                         '\(key.table).\(key.columns.joined(separator: ","))' to the same `cascade:` list
                         """)
                 }
+            }
+            for cascade in cascades where (mapped[cascade.table]?.key ?? catalog.table(cascade.table)?.primaryKey ?? []).isEmpty {
+                throw fail(entry.line, "cascade: \(cascade.table) has no primary key, so its rows cannot be deleted in batches; map it with `key:`")
+            }
+            // A kept row must not name a file the purge deletes.
+            if let mask = entry.erase.mask, let blob = entry.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value == .null } }) {
+                throw fail(entry.line, "\(table.name) rows are kept (masked) but their file column \(blob) is not masked to null: the purge deletes the file")
             }
             var keptBy: [DataMapPlan.Cascade] = []
             if case .deleteUnlessReferenced(let references, _) = entry.erase {

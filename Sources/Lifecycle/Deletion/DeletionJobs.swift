@@ -7,11 +7,20 @@ public enum DeletionJobs {
     /// The nightly sweep: enqueues a purge for every due account that has none (PurgeSweep.swift).
     public static let sweepKind = "deletion.purge-sweep"
 
+    /// The step after which an account is purged, whichever the app.
+    public static let finalPurgeSteps: Set<String> = ["tombstone", "erase-user"]
+
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         let policy = Result { try DeletionPolicy(policies: services.policies) }
+        // A map that cannot be read fails the purge itself, naming the file, as before.
+        let isReferenceApp = (try? DataMap(jobsDirectory: services.jobsDirectory).isReferenceApp) ?? true
+        guard !isReferenceApp else {
+            return [PurgeJob(services: services, policy: policy).kind, PurgeSweep(services: services, policy: policy).kind]
+        }
+        let appData = AppDataCache()
         return [
-            PurgeJob(services: services, policy: policy).kind,
-            PurgeSweep(services: services, policy: policy).kind,
+            AppPurgeJob(services: services, policy: policy, appData: appData).kind,
+            PurgeSweep(services: services, policy: policy, appData: appData).kind,
         ]
     }
 

@@ -52,11 +52,17 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
     public let policy: DeletionPolicy
     public let verifier: PasswordVerifier
+    /// The reference app's accounts, or an app's own users (`LifecycleServices.directory()`).
+    public let directory: AccountDirectory<Store>
 
-    public init(services: LifecycleServices<Store>, verifier: PasswordVerifier = PasswordVerifier()) throws {
+    public init(
+        services: LifecycleServices<Store>, directory: AccountDirectory<Store> = AccountDirectory(source: .reference),
+        verifier: PasswordVerifier = PasswordVerifier()
+    ) throws {
         self.services = services
         self.policy = try DeletionPolicy(policies: services.policies)
         self.verifier = verifier
+        self.directory = directory
     }
 
     // MARK: - The user's request
@@ -84,7 +90,9 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             // first (SQLite: the single writer; PostgreSQL: FOR UPDATE). Under READ COMMITTED
             // the two counts below are two snapshots: an attempt ending between them would be
             // in neither, and two admissions could both count four and both be let through.
-            guard try tx.account(id: id) != nil else { return .failure(LifecycleError.noSuchAccount(reference)) }
+            guard try directory.entry(id: id, in: tx, locking: true, now: now) != nil else {
+                return .failure(LifecycleError.noSuchAccount(reference))
+            }
             let since = lockout.lookback(from: now)
             let failures = try tx.auditTimes(accountID: id, action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, since: since)
             let running = try tx.deletionAttemptsInFlight(accountID: id, since: now.addingTimeInterval(-lockout.window))
@@ -101,28 +109,30 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             return try await verifyAndDelete(account, password: password, attempt: attempt, now: now)
         } catch {
             // The outcome's own transaction ends the attempt; this covers errors before it.
-            try? await store.write { tx in try Self.endAttempt(attempt, accountID: id, in: tx) }
+            try? await store.write { [self] tx in try endAttempt(attempt, accountID: id, now: now, in: tx) }
             throw error
         }
     }
 
     /// Ends an attempt under the account's row lock, which the admission counts under:
     /// the end must not land between its two counts.
-    private static func endAttempt(_ attempt: Int64, accountID: String, in tx: Store.Transaction) throws {
-        _ = try tx.account(id: accountID)
+    private func endAttempt(_ attempt: Int64, accountID: String, now: Date, in tx: Store.Transaction) throws {
+        _ = try directory.entry(id: accountID, in: tx, locking: true, now: now)
         try tx.endDeletionAttempt(attempt)
     }
 
-    private func verifyAndDelete(_ account: Account, password: String, attempt: Int64, now: Date) async throws -> DeletionRequestResult {
+    private func verifyAndDelete(_ account: AccountDirectory<Store>.Entry, password: String, attempt: Int64, now: Date) async throws -> DeletionRequestResult {
         let store = services.store
         let id = account.id
+        let directory = self.directory
 
         // Checked before the write transaction: a hash takes up to a few hundred
         // milliseconds, and the database must not stay locked for that long.
-        let format = account.passwordHash.map { PasswordHashFormat.detect($0)?.name ?? "unknown" } ?? "none"
+        let storedHash = try await store.read { tx in try directory.passwordHash(id: id, in: tx) }
+        let format = storedHash.map { PasswordHashFormat.detect($0)?.name ?? "unknown" } ?? "none"
         let matches: Bool
         do {
-            guard let hash = account.passwordHash, !hash.isEmpty else { throw CredentialsError.unknownFormat }
+            guard let hash = storedHash, !hash.isEmpty else { throw CredentialsError.unknownFormat }
             matches = try verifier.verify(password: password, storedHash: hash)
         } catch let error as CredentialsError {
             try await audit(id, actor: "user", action: DeletionAudit.request, outcome: "unverifiable-hash", at: now,
@@ -138,9 +148,9 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         guard matches else {
             let failure = event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
                                 detail: ["hash_format": format])
-            try await store.write { tx in
+            try await store.write { [self] tx in
                 try tx.recordAudit(failure)
-                try Self.endAttempt(attempt, accountID: id, in: tx)
+                try endAttempt(attempt, accountID: id, now: now, in: tx)
             }
             throw LifecycleError(.permissionDenied, DeletionMessages.incorrectPassword)
         }
@@ -149,16 +159,16 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let result = try await store.write { [self] tx in
             // The password check ran outside this transaction: look at the state again
             // (a read that also takes the row lock `endAttempt` takes).
-            let current = try tx.account(id: id)
+            let current = try directory.entry(id: id, in: tx, locking: true, now: now)
             try tx.endDeletionAttempt(attempt)
             guard let current, current.state == .active,
-                  try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: purgeAfter)
+                  try directory.markPendingDeletion(id: id, requestedAt: now, purgeAfter: purgeAfter, in: tx)
             else {
-                let current = try tx.account(id: id) ?? account
+                let current = try directory.entry(id: id, in: tx, locking: false, now: now) ?? account
                 try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "already-pending", at: now))
                 return alreadyPending(current)
             }
-            let revoked = try tx.revokeSessions(accountID: id, at: now)
+            let revoked = try directory.revokeSessions(id: id, at: now, in: tx)
             let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
             try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
                 "hash_format": format, "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)",
@@ -190,7 +200,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let actor = "operator:\(operatorName)"
         let detail = ["reason": reason, "immediately": "\(immediately)"]
         let result = try await services.store.write { [self] tx in
-            guard let account = try tx.account(id: id) else { throw LifecycleError.noSuchAccount(reference) }
+            guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(reference) }
             switch account.state {
             case .purged:
                 throw purgedError(account)
@@ -199,7 +209,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 return alreadyPending(account)
             case .pendingDeletion:
                 guard immediately, let purgeAfter = account.purgeAfter, purgeAfter > now,
-                      try tx.movePurgeDate(accountID: id, purgeAfter: now, now: now)
+                      try directory.movePurgeDate(id: id, purgeAfter: now, now: now, in: tx)
                 else {
                     try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "already-pending", at: now, detail: detail))
                     return alreadyPending(account)
@@ -212,10 +222,10 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                     sessionsRevoked: 0, message: "Account \(id) will be purged by the next purge run (purge date moved to now).")
             case .active:
                 let purgeAfter = immediately ? now : now.addingTimeInterval(policy.gracePeriod)
-                guard try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: purgeAfter) else {
+                guard try directory.markPendingDeletion(id: id, requestedAt: now, purgeAfter: purgeAfter, in: tx) else {
                     throw LifecycleError(.internalError, "account \(id) changed state during the request; run the command again")
                 }
-                let revoked = try tx.revokeSessions(accountID: id, at: now)
+                let revoked = try directory.revokeSessions(id: id, at: now, in: tx)
                 let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
                 try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "requested", at: now,
                                          detail: detail.merging([
@@ -244,7 +254,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let store = services.store
         let id = try await existingAccount(reference, allowPurged: true).id
         let decision: RestoreDecision = try await store.write { [self] tx in
-            guard let account = try tx.account(id: id) else { throw LifecycleError.noSuchAccount(reference) }
+            guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(reference) }
             let refusal: String? = switch account.state {
             case .active: "account \(id) is not scheduled for deletion; there is nothing to restore"
             case .purging: "account \(id) cannot be restored: its purge already started and cannot be undone"
@@ -259,7 +269,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                                          detail: ["state": account.state.rawValue]))
                 return .refused(LifecycleError(.badInput, refusal))
             }
-            guard try tx.restoreAccount(accountID: id, now: now) else {
+            guard try directory.restore(id: id, now: now, in: tx) else {
                 throw LifecycleError(.internalError, "account \(id) changed state during the restore; run it again")
             }
             var cancelled: JobID?
@@ -289,6 +299,9 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     @discardableResult
     public func setPassword(account reference: String, password: String, actor: String = "operator") async throws -> String {
         guard !password.isEmpty else { throw LifecycleError(.badInput, "the new password is empty") }
+        guard directory.isReferenceApp else {
+            throw LifecycleError(.badInput, "the app's own users keep their passwords in the app's tables: set it through the app, not lifecycle")
+        }
         let id = try await existingAccount(reference).id
         let hash: String
         do {
@@ -299,7 +312,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let format = PasswordHashFormat.detect(hash)?.name ?? "argon2id"
         let now = services.clock.now()
         try await services.store.write { [self] tx in
-            guard let account = try tx.account(id: id) else { throw LifecycleError.noSuchAccount(reference) }
+            guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(reference) }
             guard account.state == .active || account.state == .pendingDeletion else { throw purgedError(account) }
             try tx.setPasswordHash(accountID: id, hash: hash, now: now)
             try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.setPassword, outcome: "set", at: now, detail: ["hash_format": format]))
@@ -309,20 +322,25 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
 
     // MARK: - Helpers
 
-    private func existingAccount(_ reference: String, allowPurged: Bool = false) async throws -> Account {
-        guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
+    private func existingAccount(_ reference: String, allowPurged: Bool = false) async throws -> AccountDirectory<Store>.Entry {
+        let directory = self.directory
+        let now = services.clock.now()
+        let found = try await services.store.read { tx in
+            try directory.find(reference, in: tx).flatMap { try directory.entry(id: $0, in: tx, locking: false, now: now) }
+        }
+        guard let account = found else { throw LifecycleError.noSuchAccount(reference) }
         if account.state == .purged && !allowPurged { throw purgedError(account) }
         return account
     }
 
-    private func purgedError(_ account: Account) -> LifecycleError {
+    private func purgedError(_ account: AccountDirectory<Store>.Entry) -> LifecycleError {
         let when = account.purgedAt.map { " at \(ISO8601.format($0))" } ?? ""
         return account.state == .purged
             ? LifecycleError(.noSuchAccount, "account \(account.id) was purged\(when); nothing of it is left")
             : LifecycleError(.badInput, "account \(account.id) is being purged; nothing can change it any more")
     }
 
-    private func alreadyPending(_ account: Account) -> DeletionRequestResult {
+    private func alreadyPending(_ account: AccountDirectory<Store>.Entry) -> DeletionRequestResult {
         let date = account.purgeAfter.map { ISO8601.format($0) } ?? "its purge date"
         let message = account.state == .purging
             ? "Account \(account.id) is already being purged."

@@ -32,15 +32,24 @@ public struct PurgePreview: Sendable, Codable, Equatable {
 public struct PurgeSweep<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
+    /// Set for an app's own database; nil for the reference app.
+    let appData: AppDataCache?
 
-    public init(services: LifecycleServices<Store>) throws {
+    public init(services: LifecycleServices<Store>, directory: AccountDirectory<Store> = AccountDirectory(source: .reference)) throws {
         self.services = services
         self.policy = .success(try DeletionPolicy(policies: services.policies))
+        self.appData = directory.isReferenceApp ? nil : AppDataCache(directory: directory)
     }
 
-    init(services: LifecycleServices<Store>, policy: Result<DeletionPolicy, any Error>) {
+    init(services: LifecycleServices<Store>, policy: Result<DeletionPolicy, any Error>, appData: AppDataCache? = nil) {
         self.services = services
         self.policy = policy
+        self.appData = appData
+    }
+
+    private func directory() async throws -> AccountDirectory<Store> {
+        guard let appData else { return AccountDirectory(source: .reference) }
+        return AccountDirectory(source: .app(try await appData.appData(services)))
     }
 
     /// The scheduled kind: one step, so `worker` daemons and `worker --once` cron runs purge on the policy's schedule.
@@ -58,12 +67,13 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         let store = services.store
         let purgePolicy = services.policies.policy(for: DeletionJobs.purgeKind)
         let now = services.clock.now()
+        let directory = try await directory()
         var report = SweepReport()
         var after: String?
         while true {
             let cursor = after
             let (count, created, last) = try await store.write { tx -> (Int, Int, String?) in
-                let due = try tx.accountsDueForPurge(now: now, after: cursor, limit: batch)
+                let due = try directory.accountsDueForPurge(now: now, after: cursor, limit: batch, in: tx)
                 var created = 0
                 for account in due {
                     let request = try DeletionJobs.purgeRequest(accountID: account.accountID, runAt: min(account.purgeAfter ?? now, now))
@@ -86,38 +96,73 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
     public func preview(limit: Int?) async throws -> [PurgePreview] {
         let batch = try policy.get().sweepBatch
         let blobBatch = try policy.get().purgeBlobBatch
-        let map = try await services.dataMap()
-        let tables = map.tables.filter { $0.name != "accounts" }
+        let directory = try await directory()
         let store = services.store
         let now = services.clock.now()
         var previews: [PurgePreview] = []
         var after: String?
+        let count: @Sendable (String, Store.Transaction) throws -> [String: Int]
+        switch directory.source {
+        case .reference:
+            let tables = try await services.dataMap().tables.filter { $0.name != "accounts" }
+            count = { id, tx in
+                try tx.countRows(in: tables, accountID: id).merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
+            }
+        case .app(let data):
+            count = { id, tx in
+                try data.rowCounts(key: id, in: tx).merging(
+                    try tx.lifecycleRowCounts(accountID: id).map { ("lifecycle." + $0.key, $0.value) }, uniquingKeysWith: +)
+            }
+        }
         while limit.map({ previews.count < $0 }) ?? true {
             let cursor = after
             let size = min(batch, limit.map { $0 - previews.count } ?? batch)
             let due = try await store.read { tx -> [PurgePreview] in
-                try tx.accountsDueForPurge(now: now, after: cursor, limit: size).map { account in
+                try directory.accountsDueForPurge(now: now, after: cursor, limit: size, in: tx).map { account in
                     PurgePreview(
                         accountID: account.accountID, state: account.state, purgeAfter: account.purgeAfter,
-                        rows: try tx.countRows(in: tables, accountID: account.accountID)
-                            .merging(try tx.lifecycleRowCounts(accountID: account.accountID), uniquingKeysWith: +),
-                        blobs: 0, blobBytes: 0)
+                        rows: try count(account.accountID, tx), blobs: 0, blobBytes: 0)
                 }
             }
             for var preview in due {
-                var listedAfter: String?
-                while true {
-                    let page = try await services.blobs.list(prefix: BlobKey.accountPrefix(preview.accountID), after: listedAfter, limit: blobBatch)
-                    preview.blobs += page.count
-                    preview.blobBytes += page.reduce(0) { $0 + $1.size }
-                    guard page.count == blobBatch, let last = page.last else { break }
-                    listedAfter = last.key
-                }
+                try await countBlobs(of: &preview, directory: directory, batch: blobBatch)
                 previews.append(preview)
             }
             guard due.count == size, let last = due.last else { break }
             after = last.accountID
         }
         return previews
+    }
+
+    /// The files a purge would delete: the account's prefix (its photos and archives), and
+    /// for an app, every file its rows name.
+    private func countBlobs(of preview: inout PurgePreview, directory: AccountDirectory<Store>, batch: Int) async throws {
+        var prefix = BlobKey.accountPrefix(preview.accountID)
+        if case .app(let data) = directory.source {
+            prefix = BlobKey.accountPrefix(BlobKey.segment(forID: preview.accountID))
+            for query in data.blobQueries(key: preview.accountID, batch: batch) {
+                var after: String?
+                while true {
+                    let statement = query.page(after)
+                    let page = try await services.store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
+                    for key in page where BlobKey.isValid(key) {
+                        if let info = try await services.blobs.info(key: key) {
+                            preview.blobs += 1
+                            preview.blobBytes += info.size
+                        }
+                    }
+                    guard page.count == batch, let last = page.last else { break }
+                    after = last
+                }
+            }
+        }
+        var listedAfter: String?
+        while true {
+            let page = try await services.blobs.list(prefix: prefix, after: listedAfter, limit: batch)
+            preview.blobs += page.count
+            preview.blobBytes += page.reduce(0) { $0 + $1.size }
+            guard page.count == batch, let last = page.last else { break }
+            listedAfter = last.key
+        }
     }
 }

@@ -40,10 +40,15 @@ public protocol AccountTransaction {
 /// A backend: the job queue and the account data, in one database so that a
 /// step's domain writes and its done-mark share a transaction.
 public protocol LifecycleStore: JobStore
-where Transaction: AccountTransaction & ExportTransaction & DeletionTransaction & PhotoTransaction {
+where Transaction: AccountTransaction & ExportTransaction & DeletionTransaction & PhotoTransaction
+    & GeneratedSQLTransaction & SubjectTransaction {
     func read<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
     /// Where the data lives, for messages ("SQLite file ./lifecycle.sqlite").
     var location: String { get }
     /// Tables with an account id column that the account data map must cover.
     func accountTables() async throws -> [String]
+    /// The database's tables, columns and foreign keys, for checking an app's data map.
+    func catalog() async throws -> SchemaCatalog
+    /// The SQL dialect statements generated from the data map are written in.
+    var dialect: SQLDialect { get }
 }

@@ -1,0 +1,420 @@
+import Foundation
+
+/// A value bound into, or read out of, SQL generated from the data map.
+public enum SQLValue: Sendable, Equatable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case boolean(Bool)
+    case timestamp(Date)
+    case bytes(Data)
+
+    /// For messages and for keys compared as text.
+    public var text: String? {
+        switch self {
+        case .text(let text): text
+        case .integer(let number): String(number)
+        default: nil
+        }
+    }
+}
+
+/// One statement with its bound values, in the dialect it was generated for.
+public struct SQLStatement: Sendable, Equatable, CustomStringConvertible {
+    public var sql: String
+    public var bindings: [SQLValue]
+    /// Columns each row of a query returns, with the kind to read them as.
+    public var resultKinds: [SchemaCatalog.ColumnKind]
+
+    public var description: String { sql }
+}
+
+/// The two SQL dialects account-data statements are generated in. The differences are
+/// few and all here: placeholders, how a table is named, null-safe equality and the
+/// casts PostgreSQL needs to compare a bound text with a uuid or json column.
+public enum SQLDialect: Sendable {
+    case sqlite
+    case postgres
+
+    func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+    func table(_ name: DataMap.TableName) -> String {
+        switch self {
+        case .sqlite: return quote(name.name)  // One file, one schema (main).
+        case .postgres:
+            guard let schema = name.schema else { return quote(name.name) }
+            return quote(schema) + "." + quote(name.name)
+        }
+    }
+}
+
+/// Builds one statement, numbering placeholders as it goes.
+struct SQLBuilder {
+    let dialect: SQLDialect
+    private(set) var sql = ""
+    private(set) var bindings: [SQLValue] = []
+
+    init(_ dialect: SQLDialect) { self.dialect = dialect }
+
+    mutating func append(_ text: String) { sql += text }
+
+    /// A placeholder for `value`, cast on PostgreSQL to the column's own type so a text
+    /// compares with a uuid, and a boolean lands in a boolean column.
+    mutating func bind(_ value: SQLValue, as column: SchemaCatalog.Column? = nil) -> String {
+        bindings.append(value)
+        // Numbered on both dialects (SQLite reads `?NNN`), so a statement may use its
+        // values in another order than they were bound.
+        switch dialect {
+        case .sqlite:
+            return "?\(bindings.count)"
+        case .postgres:
+            let placeholder = "$\(bindings.count)"
+            guard let column, value != .null else { return placeholder }
+            return "CAST(\(placeholder) AS \(column.declaredType))"
+        }
+    }
+
+    /// `lhs` equal to `value`, a null equal to a null.
+    mutating func nullSafeEquals(_ lhs: String, _ value: SQLValue, as column: SchemaCatalog.Column) -> String {
+        let placeholder = bind(value, as: column)
+        return switch dialect {
+        case .sqlite: "\(lhs) IS \(placeholder)"
+        case .postgres: "\(lhs) IS NOT DISTINCT FROM \(placeholder)"
+        }
+    }
+
+    func statement(_ kinds: [SchemaCatalog.ColumnKind] = []) -> SQLStatement {
+        SQLStatement(sql: sql, bindings: bindings, resultKinds: kinds)
+    }
+}
+
+/// Account-data SQL generated from a checked map: one generator for both dialects, so a
+/// rule (which rows are the user's, what a purge deletes) is written once.
+public struct DataMapSQL: Sendable {
+    public let plan: DataMapPlan
+    public let dialect: SQLDialect
+
+    public init(plan: DataMapPlan, dialect: SQLDialect) {
+        self.plan = plan
+        self.dialect = dialect
+    }
+
+    private var catalog: SchemaCatalog { plan.catalog }
+    private func q(_ identifier: String) -> String { dialect.quote(identifier) }
+
+    /// The subject's key as the owner column stores it.
+    private func keyValue(_ key: String, for column: SchemaCatalog.Column) -> SQLValue {
+        if column.kind == .integer, let number = Int64(key) { return .integer(number) }
+        return .text(key)
+    }
+
+    private func column(_ table: DataMap.TableName, _ name: String) -> SchemaCatalog.Column {
+        // The plan checked every column it names exists.
+        catalog.table(table)?.column(name) ?? .init(name: name, declaredType: "text", kind: .text, isNotNull: false)
+    }
+
+    // MARK: Whose rows
+
+    /// `alias`'s rows that belong to the subject `key`.
+    private func owned(_ owner: DataMapPlan.Owner, table: DataMap.TableName, alias: String, key: String, depth: Int = 0, into builder: inout SQLBuilder) -> String {
+        switch owner {
+        case .column(let name):
+            return "\(alias).\(q(name)) = \(builder.bind(keyValue(key, for: column(table, name)), as: column(table, name)))"
+        case .sides(let sides):
+            let terms = sides.map { side in
+                "\(alias).\(q(side.column)) = \(builder.bind(keyValue(key, for: column(table, side.column)), as: column(table, side.column)))"
+            }
+            return "(" + terms.joined(separator: " OR ") + ")"
+        case .parent(let via, let parent, let parentColumn, let parentOwner):
+            let inner = "p\(depth)"
+            let condition = owned(parentOwner, table: parent, alias: inner, key: key, depth: depth + 1, into: &builder)
+            return "\(alias).\(q(via)) IN (SELECT \(inner).\(q(parentColumn)) FROM \(dialect.table(parent)) \(inner) WHERE \(condition))"
+        }
+    }
+
+    /// Rows of one side of a two-user table.
+    private func side(_ side: DataMap.Side, table: DataMap.TableName, alias: String, key: String, into builder: inout SQLBuilder) -> String {
+        "\(alias).\(q(side.column)) = \(builder.bind(keyValue(key, for: column(table, side.column)), as: column(table, side.column)))"
+    }
+
+    // MARK: Looking an account up
+
+    /// The subject's key for an operator's reference: the key itself, or any lookup column.
+    public func findSubject(_ reference: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        var terms: [String] = []
+        if plan.subjectKeyKind != .integer || Int64(reference) != nil {
+            terms.append("s.\(q(subject.key)) = \(builder.bind(keyValue(reference, for: keyColumn), as: keyColumn))")
+        }
+        for name in subject.lookup {
+            let lookup = column(subject.table, name)
+            if lookup.kind == .integer, Int64(reference) == nil { continue }
+            terms.append("s.\(q(name)) = \(builder.bind(keyValue(reference, for: lookup), as: lookup))")
+        }
+        if terms.isEmpty { terms.append("1 = 0") }
+        let keyText = dialect == .postgres ? "CAST(s.\(q(subject.key)) AS text)" : "CAST(s.\(q(subject.key)) AS TEXT)"
+        builder.append("SELECT \(keyText) FROM \(dialect.table(subject.table)) s WHERE \(terms.joined(separator: " OR ")) LIMIT 2")
+        return builder.statement([.text])
+    }
+
+    /// The stored password hash of the subject, wherever the map says it lives.
+    public func passwordHash(key: String) -> SQLStatement? {
+        guard let password = plan.subject.password else { return nil }
+        var builder = SQLBuilder(dialect)
+        let table = password.table ?? plan.subject.table
+        let keyName = password.key ?? plan.subject.key
+        let keyColumn = column(table, keyName)
+        builder.append("SELECT h.\(q(password.column)) FROM \(dialect.table(table)) h WHERE h.\(q(keyName)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement([.text])
+    }
+
+    // MARK: Counting and reading
+
+    /// How many of the table's rows are the subject's.
+    public func countOwned(_ table: DataMapPlan.TablePlan, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let condition = owned(table.owner, table: table.table.name, alias: "t", key: key, into: &builder)
+        builder.append("SELECT COUNT(*) FROM \(dialect.table(table.table.name)) t WHERE \(condition)")
+        return builder.statement([.integer])
+    }
+
+    /// The exported columns of the subject's rows, in `order_by` then key order.
+    public func exportRows(_ table: DataMapPlan.TablePlan, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let condition = owned(table.owner, table: table.table.name, alias: "t", key: key, into: &builder)
+        let columns = table.table.columns.map { readable("t", table.table.name, $0) }
+        let order = (table.table.orderBy + table.key.filter { !table.table.orderBy.contains($0) }).map { "t.\(q($0))" }
+        builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(table.table.name)) t WHERE \(condition) ORDER BY \(order.joined(separator: ", "))")
+        return builder.statement(table.table.columns.map { readKind(table.table.name, $0) })
+    }
+
+    /// The subject's own row, exported columns only.
+    public func exportSubject(key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        let columns = subject.columns.map { readable("s", subject.table, $0) }
+        builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(subject.table)) s WHERE s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement(subject.columns.map { readKind(subject.table, $0) })
+    }
+
+    /// Types neither side reads natively (uuid, json, time of day, numeric) come out as text.
+    private func readsAsText(_ column: SchemaCatalog.Column) -> Bool {
+        guard dialect == .postgres else { return false }
+        let type = column.declaredType
+        return column.kind == .other || type.hasPrefix("time without") || type.hasPrefix("time with") || type == "time" || type.hasPrefix("numeric")
+    }
+
+    private func readable(_ alias: String, _ table: DataMap.TableName, _ name: String) -> String {
+        readsAsText(column(table, name)) ? "CAST(\(alias).\(q(name)) AS text)" : "\(alias).\(q(name))"
+    }
+
+    private func readKind(_ table: DataMap.TableName, _ name: String) -> SchemaCatalog.ColumnKind {
+        let column = column(table, name)
+        return readsAsText(column) ? .text : column.kind
+    }
+
+    // MARK: Files
+
+    /// Blob keys named by the subject's rows in one column, in key order after `after`:
+    /// the rows a purge deletes (or masks with the column emptied), so their files go.
+    public func blobKeys(_ table: DataMapPlan.TablePlan, column name: String, key: String, after: String?, limit: Int) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let condition: String
+        if case .sides(let sides) = table.owner {
+            // A side that is only masked keeps the row, and its files, for the other user.
+            let deleting = sides.filter { $0.erase == .delete }
+            guard !deleting.isEmpty else { return emptyTextQuery() }
+            condition = "(" + deleting.map { side($0, table: table.table.name, alias: "t", key: key, into: &builder) }.joined(separator: " OR ") + ")"
+        } else {
+            condition = owned(table.owner, table: table.table.name, alias: "t", key: key, into: &builder)
+        }
+        return blobQuery(table: table.table.name, column: name, alias: "t", condition: condition, after: after, limit: limit, builder: &builder)
+    }
+
+    /// Blob keys of other users' rows a cascade deletes with the subject's rows.
+    public func cascadeBlobKeys(_ table: DataMapPlan.TablePlan, cascade index: Int, column name: String, key: String, after: String?, limit: Int) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let condition = cascadeRows(table, index: index, alias: "c", key: key, target: .deletedEventually, into: &builder)
+        return blobQuery(table: table.cascades[index].table, column: name, alias: "c", condition: condition, after: after, limit: limit, builder: &builder)
+    }
+
+    /// The subject row's own files.
+    public func subjectBlobKeys(column name: String, key: String, after: String?, limit: Int) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        let condition = "s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))"
+        return blobQuery(table: subject.table, column: name, alias: "s", condition: condition, after: after, limit: limit, builder: &builder)
+    }
+
+    private func blobQuery(
+        table: DataMap.TableName, column name: String, alias: String, condition: String, after: String?, limit: Int, builder: inout SQLBuilder
+    ) -> SQLStatement {
+        let blob = "\(alias).\(q(name))"
+        var sql = "SELECT DISTINCT \(blob) FROM \(dialect.table(table)) \(alias) WHERE \(condition) AND \(blob) IS NOT NULL AND \(blob) <> ''"
+        if let after { sql += " AND \(blob) > \(builder.bind(.text(after), as: column(table, name)))" }
+        builder.append(sql + " ORDER BY \(blob) LIMIT \(limit)")
+        return builder.statement([.text])
+    }
+
+    private func emptyTextQuery() -> SQLStatement {
+        SQLStatement(sql: "SELECT '' WHERE 1 = 0", bindings: [], resultKinds: [.text])
+    }
+
+    /// Which of the subject's rows a cascade follows.
+    enum CascadeTarget {
+        /// The rows deletable now (nothing references them any more): those the same
+        /// transaction deletes, so a row that ends up masked keeps what references it.
+        case deletableNow
+        /// The rows the purge will delete sooner or later: all but those another user's
+        /// row keeps (`delete_unless_referenced_by`). For listing files before any row goes.
+        case deletedEventually
+    }
+
+    /// Rows of cascade `index`: those referencing the subject's rows of the table that
+    /// `target` names, or rows of an earlier cascade (a comment's files, under the user's post).
+    private func cascadeRows(
+        _ table: DataMapPlan.TablePlan, index: Int, alias: String, key: String, target: CascadeTarget, into builder: inout SQLBuilder
+    ) -> String {
+        let cascade = table.cascades[index]
+        let inner = "r\(index)"
+        let condition: String
+        if cascade.referencedTable == table.table.name {
+            condition = switch target {
+            case .deletableNow: deletable(table, alias: inner, key: key, into: &builder)
+            case .deletedEventually: notKept(table, alias: inner, key: key, into: &builder)
+            }
+        } else {
+            let earlier = table.cascades.indices.first { table.cascades[$0].table == cascade.referencedTable && $0 < index } ?? 0
+            condition = cascadeRows(table, index: earlier, alias: inner, key: key, target: target, into: &builder)
+        }
+        return "\(alias).\(q(cascade.column)) IN (SELECT \(inner).\(q(cascade.referencedColumn)) FROM \(dialect.table(cascade.referencedTable)) \(inner) WHERE \(condition))"
+    }
+
+    /// The subject's rows that nothing references any more through a reference that
+    /// blocks a delete (a reply, a row that keeps it): deleting them cannot fail.
+    private func deletable(_ table: DataMapPlan.TablePlan, alias: String, key: String, side onlySide: DataMap.Side? = nil, into builder: inout SQLBuilder) -> String {
+        var condition = onlySide.map { side($0, table: table.table.name, alias: alias, key: key, into: &builder) }
+            ?? owned(table.owner, table: table.table.name, alias: alias, key: key, into: &builder)
+        for reference in blockingReferences(table) {
+            condition += " AND NOT EXISTS (SELECT 1 FROM \(dialect.table(reference.table)) b WHERE b.\(q(reference.column)) = \(alias).\(q(reference.referencedColumn)))"
+        }
+        return condition
+    }
+
+    /// The subject's rows no other user's row keeps. A row kept only through the user's
+    /// own rows is counted as deleted: the exact set is known only as leaves go.
+    private func notKept(_ table: DataMapPlan.TablePlan, alias: String, key: String, into builder: inout SQLBuilder) -> String {
+        var condition = owned(table.owner, table: table.table.name, alias: alias, key: key, into: &builder)
+        for reference in table.keptBy {
+            var theirs = "1 = 1"
+            if let referencing = plan.plan(for: reference.table) {
+                theirs = "NOT (" + owned(referencing.owner, table: referencing.table.name, alias: "k", key: key, into: &builder) + ")"
+            }
+            condition += " AND NOT EXISTS (SELECT 1 FROM \(dialect.table(reference.table)) k WHERE k.\(q(reference.column)) = \(alias).\(q(reference.referencedColumn)) AND \(theirs))"
+        }
+        return condition
+    }
+
+    // MARK: Erasing
+
+    /// Deletes at most `limit` rows of cascade `index` (other users' rows that go with the
+    /// subject's). Cascades are run from the last to the first, so a reference between
+    /// them never blocks a delete.
+    public func deleteCascade(_ table: DataMapPlan.TablePlan, cascade index: Int, key: String, limit: Int) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let cascade = table.cascades[index]
+        let keyColumns = primaryKey(of: cascade.table)
+        let condition = cascadeRows(table, index: index, alias: "c", key: key, target: .deletableNow, into: &builder)
+        builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: limit))
+        return builder.statement()
+    }
+
+    /// Deletes at most `limit` of the subject's rows that nothing references any more
+    /// (another row of the same table — a reply — or a row that keeps it): the rows that
+    /// can go now without a foreign key failing. Repeated until it deletes none.
+    public func deleteOwned(_ table: DataMapPlan.TablePlan, key: String, limit: Int, side onlySide: DataMap.Side? = nil) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let condition = deletable(table, alias: "t", key: key, side: onlySide, into: &builder)
+        builder.append(deleteByKey(table.table.name, table.key, select: "FROM \(dialect.table(table.table.name)) t WHERE \(condition)", alias: "t", limit: limit))
+        return builder.statement()
+    }
+
+    /// Masks at most `limit` of the subject's rows not masked yet; returns a statement
+    /// whose affected-row count is how many it masked.
+    public func maskOwned(_ table: DataMapPlan.TablePlan, mask: DataMap.Mask, key: String, limit: Int, side onlySide: DataMap.Side? = nil) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let name = table.table.name
+        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
+            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
+        let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
+        condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        let selection = "SELECT \(list(table.key, alias: "t")) FROM \(dialect.table(name)) t WHERE \(condition) LIMIT \(limit)"
+        let assignments = mask.map { "\(q($0.column)) = \(builder.bind($0.value.resolved(key: key).sqlValue, as: column(name, $0.column)))" }
+        builder.append("UPDATE \(dialect.table(name)) SET \(assignments.joined(separator: ", ")) WHERE \(tuple(table.key, alias: nil)) IN (\(selection))")
+        return builder.statement()
+    }
+
+    /// The subject row's erase: deleted, or masked into a tombstone.
+    public func eraseSubject(key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        switch subject.erase {
+        case .mask(let mask), .deleteUnlessReferenced(_, let mask):
+            let assignments = mask.map { "\(q($0.column)) = \(builder.bind($0.value.resolved(key: key).sqlValue, as: column(subject.table, $0.column)))" }
+            builder.append("UPDATE \(dialect.table(subject.table)) SET \(assignments.joined(separator: ", ")) WHERE \(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        case .delete:
+            builder.append("DELETE FROM \(dialect.table(subject.table)) WHERE \(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        }
+        return builder.statement()
+    }
+
+    /// References into the table a delete must wait for: the table's own (replies) and
+    /// those that keep a row (`delete_unless_referenced_by`).
+    private func blockingReferences(_ table: DataMapPlan.TablePlan) -> [DataMapPlan.Cascade] {
+        var references = table.keptBy
+        for key in catalog.foreignKeys(from: table.table.name)
+        where key.referencedTable == table.table.name && key.columns.count == 1 && !key.onDelete.handlesReferencingRows
+            && !references.contains(where: { $0.table == key.table && $0.column == key.columns[0] }) {
+            references.append(.init(table: key.table, column: key.columns[0], referencedTable: key.referencedTable, referencedColumn: key.referencedColumns[0]))
+        }
+        return references
+    }
+
+    private func primaryKey(of table: DataMap.TableName) -> [String] {
+        plan.plan(for: table)?.key ?? catalog.table(table)?.primaryKey ?? []
+    }
+
+    /// `a, b` for a select list.
+    private func list(_ columns: [String], alias: String) -> String {
+        columns.map { "\(alias).\(q($0))" }.joined(separator: ", ")
+    }
+
+    /// `(a, b)` (or `a`) for comparing a key.
+    private func tuple(_ columns: [String], alias: String?) -> String {
+        let names = columns.map { name in alias.map { "\($0).\(q(name))" } ?? q(name) }
+        return names.count == 1 ? names[0] : "(" + names.joined(separator: ", ") + ")"
+    }
+
+    /// `DELETE … WHERE key IN (SELECT key … LIMIT n)`: both dialects bound a delete this way.
+    private func deleteByKey(_ table: DataMap.TableName, _ key: [String], select: String, alias: String, limit: Int) -> String {
+        "DELETE FROM \(dialect.table(table)) WHERE \(tuple(key, alias: nil)) IN (SELECT \(list(key, alias: alias)) \(select) LIMIT \(limit))"
+    }
+}
+
+extension DataMap.MaskValue {
+    var sqlValue: SQLValue {
+        switch self {
+        case .null: .null
+        case .text(let text), .template(let text): .text(text)
+        case .integer(let number): .integer(number)
+        case .real(let number): .real(number)
+        case .boolean(let flag): .boolean(flag)
+        }
+    }
+}

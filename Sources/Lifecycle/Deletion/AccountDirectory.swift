@@ -1,0 +1,125 @@
+import Foundation
+import JobRunner
+
+/// Where deletion finds an account and keeps its deletion state: the reference app's
+/// `accounts` table (whose rows carry the state), or an app's own user table named by its
+/// data map, with the state in lifecycle's namespace keyed by the user's key. Deletion,
+/// restore and the purge sweep run the same rules on either.
+public struct AccountDirectory<Store: LifecycleStore>: Sendable {
+    public enum Source: Sendable {
+        case reference
+        case app(AppData)
+    }
+
+    /// What deletion needs to know of an account.
+    public struct Entry: Sendable, Equatable {
+        public var id: String
+        public var state: AccountState
+        public var purgeAfter: Date?
+        public var purgedAt: Date?
+    }
+
+    public let source: Source
+
+    public init(source: Source) {
+        self.source = source
+    }
+
+    /// The account named by its id (key) or, for the reference app, its email; for an
+    /// app, by its key or any lookup column of the map.
+    public func find(_ reference: String, in tx: Store.Transaction) throws -> String? {
+        switch source {
+        case .reference:
+            if let account = try tx.account(id: reference) { return account.id }
+            return reference.contains("@") ? try tx.account(email: reference)?.id : nil
+        case .app(let data):
+            return try data.resolve(reference, in: tx)
+        }
+    }
+
+    /// The account's state. In a write transaction this takes the account's row lock
+    /// (the reference app's row; lifecycle's own record of an app account), which
+    /// deletion attempts of one account take turns on.
+    public func entry(id: String, in tx: Store.Transaction, locking: Bool, now: Date) throws -> Entry? {
+        switch source {
+        case .reference:
+            return try tx.account(id: id).map { Entry(id: $0.id, state: $0.state, purgeAfter: $0.purgeAfter, purgedAt: $0.purgedAt) }
+        case .app(let data):
+            guard try data.exists(key: id, in: tx) else {
+                // The app deleted the row itself; lifecycle may still know it was purged.
+                return try tx.subject(key: id).flatMap { $0.state == .purged ? Entry(record: $0) : nil }
+            }
+            let record = locking ? try tx.lockSubject(key: id, now: now) : try tx.subject(key: id)
+            return record.map(Entry.init(record:)) ?? Entry(id: id, state: .active)
+        }
+    }
+
+    public func passwordHash(id: String, in tx: Store.Transaction) throws -> String? {
+        switch source {
+        case .reference: try tx.account(id: id)?.passwordHash
+        case .app(let data): try data.passwordHash(key: id, in: tx)
+        }
+    }
+
+    public func markPendingDeletion(id: String, requestedAt: Date, purgeAfter: Date, in tx: Store.Transaction) throws -> Bool {
+        switch source {
+        case .reference: try tx.markPendingDeletion(accountID: id, requestedAt: requestedAt, purgeAfter: purgeAfter)
+        case .app: try tx.markSubjectPending(key: id, requestedAt: requestedAt, purgeAfter: purgeAfter)
+        }
+    }
+
+    public func movePurgeDate(id: String, purgeAfter: Date, now: Date, in tx: Store.Transaction) throws -> Bool {
+        switch source {
+        case .reference: try tx.movePurgeDate(accountID: id, purgeAfter: purgeAfter, now: now)
+        case .app: try tx.moveSubjectPurgeDate(key: id, purgeAfter: purgeAfter)
+        }
+    }
+
+    public func restore(id: String, now: Date, in tx: Store.Transaction) throws -> Bool {
+        switch source {
+        case .reference: try tx.restoreAccount(accountID: id, now: now)
+        case .app: try tx.restoreSubject(key: id, now: now)
+        }
+    }
+
+    /// Signs the account out everywhere. An app's sessions are the app's own: its map
+    /// names no session table, so there is nothing lifecycle can revoke (0).
+    public func revokeSessions(id: String, at: Date, in tx: Store.Transaction) throws -> Int {
+        switch source {
+        case .reference: try tx.revokeSessions(accountID: id, at: at)
+        case .app: 0
+        }
+    }
+
+    public func accountsDueForPurge(now: Date, after: String?, limit: Int, in tx: Store.Transaction) throws -> [DuePurge] {
+        switch source {
+        case .reference: try tx.accountsDueForPurge(now: now, after: after, limit: limit)
+        case .app: try tx.subjectsDueForPurge(now: now, after: after, limit: limit)
+        }
+    }
+
+    public var isReferenceApp: Bool {
+        if case .reference = source { return true }
+        return false
+    }
+}
+
+extension AccountDirectory.Entry {
+    init(id: String, state: AccountState) {
+        self.init(id: id, state: state, purgeAfter: nil, purgedAt: nil)
+    }
+
+    init(record: SubjectRecord) {
+        self.init(id: record.key, state: record.state, purgeAfter: record.purgeAfter, purgedAt: record.purgedAt)
+    }
+}
+
+extension LifecycleServices {
+    /// The directory the installation's data map calls for: the reference app's own
+    /// tables when the map says `app: reference`, the app's database otherwise.
+    public func directory(cache: AppDataCache = AppDataCache()) async throws -> AccountDirectory<Store> {
+        let map = try DataMap(jobsDirectory: jobsDirectory)
+        if map.isReferenceApp { return AccountDirectory(source: .reference) }
+        return AccountDirectory(source: .app(try await cache.appData(self)))
+    }
+}

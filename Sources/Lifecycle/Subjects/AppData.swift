@@ -1,0 +1,108 @@
+import Foundation
+import JobRunner
+
+/// An app's own database as its data map describes it, checked against the live catalog:
+/// what deletion, purge and export of the app's accounts run on. The app's tables are
+/// only ever reached through statements generated here.
+public struct AppData: Sendable {
+    public let plan: DataMapPlan
+    public let sql: DataMapSQL
+
+    public init(plan: DataMapPlan, dialect: SQLDialect) {
+        self.plan = plan
+        self.sql = DataMapSQL(plan: plan, dialect: dialect)
+    }
+
+    public var map: DataMap { plan.map }
+
+    /// The account an operator or the app names: by key or any lookup column. Two matches
+    /// (one account's email is another's username) are refused rather than guessed.
+    public func resolve<T: GeneratedSQLTransaction>(_ reference: String, in tx: T) throws -> String? {
+        let keys = Set(try tx.rows(sql.findSubject(reference)).compactMap { $0.first?.text })
+        guard keys.count <= 1 else {
+            throw LifecycleError(.badInput, "'\(reference)' names more than one account (\(keys.sorted().joined(separator: ", "))); name it by its key")
+        }
+        return keys.first
+    }
+
+    public func exists<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Bool {
+        try !tx.rows(sql.findSubject(key)).isEmpty
+    }
+
+    public func passwordHash<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
+        guard let statement = sql.passwordHash(key: key) else { return nil }
+        return try tx.rows(statement).first?.first?.text
+    }
+
+    /// The subject's rows per mapped table, keyed by table name as the map writes it.
+    public func rowCounts<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for table in plan.tables {
+            let count = try tx.rows(sql.countOwned(table, key: key)).first?.first
+            if case .integer(let number) = count { counts[displayName(table.table.name)] = Int(number) }
+        }
+        return counts
+    }
+
+    /// One column's worth of file names a purge of `key` removes: the user row's blob
+    /// columns, those of the rows the purge deletes, and of other users' rows cascaded
+    /// with them. Each is read a page of `batch` keys at a time, after the last key seen.
+    public struct BlobQuery: Sendable {
+        public var label: String
+        public var page: @Sendable (_ after: String?) -> SQLStatement
+    }
+
+    public func blobQueries(key: String, batch: Int) -> [BlobQuery] {
+        let sql = self.sql
+        var queries: [BlobQuery] = []
+        for column in plan.subject.blobs {
+            queries.append(.init(label: "\(displayName(plan.subject.table)).\(column)") { after in
+                sql.subjectBlobKeys(column: column, key: key, after: after, limit: batch)
+            })
+        }
+        for table in plan.tables {
+            for column in table.table.blobs {
+                queries.append(.init(label: "\(displayName(table.table.name)).\(column)") { after in
+                    sql.blobKeys(table, column: column, key: key, after: after, limit: batch)
+                })
+            }
+            for (index, cascade) in table.cascades.enumerated() {
+                for column in plan.plan(for: cascade.table)?.table.blobs ?? [] {
+                    queries.append(.init(label: "\(displayName(cascade.table)).\(column)") { after in
+                        sql.cascadeBlobKeys(table, cascade: index, column: column, key: key, after: after, limit: batch)
+                    })
+                }
+            }
+        }
+        return queries
+    }
+
+    /// A table by its plain name when it lives in the default schema (`users`, not `public.users`).
+    public func displayName(_ name: DataMap.TableName) -> String {
+        name.schema == plan.catalog.defaultSchema ? name.name : name.description
+    }
+}
+
+/// The app data of one installation, read once per process: the map file and the catalog
+/// do not change under a running worker (a schema change needs a restart, as the map's
+/// check runs at start).
+public final class AppDataCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var loaded: AppData?
+
+    public init() {}
+
+    /// A cache already holding the app data of an app directory.
+    init<Store: LifecycleStore>(directory: AccountDirectory<Store>) {
+        if case .app(let data) = directory.source { loaded = data }
+    }
+
+    public func appData<Store: LifecycleStore>(_ services: LifecycleServices<Store>) async throws -> AppData {
+        if let loaded = lock.withLock({ loaded }) { return loaded }
+        let map = try DataMap(jobsDirectory: services.jobsDirectory)
+        let plan = try DataMapPlan(map: map, catalog: try await services.store.catalog())
+        let data = AppData(plan: plan, dialect: services.store.dialect)
+        lock.withLock { loaded = data }
+        return data
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Lifecycle's own record of an account of an app's database: its deletion state, keyed
+/// by the subject's key. The app's tables hold no lifecycle column; an account lifecycle
+/// has never recorded anything about is active.
+public struct SubjectRecord: Sendable, Codable, Equatable {
+    public var key: String
+    public var state: AccountState
+    public var deletionRequestedAt: Date?
+    public var purgeAfter: Date?
+    public var purgedAt: Date?
+
+    public init(key: String, state: AccountState, deletionRequestedAt: Date? = nil, purgeAfter: Date? = nil, purgedAt: Date? = nil) {
+        self.key = key
+        self.state = state
+        self.deletionRequestedAt = deletionRequestedAt
+        self.purgeAfter = purgeAfter
+        self.purgedAt = purgedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case key, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at"
+    }
+}
+
+/// The deletion states of an app's accounts, in lifecycle's namespace. Every change is a
+/// compare-and-set that returns whether the account was in the state it starts from, so
+/// a restore and a purge (or two purge workers) can never both win.
+public protocol SubjectTransaction {
+    /// Takes the account's row lock for the rest of a write transaction (creating its
+    /// record, active, if there is none): deletion attempts of one account take turns.
+    func lockSubject(key: String, now: Date) throws -> SubjectRecord
+    /// nil when lifecycle holds nothing about the account (it is active).
+    func subject(key: String) throws -> SubjectRecord?
+    /// active → pendingDeletion.
+    func markSubjectPending(key: String, requestedAt: Date, purgeAfter: Date) throws -> Bool
+    /// A pending account's purge date moved (an operator's "delete now").
+    func moveSubjectPurgeDate(key: String, purgeAfter: Date) throws -> Bool
+    /// pendingDeletion with `purge_after > now` → active.
+    func restoreSubject(key: String, now: Date) throws -> Bool
+    /// pendingDeletion with `purge_after <= now` → purging.
+    func beginSubjectPurge(key: String, now: Date) throws -> Bool
+    /// purging → purged.
+    func markSubjectPurged(key: String, at: Date) throws -> Bool
+    /// Accounts whose purge is due (pending past their date, or an interrupted purge), in key order after `after`.
+    func subjectsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge]
+
+    /// Adds to what the purge has erased of one table (in the same transaction as the
+    /// batch, so a purge resumed after a crash reports every row exactly once).
+    func addPurgeProgress(key: String, table: String, deleted: Int, masked: Int) throws
+    /// Rows deleted and masked per table so far; removed with `takePurgeProgress`.
+    func purgeProgress(key: String) throws -> [String: PurgeCounts]
+    func takePurgeProgress(key: String) throws -> [String: PurgeCounts]
+}
+
+public struct PurgeCounts: Sendable, Codable, Equatable {
+    public var deleted: Int
+    public var masked: Int
+
+    public init(deleted: Int = 0, masked: Int = 0) {
+        self.deleted = deleted
+        self.masked = masked
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    public var dialect: SQLDialect { .postgres }
+}
+
+extension PostgresTransaction: GeneratedSQLTransaction {
+    public func rows(_ statement: SQLStatement) throws -> [[SQLValue]] {
+        try query(Self.query(statement)).map { try Self.values($0, kinds: statement.resultKinds) }
+    }
+
+    @discardableResult
+    public func execute(_ statement: SQLStatement) throws -> Int {
+        try execute(Self.query(statement))
+    }
+
+    /// A server-side cursor: rows come `batchSize` at a time from the transaction's
+    /// snapshot, never all at once.
+    public func forEachBatch(_ statement: SQLStatement, batchSize: Int, _ body: ([[SQLValue]]) throws -> Void) throws {
+        let cursor = "lifecycle_rows"
+        try execute(PostgresQuery(unsafeSQL: "DECLARE \(cursor) NO SCROLL CURSOR FOR \(statement.sql)", binds: Self.bindings(statement.bindings)))
+        defer { _ = try? execute(PostgresQuery(unsafeSQL: "CLOSE \(cursor)")) }
+        let fetch = PostgresQuery(unsafeSQL: "FETCH FORWARD \(max(1, min(batchSize, 100_000))) FROM \(cursor)")
+        while true {
+            let rows = try query(fetch)
+            if rows.isEmpty { return }
+            try body(try rows.map { try Self.values($0, kinds: statement.resultKinds) })
+        }
+    }
+
+    static func query(_ statement: SQLStatement) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: statement.sql, binds: bindings(statement.bindings))
+    }
+
+    static func bindings(_ values: [SQLValue]) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .null: bindings.appendNull()
+            case .integer(let number): bindings.append(number)
+            case .real(let number): bindings.append(number)
+            case .text(let text): bindings.append(text)
+            case .boolean(let flag): bindings.append(flag)
+            case .timestamp(let date): bindings.append(date)
+            case .bytes(let data): bindings.append(ByteBuffer(bytes: data))
+            }
+        }
+        return bindings
+    }
+
+    static func values(_ row: PostgresRow, kinds: [SchemaCatalog.ColumnKind]) throws -> [SQLValue] {
+        var values: [SQLValue] = []
+        for (index, cell) in row.enumerated() {
+            guard cell.bytes != nil else {
+                values.append(.null)
+                continue
+            }
+            let kind = index < kinds.count ? kinds[index] : .text
+            switch kind {
+            case .integer: values.append(.integer(try cell.decode(Int64.self)))
+            case .real: values.append(.real(try cell.decode(Double.self)))
+            case .boolean: values.append(.boolean(try cell.decode(Bool.self)))
+            case .timestamp: values.append(.timestamp(try cell.decode(Date.self)))
+            case .bytes: values.append(.bytes(Data(buffer: try cell.decode(ByteBuffer.self))))
+            case .text, .other: values.append(.text(try cell.decode(String.self)))
+            }
+        }
+        return values
+    }
+}
+
+extension PostgresTransaction: SubjectTransaction {
+    // Lifecycle's record of an app account: a row appears the first time lifecycle has
+    // something to keep (a deletion request); no row means active. Every change is one
+    // conditional statement, which under READ COMMITTED waits for a concurrent change
+    // to the row and re-checks its condition against the committed row.
+
+    public func lockSubject(key: String, now: Date) throws -> SubjectRecord {
+        try execute("""
+            INSERT INTO lifecycle.subjects (subject_key, state, updated_at) VALUES (\(key), 'active', \(now))
+            ON CONFLICT (subject_key) DO NOTHING
+            """)
+        let rows = try query("""
+            SELECT subject_key, state, deletion_requested_at, purge_after, purged_at FROM lifecycle.subjects
+            WHERE subject_key = \(key) FOR UPDATE
+            """)
+        return try rows.first.map(Self.subjectRecord) ?? SubjectRecord(key: key, state: .active)
+    }
+
+    public func subject(key: String) throws -> SubjectRecord? {
+        try query("""
+            SELECT subject_key, state, deletion_requested_at, purge_after, purged_at FROM lifecycle.subjects WHERE subject_key = \(key)
+            """).first.map(Self.subjectRecord)
+    }
+
+    static func subjectRecord(_ row: PostgresRow) throws -> SubjectRecord {
+        let (key, state, requested, purgeAfter, purged) = try row.decode((String, String, Date?, Date?, Date?).self)
+        return SubjectRecord(key: key, state: AccountState(rawValue: state) ?? .active, deletionRequestedAt: requested, purgeAfter: purgeAfter, purgedAt: purged)
+    }
+
+    public func markSubjectPending(key: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {
+        try execute("""
+            INSERT INTO lifecycle.subjects AS s (subject_key, state, deletion_requested_at, purge_after, updated_at)
+            VALUES (\(key), 'pendingDeletion', \(requestedAt), \(purgeAfter), \(requestedAt))
+            ON CONFLICT (subject_key) DO UPDATE SET state = 'pendingDeletion', deletion_requested_at = excluded.deletion_requested_at,
+                purge_after = excluded.purge_after, updated_at = excluded.updated_at
+            WHERE s.state = 'active'
+            """) == 1
+    }
+
+    public func moveSubjectPurgeDate(key: String, purgeAfter: Date) throws -> Bool {
+        try execute("""
+            UPDATE lifecycle.subjects SET purge_after = \(purgeAfter), updated_at = \(purgeAfter)
+            WHERE subject_key = \(key) AND state = 'pendingDeletion'
+            """) == 1
+    }
+
+    public func restoreSubject(key: String, now: Date) throws -> Bool {
+        try execute("""
+            UPDATE lifecycle.subjects SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = \(now)
+            WHERE subject_key = \(key) AND state = 'pendingDeletion' AND purge_after > \(now)
+            """) == 1
+    }
+
+    public func beginSubjectPurge(key: String, now: Date) throws -> Bool {
+        try execute("""
+            UPDATE lifecycle.subjects SET state = 'purging', updated_at = \(now)
+            WHERE subject_key = \(key) AND state = 'pendingDeletion' AND purge_after IS NOT NULL AND purge_after <= \(now)
+            """) == 1
+    }
+
+    public func markSubjectPurged(key: String, at: Date) throws -> Bool {
+        try execute("""
+            UPDATE lifecycle.subjects SET state = 'purged', purged_at = \(at), updated_at = \(at)
+            WHERE subject_key = \(key) AND state = 'purging'
+            """) == 1
+    }
+
+    public func subjectsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge] {
+        try query("""
+            SELECT subject_key, state, purge_after FROM lifecycle.subjects
+            WHERE state IN ('pendingDeletion', 'purging') AND purge_after <= \(now) AND subject_key > \(after ?? "")
+            ORDER BY subject_key LIMIT \(limit)
+            """).map { row in
+            let (key, state, purgeAfter) = try row.decode((String, String, Date?).self)
+            return DuePurge(accountID: key, state: AccountState(rawValue: state) ?? .purging, purgeAfter: purgeAfter)
+        }
+    }
+
+    public func addPurgeProgress(key: String, table: String, deleted: Int, masked: Int) throws {
+        guard deleted > 0 || masked > 0 else { return }
+        try execute("""
+            INSERT INTO lifecycle.purge_progress AS p (subject_key, table_name, deleted, masked) VALUES (\(key), \(table), \(deleted), \(masked))
+            ON CONFLICT (subject_key, table_name) DO UPDATE SET deleted = p.deleted + excluded.deleted, masked = p.masked + excluded.masked
+            """)
+    }
+
+    public func purgeProgress(key: String) throws -> [String: PurgeCounts] {
+        var counts: [String: PurgeCounts] = [:]
+        for row in try query("SELECT table_name, deleted, masked FROM lifecycle.purge_progress WHERE subject_key = \(key)") {
+            let (table, deleted, masked) = try row.decode((String, Int, Int).self)
+            counts[table] = PurgeCounts(deleted: deleted, masked: masked)
+        }
+        return counts
+    }
+
+    public func takePurgeProgress(key: String) throws -> [String: PurgeCounts] {
+        let counts = try purgeProgress(key: key)
+        try execute("DELETE FROM lifecycle.purge_progress WHERE subject_key = \(key)")
+        return counts
+    }
+}

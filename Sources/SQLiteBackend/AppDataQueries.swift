@@ -1,0 +1,173 @@
+import Foundation
+import GRDB
+import JobRunner
+import Lifecycle
+
+extension SQLiteStore {
+    public var dialect: SQLDialect { .sqlite }
+}
+
+extension SQLiteTransaction: GeneratedSQLTransaction {
+    public func rows(_ statement: SQLStatement) throws -> [[SQLValue]] {
+        var result: [[SQLValue]] = []
+        try forEachBatch(statement, batchSize: .max) { result += $0 }
+        return result
+    }
+
+    @discardableResult
+    public func execute(_ statement: SQLStatement) throws -> Int {
+        try db.cachedStatement(sql: statement.sql).execute(arguments: Self.arguments(statement.bindings))
+        return db.changesCount
+    }
+
+    public func forEachBatch(_ statement: SQLStatement, batchSize: Int, _ body: ([[SQLValue]]) throws -> Void) throws {
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: statement.sql), arguments: Self.arguments(statement.bindings))
+        var batch: [[SQLValue]] = []
+        while let row = try cursor.next() {
+            batch.append(row.databaseValues.enumerated().map { index, value in
+                Self.value(value, as: index < statement.resultKinds.count ? statement.resultKinds[index] : .other)
+            })
+            if batch.count >= batchSize {
+                try body(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        if !batch.isEmpty { try body(batch) }
+    }
+
+    static func arguments(_ values: [SQLValue]) -> StatementArguments {
+        StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
+            switch value {
+            case .null: nil
+            case .integer(let number): number
+            case .real(let number): number
+            case .text(let text): text
+            case .boolean(let flag): flag
+            case .timestamp(let date): date
+            case .bytes(let data): data
+            }
+        })
+    }
+
+    /// SQLite stores what it is given; the declared kind says how to read it back.
+    static func value(_ value: DatabaseValue, as kind: SchemaCatalog.ColumnKind) -> SQLValue {
+        switch value.storage {
+        case .null:
+            return .null
+        case .int64(let number):
+            switch kind {
+            case .boolean: return .boolean(number != 0)
+            case .timestamp: return Date.fromDatabaseValue(value).map(SQLValue.timestamp) ?? .integer(number)
+            default: return .integer(number)
+            }
+        case .double(let number):
+            return kind == .timestamp ? (Date.fromDatabaseValue(value).map(SQLValue.timestamp) ?? .real(number)) : .real(number)
+        case .string(let text):
+            if kind == .timestamp, let date = Date.fromDatabaseValue(value) ?? ISO8601.parse(text) { return .timestamp(date) }
+            return .text(text)
+        case .blob(let data):
+            return .bytes(data)
+        }
+    }
+}
+
+extension SQLiteTransaction: SubjectTransaction {
+    // Lifecycle's record of an app account: a row appears the first time lifecycle has
+    // something to keep (a deletion request); no row means active.
+
+    public func lockSubject(key: String, now: Date) throws -> SubjectRecord {
+        // SQLite's single writer already serialises write transactions; the insert makes
+        // the record exist for the compare-and-set updates that follow.
+        try db.cachedStatement(sql: """
+            INSERT INTO lifecycle_subjects (subject_key, state, updated_at) VALUES (?, 'active', ?)
+            ON CONFLICT (subject_key) DO NOTHING
+            """).execute(arguments: [key, now])
+        return try subject(key: key) ?? SubjectRecord(key: key, state: .active)
+    }
+
+    public func subject(key: String) throws -> SubjectRecord? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT subject_key, state, deletion_requested_at, purge_after, purged_at FROM lifecycle_subjects WHERE subject_key = ?
+            """), arguments: [key]).map(Self.subjectRecord)
+    }
+
+    static func subjectRecord(_ row: Row) -> SubjectRecord {
+        SubjectRecord(
+            key: row["subject_key"], state: AccountState(rawValue: row["state"]) ?? .active,
+            deletionRequestedAt: row["deletion_requested_at"], purgeAfter: row["purge_after"], purgedAt: row["purged_at"])
+    }
+
+    public func markSubjectPending(key: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {
+        try db.cachedStatement(sql: """
+            INSERT INTO lifecycle_subjects (subject_key, state, deletion_requested_at, purge_after, updated_at)
+            VALUES (?, 'pendingDeletion', ?, ?, ?)
+            ON CONFLICT (subject_key) DO UPDATE SET state = 'pendingDeletion', deletion_requested_at = excluded.deletion_requested_at,
+                purge_after = excluded.purge_after, updated_at = excluded.updated_at
+            WHERE lifecycle_subjects.state = 'active'
+            """).execute(arguments: [key, requestedAt, purgeAfter, requestedAt])
+        return db.changesCount == 1
+    }
+
+    public func moveSubjectPurgeDate(key: String, purgeAfter: Date) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE lifecycle_subjects SET purge_after = ?, updated_at = ? WHERE subject_key = ? AND state = 'pendingDeletion'
+            """).execute(arguments: [purgeAfter, purgeAfter, key])
+        return db.changesCount == 1
+    }
+
+    public func restoreSubject(key: String, now: Date) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE lifecycle_subjects SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = ?
+            WHERE subject_key = ? AND state = 'pendingDeletion' AND purge_after > ?
+            """).execute(arguments: [now, key, now])
+        return db.changesCount == 1
+    }
+
+    public func beginSubjectPurge(key: String, now: Date) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE lifecycle_subjects SET state = 'purging', updated_at = ?
+            WHERE subject_key = ? AND state = 'pendingDeletion' AND purge_after IS NOT NULL AND purge_after <= ?
+            """).execute(arguments: [now, key, now])
+        return db.changesCount == 1
+    }
+
+    public func markSubjectPurged(key: String, at: Date) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE lifecycle_subjects SET state = 'purged', purged_at = ?, updated_at = ? WHERE subject_key = ? AND state = 'purging'
+            """).execute(arguments: [at, at, key])
+        return db.changesCount == 1
+    }
+
+    public func subjectsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT subject_key, state, purge_after FROM lifecycle_subjects
+            WHERE state IN ('pendingDeletion', 'purging') AND purge_after <= ? AND subject_key > ?
+            ORDER BY subject_key LIMIT ?
+            """), arguments: [now, after ?? "", limit]
+        ).map { DuePurge(accountID: $0["subject_key"], state: AccountState(rawValue: $0["state"]) ?? .purging, purgeAfter: $0["purge_after"]) }
+    }
+
+    public func addPurgeProgress(key: String, table: String, deleted: Int, masked: Int) throws {
+        guard deleted > 0 || masked > 0 else { return }
+        try db.cachedStatement(sql: """
+            INSERT INTO lifecycle_purge_progress (subject_key, table_name, deleted, masked) VALUES (?, ?, ?, ?)
+            ON CONFLICT (subject_key, table_name) DO UPDATE SET deleted = deleted + excluded.deleted, masked = masked + excluded.masked
+            """).execute(arguments: [key, table, deleted, masked])
+    }
+
+    public func purgeProgress(key: String) throws -> [String: PurgeCounts] {
+        var counts: [String: PurgeCounts] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT table_name, deleted, masked FROM lifecycle_purge_progress WHERE subject_key = ?
+            """), arguments: [key]) {
+            counts[row["table_name"]] = PurgeCounts(deleted: row["deleted"], masked: row["masked"])
+        }
+        return counts
+    }
+
+    public func takePurgeProgress(key: String) throws -> [String: PurgeCounts] {
+        let counts = try purgeProgress(key: key)
+        try db.cachedStatement(sql: "DELETE FROM lifecycle_purge_progress WHERE subject_key = ?").execute(arguments: [key])
+        return counts
+    }
+}
