@@ -187,4 +187,115 @@ struct AppPurgeTests {
         #expect(receipt.contains(#""statuses":{"deleted":1502,"masked":1}"#), "\(receipt)")
         #expect(receipt.contains(#""favourites":{"deleted":1502,"masked":0}"#), "\(receipt)")
     }
+
+    // MARK: - The shipped examples
+
+    static let ada = "0000000a-0000-4000-8000-000000000001"
+    static let bob = "0000000b-0000-4000-8000-000000000002"
+
+    /// The product's app on Supabase: ada's password is "hunter2", in auth.users.
+    static func supabaseSeed(auth: String) -> String {
+        """
+        INSERT INTO \(auth) (id, email, encrypted_password, phone, created_at) VALUES
+          ('\(ada)', 'ada@example.com', '$2b$04$417W2BL6IWBp8fK6A5dPMulhiZioaZV8jhd04SHJXwMkb9Wr46yUy', '+44 1', '2025-01-01 00:00:00'),
+          ('\(bob)', 'bob@example.com', NULL, NULL, '2025-01-02 00:00:00');
+        INSERT INTO users (id, email, first_name, display_name, avatar_path, subscription_status, created_at) VALUES
+          ('\(ada)', 'ada@example.com', 'Ada', 'Ada', 'avatars/ada.jpg', 'premium', '2025-01-01 00:00:00'),
+          ('\(bob)', 'bob@example.com', 'Bob', 'Bob', 'avatars/bob.jpg', 'free', '2025-01-02 00:00:00');
+        INSERT INTO user_preferences (user_id, theme) VALUES ('\(ada)', 'dark'), ('\(bob)', 'light');
+        INSERT INTO user_integrations (user_id, provider, connected_at) VALUES
+          ('\(ada)', 'strava', '2025-01-05 00:00:00'), ('\(ada)', 'whoop', '2025-01-06 00:00:00'), ('\(bob)', 'strava', '2025-01-07 00:00:00');
+        INSERT INTO journal_entries (id, user_id, created_at, body) VALUES
+          ('e0000000-0000-4000-8000-000000000001', '\(ada)', '2025-03-01 08:00:00', 'tempo run'),
+          ('e0000000-0000-4000-8000-000000000002', '\(bob)', '2025-03-02 08:00:00', 'long ride');
+        INSERT INTO journal_photos (id, entry_id, storage_path, taken_at) VALUES
+          ('f0000000-0000-4000-8000-000000000001', 'e0000000-0000-4000-8000-000000000001', 'journal/ada/run.jpg', '2025-03-01 07:55:00'),
+          ('f0000000-0000-4000-8000-000000000002', 'e0000000-0000-4000-8000-000000000002', 'journal/bob/ride.jpg', NULL);
+        INSERT INTO mesocycles (id, user_id, status) VALUES ('c0000000-0000-4000-8000-000000000001', '\(ada)', 'completed');
+        INSERT INTO meditation_sessions (id, user_id, started_at, duration_seconds) VALUES
+          ('d0000000-0000-4000-8000-000000000001', '\(ada)', '2025-03-02 06:00:00', 600);
+        """
+    }
+
+    @Test(arguments: Backend.allCases)
+    func theProductsSupabaseAppIsPurgedByItsMapWithItsBcryptHashInAuthUsers(_ backend: Backend) async throws {
+        let workspace = try await schemas.install(try DataMapCheckTests.AppSchema.supabase, backend)
+        let auth = backend == .postgres ? "auth.users" : "auth_users"
+        try await seed(workspace, Self.supabaseSeed(auth: auth))
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
+            _ = try await blobs.put(key: key, data: Data(key.utf8))
+        }
+        let catalog = try appCatalog(workspace)
+        let wrong = try workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter3")
+        #expect(wrong.status == 77, "\(wrong.stderr)")
+        let right = try workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
+        #expect(right.status == 0, "\(right.stderr)")
+        let purge = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+
+        // The profile row and Supabase's own stay as tombstones; everything else of ada goes.
+        #expect(try await rows(workspace, "SELECT email, first_name, display_name, avatar_path, subscription_status FROM users ORDER BY email")
+                == ["bob@example.com|Bob|Bob|avatars/bob.jpg|free", "deleted-\(Self.ada)@users.invalid|∅|∅|∅|premium"])
+        #expect(try await rows(workspace, "SELECT email, encrypted_password, phone FROM \(auth) ORDER BY email")
+                == ["bob@example.com|∅|∅", "deleted-\(Self.ada)@users.invalid|∅|∅"])
+        for table in ["user_preferences", "user_integrations", "journal_entries", "mesocycles", "meditation_sessions"] {
+            #expect(try await rows(workspace, "SELECT COUNT(*) FROM \(table) WHERE user_id = '\(Self.ada)'") == ["0"], "\(table)")
+        }
+        #expect(try await rows(workspace, "SELECT COUNT(*) FROM user_integrations") == ["1"])
+        #expect(try await rows(workspace, "SELECT storage_path FROM journal_photos") == ["journal/bob/ride.jpg"])
+        #expect(files(workspace) == ["avatars/bob.jpg", "journal/bob/ride.jpg"])
+        #expect(try appCatalog(workspace) == catalog)
+        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
+        #expect(receipt.contains(#""journal_photos":{"deleted":1,"masked":0}"#) && receipt.contains(#""user":"masked""#), "\(receipt)")
+    }
+
+    /// A Django site: ada (id 1, password "letmein" as Django's PBKDF2 hasher writes it)
+    /// wrote a post bob commented on with a file, and commented on bob's post with a file.
+    static let djangoSeed = """
+        INSERT INTO auth_user (id, password, is_superuser, username, first_name, last_name, email, is_staff, is_active, date_joined) VALUES
+          (1, 'pbkdf2_sha256$1000$seasalt$R1/GfWtwog1T8Ev9VndgDjzkiRzbFr8JpmJtL9cMmQU=', FALSE, 'ada', 'Ada', 'Lovelace', 'ada@example.com', TRUE, TRUE, '2025-01-01 00:00:00'),
+          (2, '!', FALSE, 'bob', 'Bob', 'B', 'bob@example.com', FALSE, TRUE, '2025-01-02 00:00:00');
+        INSERT INTO blog_post (id, author_id, title, body, cover, created_at) VALUES
+          (10, 1, 'Engines', 'analytical', 'covers/10.png', '2025-02-01 00:00:00'),
+          (11, 2, 'Bikes', 'pedals', 'covers/11.png', '2025-02-02 00:00:00');
+        INSERT INTO blog_comment (id, post_id, author_id, body, created_at) VALUES
+          (100, 10, 2, 'bob on ada''s post', '2025-02-03 00:00:00'),
+          (101, 11, 1, 'ada on bob''s post', '2025-02-04 00:00:00'),
+          (102, 11, 2, 'bob on his own post', '2025-02-05 00:00:00');
+        INSERT INTO blog_attachment (id, comment_id, file) VALUES (1000, 100, 'att/1000.pdf'), (1001, 101, 'att/1001.pdf'), (1002, 102, 'att/1002.pdf');
+        INSERT INTO auth_group (id, name) VALUES (1, 'editors');
+        INSERT INTO auth_user_groups (id, user_id, group_id) VALUES (1, 1, 1), (2, 2, 1);
+        INSERT INTO django_admin_log (id, action_time, object_id, object_repr, change_message, user_id) VALUES
+          (1, '2025-02-06 00:00:00', '11', 'Bikes', '[]', 1);
+        """
+
+    @Test(arguments: Backend.allCases)
+    func aDjangoUserIsPurgedWithOtherPeoplesCommentsUnderHerPostsAndTheirFiles(_ backend: Backend) async throws {
+        let workspace = try await schemas.install(try DataMapCheckTests.AppSchema.django, backend)
+        try await seed(workspace, Self.djangoSeed)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in ["covers/10.png", "covers/11.png", "att/1000.pdf", "att/1001.pdf", "att/1002.pdf"] {
+            _ = try await blobs.put(key: key, data: Data(key.utf8))
+        }
+        let catalog = try appCatalog(workspace)
+        #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "wrong").status == 77)
+        let right = try workspace.run(["delete", "ada", "--password-stdin"], stdin: "letmein")
+        #expect(right.status == 0, "\(right.stderr)")
+        let purge = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+
+        #expect(try await rows(workspace, "SELECT id, username, password, email, first_name FROM auth_user ORDER BY id")
+                == ["1|deleted-1|!deleted||", "2|bob|!|bob@example.com|Bob"])
+        #expect(try await rows(workspace, "SELECT id FROM blog_post") == ["11"])
+        #expect(try await rows(workspace, "SELECT id FROM blog_comment ORDER BY id") == ["102"])
+        #expect(try await rows(workspace, "SELECT id FROM blog_attachment") == ["1002"])
+        #expect(try await rows(workspace, "SELECT user_id FROM auth_user_groups") == ["2"])
+        #expect(try await rows(workspace, "SELECT user_id FROM django_admin_log") == ["1"])
+        #expect(files(workspace) == ["covers/11.png", "att/1002.pdf"])
+        #expect(try appCatalog(workspace) == catalog)
+        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" }?.detail)
+        #expect(receipt.contains(#""blog_comment":{"deleted":2,"masked":0}"#), "\(receipt)")
+        #expect(receipt.contains(#""blog_attachment":{"deleted":2,"masked":0}"#), "\(receipt)")
+    }
 }

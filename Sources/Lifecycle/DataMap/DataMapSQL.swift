@@ -146,13 +146,22 @@ public struct DataMapSQL: Sendable {
         let subject = plan.subject
         let keyColumn = column(subject.table, subject.key)
         var terms: [String] = []
-        if plan.subjectKeyKind != .integer || Int64(reference) != nil {
-            terms.append("s.\(q(subject.key)) = \(builder.bind(keyValue(reference, for: keyColumn), as: keyColumn))")
+        // A reference that cannot be of a column's type (an email against a uuid key) must
+        // not make the query fail: such columns are compared as text.
+        func term(_ name: String, _ column: SchemaCatalog.Column) -> String? {
+            switch column.kind {
+            case .integer:
+                guard let number = Int64(reference) else { return nil }
+                return "s.\(q(name)) = \(builder.bind(.integer(number), as: column))"
+            case .text:
+                return "s.\(q(name)) = \(builder.bind(.text(reference), as: column))"
+            default:
+                return "CAST(s.\(q(name)) AS \(dialect == .postgres ? "text" : "TEXT")) = \(builder.bind(.text(reference)))"
+            }
         }
+        if let keyTerm = term(subject.key, keyColumn) { terms.append(keyTerm) }
         for name in subject.lookup {
-            let lookup = column(subject.table, name)
-            if lookup.kind == .integer, Int64(reference) == nil { continue }
-            terms.append("s.\(q(name)) = \(builder.bind(keyValue(reference, for: lookup), as: lookup))")
+            if let lookupTerm = term(name, column(subject.table, name)) { terms.append(lookupTerm) }
         }
         if terms.isEmpty { terms.append("1 = 0") }
         let keyText = dialect == .postgres ? "CAST(s.\(q(subject.key)) AS text)" : "CAST(s.\(q(subject.key)) AS TEXT)"
