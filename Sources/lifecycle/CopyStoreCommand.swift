@@ -136,6 +136,7 @@ enum RowCopier {
         .app("accounts"), .app("preferences"), .app("sessions"), .app("journal_entries"), .app("photos"), .app("mesocycles"),
         .app("meditation_sessions"),
         .own("audit_events"), .own("exports"), .own("outbox"), .own("purge_inventory"), .own("deletion_attempts"),
+        .own("subjects"), .own("purge_progress"),
     ]
     /// The source's record of its own migrations: the destination has run its own.
     static let bookkeeping: Set<String> = [SQLiteStore.ownTable("migrations")]

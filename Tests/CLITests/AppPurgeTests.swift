@@ -59,18 +59,7 @@ struct AppPurgeTests {
         }
     }
 
-    /// The app's tables with their columns (lifecycle's own namespace left out).
-    func appCatalog(_ workspace: Workspace) throws -> String {
-        switch workspace.backend {
-        case .sqlite:
-            return try runTool("/usr/bin/sqlite3", [workspace.database, "SELECT name || ':' || sql FROM sqlite_master WHERE tbl_name NOT LIKE 'lifecycle\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"])
-        case .postgres:
-            return try psqlQuery(workspace.database, """
-                SELECT string_agg(table_schema || '.' || table_name || '.' || column_name || ':' || data_type, ',' ORDER BY table_schema, table_name, column_name)
-                FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema', 'lifecycle')
-                """)
-        }
-    }
+    func appCatalog(_ workspace: Workspace) throws -> String { try schemas.tables(workspace) }
 
     func rows(_ workspace: Workspace, _ sql: String) async throws -> [String] {
         try await workspace.query(sql).map { $0.map { $0 ?? "∅" }.joined(separator: "|") }

@@ -48,16 +48,19 @@ struct DataMapCheckTests {
         return workspace
     }
 
-    /// Every table of the database with its columns: compared before and after a command
-    /// that must not write anything.
+    /// The app's tables with their columns, lifecycle's own namespace (and SQLite's own
+    /// bookkeeping) left out: compared before and after a command that must not alter them.
     func tables(_ workspace: Workspace) throws -> String {
         switch workspace.backend {
         case .sqlite:
-            return try runTool("/usr/bin/sqlite3", [workspace.database, "SELECT name || ':' || sql FROM sqlite_master ORDER BY name"])
+            return try runTool("/usr/bin/sqlite3", [workspace.database, """
+                SELECT name || ':' || sql FROM sqlite_master
+                WHERE tbl_name NOT LIKE 'lifecycle\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name
+                """])
         case .postgres:
             return try psqlQuery(workspace.database, """
                 SELECT string_agg(table_schema || '.' || table_name || '.' || column_name || ':' || data_type, ',' ORDER BY table_schema, table_name, column_name)
-                FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema')
+                FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema', 'lifecycle')
                 """)
         }
     }
