@@ -169,6 +169,16 @@ public struct DataMapSQL: Sendable {
         return builder.statement([.text])
     }
 
+    /// One row when the user row with this key exists.
+    public func subjectExists(key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        guard keyColumn.kind != .integer || Int64(key) != nil else { return SQLStatement(sql: "SELECT 1 WHERE 1 = 0", bindings: [], resultKinds: [.integer]) }
+        builder.append("SELECT 1 FROM \(dialect.table(subject.table)) s WHERE s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement([.integer])
+    }
+
     /// The stored password hash of the subject, wherever the map says it lives.
     public func passwordHash(key: String) -> SQLStatement? {
         guard let password = plan.subject.password else { return nil }

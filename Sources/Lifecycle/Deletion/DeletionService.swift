@@ -140,9 +140,12 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             if error == .hashingFailed {
                 throw LifecycleError(.unavailable, "the password of account \(id) could not be checked right now (\(error.detail)); try again")
             }
+            let remedy = directory.isReferenceApp
+                ? "Set a new one with `lifecycle accounts set-password \(id) --password-stdin`"
+                : "The app must store a hash in a format lifecycle checks (bcrypt, argon2, scrypt, PBKDF2)"
             throw LifecycleError(.badInput, """
-                the stored password hash of account \(id) cannot be checked (\(error)). Set a new one with \
-                `lifecycle accounts set-password \(id) --password-stdin`, or delete it through support with `--operator`.
+                the stored password hash of account \(id) cannot be checked (\(error)). \(remedy), or delete it through \
+                support with `--operator`.
                 """)
         }
         guard matches else {

@@ -26,7 +26,7 @@ public struct AppData: Sendable {
     }
 
     public func exists<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Bool {
-        try !tx.rows(sql.findSubject(key)).isEmpty
+        try !tx.rows(sql.subjectExists(key: key)).isEmpty
     }
 
     public func passwordHash<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
