@@ -53,8 +53,7 @@ public struct AccountDataMap: Sendable, Equatable {
             guard case .column(let owner) = table.ownership else {
                 throw LifecycleError(.badInput, """
                     \(map.source):\(table.line): table \(table.name) is owned through a parent or by several users' columns; \
-                    this installation's export and purge run on the reference schema, whose tables each name the account \
-                    in one column (`owner: account_id`)
+                    the reference app's tables each name the account in one column (`owner: account_id`)
                     """)
             }
             tables.append(Table(

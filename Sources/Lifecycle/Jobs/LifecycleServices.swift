@@ -35,9 +35,18 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
         return try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }
     }
 
-    /// The account data map, checked against the tables the database really has.
+    /// The reference app's data map, checked against the tables the database really has.
+    /// An app's own database (a map without `app: reference`) is refused with a clear error
+    /// by what needs the reference schema (export, for now), rather than failing in SQL.
     public func dataMap() async throws -> AccountDataMap {
-        let map = try AccountDataMap(jobsDirectory: jobsDirectory)
+        let document = try DataMap(jobsDirectory: jobsDirectory)
+        guard document.isReferenceApp else {
+            throw LifecycleError(.badInput, """
+                \(document.source) describes an app's own database: deletion, restore and purge run on it, but export \
+                (and photo normalisation) run only on the reference app's schema so far
+                """)
+        }
+        let map = try AccountDataMap(document)
         try map.requireCovers(accountTables: try await store.accountTables())
         return map
     }
