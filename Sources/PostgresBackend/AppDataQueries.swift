@@ -18,20 +18,6 @@ extension PostgresTransaction: GeneratedSQLTransaction {
         try execute(Self.query(statement))
     }
 
-    /// A server-side cursor: rows come `batchSize` at a time from the transaction's
-    /// snapshot, never all at once.
-    public func forEachBatch(_ statement: SQLStatement, batchSize: Int, _ body: ([[SQLValue]]) throws -> Void) throws {
-        let cursor = "lifecycle_rows"
-        try execute(PostgresQuery(unsafeSQL: "DECLARE \(cursor) NO SCROLL CURSOR FOR \(statement.sql)", binds: Self.bindings(statement.bindings)))
-        defer { _ = try? execute(PostgresQuery(unsafeSQL: "CLOSE \(cursor)")) }
-        let fetch = PostgresQuery(unsafeSQL: "FETCH FORWARD \(max(1, min(batchSize, 100_000))) FROM \(cursor)")
-        while true {
-            let rows = try query(fetch)
-            if rows.isEmpty { return }
-            try body(try rows.map { try Self.values($0, kinds: statement.resultKinds) })
-        }
-    }
-
     static func query(_ statement: SQLStatement) -> PostgresQuery {
         PostgresQuery(unsafeSQL: statement.sql, binds: bindings(statement.bindings))
     }

@@ -9,30 +9,17 @@ extension SQLiteStore {
 
 extension SQLiteTransaction: GeneratedSQLTransaction {
     public func rows(_ statement: SQLStatement) throws -> [[SQLValue]] {
-        var result: [[SQLValue]] = []
-        try forEachBatch(statement, batchSize: .max) { result += $0 }
-        return result
+        try Row.fetchAll(db.cachedStatement(sql: statement.sql), arguments: Self.arguments(statement.bindings)).map { row in
+            row.databaseValues.enumerated().map { index, value in
+                Self.value(value, as: index < statement.resultKinds.count ? statement.resultKinds[index] : .other)
+            }
+        }
     }
 
     @discardableResult
     public func execute(_ statement: SQLStatement) throws -> Int {
         try db.cachedStatement(sql: statement.sql).execute(arguments: Self.arguments(statement.bindings))
         return db.changesCount
-    }
-
-    public func forEachBatch(_ statement: SQLStatement, batchSize: Int, _ body: ([[SQLValue]]) throws -> Void) throws {
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: statement.sql), arguments: Self.arguments(statement.bindings))
-        var batch: [[SQLValue]] = []
-        while let row = try cursor.next() {
-            batch.append(row.databaseValues.enumerated().map { index, value in
-                Self.value(value, as: index < statement.resultKinds.count ? statement.resultKinds[index] : .other)
-            })
-            if batch.count >= batchSize {
-                try body(batch)
-                batch.removeAll(keepingCapacity: true)
-            }
-        }
-        if !batch.isEmpty { try body(batch) }
     }
 
     static func arguments(_ values: [SQLValue]) -> StatementArguments {

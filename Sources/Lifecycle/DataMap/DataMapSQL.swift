@@ -200,42 +200,6 @@ public struct DataMapSQL: Sendable {
         return builder.statement([.integer])
     }
 
-    /// The exported columns of the subject's rows, in `order_by` then key order.
-    public func exportRows(_ table: DataMapPlan.TablePlan, key: String) -> SQLStatement {
-        var builder = SQLBuilder(dialect)
-        let condition = owned(table.owner, table: table.table.name, alias: "t", key: key, into: &builder)
-        let columns = table.table.columns.map { readable("t", table.table.name, $0) }
-        let order = (table.table.orderBy + table.key.filter { !table.table.orderBy.contains($0) }).map { "t.\(q($0))" }
-        builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(table.table.name)) t WHERE \(condition) ORDER BY \(order.joined(separator: ", "))")
-        return builder.statement(table.table.columns.map { readKind(table.table.name, $0) })
-    }
-
-    /// The subject's own row, exported columns only.
-    public func exportSubject(key: String) -> SQLStatement {
-        var builder = SQLBuilder(dialect)
-        let subject = plan.subject
-        let keyColumn = column(subject.table, subject.key)
-        let columns = subject.columns.map { readable("s", subject.table, $0) }
-        builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(subject.table)) s WHERE s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
-        return builder.statement(subject.columns.map { readKind(subject.table, $0) })
-    }
-
-    /// Types neither side reads natively (uuid, json, time of day, numeric) come out as text.
-    private func readsAsText(_ column: SchemaCatalog.Column) -> Bool {
-        guard dialect == .postgres else { return false }
-        let type = column.declaredType
-        return column.kind == .other || type.hasPrefix("time without") || type.hasPrefix("time with") || type == "time" || type.hasPrefix("numeric")
-    }
-
-    private func readable(_ alias: String, _ table: DataMap.TableName, _ name: String) -> String {
-        readsAsText(column(table, name)) ? "CAST(\(alias).\(q(name)) AS text)" : "\(alias).\(q(name))"
-    }
-
-    private func readKind(_ table: DataMap.TableName, _ name: String) -> SchemaCatalog.ColumnKind {
-        let column = column(table, name)
-        return readsAsText(column) ? .text : column.kind
-    }
-
     // MARK: Files
 
     /// Blob keys named by the subject's rows in one column, in key order after `after`:
