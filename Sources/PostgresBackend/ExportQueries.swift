@@ -62,6 +62,7 @@ extension ExportValue {
         case .real(let number): bindings.append(number)
         case .text(let text): bindings.append(text)
         case .timestamp(let date): bindings.append(date)
+        case .boolean(let flag): bindings.append(flag)
         case .bytes(let data): bindings.append(ByteBuffer(bytes: data))
         }
     }

@@ -32,6 +32,7 @@ extension ExportValue {
         case .real(let number): number.databaseValue
         case .text(let text): text.databaseValue
         case .timestamp(let date): date.databaseValue
+        case .boolean(let flag): flag.databaseValue
         case .bytes(let data): data.databaseValue
         }
     }

@@ -184,8 +184,11 @@ struct ListExports: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
-        let accountID = found.id
+        let directory = try await services.directory()
+        let reference = account
+        guard let accountID = try await services.store.read({ tx in try directory.find(reference, in: tx) }) else {
+            throw LifecycleError.noSuchAccount(account)
+        }
         let (exports, messages) = try await services.store.read { tx in
             (try tx.exports(accountID: accountID), try tx.outboxMessages(accountID: accountID))
         }

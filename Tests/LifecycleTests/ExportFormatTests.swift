@@ -10,7 +10,7 @@ struct ExportFormatTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let table = AccountDataMap.Table(
             name: "things", accountColumn: "account_id", exportFile: "things", columns: columns, orderBy: "id", timestampColumns: [])
-        let writer = try TableFileWriter(directory: directory, table: table, fileStem: "things")
+        let writer = try TableFileWriter(directory: directory, columns: table.columns, fileStem: "things")
         for row in rows { try writer.write(row[...]) }
         let files = try writer.finish()
         let json = try String(contentsOfFile: directory + "/things.json", encoding: .utf8)

@@ -155,7 +155,7 @@ struct IntakeTests {
             primarySport: nil, morningReminderTime: nil, timezone: nil, subscriptionStatus: nil, integrations: Integrations(),
             state: .active, deletionRequestedAt: nil, purgeAfter: nil, purgedAt: nil, createdAt: now, updatedAt: now)
         let message = ExportNotification.message(
-            account: account, exportID: "e-1", link: "https://example.com/exports/e-1?expires=1&sig=" + String(repeating: "f", count: 64),
+            accountID: account.id, recipient: account.email, greetingName: account.displayName, exportID: "e-1", link: "https://example.com/exports/e-1?expires=1&sig=" + String(repeating: "f", count: 64),
             expiresAt: now, lifetimeDays: 7, now: now)
         let parsed = try parseWithPython(try SendmailDelivery.rfc5322(message, recipient: account.email!))
         #expect(parsed["to"] as? [String] == ["ada@example.com"])

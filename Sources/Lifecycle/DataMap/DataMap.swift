@@ -102,6 +102,9 @@ public struct DataMap: Sendable, Equatable {
         /// Columns an operator may name an account by (`email`, `username`), besides the key.
         public var lookup: [String]
         public var password: Password?
+        /// The column holding the address the export-ready message goes to; without it the
+        /// message waits in the outbox with no recipient, for the app to deliver.
+        public var email: String?
         public var exportFile: String?
         public var columns: [String]
         public var timestamps: [String]

@@ -77,7 +77,7 @@ extension DataMap {
 
     private static func subject(_ field: YAMLField) throws -> Subject {
         let fields = try field.mapping(allowed: [
-            "table", "key", "lookup", "password", "export_file", "columns", "timestamps", "blobs", "erase",
+            "table", "key", "lookup", "password", "email", "export_file", "columns", "timestamps", "blobs", "erase",
         ])
         var password: Password?
         if let passwordField = fields["password"] {
@@ -99,7 +99,8 @@ extension DataMap {
         try checkExported(fields, exportFile: exportFile, columns: columns, timestamps: timestamps)
         return Subject(
             table: try fields.required("table").tableName(), key: try fields.required("key").identifier(),
-            lookup: try fields["lookup"]?.identifiers() ?? [], password: password, exportFile: exportFile, columns: columns,
+            lookup: try fields["lookup"]?.identifiers() ?? [], password: password, email: try fields["email"]?.identifier(),
+            exportFile: exportFile, columns: columns,
             timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
     }
 

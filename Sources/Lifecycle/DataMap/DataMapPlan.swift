@@ -134,6 +134,12 @@ private struct Checker {
             }
         }
         for name in subject.columns + subject.blobs { _ = try column(name, of: table, line: line, role: "column") }
+        if let email = subject.email {
+            let column = try column(email, of: table, line: line, role: "email column")
+            guard column.kind == .text || column.kind == .other else {
+                throw fail(line, "email column \(table.name).\(email) is \(column.declaredType); it must hold text")
+            }
+        }
         if let password = subject.password {
             if let passwordTable = password.table {
                 subject.password?.table = catalog.qualified(passwordTable)

@@ -100,16 +100,16 @@ public struct DataMapSQL: Sendable {
         self.dialect = dialect
     }
 
-    private var catalog: SchemaCatalog { plan.catalog }
-    private func q(_ identifier: String) -> String { dialect.quote(identifier) }
+    var catalog: SchemaCatalog { plan.catalog }
+    func q(_ identifier: String) -> String { dialect.quote(identifier) }
 
     /// The subject's key as the owner column stores it.
-    private func keyValue(_ key: String, for column: SchemaCatalog.Column) -> SQLValue {
+    func keyValue(_ key: String, for column: SchemaCatalog.Column) -> SQLValue {
         if column.kind == .integer, let number = Int64(key) { return .integer(number) }
         return .text(key)
     }
 
-    private func column(_ table: DataMap.TableName, _ name: String) -> SchemaCatalog.Column {
+    func column(_ table: DataMap.TableName, _ name: String) -> SchemaCatalog.Column {
         // The plan checked every column it names exists.
         catalog.table(table)?.column(name) ?? .init(name: name, declaredType: "text", kind: .text, isNotNull: false)
     }
@@ -117,7 +117,7 @@ public struct DataMapSQL: Sendable {
     // MARK: Whose rows
 
     /// `alias`'s rows that belong to the subject `key`.
-    private func owned(_ owner: DataMapPlan.Owner, table: DataMap.TableName, alias: String, key: String, depth: Int = 0, into builder: inout SQLBuilder) -> String {
+    func owned(_ owner: DataMapPlan.Owner, table: DataMap.TableName, alias: String, key: String, depth: Int = 0, into builder: inout SQLBuilder) -> String {
         switch owner {
         case .column(let name):
             return "\(alias).\(q(name)) = \(builder.bind(keyValue(key, for: column(table, name)), as: column(table, name)))"
@@ -177,6 +177,16 @@ public struct DataMapSQL: Sendable {
         guard keyColumn.kind != .integer || Int64(key) != nil else { return SQLStatement(sql: "SELECT 1 WHERE 1 = 0", bindings: [], resultKinds: [.integer]) }
         builder.append("SELECT 1 FROM \(dialect.table(subject.table)) s WHERE s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
         return builder.statement([.integer])
+    }
+
+    /// One column of the user row, as text.
+    public func subjectValue(column name: String, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        let value = dialect == .postgres ? "CAST(s.\(q(name)) AS text)" : "s.\(q(name))"
+        builder.append("SELECT \(value) FROM \(dialect.table(subject.table)) s WHERE s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement([.text])
     }
 
     /// The stored password hash of the subject, wherever the map says it lives.
@@ -374,7 +384,7 @@ public struct DataMapSQL: Sendable {
     }
 
     /// `a, b` for a select list.
-    private func list(_ columns: [String], alias: String) -> String {
+    func list(_ columns: [String], alias: String) -> String {
         columns.map { "\(alias).\(q($0))" }.joined(separator: ", ")
     }
 

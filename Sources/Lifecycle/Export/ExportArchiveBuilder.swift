@@ -121,28 +121,29 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
         let copier = ArchiveFileCopier(
             archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
+        let entries = ExportEntries(root: root, cutoff: cutoff, work: work, writer: writer, copier: copier, blobs: services.blobs)
 
         // Entry order: README.txt, account.json, the tables, manifest.json, the photos. The
         // manifest needs every table file's hash, so it follows them; it precedes the
         // photos (whose hashes the photos rows give), so a reader checking the archive
         // against it holds at most the few files before it, never a list of every photo.
-        let readme = try addText(
+        let readme = try entries.addText(
             ExportDocuments.readme(
                 accountID: account.id, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: map.exportedTables.compactMap(\.exportFile),
                 timeZone: timeZone.identifier, rateLimitHours: settings.rateLimitHours),
-            name: "README.txt", to: writer)
-        let accountFile = try addText(
+            name: "README.txt")
+        let accountFile = try entries.addText(
             ExportDocuments.accountJSON(
                 account: account, preferences: preferences, statistics: statistics, profilePhotoPath: plan.profilePhotoPath,
                 profilePhotoOmitted: plan.profilePhotoOmitted),
-            name: "account.json", to: writer)
+            name: "account.json")
 
         let tablesStarted = clock.now
         progress("writing tables")
         var rowCounts: [String: Int] = [:]
         var tableFiles: [WrittenFile] = []
         for table in map.exportedTables {
-            let (files, count) = try await writeTable(table, into: work, archive: writer, copier: copier)
+            let (files, count) = try await writeTable(table, entries: entries)
             tableFiles += files
             rowCounts[table.name] = count
         }
@@ -151,12 +152,12 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let manifestFile = try await writeManifest(
             to: work + "/manifest.json", files: [readme, accountFile] + tableFiles, planPath: plan.path, rowCounts: rowCounts,
             omitted: plan.omitted)
-        try await addLocalFile(manifestFile, from: work + "/manifest.json", to: writer, with: copier)
+        try await entries.addLocalFile(manifestFile, from: work + "/manifest.json")
 
         progress("writing photos: \(plan.count) photo(s), \(plan.bytes) bytes")
         var photosWritten = 0
         try await forEachPlannedPhoto(at: plan.path) { photo in
-            try await addPhoto(photo, to: writer, with: copier)
+            try await addPhoto(photo, entries: entries)
             photosWritten += 1
             if photosWritten % 100 == 0 { progress("photos \(photosWritten)/\(plan.count)") }
         }
@@ -174,58 +175,19 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
 
     // MARK: Tables
 
-    /// Keyset pages over (order_by, id): each batch is one short read, so the export
-    /// never holds a table in memory nor one long transaction open. The next batch is
-    /// read while this one is written: the database and the writers each get a core.
-    /// The JSON goes straight into its archive entry, compressed as the rows come; the
-    /// CSV, which cannot share the archive with it at the same time, goes to a file first.
-    private func writeTable(
-        _ table: AccountDataMap.Table, into work: String, archive: ArchiveWriter, copier: ArchiveFileCopier
-    ) async throws -> ([WrittenFile], Int) {
+    /// Keyset pages over (order_by, id), each read in its own short transaction.
+    private func writeTable(_ table: AccountDataMap.Table, entries: ExportEntries) async throws -> ([WrittenFile], Int) {
         guard let stem = table.exportFile else { return ([], 0) }
         guard !["account", "manifest"].contains(stem.lowercased()) else {
             throw PermanentJobFailure("\(map.source): table \(table.name) has export_file '\(stem)', which would replace the archive's own \(stem).json; choose another name")
         }
-        let jsonName = root + "/" + stem + ".json"
-        try archive.beginEntry(name: jsonName, size: nil, modified: cutoff, compression: .deflate)
-        let csvPath = (work as NSString).appendingPathComponent(stem + ".csv")
-        let writer = TableFileWriter(
-            json: HashingFileOutput(entryName: jsonName, in: archive), csv: try HashingFileOutput(path: csvPath), table: table,
-            fileStem: stem)
         let store = services.store
         let limit = settings.batchRows
         let accountID = self.accountID
-        func fetch(after cursor: ExportCursor?) -> Task<ExportRowBatch, any Error> {
-            Task { try await store.read { tx in try tx.exportRows(table: table, accountID: accountID, after: cursor, limit: limit) } }
+        return try await entries.writeTable(stem: stem, columns: table.columns) { (cursor: ExportCursor?) in
+            let batch = try await store.read { tx in try tx.exportRows(table: table, accountID: accountID, after: cursor, limit: limit) }
+            return (batch, batch.next)
         }
-        var pending: Task<ExportRowBatch, any Error>? = fetch(after: nil)
-        while let current = pending {
-            let batch = try await current.value
-            pending = batch.next.map { fetch(after: $0) }
-            for index in 0..<batch.rowCount { try writer.write(batch.row(index)) }
-        }
-        let files = try writer.finish()
-        try archive.finishEntry()
-        try await addLocalFile(files[1], from: csvPath, to: archive, with: copier)
-        try? FileManager.default.removeItem(atPath: csvPath)
-        return (files, writer.rowCount)
-    }
-
-    /// A generated document, whole, into its own entry.
-    private func addText(_ text: String, name: String, to writer: ArchiveWriter) throws -> WrittenFile {
-        let data = Data(text.utf8)
-        try writer.addData(name: root + "/" + name, data: data, modified: cutoff, compression: .deflate)
-        return WrittenFile(path: name, bytes: Int64(data.count), sha256: FileDigest.hex(SHA256.hash(data: data)))
-    }
-
-    /// A file this export wrote into its work directory, checked against the hash it had when written.
-    private func addLocalFile(_ file: WrittenFile, from path: String, to writer: ArchiveWriter, with copier: ArchiveFileCopier) async throws {
-        try writer.beginEntry(name: root + "/" + file.path, size: file.bytes, modified: cutoff, compression: .deflate)
-        let copied = try await copy(path: path, into: writer, with: copier, expectedBytes: file.bytes)
-        guard copied.sha256 == file.sha256 else {
-            throw LifecycleError(.internalError, "\(path) changed while it was archived")
-        }
-        try writer.finishEntry()
     }
 
     // MARK: Photos
@@ -325,45 +287,18 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         }
     }
 
-    /// Copies the blob into a stored (not recompressed) entry, hashing it on the way:
-    /// a blob whose bytes no longer match the photos row fails here, naming the photo.
-    private func addPhoto(_ photo: PlannedPhoto, to writer: ArchiveWriter, with copier: ArchiveFileCopier) async throws {
-        try writer.beginEntry(name: root + "/" + photo.name, size: photo.bytes, modified: photo.modified, compression: .store)
+    /// Copies the blob, hashing it on the way: a blob whose bytes no longer match the
+    /// photos row fails here, naming the photo.
+    private func addPhoto(_ photo: PlannedPhoto, entries: ExportEntries) async throws {
         let copied: (bytes: Int64, sha256: String)
-        if let files = services.blobs as? FileSystemBlobStore {
-            do {
-                copied = try await copy(path: try files.path(for: photo.key), into: writer, with: copier, expectedBytes: photo.bytes)
-            } catch let error as LifecycleError where error.category == .inputMissing {
-                throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) disappeared during the export")
-            }
-        } else {
-            var hasher = SHA256()
-            var count: Int64 = 0
-            try await services.blobs.read(key: photo.key, chunkSize: ArchiveWriter.chunkSize) { chunk in
-                guard count + Int64(chunk.count) <= photo.bytes else {
-                    throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) is larger than the \(photo.bytes) bytes recorded")
-                }
-                hasher.update(bufferPointer: chunk)
-                try writer.write(chunk)
-                count += Int64(chunk.count)
-                copier.wrote(chunk.count)
-            }
-            copied = (count, FileDigest.hex(hasher.finalize()))
-        }
-        guard copied.bytes == photo.bytes else {
-            throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) has \(copied.bytes) bytes but the photos row says \(photo.bytes) (corrupted)")
+        do {
+            copied = try await entries.addBlob(key: photo.key, name: photo.name, bytes: photo.bytes, recorded: "the photos row says", modified: photo.modified)
+        } catch let problem as BlobProblem {
+            throw PhotoProblem(photoID: photo.photoID, reason: problem.reason)
         }
         guard copied.sha256 == photo.sha256 else {
             throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) has SHA-256 \(copied.sha256) but the photos row says \(photo.sha256) (corrupted)")
         }
-        try writer.finishEntry()
-    }
-
-    /// A local file into the open entry, on a thread of its own: a multi-gigabyte copy
-    /// must not hold one of the few threads the lease heartbeat also needs.
-    private func copy(path: String, into writer: ArchiveWriter, with copier: ArchiveFileCopier, expectedBytes: Int64) async throws -> (bytes: Int64, sha256: String) {
-        let handle = OneThreadAtATime(value: writer)
-        return try await BlockingWork.run { try copier.copy(path: path, into: handle.value, expectedBytes: expectedBytes) }
     }
 
     // MARK: Manifest

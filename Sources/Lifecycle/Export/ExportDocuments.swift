@@ -73,7 +73,8 @@ struct ExportManifest: Codable {
     var expiresAt: String
     var rowCounts: [String: Int]
     var files: [File]
-    var omittedPhotos: [OmittedPhoto]
+    /// Absent from an app export's manifest, which lists `omitted_files` instead.
+    var omittedPhotos: [OmittedPhoto]?
 
     enum CodingKeys: String, CodingKey {
         case formatVersion = "format_version", exportID = "export_id", accountID = "account_id", archiveRoot = "archive_root"
@@ -139,6 +140,60 @@ enum ExportDocuments {
         "meditation_sessions": "your meditation sessions and how long each lasted",
     ]
 
+    /// The README of an app's export: the app's tables by the file names its map gives.
+    static func appReadme(accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [(table: String, stem: String)], rateLimitHours: Int) -> String {
+        let width = max(22, (tableFiles.map { $0.stem.count + 12 }.max() ?? 0))
+        func row(_ name: String, _ text: String) -> String {
+            name.padding(toLength: max(width, name.count + 2), withPad: " ", startingAt: 0) + text
+        }
+        var lines = [
+            "Your data export",
+            "================",
+            "",
+            "Account:       \(accountID)",
+            "Made:          \(ExportTime.iso8601(generatedAt)) (UTC)",
+            "Link expires:  \(ExportTime.iso8601(expiresAt)) (UTC). The archive is deleted then; you can ask",
+            "               for a new export at any time (one every \(rateLimitHours) hours).",
+            "",
+            "What is in this archive",
+            "-----------------------",
+            row("README.txt", "this file"),
+        ]
+        for file in tableFiles {
+            lines.append(row("\(file.stem).json/.csv", "your rows of \(file.table)"))
+        }
+        lines += [
+            row("files/", "every file your rows name (photos, attachments), byte for byte as stored, in"),
+            row("", "files/TABLE/YEAR/MONTH/DAY/ by the date of the row (UTC) where it has one"),
+            row("manifest.json", "every file with its size in bytes and SHA-256 checksum, the storage key it"),
+            row("", "came from, the number of rows per file, and any file that could not be"),
+            row("", "included (\"omitted_files\")"),
+            "",
+        ] + formatNotes
+        return lines.joined(separator: "\n")
+    }
+
+    /// How the files are written, the same in every export.
+    static let formatNotes = [
+        "Formats",
+        "-------",
+        "JSON files are UTF-8. Timestamps are ISO-8601 in UTC, for example 2025-03-01T08:00:00Z.",
+        "",
+        "CSV files follow RFC 4180: comma-separated, fields with commas, quotes or line breaks in",
+        "double quotes, CRLF line ends, a header row first, UTF-8 without a byte-order mark (in a",
+        "spreadsheet, import them as UTF-8).",
+        "",
+        "Spreadsheet safety: a text cell that begins with =, +, -, @, a tab or a carriage return",
+        "could be run as a formula by a spreadsheet. In the CSV files such a cell is written with a",
+        "leading apostrophe (') so that it shows as text. The JSON files hold every text exactly as",
+        "stored.",
+        "",
+        "Checking the archive",
+        "--------------------",
+        "`sha256sum FILE` prints the checksum manifest.json lists for FILE.",
+        "",
+    ]
+
     static func readme(
         accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [String], timeZone: String,
         rateLimitHours: Int
@@ -171,24 +226,7 @@ enum ExportDocuments {
             row("", "photos/YEAR/MONTH/DAY/ by the day each was taken (else uploaded), in your time"),
             row("", "zone (\(timeZone))"),
             "",
-            "Formats",
-            "-------",
-            "JSON files are UTF-8. Timestamps are ISO-8601 in UTC, for example 2025-03-01T08:00:00Z.",
-            "",
-            "CSV files follow RFC 4180: comma-separated, fields with commas, quotes or line breaks in",
-            "double quotes, CRLF line ends, a header row first, UTF-8 without a byte-order mark (in a",
-            "spreadsheet, import them as UTF-8).",
-            "",
-            "Spreadsheet safety: a text cell that begins with =, +, -, @, a tab or a carriage return",
-            "could be run as a formula by a spreadsheet. In the CSV files such a cell is written with a",
-            "leading apostrophe (') so that it shows as text. The JSON files hold every text exactly as",
-            "stored.",
-            "",
-            "Checking the archive",
-            "--------------------",
-            "`sha256sum FILE` prints the checksum manifest.json lists for FILE.",
-            "",
-        ]
+        ] + formatNotes
         return lines.joined(separator: "\n")
     }
 }

@@ -211,6 +211,7 @@ enum JSONText {
             output.append(UInt8(ascii: "\""))
             ExportTime.appendISO8601(date, to: &output)
             output.append(UInt8(ascii: "\""))
+        case .boolean(let flag): output.append(flag ? "true" : "false")
         case .bytes(let data): appendString(data.base64EncodedString(), to: &output)
         }
     }
@@ -288,6 +289,7 @@ enum CSVText {
         case .real(let number): if number.isFinite { output.append("\(number)") }
         case .text(let text): appendText(text, to: &output)
         case .timestamp(let date): ExportTime.appendISO8601(date, to: &output)
+        case .boolean(let flag): output.append(flag ? "true" : "false")
         case .bytes(let data): output.append(data.base64EncodedString())
         }
     }
@@ -302,24 +304,24 @@ final class TableFileWriter {
     private let keyPrefixes: [[UInt8]]
     private(set) var rowCount = 0
 
-    convenience init(directory: String, table: AccountDataMap.Table, fileStem: String) throws {
+    convenience init(directory: String, columns: [String], fileStem: String) throws {
         try self.init(
             json: HashingFileOutput(path: (directory as NSString).appendingPathComponent(fileStem + ".json")),
             csv: HashingFileOutput(path: (directory as NSString).appendingPathComponent(fileStem + ".csv")),
-            table: table, fileStem: fileStem)
+            columns: columns, fileStem: fileStem)
     }
 
-    init(json: HashingFileOutput, csv: HashingFileOutput, table: AccountDataMap.Table, fileStem: String) {
+    init(json: HashingFileOutput, csv: HashingFileOutput, columns: [String], fileStem: String) {
         self.fileStem = fileStem
         self.json = json
         self.csv = csv
         // `{"id":` for the first key, `,"text":` for the others, escaped once.
-        keyPrefixes = table.columns.enumerated().map { index, column in
+        keyPrefixes = columns.enumerated().map { index, column in
             Array(((index == 0 ? "{" : ",") + JSONText.string(column) + ":").utf8)
         }
         json.append("[")
         csv.appending { csv in
-            for (index, column) in table.columns.enumerated() {
+            for (index, column) in columns.enumerated() {
                 if index > 0 { csv.append(UInt8(ascii: ",")) }
                 CSVText.appendText(column, to: &csv)
             }

@@ -20,8 +20,15 @@ struct ExportPayload: Codable, Sendable {
 /// the database steps take effect exactly once; the outside steps use names fixed by
 /// the export id (scratch folder, temporary key, final key), so a rerun overwrites or
 /// finds what the killed run left; the notification is an outbox row under a unique key.
+///
+/// On an app's own database (`appData` set) the archive is written from the data map and
+/// the account's state is lifecycle's record of it; the notification's recipient is read
+/// from the app's user row, so that step reads through the map outside the step's
+/// transaction and relies on the outbox's unique key for its one message.
 struct ExportJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
+    /// nil on the reference app's schema.
+    let appData: AppDataCache?
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: ExportJobs.exportKind, steps: [
@@ -31,7 +38,9 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             JobStep("publish", external: { try await self.publish($0) }),
             JobStep("mark-ready", database: { try self.markReady($0, $1) }),
             JobStep("sign-link", external: { try await self.signLink($0) }),
-            JobStep("notify", database: { try self.notify($0, $1) }),
+            appData == nil
+                ? JobStep("notify", database: { try self.notify($0, $1) })
+                : JobStep("notify", external: { try await self.notifyAppUser($0) }),
             JobStep("deliver", external: { try await self.deliver($0) }),
         ])
     }
@@ -88,14 +97,14 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         guard ArchiveFormat(rawValue: payload.format) != nil else {
             throw PermanentJobFailure("unknown archive format '\(payload.format)' (zip or tar.gz)")
         }
-        guard let account = try tx.account(id: payload.accountID) else {
+        guard let state = try state(of: payload.accountID, in: tx) else {
             throw PermanentJobFailure("account \(payload.accountID) does not exist")
         }
-        try Self.requireExportable(account, allowPending: payload.allowPending)
+        try Self.requireExportable(accountID: payload.accountID, state: state, allowPending: payload.allowPending)
         let cutoff = Date(timeIntervalSince1970: context.now.timeIntervalSince1970.rounded(.down))
         let exportID = UUID().uuidString.lowercased()
         try tx.insertExport(ExportRecord(
-            id: exportID, accountID: account.id, jobID: context.job.id, format: payload.format, state: .building,
+            id: exportID, accountID: payload.accountID, jobID: context.job.id, format: payload.format, state: .building,
             requestedBy: payload.requestedBy, cutoffAt: cutoff))
         return try .output(Snapshot(exportID: exportID, cutoffAt: cutoff))
     }
@@ -128,11 +137,20 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         // Whatever happens, no copy of the account's data stays in the scratch folder.
         defer { try? FileManager.default.removeItem(atPath: work) }
         try await requireStillExportable(payload, snapshot, format)
-        let builder = ExportArchiveBuilder(
-            services: services, settings: settings, map: try await services.dataMap(), exportID: snapshot.exportID,
-            accountID: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
-            skipMissingPhotos: payload.skipMissingPhotos, logger: context.logger, progress: context.progress)
-        let built = try await builder.build()
+        let built: BuiltArchive
+        if let appData {
+            built = try await AppExportArchiveBuilder(
+                services: services, settings: settings, appData: try await appData.appData(services), exportID: snapshot.exportID,
+                subjectKey: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
+                skipMissingFiles: payload.skipMissingPhotos, logger: context.logger, progress: context.progress
+            ).build()
+        } else {
+            built = try await ExportArchiveBuilder(
+                services: services, settings: settings, map: try await services.dataMap(), exportID: snapshot.exportID,
+                accountID: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
+                skipMissingPhotos: payload.skipMissingPhotos, logger: context.logger, progress: context.progress
+            ).build()
+        }
         let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
         try await requireStillExportable(payload, snapshot, format)
         _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
@@ -254,8 +272,30 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             throw PermanentJobFailure("account \(payload.accountID) no longer exists")
         }
         let stored = try tx.insertOutboxMessage(ExportNotification.message(
-            account: account, exportID: snapshot.exportID, link: signed.link, expiresAt: written.expiresAt,
-            lifetimeDays: settings.linkLifetimeDays, now: context.now))
+            accountID: account.id, recipient: account.email, greetingName: account.displayName ?? account.firstName,
+            exportID: snapshot.exportID, link: signed.link, expiresAt: written.expiresAt, lifetimeDays: settings.linkLifetimeDays,
+            now: context.now))
+        return try .output(Notified(outboxID: stored.id ?? 0))
+    }
+
+    /// The app's user row names the recipient (the map's `email:` column); without one the
+    /// message waits in the outbox for the app. Repeated after a crash, the insert finds the
+    /// message already there by its unique key.
+    private func notifyAppUser(_ context: StepContext) async throws -> StepResult {
+        let (payload, snapshot, _) = try inputs(context)
+        let written = try output(context, "write-archive", Written.self)
+        let signed = try output(context, "sign-link", Signed.self)
+        let settings = try ExportSettings(policies: services.policies)
+        guard let cache = appData else { throw PermanentJobFailure("notify: no app data map") }
+        let data = try await cache.appData(services)
+        let key = payload.accountID
+        let now = context.now
+        let stored = try await services.store.write { tx in
+            guard try data.exists(key: key, in: tx) else { throw PermanentJobFailure("account \(key) no longer exists") }
+            return try tx.insertOutboxMessage(ExportNotification.message(
+                accountID: key, recipient: try data.email(key: key, in: tx), greetingName: nil, exportID: snapshot.exportID,
+                link: signed.link, expiresAt: written.expiresAt, lifetimeDays: settings.linkLifetimeDays, now: now))
+        }
         return try .output(Notified(outboxID: stored.id ?? 0))
     }
 
@@ -293,27 +333,35 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
 
     // MARK: Shared checks
 
-    static func requireExportable(_ account: Account, allowPending: Bool) throws {
-        switch account.state {
+    static func requireExportable(accountID: String, state: AccountState, allowPending: Bool) throws {
+        switch state {
         case .active:
             return
         case .pendingDeletion where allowPending:
             return
         case .pendingDeletion:
-            throw PermanentJobFailure("account \(account.id) is scheduled for deletion; only an operator export (--allow-pending) may read it")
+            throw PermanentJobFailure("account \(accountID) is scheduled for deletion; only an operator export (--allow-pending) may read it")
         case .purging, .purged:
-            throw PermanentJobFailure("account \(account.id) is \(account.state.rawValue): its data is being or has been deleted, so it is not exported")
+            throw PermanentJobFailure("account \(accountID) is \(state.rawValue): its data is being or has been deleted, so it is not exported")
         }
+    }
+
+    /// The account's deletion state; nil when the reference app has no such account. An
+    /// app's account lifecycle holds no record of is active (the archive builder checks
+    /// that its user row still exists).
+    private func state(of accountID: String, in tx: Store.Transaction) throws -> AccountState? {
+        guard appData != nil else { return try tx.account(id: accountID)?.state }
+        return try tx.subject(key: accountID)?.state ?? .active
     }
 
     /// Purge may start while an export runs. Then the export stops and removes its
     /// temporary archive rather than leave a copy of the data behind.
     private func requireStillExportable(_ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat) async throws {
         let accountID = payload.accountID
-        let account = try await services.store.read { tx in try tx.account(id: accountID) }
+        let state = try await services.store.read { tx in try self.state(of: accountID, in: tx) }
         do {
-            guard let account else { throw PermanentJobFailure("account \(accountID) no longer exists") }
-            try Self.requireExportable(account, allowPending: payload.allowPending)
+            guard let state else { throw PermanentJobFailure("account \(accountID) no longer exists") }
+            try Self.requireExportable(accountID: accountID, state: state, allowPending: payload.allowPending)
         } catch {
             try? await services.blobs.delete(keys: [ExportNames.temporaryKey(accountID: accountID, exportID: snapshot.exportID, format: format)])
             throw error

@@ -9,7 +9,13 @@ public enum ExportJobs {
     public static let expiryKind = "export-expiry"
 
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
-        [ExportJob(services: services).kind, ExportExpiryJob(services: services).kind]
+        // An app's own database is exported from its data map; which one is fixed for the
+        // life of the worker, as the map is.
+        let isReferenceApp = (try? DataMap(jobsDirectory: services.jobsDirectory).isReferenceApp) ?? true
+        return [
+            ExportJob(services: services, appData: isReferenceApp ? nil : AppDataCache()).kind,
+            ExportExpiryJob(services: services).kind,
+        ]
     }
 
     /// One live export per account: asking again returns the same job.
@@ -78,7 +84,8 @@ extension LifecycleServices {
         } else {
             _ = try linkSigner()
         }
-        _ = try await dataMap()
+        let directory = try await self.directory()
+        if directory.isReferenceApp { _ = try await dataMap() }
         if request.allowPending, (request.operatorName ?? "").isEmpty {
             throw LifecycleError(.badInput, "exporting an account scheduled for deletion is an operator action: name the operator")
         }
@@ -89,8 +96,10 @@ extension LifecycleServices {
         let store = self.store
         return try await store.write { tx in
             let reference = request.account
-            let found = try tx.account(id: reference) ?? (reference.contains("@") ? try tx.account(email: reference) : nil)
-            guard let account = found else { throw LifecycleError.noSuchAccount(reference) }
+            guard let id = try directory.find(reference, in: tx),
+                  let account = try directory.entry(id: id, in: tx, locking: false, now: now) else {
+                throw LifecycleError.noSuchAccount(reference)
+            }
             switch account.state {
             case .purging, .purged:
                 throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(account.state.rawValue)); there is nothing to export")
@@ -100,8 +109,9 @@ extension LifecycleServices {
             case .active, .pendingDeletion:
                 break
             }
-            // The id names blob keys (accounts/<id>/exports/…); import only admits ids that can.
-            guard BlobKey.isSafeSegment(account.id) else {
+            // The id names blob keys (accounts/<id>/exports/…); import only admits ids that
+            // can. An app's key that cannot is hashed into its folder name instead.
+            guard !directory.isReferenceApp || BlobKey.isSafeSegment(account.id) else {
                 throw LifecycleError(.badInput, "account id \(String(reflecting: account.id)) cannot name a storage key; it was not written by `accounts import`")
             }
             let key = ExportJobs.uniqueKey(accountID: account.id)

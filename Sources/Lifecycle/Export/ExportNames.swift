@@ -6,14 +6,18 @@ import Foundation
 /// database holds, which other systems wrote: every id goes through `segment` so no
 /// name can climb out of the archive root, whatever the id contains.
 enum ExportNames {
+    /// The stem of an app export's user-row files when the map names none.
+    static let appSubjectFile = "account"
+
     /// `accounts/<id>/exports/<export-id>.<zip|tar.gz>`: under the account prefix, so purge deletes it.
+    /// An app's key that cannot name a storage folder (an email) is hashed, as purge expects.
     static func archiveKey(accountID: String, exportID: String, format: ArchiveFormat) -> String {
-        BlobKey.accountPrefix(accountID) + "exports/\(exportID).\(format.fileExtension)"
+        BlobKey.accountPrefix(BlobKey.segment(forID: accountID)) + "exports/\(exportID).\(format.fileExtension)"
     }
 
     /// Where the archive waits until it is verified; one per export, so a rerun overwrites it.
     static func temporaryKey(accountID: String, exportID: String, format: ArchiveFormat) -> String {
-        BlobKey.accountPrefix(accountID) + "exports/\(exportID).partial.\(format.fileExtension)"
+        BlobKey.accountPrefix(BlobKey.segment(forID: accountID)) + "exports/\(exportID).partial.\(format.fileExtension)"
     }
 
     /// `export-<account>-<UTC timestamp>`, the one folder every entry sits in.

@@ -8,10 +8,13 @@ enum ExportNotification {
 
     static func uniqueKey(exportID: String) -> String { ExportJobs.notificationKey(exportID: exportID) }
 
-    static func message(account: Account, exportID: String, link: String, expiresAt: Date, lifetimeDays: Int, now: Date) -> OutboxMessage {
+    static func message(
+        accountID: String, recipient: String?, greetingName: String?, exportID: String, link: String, expiresAt: Date,
+        lifetimeDays: Int, now: Date
+    ) -> OutboxMessage {
         // Whatever the row holds (it may predate today's import checks), the greeting
         // stays one line of the body.
-        let greeting = (account.displayName ?? account.firstName).map(MailEncoding.singleLine)
+        let greeting = greetingName.map(MailEncoding.singleLine)
         let body = [
             greeting.map { "Hi \($0)," } ?? "Hello,",
             "",
@@ -27,7 +30,7 @@ enum ExportNotification {
             "",
         ].joined(separator: "\n")
         return OutboxMessage(
-            uniqueKey: uniqueKey(exportID: exportID), accountID: account.id, recipient: account.email, subject: subject,
+            uniqueKey: uniqueKey(exportID: exportID), accountID: accountID, recipient: recipient, subject: subject,
             body: body, createdAt: now)
     }
 }

@@ -90,6 +90,7 @@ public enum ExportValue: Sendable, Equatable {
     case real(Double)
     case text(String)
     case timestamp(Date)
+    case boolean(Bool)
     /// Binary columns are written as base64 text.
     case bytes(Data)
 }

@@ -37,13 +37,13 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
 
     /// The reference app's data map, checked against the tables the database really has.
     /// An app's own database (a map without `app: reference`) is refused with a clear error
-    /// by what needs the reference schema (export, for now), rather than failing in SQL.
+    /// by what needs the reference schema (photo normalisation), rather than failing in SQL.
     public func dataMap() async throws -> AccountDataMap {
         let document = try DataMap(jobsDirectory: jobsDirectory)
         guard document.isReferenceApp else {
             throw LifecycleError(.badInput, """
-                \(document.source) describes an app's own database: deletion, restore and purge run on it, but export \
-                (and photo normalisation) run only on the reference app's schema so far
+                \(document.source) describes an app's own database: export, deletion, restore and purge run on it, \
+                but photo normalisation runs only on the reference app's schema (its photos table) so far
                 """)
         }
         let map = try AccountDataMap(document)

@@ -29,6 +29,12 @@ public struct AppData: Sendable {
         try !tx.rows(sql.subjectExists(key: key)).isEmpty
     }
 
+    /// The address the map's `email:` column holds for the account, if it names one.
+    public func email<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
+        guard let column = plan.subject.email else { return nil }
+        return try tx.rows(sql.subjectValue(column: column, key: key)).first?.first?.text
+    }
+
     public func passwordHash<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
         guard let statement = sql.passwordHash(key: key) else { return nil }
         return try tx.rows(statement).first?.first?.text

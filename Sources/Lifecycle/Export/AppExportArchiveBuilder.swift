@@ -1,0 +1,335 @@
+import Archiving
+import Foundation
+import JobRunner
+import Logging
+
+/// Writes the export archive of one account of an app's own database, from its data map:
+/// README.txt, one JSON and one CSV file per `export_file` (the user row, every table
+/// the user's rows are in, both sides of rows naming two users), every file a `blobs:`
+/// column of those rows names under `files/<table>/`, and manifest.json last, since the
+/// files' checksums are known only once they are copied.
+///
+/// Memory stays bounded by the page size: rows come page by page, and the file lists go
+/// through files in the work directory; only the set of names already used is held.
+struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let settings: ExportSettings
+    let appData: AppData
+    let exportID: String
+    let subjectKey: String
+    let format: ArchiveFormat
+    let cutoff: Date
+    let expiresAt: Date
+    let skipMissingFiles: Bool
+    let logger: Logger
+    let progress: @Sendable (String) -> Void
+
+    var root: String { ExportNames.rootFolder(accountID: subjectKey, cutoff: cutoff) }
+
+    /// A file that changes under the export (the app replaced it, or deleted it) ends
+    /// the archive: it is planned and written again from the start once; a second change
+    /// fails the attempt, and the job retries later.
+    func build() async throws -> BuiltArchive {
+        do {
+            return try await buildOnce()
+        } catch let problem as BlobProblem {
+            logger.notice("a file changed during the export; writing the archive again", metadata: ["blob_key": "\(problem.key)"])
+            do {
+                return try await buildOnce()
+            } catch let again as BlobProblem {
+                throw LifecycleError(.tryLater, "\(again.reason) (a file of account \(subjectKey) changed twice during its export; the export tries again later)")
+            }
+        }
+    }
+
+    struct PlannedFile: Codable {
+        var name: String
+        var key: String
+        var bytes: Int64
+        var modified: Date
+        var source: String
+    }
+
+    struct CopiedFile: Codable {
+        var name: String
+        var key: String
+        var bytes: Int64
+        var sha256: String
+        var source: String
+    }
+
+    struct Omitted: Codable {
+        var key: String
+        var source: String
+        var reason: String
+    }
+
+    private func buildOnce() async throws -> BuiltArchive {
+        let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
+        try? FileManager.default.removeItem(atPath: work)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let appData = self.appData
+        let key = subjectKey
+        guard try await services.store.read({ tx in try appData.exists(key: key, in: tx) }) else {
+            throw PermanentJobFailure("account \(key) no longer exists in \(appData.displayName(appData.plan.subject.table))")
+        }
+        let tables = appData.sql.exportedTables()
+        let plan = try await planFiles(tables, planPath: work + "/files.plan")
+
+        let clock = ContinuousClock()
+        let archivePath = work + "/archive.\(format.fileExtension)"
+        let archiveStarted = clock.now
+        let cpuStarted = ProcessCPUTime.seconds()
+        let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
+        let copier = ArchiveFileCopier(
+            archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
+        let entries = ExportEntries(root: root, cutoff: cutoff, work: work, writer: writer, copier: copier, blobs: services.blobs)
+
+        let stems = tables.compactMap { table in stem(of: table).map { (appData.displayName(table.name), $0) } }
+        let readme = try entries.addText(
+            ExportDocuments.appReadme(
+                accountID: subjectKey, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: stems,
+                rateLimitHours: settings.rateLimitHours),
+            name: "README.txt")
+
+        let tablesStarted = clock.now
+        progress("writing tables")
+        var rowCounts: [(String, Int)] = []
+        var written = [readme]
+        for table in tables {
+            guard let stem = stem(of: table) else { continue }
+            let (files, count) = try await writeTable(table, stem: stem, entries: entries)
+            written += files
+            rowCounts.append((stem, count))
+        }
+        let tablesSeconds = (clock.now - tablesStarted).seconds
+
+        progress("writing files: \(plan.count) file(s), \(plan.bytes) bytes")
+        let copiedPath = work + "/files.copied"
+        let copiedList = try HashingFileOutput(path: copiedPath)
+        var copiedCount = 0
+        try await JSONLines.forEach(PlannedFile.self, at: plan.path) { file in
+            let copied = try await entries.addBlob(
+                key: file.key, name: file.name, bytes: file.bytes, recorded: "it had when the export listed it", modified: file.modified)
+            try JSONLines.append(CopiedFile(name: file.name, key: file.key, bytes: copied.bytes, sha256: copied.sha256, source: file.source), to: copiedList)
+            copiedCount += 1
+            if copiedCount % 100 == 0 { progress("files \(copiedCount)/\(plan.count)") }
+        }
+        _ = try copiedList.finish(archivePath: "")
+
+        let manifest = try await writeManifest(to: work + "/manifest.json", files: written, copiedPath: copiedPath, rowCounts: rowCounts, omitted: plan.omitted)
+        try await entries.addLocalFile(manifest, from: work + "/manifest.json")
+
+        let closing = clock.now
+        try writer.close()
+        let closed = clock.now
+        let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
+        return BuiltArchive(
+            path: archivePath, workDirectory: work, bytes: bytes, entries: writer.entryCount,
+            rowCounts: Dictionary(rowCounts, uniquingKeysWith: +),
+            omittedPhotos: plan.omitted.map { .init(photoID: $0.key, reason: $0.reason) }, photos: plan.count, photoBytes: plan.bytes,
+            tablesSeconds: tablesSeconds, archiveSeconds: (closed - archiveStarted).seconds,
+            archiveCPUSeconds: ProcessCPUTime.seconds() - cpuStarted, finalSyncSeconds: (closed - closing).seconds)
+    }
+
+    private func stem(of table: ExportedTable) -> String? {
+        table.owner == nil ? (table.exportFile ?? ExportNames.appSubjectFile) : table.exportFile
+    }
+
+    // MARK: Tables
+
+    private func writeTable(_ table: ExportedTable, stem: String, entries: ExportEntries) async throws -> ([WrittenFile], Int) {
+        guard stem.lowercased() != "manifest" else {
+            throw PermanentJobFailure("\(appData.map.source): export_file 'manifest' would replace the archive's own manifest.json; choose another name")
+        }
+        let store = services.store
+        let sql = appData.sql
+        let limit = settings.batchRows
+        let key = subjectKey
+        let columnCount = table.columns.count
+        let timestampColumns = Set(table.timestamps.compactMap { table.columns.firstIndex(of: $0) })
+        return try await entries.writeTable(stem: stem, columns: table.columns) { (after: [SQLValue]?) in
+            let rows = try await store.read { tx in try tx.rows(sql.exportPage(table, key: key, after: after, limit: limit)) }
+            var values: [ExportValue] = []
+            values.reserveCapacity(rows.count * columnCount)
+            for row in rows {
+                for index in 0..<columnCount {
+                    values.append(ExportValue(row[index], timestamp: timestampColumns.contains(index)))
+                }
+            }
+            // Only a full page has a next one.
+            let next = rows.count == limit ? rows.last.map { Array($0[columnCount...]) } : nil
+            return (ExportRowBatch(columnCount: columnCount, values: values, next: nil), next)
+        }
+    }
+
+    // MARK: Files
+
+    struct FilePlan {
+        var path: String
+        var count = 0
+        var bytes: Int64 = 0
+        var omitted: [Omitted] = []
+    }
+
+    /// Lists every file the user's rows name, each once, and checks each is there before
+    /// anything is archived, so missing files are reported together and up front.
+    private func planFiles(_ tables: [ExportedTable], planPath: String) async throws -> FilePlan {
+        var plan = FilePlan(path: planPath)
+        var problems: [Omitted] = []
+        var seenKeys = Set<String>()
+        var usedNames = Set<String>()
+        let output = try HashingFileOutput(path: planPath)
+        let store = services.store
+        let sql = appData.sql
+        let limit = settings.batchRows
+        let key = subjectKey
+        for table in tables {
+            let folder = "files/" + ExportNames.segment(appData.displayName(table.name), fallback: "table")
+            for column in table.blobs {
+                let source = "\(appData.displayName(table.name)).\(column)"
+                var after: String?
+                while true {
+                    let from = after
+                    let page = try await store.read { tx in try tx.rows(sql.exportFiles(table, column: column, key: key, after: from, limit: limit)) }
+                    for row in page {
+                        guard let blobKey = row.first?.text, seenKeys.insert(blobKey).inserted else { continue }
+                        guard BlobKey.isValid(blobKey) else {
+                            problems.append(Omitted(key: blobKey, source: source, reason: "'\(blobKey)' is not a valid storage key"))
+                            continue
+                        }
+                        guard let info = try await services.blobs.info(key: blobKey) else {
+                            problems.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), which is not in the blob store"))
+                            continue
+                        }
+                        var date: Date?
+                        if case .timestamp(let value) = row[1] { date = value }
+                        if case .text(let text) = row[1] { date = ISO8601.parse(text) }
+                        let name = uniqueName(folder: folder, key: blobKey, date: date, used: &usedNames)
+                        try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: date ?? cutoff, source: source), to: output)
+                        plan.count += 1
+                        plan.bytes += info.size
+                    }
+                    guard page.count == limit, let last = page.last?.first?.text else { break }
+                    after = last
+                }
+            }
+        }
+        _ = try output.finish(archivePath: "")
+        if !problems.isEmpty {
+            guard skipMissingFiles else {
+                let shown = problems.prefix(10).map(\.reason).joined(separator: "; ")
+                let more = problems.count > 10 ? " (and \(problems.count - 10) more)" : ""
+                throw PermanentJobFailure(
+                    "\(problems.count) file(s) cannot be exported: \(shown)\(more). Restore them, or run the export again with --skip-missing-photos to leave them out (each is then listed in manifest.json)")
+            }
+            plan.omitted = problems
+        }
+        return plan
+    }
+
+    /// `files/<table>/YYYY/MM/DD/<last part of the key>` (the date from the row's first
+    /// timestamp, in UTC), a number added when two keys end alike.
+    private func uniqueName(folder: String, key: String, date: Date?, used: inout Set<String>) -> String {
+        var directory = folder
+        if let date {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            let day = calendar.dateComponents([.year, .month, .day], from: date)
+            directory += String(format: "/%04d/%02d/%02d", day.year ?? 1970, day.month ?? 1, day.day ?? 1)
+        }
+        let last = ExportNames.segment(String(key.split(separator: "/").last ?? Substring(key)), fallback: "file")
+        var name = directory + "/" + last
+        var number = 2
+        while !used.insert(name.lowercased()).inserted {
+            let stem = (last as NSString).deletingPathExtension
+            let ext = (last as NSString).pathExtension
+            name = directory + "/" + stem + "-\(number)" + (ext.isEmpty ? "" : "." + ext)
+            number += 1
+        }
+        return name
+    }
+
+    // MARK: Manifest
+
+    private func writeManifest(
+        to path: String, files: [WrittenFile], copiedPath: String, rowCounts: [(String, Int)], omitted: [Omitted]
+    ) async throws -> WrittenFile {
+        let output = try HashingFileOutput(path: path)
+        let header: [(String, OrderedJSON)] = [
+            ("format_version", .integer(Int64(ExportManifest.formatVersion))),
+            ("export_id", .string(exportID)),
+            ("account_id", .string(subjectKey)),
+            ("archive_root", .string(root)),
+            ("generated_at", .timestamp(cutoff)),
+            ("expires_at", .timestamp(expiresAt)),
+            ("row_counts", .object(rowCounts.map { ($0.0, .integer(Int64($0.1))) })),
+        ]
+        output.append("{\n")
+        for (key, value) in header {
+            output.append("  \(JSONText.string(key)): \(value.rendered(indent: "  ")),\n")
+        }
+        output.append("  \"files\": [")
+        var first = true
+        func line(_ entry: OrderedJSON) throws {
+            output.append(first ? "\n    " : ",\n    ")
+            first = false
+            output.append(entry.compact())
+            try output.flushIfFull()
+        }
+        for file in files {
+            try line(.object([("path", .string(file.path)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256))]))
+        }
+        try await JSONLines.forEach(CopiedFile.self, at: copiedPath) { file in
+            try line(.object([
+                ("path", .string(file.name)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256)),
+                ("source", .string(file.source)), ("blob_key", .string(file.key)),
+            ]))
+        }
+        output.append(first ? "],\n" : "\n  ],\n")
+        let omittedJSON = OrderedJSON.array(omitted.map {
+            .object([("blob_key", .string($0.key)), ("source", .string($0.source)), ("reason", .string($0.reason))])
+        })
+        output.append("  \"omitted_files\": \(omittedJSON.rendered(indent: "  "))\n")
+        output.append("}\n")
+        return try output.finish(archivePath: "manifest.json")
+    }
+}
+
+extension ExportValue {
+    /// A value read from an app's table; text in a column the map lists under
+    /// `timestamps:` becomes a timestamp when it is one (else it stays as stored).
+    init(_ value: SQLValue, timestamp: Bool) {
+        switch value {
+        case .null: self = .null
+        case .integer(let number): self = .integer(number)
+        case .real(let number): self = .real(number)
+        case .boolean(let flag): self = .boolean(flag)
+        case .timestamp(let date): self = .timestamp(date)
+        case .bytes(let data): self = .bytes(data)
+        case .text(let text): self = timestamp ? ISO8601.parse(text).map(ExportValue.timestamp) ?? .text(text) : .text(text)
+        }
+    }
+}
+
+/// Lists too long to hold, one JSON object per line in a file of the export's work directory.
+enum JSONLines {
+    static func append(_ value: some Encodable, to output: HashingFileOutput) throws {
+        output.append(Array(try JSONEncoder().encode(value)))
+        output.append(0x0A)
+        try output.flushIfFull()
+    }
+
+    static func forEach<T: Decodable>(_ type: T.Type, at path: String, _ body: (T) async throws -> Void) async throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw LifecycleError(.unavailable, "cannot read the list \(path)")
+        }
+        defer { try? handle.close() }
+        var reader = LineReader(handle: handle)
+        let decoder = JSONDecoder()
+        while let line = try reader.next() {
+            guard !line.isEmpty else { continue }
+            try await body(try decoder.decode(T.self, from: Data(line.utf8)))
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Archiving
+import Crypto
+import Foundation
+
+/// A blob that cannot go into the archive as its rows describe it.
+struct BlobProblem: Error, CustomStringConvertible {
+    var key: String
+    var reason: String
+    var description: String { reason }
+}
+
+/// The entries both kinds of export write, into one archive under its root folder:
+/// generated documents, files the export wrote first, tables streamed page by page, and
+/// blobs copied in chunks while they are hashed.
+struct ExportEntries {
+    let root: String
+    let cutoff: Date
+    let work: String
+    let writer: ArchiveWriter
+    let copier: ArchiveFileCopier
+    let blobs: any BlobStore
+
+    /// A generated document, whole, into its own entry.
+    func addText(_ text: String, name: String) throws -> WrittenFile {
+        let data = Data(text.utf8)
+        try writer.addData(name: root + "/" + name, data: data, modified: cutoff, compression: .deflate)
+        return WrittenFile(path: name, bytes: Int64(data.count), sha256: FileDigest.hex(SHA256.hash(data: data)))
+    }
+
+    /// A file this export wrote into its work directory, checked against the hash it had when written.
+    func addLocalFile(_ file: WrittenFile, from path: String) async throws {
+        try writer.beginEntry(name: root + "/" + file.path, size: file.bytes, modified: cutoff, compression: .deflate)
+        let copied = try await copy(path: path, expectedBytes: file.bytes)
+        guard copied.sha256 == file.sha256 else {
+            throw LifecycleError(.internalError, "\(path) changed while it was archived")
+        }
+        try writer.finishEntry()
+    }
+
+    /// One table as `<stem>.json` and `<stem>.csv`. Each page is one short read, so the
+    /// export never holds a table in memory nor one long transaction open; the next page is
+    /// read while this one is written, so the database and the writers each get a core.
+    /// The JSON goes straight into its archive entry, compressed as the rows come; the
+    /// CSV, which cannot share the archive with it at the same time, goes to a file first.
+    func writeTable<Cursor: Sendable>(
+        stem: String, columns: [String],
+        page: @escaping @Sendable (Cursor?) async throws -> (rows: ExportRowBatch, next: Cursor?)
+    ) async throws -> (files: [WrittenFile], rows: Int) {
+        let jsonName = root + "/" + stem + ".json"
+        try writer.beginEntry(name: jsonName, size: nil, modified: cutoff, compression: .deflate)
+        let csvPath = (work as NSString).appendingPathComponent(stem + ".csv")
+        let tableWriter = TableFileWriter(
+            json: HashingFileOutput(entryName: jsonName, in: writer), csv: try HashingFileOutput(path: csvPath), columns: columns,
+            fileStem: stem)
+        var pending: Task<(rows: ExportRowBatch, next: Cursor?), any Error>? = Task { try await page(nil) }
+        while let current = pending {
+            let (batch, next) = try await current.value
+            pending = next.map { cursor in Task { try await page(cursor) } }
+            for index in 0..<batch.rowCount { try tableWriter.write(batch.row(index)) }
+        }
+        let files = try tableWriter.finish()
+        try writer.finishEntry()
+        try await addLocalFile(files[1], from: csvPath)
+        try? FileManager.default.removeItem(atPath: csvPath)
+        return (files, tableWriter.rowCount)
+    }
+
+    /// Copies a blob into a stored (not recompressed) entry, hashing it on the way. A blob
+    /// gone or of another size than planned throws a ``BlobProblem``; the caller decides
+    /// what its rows make of it.
+    /// `recorded` names where the expected size comes from, for the message.
+    func addBlob(key: String, name: String, bytes expected: Int64, recorded: String, modified: Date) async throws -> (bytes: Int64, sha256: String) {
+        try writer.beginEntry(name: root + "/" + name, size: expected, modified: modified, compression: .store)
+        let copied: (bytes: Int64, sha256: String)
+        if let files = blobs as? FileSystemBlobStore {
+            do {
+                copied = try await copy(path: try files.path(for: key), expectedBytes: expected)
+            } catch let error as LifecycleError where error.category == .inputMissing {
+                throw BlobProblem(key: key, reason: "its blob \(key) disappeared during the export")
+            }
+        } else {
+            var hasher = SHA256()
+            var count: Int64 = 0
+            let writer = self.writer
+            let copier = self.copier
+            try await blobs.read(key: key, chunkSize: ArchiveWriter.chunkSize) { chunk in
+                guard count + Int64(chunk.count) <= expected else {
+                    throw BlobProblem(key: key, reason: "its blob \(key) is larger than the \(expected) bytes \(recorded)")
+                }
+                hasher.update(bufferPointer: chunk)
+                try writer.write(chunk)
+                count += Int64(chunk.count)
+                copier.wrote(chunk.count)
+            }
+            copied = (count, FileDigest.hex(hasher.finalize()))
+        }
+        guard copied.bytes == expected else {
+            throw BlobProblem(key: key, reason: "its blob \(key) has \(copied.bytes) bytes, not the \(expected) \(recorded)")
+        }
+        try writer.finishEntry()
+        return copied
+    }
+
+    /// A local file into the open entry, on a thread of its own: a multi-gigabyte copy
+    /// must not hold one of the few threads the lease heartbeat also needs.
+    private func copy(path: String, expectedBytes: Int64) async throws -> (bytes: Int64, sha256: String) {
+        let handle = OneThreadAtATime(value: writer)
+        let copier = self.copier
+        return try await BlockingWork.run { try copier.copy(path: path, into: handle.value, expectedBytes: expectedBytes) }
+    }
+}
