@@ -177,14 +177,6 @@ struct AppPurgeTests {
         #expect(receipt.contains(#""favourites":{"deleted":1502,"masked":0}"#), "\(receipt)")
     }
 
-    @Test func exportingAnAppsOwnDatabaseIsRefusedClearlyNotInSQL() async throws {
-        let workspace = try await installSocial(.sqlite)
-        let export = try workspace.run(["export", "ada"], environment: ["LIFECYCLE_SIGNING_KEY": String(repeating: "k", count: 40)])
-        #expect(export.status == 65, "\(export.stderr)")
-        #expect(export.stderr.contains("describes an app's own database: deletion, restore and purge run on it, but export"), "\(export.stderr)")
-        #expect(!export.stderr.contains("This is a bug"))
-    }
-
     // MARK: - The shipped examples
 
     static let ada = "0000000a-0000-4000-8000-000000000001"

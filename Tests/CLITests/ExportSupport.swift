@@ -80,7 +80,7 @@ enum ExportCLI {
         for i in infos:
             if any(ord(c) > 127 for c in i.filename):
                 assert i.flag_bits & 0x800, "UTF-8 flag missing on " + i.filename
-            if "/photos/" in i.filename:
+            if "/photos/" in i.filename or "/files/" in i.filename:
                 assert i.compress_type == zipfile.ZIP_STORED, "photo recompressed: " + i.filename
         read = archive.read
     else:
@@ -114,12 +114,16 @@ enum ExportCLI {
                 value = obj[key]
                 if value is None:
                     expected = ""
+                elif isinstance(value, bool):
+                    expected = "true" if value else "false"
                 elif isinstance(value, str):
                     expected = ("'" + value) if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
                 else:
                     expected = str(value)
                 assert cell == expected, (table, key, cell, expected)
-    print(json.dumps({"names": names, "root": root, "manifest": manifest}))
+    tables = {t: json.loads(read(root + "/" + t + ".json").decode("utf-8")) for t in manifest["row_counts"]}
+    stored = {p: read(root + "/" + p).decode("latin-1") for p in listed if p.startswith("files/")}
+    print(json.dumps({"names": names, "root": root, "manifest": manifest, "tables": tables, "files": stored}))
     """#
 
     struct PythonReport: Decodable {
@@ -128,11 +132,17 @@ enum ExportCLI {
     }
 
     static func checkWithPython(_ archive: String, format: String) throws -> PythonReport {
+        try JSONDecoder().decode(PythonReport.self, from: Data(try pythonOutput(archive, format: format).utf8))
+    }
+
+    /// The check's whole output: besides names and root, `manifest`, `tables` (each
+    /// table file's rows) and `files` (the content of every entry under files/).
+    static func pythonOutput(_ archive: String, format: String) throws -> String {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString).py").path
         try pythonCheck.write(toFile: script, atomically: true, encoding: .utf8)
         let result = try tool("/usr/bin/env", ["python3", script, archive, format])
         #expect(result.status == 0, "python check failed: \(result.output)")
-        return try JSONDecoder().decode(PythonReport.self, from: Data(result.output.utf8))
+        return result.output
     }
 
     static func tool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
