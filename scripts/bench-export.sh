@@ -188,3 +188,51 @@ if [ -n "$BASE" ]; then
 fi
 peak_entries=$(cat "$WORK"/r/entries.? | awk '$3 > m {m = $3} END {print m}')
 echo "  peak RSS of the export process: $(calc "$peak_entries / 1024" .1f) MB"
+
+# --- 3. The same 100,000 rows in an app's own database, exported through its data map
+# (the generic engine: SQL generated from the map, keyset pages over order_by + key).
+APP="$WORK/app"
+mkdir -p "$APP/Jobs" "$APP/blobs"
+cp -r "$WORK/Jobs/policies" "$APP/Jobs/"
+cat > "$APP/Jobs/account-data.yaml" <<'YAML'
+version: 2
+subject: {table: users, key: id, lookup: [email], email: email, export_file: user, columns: [id, email, created_at], timestamps: [created_at]}
+tables:
+  - {table: posts, owner: user_id, export_file: posts, columns: [id, created_at, body], timestamps: [created_at], order_by: created_at}
+YAML
+sqlite3 "$APP/app.sqlite" <<'SQL'
+CREATE TABLE users (id integer PRIMARY KEY, email text NOT NULL UNIQUE, created_at timestamp NOT NULL);
+CREATE TABLE posts (id integer PRIMARY KEY, user_id integer NOT NULL REFERENCES users(id), created_at timestamp NOT NULL, body text);
+CREATE INDEX posts_user ON posts (user_id, created_at);
+SQL
+python3 - "$APP/app.sqlite" "$ENTRIES" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = int(sys.argv[2])
+with db:
+    db.executemany("INSERT INTO users VALUES (?, ?, '2025-01-01 00:00:00')", [(1, "ada@example.com"), (2, "bob@example.com")])
+    db.executemany("INSERT INTO posts (user_id, created_at, body) VALUES (?, ?, ?)",
+                   ((1 if i % 10 else 2, f"2025-{1 + i % 12:02d}-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:{i * 7 % 60:02d}",
+                     f"Entry {i}: tempo run, 5 × 1 km — café au lait after; notes \"easy\" {i * 7919 % 100000}")
+                    for i in range(n + n // 9)))
+PY
+app_sqlite_run() {
+  timed "$1" sh -c 'sqlite3 -json "$1" "SELECT id, created_at, body FROM posts WHERE user_id = 1 ORDER BY created_at, id" > "$2"' \
+    sh "$APP/app.sqlite" "$WORK/app-ref.json"
+}
+app_export_run() {
+  timed "$1" "$BIN" export ada@example.com --wait --json --database "$APP/app.sqlite" --blobs "$APP/blobs" --jobs-dir "$APP/Jobs" \
+    --log-level warning > "$WORK/app-export.json"
+  rm -f "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['archive_path'])" "$WORK/app-export.json")"
+}
+for round in $(seq "$RUNS"); do
+  app_sqlite_run "$WORK/r/app-sqlite.$round"
+  app_export_run "$WORK/r/app-export.$round"
+done
+app_rows=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$WORK/app-ref.json")
+read -r app_sqlite_s app_sqlite_cpu _ < <(best "$WORK"/r/app-sqlite.?)
+read -r app_export_s app_export_cpu _ < <(best "$WORK"/r/app-export.?)
+app_rss=$(cat "$WORK"/r/app-export.? | awk '$3 > m {m = $3} END {print m}')
+echo "app database through its data map: $app_rows rows of one user among $(sqlite3 "$APP/app.sqlite" 'SELECT COUNT(*) FROM posts') (best of $RUNS interleaved rounds)"
+echo "  sqlite3 -json, the same rows:                    ${app_sqlite_s} s   cpu ${app_sqlite_cpu} s"
+echo "  export: whole command:                           ${app_export_s} s   cpu ${app_export_cpu} s   → $(calc "$app_export_s / $app_sqlite_s" .2f)× sqlite3 (target ≤ 2.00), peak RSS $(calc "$app_rss / 1024" .1f) MB"

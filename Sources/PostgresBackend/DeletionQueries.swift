@@ -152,33 +152,15 @@ extension PostgresTransaction: DeletionTransaction {
     }
 
     public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {
-        // Every column but these is emptied, including columns added after this was
-        // written: a new personal column cannot survive a purge by being forgotten here.
-        let kept: Set<String> = ["id", "state", "purged_at"]
-        var assignments = ["state = 'purged'", "purged_at = $1"]
         let columns = try query("""
-            SELECT column_name::text, is_nullable::text, data_type::text FROM information_schema.columns
-            WHERE table_schema = current_schema() AND table_name = 'accounts' ORDER BY ordinal_position
-            """)
-        for row in columns {
-            let (name, nullable, type) = try row.decode((String, String, String).self)
-            guard !kept.contains(name) else { continue }
-            if nullable == "YES" {
-                assignments.append("\(quoted(name)) = NULL")
-            } else if type.contains("timestamp") || type == "date" {
-                // created_at/updated_at must hold a date: the purge date says nothing about the person.
-                assignments.append("\(quoted(name)) = $1")
-            } else if type == "boolean" {
-                assignments.append("\(quoted(name)) = FALSE")
-            } else if ["integer", "bigint", "smallint", "numeric", "real", "double precision"].contains(type) {
-                assignments.append("\(quoted(name)) = 0")
-            } else {
-                throw PermanentJobFailure(
-                    "accounts.\(name) is NOT NULL and not a date or number, so the tombstone cannot empty it; make it nullable in a migration")
-            }
+            SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull, t.typname::text, t.typcategory::text
+            FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+            WHERE a.attrelid = 'accounts'::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+            """).map { row in
+            let (name, declared, notNull, typeName, category) = try row.decode((String, String, Bool, String, String).self)
+            return SchemaCatalog.Column(
+                name: name, declaredType: declared, kind: PostgresStore.kind(typeName: typeName, category: category), isNotNull: notNull)
         }
-        return try execute(PostgresQuery(
-            unsafeSQL: "UPDATE accounts SET \(assignments.joined(separator: ", ")) WHERE id = $2 AND state = 'purging'",
-            binds: binds(purgedAt, accountID))) == 1
+        return try execute(AccountTombstone.statement(columns: columns, dialect: .postgres, accountID: accountID, purgedAt: purgedAt)) == 1
     }
 }

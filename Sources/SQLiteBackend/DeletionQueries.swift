@@ -168,34 +168,11 @@ extension SQLiteTransaction: DeletionTransaction {
     }
 
     public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {
-        // Every column but these is emptied, including columns added after this was
-        // written: a new personal column cannot survive a purge by being forgotten here.
-        let kept: Set<String> = ["id", "state", "purged_at"]
-        var assignments = ["state = 'purged'", "purged_at = ?"]
-        var arguments: StatementArguments = [purgedAt]
-        for column in try db.columns(in: "accounts") {
-            let name = column.name
-            guard !kept.contains(name) else { continue }
-            let type = column.type.uppercased()
-            let required = column.isNotNull
-            let quoted = name.quotedDatabaseIdentifier
-            if !required {
-                assignments.append("\(quoted) = NULL")
-            } else if type.contains("DATE") || type.contains("TIME") {
-                // created_at/updated_at must hold a date: the purge date says nothing about the person.
-                assignments.append("\(quoted) = ?")
-                arguments += [purgedAt]
-            } else if type.contains("INT") || type.contains("BOOL") {
-                assignments.append("\(quoted) = 0")
-            } else {
-                throw PermanentJobFailure(
-                    "accounts.\(name) is NOT NULL and not a date or number, so the tombstone cannot empty it; make it nullable in a migration")
-            }
+        let columns = try db.columns(in: "accounts").map { column in
+            SchemaCatalog.Column(
+                name: column.name, declaredType: column.type, kind: SQLiteStore.kind(ofDeclared: column.type), isNotNull: column.isNotNull)
         }
-        arguments += [accountID]
-        try db.cachedStatement(sql: "UPDATE accounts SET \(assignments.joined(separator: ", ")) WHERE id = ? AND state = 'purging'")
-            .execute(arguments: arguments)
-        return db.changesCount == 1
+        return try execute(AccountTombstone.statement(columns: columns, dialect: .sqlite, accountID: accountID, purgedAt: purgedAt)) == 1
     }
 }
 

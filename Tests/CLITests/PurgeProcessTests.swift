@@ -16,6 +16,26 @@ struct PurgeProcessTests {
         ]))
     }
 
+    /// Columns an app adds to `accounts` later are emptied by the same rule on both
+    /// backends: required numbers of any kind zero, required dates the purge date.
+    @Test(arguments: Backend.allCases)
+    func columnsAddedToAccountsLaterAreEmptiedAlikeOnBothBackends(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        try DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 1, pendingSince: DeletionLines.past)], into: workspace)
+        let timestamp = backend == .sqlite ? "DATETIME" : "timestamptz"
+        try await workspace.execute("ALTER TABLE accounts ADD COLUMN lifetime_score REAL NOT NULL DEFAULT 4.5")
+        try await workspace.execute("ALTER TABLE accounts ADD COLUMN referral_code TEXT DEFAULT 'ADA-7'")
+        try await workspace.execute("ALTER TABLE accounts ADD COLUMN verified_at \(timestamp) NOT NULL DEFAULT '2025-01-01 00:00:00'")
+        let purge = try workspace.run(["purge"])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        let row = try await workspace.query("SELECT state, CAST(lifetime_score AS TEXT), referral_code, CAST(verified_at = purged_at AS TEXT) FROM accounts WHERE id = 'ada'")
+        #expect(row.count == 1)
+        #expect(row.first?[0] == "purged")
+        #expect(row.first?[1].flatMap(Double.init) == 0)
+        #expect(row.first?[2] == nil)
+        #expect(["1", "true", "t"].contains(row.first?[3] ?? ""), "\(row)")
+    }
+
     @Test(arguments: Backend.allCases)
     func killedDuringBlobDeletionThenRerunLeavesOnlyTheTombstone(_ backend: Backend) async throws {
         let workspace = try await Self.slowPurgeWorkspace(backend)
