@@ -22,6 +22,25 @@ extension SQLiteTransaction: GeneratedSQLTransaction {
         return db.changesCount
     }
 
+    /// The export's own reader (`readExportRows`), memory-mapped as the reference export reads.
+    public func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage {
+        try db.execute(sql: "PRAGMA mmap_size = \(Self.exportMapBytes)")
+        let prepared = try db.cachedStatement(sql: statement.sql)
+        try prepared.setArguments(Self.arguments(statement.bindings))
+        var values: [ExportValue] = []
+        var rows = 0
+        var last: [SQLValue]?
+        let total = statement.resultKinds.count
+        try Self.readExportRows(prepared, columns: columns, kinds: statement.resultKinds, strictTimestamps: false, into: &values) { raw, index in
+            rows = index + 1
+            guard rows == limit else { return }
+            last = (columns..<total).map { column in
+                Self.value(DatabaseValue(sqliteStatement: raw, index: Int32(column)), as: statement.resultKinds[column])
+            }
+        } describe: { _, value in "\(value)" }
+        return ExportPage(values: values, rows: rows, last: last)
+    }
+
     static func arguments(_ values: [SQLValue]) -> StatementArguments {
         StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
             switch value {

@@ -129,43 +129,15 @@ extension SQLiteTransaction: ExportTransaction {
         // stays with the pooled reader connection until the connection closes.
         try db.execute(sql: "PRAGMA mmap_size = \(Self.exportMapBytes)")
         let count = table.columns.count
-        let isTimestamp = table.columns.map { table.timestampColumns.contains($0) }
         var values: [ExportValue] = []
         values.reserveCapacity(min(limit, 4_096) * count)
         var rows = 0
         var next: ExportCursor?
-        // GRDB prepares and binds; the rows are read with SQLite's own column functions,
-        // each text cell straight into its String. Through GRDB's Row cursor the same
-        // 100,000 rows cost about as much again as SQLite's own work.
         let statement = try db.makeStatement(sql: sql)
         try statement.setArguments(arguments)
-        let raw = statement.sqliteStatement
-        defer { sqlite3_reset(raw) }
-        while true {
-            let status = sqlite3_step(raw)
-            if status == SQLITE_DONE { break }
-            guard status == SQLITE_ROW else {
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: status), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                    sql: sql)
-            }
-            for index in 0..<count {
-                let column = Int32(index)
-                let type = sqlite3_column_type(raw, column)
-                if isTimestamp[index], type != SQLITE_NULL {
-                    // Text is read only from a text column: asking SQLite for another type's
-                    // text converts the value in place, and its type is then undefined.
-                    let stored = type == SQLITE_TEXT ? Self.storedDate(Self.textBytes(raw, column)) : nil
-                    guard let date = stored ?? Date.fromDatabaseValue(DatabaseValue(sqliteStatement: raw, index: column)) else {
-                        let value = DatabaseValue(sqliteStatement: raw, index: column)
-                        throw LifecycleError(.badInput, "\(table.name).\(table.columns[index]) holds \(value), which is not a timestamp")
-                    }
-                    values.append(.timestamp(date))
-                } else {
-                    values.append(Self.exportValue(raw, column, type: type))
-                }
-            }
-            rows += 1
+        let kinds = table.columns.map { table.timestampColumns.contains($0) ? SchemaCatalog.ColumnKind.timestamp : .other }
+        try Self.readExportRows(statement, columns: count, kinds: kinds, strictTimestamps: true, into: &values) { raw, index in
+            rows = index + 1
             // Only a full batch has a next one; only its last row's keys are needed.
             if rows == limit {
                 let orderColumn = Int32(count), idColumn = Int32(count + 1)
@@ -173,8 +145,58 @@ extension SQLiteTransaction: ExportTransaction {
                     orderValue: Self.exportValue(raw, orderColumn, type: sqlite3_column_type(raw, orderColumn)),
                     id: Self.exportValue(raw, idColumn, type: sqlite3_column_type(raw, idColumn)))
             }
+        } describe: { index, value in
+            "\(table.name).\(table.columns[index]) holds \(value), which is not a timestamp"
         }
         return ExportRowBatch(columnCount: count, values: values, next: next)
+    }
+
+    /// Steps a prepared export query, appending the first `columns` values of each row.
+    /// GRDB prepares and binds; the rows are read with SQLite's own column functions, each
+    /// text cell straight into its String: through GRDB's Row cursor the same 100,000 rows
+    /// cost about as much again as SQLite's own work. `row` sees each row after its values
+    /// are read (the statement still on it). A `.timestamp` column holding something else
+    /// fails naming it when `strictTimestamps`, else is kept as stored.
+    static func readExportRows(
+        _ statement: Statement, columns count: Int, kinds: [SchemaCatalog.ColumnKind], strictTimestamps: Bool,
+        into values: inout [ExportValue], row: (SQLiteStatement, Int) throws -> Void,
+        describe: (Int, DatabaseValue) -> String
+    ) throws {
+        let raw = statement.sqliteStatement
+        defer { sqlite3_reset(raw) }
+        var rows = 0
+        while true {
+            let status = sqlite3_step(raw)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: status), message: String(cString: sqlite3_errmsg(sqlite3_db_handle(raw))),
+                    sql: statement.sql)
+            }
+            for index in 0..<count {
+                let column = Int32(index)
+                let type = sqlite3_column_type(raw, column)
+                switch kinds[index] {
+                case .timestamp where type != SQLITE_NULL:
+                    // Text is read only from a text column: asking SQLite for another type's
+                    // text converts the value in place, and its type is then undefined.
+                    let stored = type == SQLITE_TEXT ? Self.storedDate(Self.textBytes(raw, column)) : nil
+                    if let date = stored ?? Date.fromDatabaseValue(DatabaseValue(sqliteStatement: raw, index: column)) {
+                        values.append(.timestamp(date))
+                    } else if strictTimestamps {
+                        throw LifecycleError(.badInput, describe(index, DatabaseValue(sqliteStatement: raw, index: column)))
+                    } else {
+                        values.append(Self.exportValue(raw, column, type: type))
+                    }
+                case .boolean where type == SQLITE_INTEGER:
+                    values.append(.boolean(sqlite3_column_int64(raw, column) != 0))
+                default:
+                    values.append(Self.exportValue(raw, column, type: type))
+                }
+            }
+            try row(raw, rows)
+            rows += 1
+        }
     }
 
     /// How much of the database file a connection that streams a table into an export

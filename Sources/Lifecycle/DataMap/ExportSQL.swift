@@ -100,6 +100,16 @@ extension DataMapSQL {
     /// Rows after `after` in page-key order, nulls first as both dialects sort them here:
     /// (a, b) > (x, y) spelled out, since a row-value comparison is never true with a null.
     private func following(_ table: ExportedTable, after: [SQLValue], alias: String, into builder: inout SQLBuilder) -> String {
+        // A cursor without nulls compares as a row value, which both databases walk an index
+        // for. A row with a null where the cursor has none compares as unknown, and is
+        // left out rightly: nulls sort first, so it came on an earlier page.
+        if table.pageKey.count == after.count, !after.contains(.null) {
+            let names = table.pageKey.map { "\(alias).\(q($0))" }
+            let values = zip(table.pageKey, after).map { builder.bind($1, as: column(table.name, $0)) }
+            return names.count == 1
+                ? "\(names[0]) > \(values[0])"
+                : "(\(names.joined(separator: ", "))) > (\(values.joined(separator: ", ")))"
+        }
         var alternatives: [String] = []
         for (index, name) in table.pageKey.enumerated() where index < after.count {
             var terms: [String] = []

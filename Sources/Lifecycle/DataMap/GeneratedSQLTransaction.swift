@@ -8,4 +8,37 @@ public protocol GeneratedSQLTransaction {
     /// Runs a statement and returns how many rows it changed.
     @discardableResult
     func execute(_ statement: SQLStatement) throws -> Int
+    /// One page of an export query (`DataMapSQL.exportPage`, at most `limit` rows): the
+    /// first `columns` values of every row as the archive writes them, in one array, and,
+    /// when the page is full, the rest of its last row as stored, which the next page
+    /// starts after.
+    func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage
+}
+
+public struct ExportPage: Sendable {
+    public var values: [ExportValue]
+    public var rows: Int
+    /// nil when the page was not full: it was the last.
+    public var last: [SQLValue]?
+
+    public init(values: [ExportValue], rows: Int, last: [SQLValue]?) {
+        self.values = values
+        self.rows = rows
+        self.last = last
+    }
+}
+
+extension GeneratedSQLTransaction {
+    /// Through `rows`: what a backend without a faster reader of its own uses.
+    public func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage {
+        let rows = try rows(statement)
+        var values: [ExportValue] = []
+        values.reserveCapacity(rows.count * columns)
+        for row in rows {
+            for index in 0..<columns {
+                values.append(ExportValue(row[index], timestamp: statement.resultKinds[index] == .timestamp))
+            }
+        }
+        return ExportPage(values: values, rows: rows.count, last: rows.count == limit ? rows.last.map { Array($0[columns...]) } : nil)
+    }
 }

@@ -147,19 +147,9 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let limit = settings.batchRows
         let key = subjectKey
         let columnCount = table.columns.count
-        let timestampColumns = Set(table.timestamps.compactMap { table.columns.firstIndex(of: $0) })
         return try await entries.writeTable(stem: stem, columns: table.columns) { (after: [SQLValue]?) in
-            let rows = try await store.read { tx in try tx.rows(sql.exportPage(table, key: key, after: after, limit: limit)) }
-            var values: [ExportValue] = []
-            values.reserveCapacity(rows.count * columnCount)
-            for row in rows {
-                for index in 0..<columnCount {
-                    values.append(ExportValue(row[index], timestamp: timestampColumns.contains(index)))
-                }
-            }
-            // Only a full page has a next one.
-            let next = rows.count == limit ? rows.last.map { Array($0[columnCount...]) } : nil
-            return (ExportRowBatch(columnCount: columnCount, values: values, next: nil), next)
+            let page = try await store.read { tx in try tx.exportPage(sql.exportPage(table, key: key, after: after, limit: limit), columns: columnCount, limit: limit) }
+            return (ExportRowBatch(columnCount: columnCount, values: page.values, next: nil), page.last)
         }
     }
 
@@ -299,7 +289,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
 extension ExportValue {
     /// A value read from an app's table; text in a column the map lists under
     /// `timestamps:` becomes a timestamp when it is one (else it stays as stored).
-    init(_ value: SQLValue, timestamp: Bool) {
+    public init(_ value: SQLValue, timestamp: Bool) {
         switch value {
         case .null: self = .null
         case .integer(let number): self = .integer(number)
