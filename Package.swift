@@ -156,6 +156,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LifecycleRuntimeTests",
+            dependencies: ["LifecycleRuntime", "Lifecycle", "JobRunner", "SQLiteBackend"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "CLITests",
             dependencies: [
                 "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive",
