@@ -41,14 +41,18 @@ extension LifecycleConfiguration {
             }
         }
         let store: PostgresStore
-        let services: LifecycleServices<PostgresStore>
         do {
             store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, referenceSchema: referenceSchema)
-            services = try await self.services(around: store, dataMap: dataMap)
         } catch {
             throw LifecycleError(classifying: error)
         }
         defer { store.close() }
+        let services: LifecycleServices<PostgresStore>
+        do {
+            services = try await self.services(around: store, dataMap: dataMap)
+        } catch {
+            throw LifecycleError(classifying: error)
+        }
         return try await body.run(services: services)
     }
 
