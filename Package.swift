@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "Credentials", targets: ["Credentials"]),
         .library(name: "ObjectStorage", targets: ["ObjectStorage"]),
+        .library(name: "LifecycleRuntime", targets: ["LifecycleRuntime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -111,15 +112,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .executableTarget(
-            name: "lifecycle",
+        // What the CLI and an app backend embedding lifecycle share: opening an installation
+        // from its configuration, the purge drain, copying a store to PostgreSQL.
+        .target(
+            name: "LifecycleRuntime",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "ObjectStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "lifecycle",
+            dependencies: [
+                "LifecycleRuntime", "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -142,6 +153,11 @@ let package = Package(
             name: "ObjectStorageTests",
             dependencies: ["ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LifecycleRuntimeTests",
+            dependencies: ["LifecycleRuntime", "Lifecycle", "JobRunner", "SQLiteBackend"],
             swiftSettings: strict
         ),
         .testTarget(

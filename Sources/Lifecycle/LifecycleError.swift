@@ -4,6 +4,9 @@ import Foundation
 /// each category to one documented exit code.
 public struct LifecycleError: Error, CustomStringConvertible, Sendable {
     public enum Category: Sendable, Equatable {
+        /// A setting is wrong: where the database or blob store is, the clock, missing
+        /// credentials. Nothing was done (64).
+        case badConfiguration
         /// The input data is wrong (65).
         case badInput
         /// An input file is missing (66).

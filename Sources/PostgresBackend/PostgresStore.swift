@@ -45,6 +45,12 @@ public final class PostgresStore: Sendable {
         pool.shutdown()
     }
 
+    /// Closes the idle connections now instead of whenever the last reference goes;
+    /// connections still in use close as they are given back.
+    public func close() {
+        pool.shutdown()
+    }
+
     /// Returns the names of the applied migrations.
     @discardableResult
     public func migrate() async throws -> [String] {

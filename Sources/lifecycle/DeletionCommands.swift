@@ -3,7 +3,7 @@ import Credentials
 import Foundation
 import JobRunner
 import Lifecycle
-import SQLiteBackend
+import LifecycleRuntime
 
 /// Passwords come only from standard input: arguments show up in `ps` and shell
 /// history, the environment in /proc. One trailing newline (from `echo` or a
@@ -201,17 +201,15 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        // Refuses to run while a table holding account data is missing from the map: it would be left behind.
-        let directory = try await services.directory()
-        if directory.isReferenceApp { _ = try await services.dataMap() }
-        let sweep = try PurgeSweep(services: services, directory: directory)
-        if dryRun { return try await preview(sweep) }
+        let drain = try await PurgeDrain(services: services)
+        if dryRun { return try await preview(drain) }
 
-        let sweepReport = try await sweep.enqueueDuePurges()
-        let report = try await runPurges(services: services)
+        let runReport = try await runPurges(drain)
+        let report = runReport.run
         if options.json {
-            try Terminal.printJSON(PurgeRunReport(sweep: sweepReport, run: report))
+            try Terminal.printJSON(runReport)
         } else {
+            let sweepReport = runReport.sweep
             Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
                           + (sweepReport.enqueued > 0 ? " (\(sweepReport.enqueued) due account(s) had no purge job and got one)" : ""))
             if !report.handedBack.isEmpty {
@@ -225,8 +223,8 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         return report.failures.isEmpty ? .ok : .tryLater
     }
 
-    private func preview<Store: LifecycleStore>(_ sweep: PurgeSweep<Store>) async throws -> ExitStatus {
-        let previews = try await sweep.preview(limit: limit)
+    private func preview<Store: LifecycleStore>(_ drain: PurgeDrain<Store>) async throws -> ExitStatus {
+        let previews = try await drain.preview(limit: limit)
         if options.json {
             try Terminal.printJSON(previews)
             return .ok
@@ -243,128 +241,16 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         return .ok
     }
 
-    /// Runs due purge jobs in this process. With --limit the worker runs one job at
-    /// a time and stops after the limit; jobs it had claimed but not started are
-    /// handed back at once instead of waiting for their lease to run out.
-    private func runPurges<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> PurgeRunSummary {
-        let tally = PurgeTally()
-        let progress = ProgressLine(label: "accounts purged") { services.logger.info("\($0)") }
+    /// The drain with a live progress line, cleared before the summary is printed.
+    private func runPurges<Store: LifecycleStore>(_ drain: PurgeDrain<Store>) async throws -> PurgeRunReport {
+        let logger = drain.services.logger
+        let progress = ProgressLine(label: "accounts purged") { logger.info("\($0)") }
         defer { progress.finish() }
-        let owner = WorkerOptions.defaultOwner()
-        let limit = self.limit
-        let stopper = Stopper()
-        let worker = Worker(
-            store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
-            options: WorkerOptions(concurrency: limit == nil ? concurrency : 1, owner: owner, kinds: [DeletionJobs.purgeKind]),
-            logger: services.logger
-        ) { event in
+        return try await drain.run(limit: limit, concurrency: concurrency) { event in
             switch event {
-            case .started(let job): progress.update(doing: "account \(tally.account(of: job))")
-            case .stepFinished(let job, let step):
-                if DeletionJobs.finalPurgeSteps.contains(step) { tally.purged(job) }
-            case .message: break
-            case .finished(let job, let outcome):
-                let handled = tally.finished(job, outcome)
-                progress.update(count: tally.purgedCount)
-                if let limit, handled >= limit { stopper.stop() }
+            case .started(let account): progress.update(doing: "account \(account)")
+            case .finished(let purged): progress.update(count: purged)
             }
         }
-        let task = Task { try await worker.drain() }
-        stopper.attach(task)
-        _ = try await task.value
-        if limit != nil {
-            let now = services.clock.now()
-            for job in try await services.store.jobs(matching: JobFilter(states: [.running], kinds: [DeletionJobs.purgeKind], limit: 10_000))
-            where job.leaseOwner == owner {
-                try await services.store.release(jobID: job.id, owner: owner, now: now)
-            }
-        }
-        return tally.report
-    }
-}
-
-struct PurgeRunReport: Codable {
-    var sweep: SweepReport
-    var run: PurgeRunSummary
-}
-
-struct PurgeRunSummary: Codable {
-    var purged: [String] = []
-    var skipped: [String] = []
-    var failures: [String] = []
-    /// Started but handed back between steps (the process was asked to stop); the next run resumes them.
-    var handedBack: [String] = []
-}
-
-/// What one `lifecycle purge` run did, fed by worker events from several tasks.
-final class PurgeTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var summary = PurgeRunSummary()
-    private var tombstoned: Set<JobID> = []
-    private var accounts: [JobID: String] = [:]
-    private var handled = 0
-
-    var report: PurgeRunSummary { lock.withLock { summary } }
-    var purgedCount: Int { lock.withLock { summary.purged.count } }
-
-    /// The payload is decoded once per job, on its first event.
-    func account(of job: JobRecord) -> String {
-        if let known = lock.withLock({ accounts[job.id] }) { return known }
-        let id = (try? JobJSON.decode(PurgePayload.self, from: job.payload).account) ?? "?"
-        lock.withLock { accounts[job.id] = id }
-        return id
-    }
-
-    func purged(_ job: JobRecord) {
-        let id = account(of: job)
-        lock.withLock {
-            tombstoned.insert(job.id)
-            summary.purged.append(id)
-        }
-    }
-
-    /// Returns how many jobs this run has finished so far.
-    func finished(_ job: JobRecord, _ outcome: JobOutcome) -> Int {
-        let id = account(of: job)
-        return lock.withLock {
-            handled += 1
-            switch outcome {
-            case .succeeded, .cancelled:
-                if !tombstoned.contains(job.id) { summary.skipped.append(id) }
-            case .retrying(let error, let at):
-                summary.failures.append("account \(id): purge job #\(job.id) failed, retries at \(ISO8601.format(at)): \(error)")
-            case .dead(let error):
-                summary.failures.append("account \(id): purge job #\(job.id) is dead: \(error)")
-            case .leaseLost:
-                summary.failures.append("account \(id): purge job #\(job.id) was taken over by another worker (this one was too slow)")
-            case .released:
-                summary.handedBack.append(id)
-            }
-            return handled
-        }
-    }
-}
-
-/// Cancels the drain once a --limit is reached. Called from the job's own
-/// `finished` event, after its last write, so no step is cut short.
-final class Stopper: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: Task<DrainSummary, any Error>?
-    private var stopped = false
-
-    func attach(_ task: Task<DrainSummary, any Error>) {
-        let cancelNow = lock.withLock {
-            self.task = task
-            return stopped
-        }
-        if cancelNow { task.cancel() }
-    }
-
-    func stop() {
-        let task = lock.withLock {
-            stopped = true
-            return self.task
-        }
-        task?.cancel()
     }
 }

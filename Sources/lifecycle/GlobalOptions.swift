@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import JobRunner
 import Lifecycle
+import LifecycleRuntime
 import Logging
 import PostgresBackend
 import SQLiteBackend
@@ -34,24 +34,14 @@ struct GlobalOptions: ParsableArguments {
 
     private var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    var databasePath: String { database ?? environment["LIFECYCLE_DATABASE"] ?? "./lifecycle.sqlite" }
-    var blobDirectory: String { blobs ?? environment["LIFECYCLE_BLOBS"] ?? "./blobs" }
-    var jobsDirectory: String { jobsDir ?? environment["LIFECYCLE_JOBS_DIR"] ?? "./Jobs" }
+    var databasePath: String { LifecycleConfiguration.Setting.database.value(given: database, environment: environment) }
+    var blobDirectory: String { LifecycleConfiguration.Setting.blobs.value(given: blobs, environment: environment) }
+    var jobsDirectory: String { LifecycleConfiguration.Setting.jobsDirectory.value(given: jobsDir, environment: environment) }
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical (got '\(logLevel)')")
         }
-    }
-
-    /// The clock every command uses. `LIFECYCLE_NOW` starts it at another instant
-    /// (it then keeps ticking), for tests and what-if runs.
-    func clock() throws -> any TimeSource {
-        guard let text = environment["LIFECYCLE_NOW"], !text.isEmpty else { return SystemTimeSource() }
-        guard let start = ISO8601.parse(text) else {
-            throw CLIFailure(.usage, "LIFECYCLE_NOW must be an ISO-8601 timestamp like 2026-01-31T03:00:00Z (got '\(text)')")
-        }
-        return ShiftedTimeSource(startingAt: start)
     }
 
     func bootstrapLogging() {
@@ -61,9 +51,11 @@ struct GlobalOptions: ParsableArguments {
         LoggingBootstrap.once(format: format, level: level)
     }
 
-    func logger(_ label: String) -> Logger {
+    /// The options over the environment, with logging set up first: the configuration's
+    /// loggers and any error about it then come out in the chosen log format.
+    func configuration() throws -> LifecycleConfiguration {
         bootstrapLogging()
-        return Logger(label: label)
+        return try LifecycleConfiguration(environment: environment, database: database, blobs: blobs, jobsDirectory: jobsDir)
     }
 
     var usesPostgres: Bool { PostgresLocation.isURL(databasePath) }
@@ -77,53 +69,18 @@ struct GlobalOptions: ParsableArguments {
                 PostgreSQL: pass --database PATH for a new SQLite file; every other command runs on PostgreSQL too
                 """)
         }
-        return try await services(store: try SQLiteStore(path: databasePath))
+        let configuration = try configuration()
+        return try await configuration.services(around: try SQLiteStore(path: configuration.database))
     }
-
-    /// Whether the data map is the reference app's, whose schema lifecycle creates itself.
-    /// Any other map describes an app's own database, where lifecycle creates its own tables
-    /// only. A map that cannot be read is reported by the command that needs it.
-    var servesReferenceApp: Bool { (try? DataMap(jobsDirectory: jobsDirectory).isReferenceApp) ?? true }
 
     /// Runs a command on whichever backend `--database` names.
     func withServices(_ command: some StoreCommand) async throws -> ExitStatus {
-        guard usesPostgres else {
-            do {
-                let store = try SQLiteStore(path: databasePath, referenceSchema: servesReferenceApp)
-                return try await command.run(services: try await services(store: store))
-            } catch {
-                // A full disk or a damaged file is named with the file, wherever it surfaced.
-                throw SQLiteStoreError.classify(error, path: databasePath) ?? error
-            }
-        }
-        let location: PostgresLocation
-        do {
-            location = try PostgresLocation(url: databasePath)
-        } catch let error as PostgresStoreError {
-            throw CLIFailure(.usage, "--database (or LIFECYCLE_DATABASE): \(error.message)")
-        }
-        let store = try await PostgresStore(location, logger: logger("lifecycle.postgres"), referenceSchema: servesReferenceApp)
-        return try await command.run(services: try await services(store: store))
-    }
-
-    private func services<Store: LifecycleStore>(store: Store) async throws -> LifecycleServices<Store> {
-        let logger = logger("lifecycle")
-        let policies: PolicyBook
-        do {
-            policies = try PolicyBook(jobsDirectory: jobsDirectory)
-        } catch let error as JobRunnerError {
-            throw CLIFailure(.dataError, "policy files in \(jobsDirectory)/policies: \(error.message)")
-        }
-        let blobStore = try await openBlobStore(blobDirectory)
-        return LifecycleServices(
-            store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: try clock(), logger: logger)
+        try await configuration().withInstallation(command)
     }
 }
 
 /// A command whose body runs on either backend.
-protocol StoreCommand {
-    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus
-}
+protocol StoreCommand: InstallationBody where Output == ExitStatus {}
 
 /// swift-log allows one bootstrap per process.
 enum LoggingBootstrap {

@@ -1,8 +1,7 @@
 import ArgumentParser
 import Foundation
 import Lifecycle
-import PostgresBackend
-import SQLiteBackend
+import LifecycleRuntime
 
 struct MapCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,7 +26,10 @@ struct CheckMapCommand: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             let map = try DataMap(jobsDirectory: options.jobsDirectory)
-            let (catalog, location) = try await readCatalog()
+            options.bootstrapLogging()
+            // Built directly, not from the environment: a check never tells time, so LIFECYCLE_NOW is not read.
+            let installation = LifecycleConfiguration(database: options.databasePath, blobs: options.blobDirectory, jobsDirectory: options.jobsDirectory)
+            let (catalog, location) = try await installation.readCatalog()
             let plan = try DataMapPlan(map: map, catalog: catalog)
             let summary = MapSummary(plan, location: location)
             if options.json {
@@ -37,24 +39,6 @@ struct CheckMapCommand: AsyncParsableCommand {
             }
             return .ok
         }
-    }
-
-    private func readCatalog() async throws -> (SchemaCatalog, String) {
-        let path = options.databasePath
-        guard options.usesPostgres else {
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw CLIFailure(.noInput, "\(path): no such database file; pass the app's database with --database (or LIFECYCLE_DATABASE)")
-            }
-            return (try SQLiteStore.catalog(path: path), "SQLite file \(path)")
-        }
-        let location: PostgresLocation
-        do {
-            location = try PostgresLocation(url: path)
-        } catch let error as PostgresStoreError {
-            throw CLIFailure(.usage, "--database (or LIFECYCLE_DATABASE): \(error.message)")
-        }
-        let store = try await PostgresStore(location, logger: options.logger("lifecycle.postgres"), migrating: false)
-        return (try await store.catalog(), store.location)
     }
 }
 

@@ -3,8 +3,7 @@ import Dispatch
 import Foundation
 import JobRunner
 import Lifecycle
-import Logging
-import PostgresBackend
+import LifecycleRuntime
 
 struct WorkerCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
@@ -80,7 +79,7 @@ func runWorker<Store: LifecycleStore>(
     if once { return try await worker.drain() }
 
     // Daemon: SIGTERM or SIGINT stops claiming; steps in flight finish first.
-    let task = Task { try await runReconnecting(worker, logger: services.logger) }
+    let task = Task { try await worker.runReconnecting(logger: services.logger) }
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
     let sources = [SIGTERM, SIGINT].map { number in
@@ -94,22 +93,4 @@ func runWorker<Store: LifecycleStore>(
     }
     defer { sources.forEach { $0.cancel() } }
     return try await task.value
-}
-
-/// A daemon outlives database outages: when the server goes away (restart, failover,
-/// network), the worker backs off and starts claiming again once it is back. Jobs it
-/// held are rescued by lease expiry, by itself or any other worker.
-private func runReconnecting<Store: LifecycleStore>(_ worker: Worker<Store>, logger: Logger) async throws -> DrainSummary {
-    var delay: Double = 1
-    while true {
-        do {
-            return try await worker.run()
-        } catch let error as PostgresStoreError where error.isUnavailable {
-            if Task.isCancelled { return DrainSummary() }
-            logger.warning("database unavailable; trying again", metadata: ["in_seconds": "\(Int(delay))", "error": "\(error.message)"])
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
-            if Task.isCancelled { return DrainSummary() }
-            delay = min(delay * 2, 30)
-        }
-    }
 }

@@ -118,7 +118,7 @@ extension LifecycleServices {
     /// The directory the installation's data map calls for: the reference app's own
     /// tables when the map says `app: reference`, the app's database otherwise.
     public func directory(cache: AppDataCache = AppDataCache()) async throws -> AccountDirectory<Store> {
-        let map = try DataMap(jobsDirectory: jobsDirectory)
+        let map = try dataMapDocument()
         if map.isReferenceApp { return AccountDirectory(source: .reference) }
         return AccountDirectory(source: .app(try await cache.appData(self)))
     }

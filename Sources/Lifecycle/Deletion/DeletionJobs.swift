@@ -13,7 +13,7 @@ public enum DeletionJobs {
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         let policy = Result { try DeletionPolicy(policies: services.policies) }
         // A map that cannot be read fails the purge itself, naming the file, as before.
-        let isReferenceApp = (try? DataMap(jobsDirectory: services.jobsDirectory).isReferenceApp) ?? true
+        let isReferenceApp = (try? services.dataMapDocument().isReferenceApp) ?? true
         guard !isReferenceApp else {
             return [PurgeJob(services: services, policy: policy).kind, PurgeSweep(services: services, policy: policy).kind]
         }

@@ -104,7 +104,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             case .purging: break  // An earlier attempt, or an earlier job, got this far: carry on from here.
             }
         }
-        let map = try dataMap.map(jobsDirectory: services.jobsDirectory)
+        let map = try dataMap.map(services: services)
         var rows = try tx.countRows(in: map.tables.filter { $0.name != "accounts" }, accountID: id)
         // An app table of the same name as one of lifecycle's is counted under that name too.
         rows.merge(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
@@ -227,7 +227,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
     private func tombstone(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
         let id = try context.payload(PurgePayload.self).account
         let policy = try policy.get()
-        let tables = try dataMap.map(jobsDirectory: services.jobsDirectory).tables.filter { $0.name != "accounts" }
+        let tables = try dataMap.map(services: services).tables.filter { $0.name != "accounts" }
         let inventory = try tx.takePurgeInventory(accountID: id)
         if try context.output(of: "delete-rows", as: RowsRemoved.self)?.leftForTombstone == true {
             // The account had at most one batch of rows when the purge started, so plain
@@ -281,17 +281,17 @@ final class DataMapCache: @unchecked Sendable {
     private var loaded: AccountDataMap?
     private var checked = false
 
-    func map(jobsDirectory: String) throws -> AccountDataMap {
+    func map<Store: LifecycleStore>(services: LifecycleServices<Store>) throws -> AccountDataMap {
         try lock.withLock {
             if let loaded { return loaded }
-            let map = try AccountDataMap(jobsDirectory: jobsDirectory)
+            let map = try AccountDataMap(try services.dataMapDocument())
             loaded = map
             return map
         }
     }
 
     func checkedMap<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> AccountDataMap {
-        let map = try map(jobsDirectory: services.jobsDirectory)
+        let map = try map(services: services)
         if lock.withLock({ checked }) { return map }
         try map.requireCovers(accountTables: try await services.store.accountTables())
         lock.withLock { checked = true }

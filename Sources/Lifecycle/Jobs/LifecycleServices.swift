@@ -12,14 +12,28 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     public let jobsDirectory: String
     public let clock: any TimeSource
     public let logger: Logger
+    /// The data map as read when the installation was opened, failure included, so it is
+    /// parsed once however many jobs and commands consult it; nil reads the file on demand.
+    private let parsedDataMap: Result<DataMap, any Error>?
 
-    public init(store: Store, blobs: any BlobStore, policies: PolicyBook, jobsDirectory: String, clock: any TimeSource, logger: Logger) {
+    public init(
+        store: Store, blobs: any BlobStore, policies: PolicyBook, jobsDirectory: String, clock: any TimeSource, logger: Logger,
+        dataMap: Result<DataMap, any Error>? = nil
+    ) {
         self.store = store
         self.jobsDirectory = jobsDirectory
         self.blobs = blobs
         self.policies = policies
         self.clock = clock
         self.logger = logger
+        parsedDataMap = dataMap
+    }
+
+    /// `<jobsDirectory>/account-data.yaml`, unchecked against the database. A map that
+    /// failed to parse when the installation was opened fails here, with the same message.
+    public func dataMapDocument() throws -> DataMap {
+        if let parsedDataMap { return try parsedDataMap.get() }
+        return try DataMap(jobsDirectory: jobsDirectory)
     }
 
     /// Every job kind the toolkit runs, for workers to register.
@@ -39,7 +53,7 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     /// An app's own database (a map without `app: reference`) is refused with a clear error
     /// by what needs the reference schema (photo normalisation), rather than failing in SQL.
     public func dataMap() async throws -> AccountDataMap {
-        let document = try DataMap(jobsDirectory: jobsDirectory)
+        let document = try dataMapDocument()
         guard document.isReferenceApp else {
             throw LifecycleError(.badInput, """
                 \(document.source) describes an app's own database: export, deletion, restore and purge run on it, \

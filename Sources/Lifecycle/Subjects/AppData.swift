@@ -105,7 +105,7 @@ public final class AppDataCache: @unchecked Sendable {
 
     public func appData<Store: LifecycleStore>(_ services: LifecycleServices<Store>) async throws -> AppData {
         if let loaded = lock.withLock({ loaded }) { return loaded }
-        let map = try DataMap(jobsDirectory: services.jobsDirectory)
+        let map = try services.dataMapDocument()
         let plan = try DataMapPlan(map: map, catalog: try await services.store.catalog())
         let data = AppData(plan: plan, dialect: services.store.dialect)
         lock.withLock { loaded = data }

@@ -1,0 +1,98 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import PostgresBackend
+import SQLiteBackend
+
+/// Work that runs on whichever backend a configuration names. A protocol rather than a
+/// closure because the body is generic over the store: Swift closures cannot be.
+public protocol InstallationBody {
+    associatedtype Output
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> Output
+}
+
+extension LifecycleConfiguration {
+    /// Opens the installation and runs `body` on it: the SQLite or PostgreSQL store (its
+    /// schema brought up to date, the reference app's tables only when the data map is the
+    /// reference app's), the blob store, and the policies and data map, each parsed once
+    /// for everything the body does. A PostgreSQL store is closed when the body returns; a
+    /// SQLite file is closed once the services are released.
+    ///
+    /// A failure to open is a `LifecycleError` whose category says what to do. Errors the
+    /// body throws come back as thrown (a SQLite file found full or damaged is named);
+    /// `LifecycleError(classifying:)` gives any of them a category.
+    public func withInstallation<Body: InstallationBody>(_ body: Body) async throws -> Body.Output {
+        let dataMap = Result { try DataMap(jobsDirectory: jobsDirectory) }
+        // A map that cannot be read counts as the reference app's: what needs the map reports it.
+        let referenceSchema = (try? dataMap.get().isReferenceApp) ?? true
+        guard usesPostgres else {
+            let services: LifecycleServices<SQLiteStore>
+            do {
+                services = try await self.services(
+                    around: try SQLiteStore(path: database, referenceSchema: referenceSchema), dataMap: dataMap)
+            } catch {
+                throw LifecycleError(classifying: SQLiteStoreError.classify(error, path: database) ?? error)
+            }
+            do {
+                return try await body.run(services: services)
+            } catch {
+                // A full disk or a damaged file is named with the file, wherever it surfaced.
+                throw SQLiteStoreError.classify(error, path: database) ?? error
+            }
+        }
+        let store: PostgresStore
+        do {
+            store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, referenceSchema: referenceSchema)
+        } catch {
+            throw LifecycleError(classifying: error)
+        }
+        defer { store.close() }
+        let services: LifecycleServices<PostgresStore>
+        do {
+            services = try await self.services(around: store, dataMap: dataMap)
+        } catch {
+            throw LifecycleError(classifying: error)
+        }
+        return try await body.run(services: services)
+    }
+
+    /// The services around a store the caller opened itself (as `lifecycle demo` does, always
+    /// with the reference schema): the policies, the blob store, the clock and the logger.
+    public func services<Store: LifecycleStore>(around store: Store) async throws -> LifecycleServices<Store> {
+        try await services(around: store, dataMap: Result { try DataMap(jobsDirectory: jobsDirectory) })
+    }
+
+    private func services<Store: LifecycleStore>(
+        around store: Store, dataMap: Result<DataMap, any Error>
+    ) async throws -> LifecycleServices<Store> {
+        let policies = try policies()
+        let blobStore = try await BlobLocation.open(blobs, environment: environment)
+        return LifecycleServices(
+            store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: clock, logger: logger,
+            dataMap: dataMap)
+    }
+
+    /// Every policy file in `<jobsDirectory>/policies`; a malformed one is `.badInput`.
+    public func policies() throws -> PolicyBook {
+        do {
+            return try PolicyBook(jobsDirectory: jobsDirectory)
+        } catch let error as JobRunnerError {
+            throw LifecycleError(.badInput, "policy files in \(jobsDirectory)/policies: \(error.message)")
+        }
+    }
+
+    /// The database's tables, columns and keys, read without writing anything (not even
+    /// lifecycle's own tables), and where they were read: for checking a data map against
+    /// an app's database before lifecycle touches it.
+    public func readCatalog() async throws -> (catalog: SchemaCatalog, location: String) {
+        guard usesPostgres else {
+            guard FileManager.default.fileExists(atPath: database) else {
+                throw LifecycleError(.inputMissing, "\(database): no such database file; pass the app's database with --database (or LIFECYCLE_DATABASE)")
+            }
+            return (try SQLiteStore.catalog(path: database), "SQLite file \(database)")
+        }
+        let store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, migrating: false)
+        defer { store.close() }
+        return (try await store.catalog(), store.location)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import JobRunner
+import Lifecycle
+
+/// The nightly purge (`lifecycle purge`) in the caller's process: a purge job for each
+/// due account that has none (accounts imported already pending, say), then every due
+/// purge job run until none is left. Overlapping runs, in this process or others, are
+/// safe: each account is purged exactly once.
+public struct PurgeDrain<Store: LifecycleStore>: Sendable {
+    /// What a run is doing, for a progress display.
+    public enum Progress: Sendable {
+        /// A purge job started on this account.
+        case started(account: String)
+        /// A purge job finished; `purged` accounts are purged so far in this run.
+        case finished(purged: Int)
+    }
+
+    public let services: LifecycleServices<Store>
+    private let sweep: PurgeSweep<Store>
+
+    /// Refuses (`.badInput`) while a table holding the reference app's account data is
+    /// missing from the data map: its rows would be left behind.
+    public init(services: LifecycleServices<Store>) async throws {
+        let directory = try await services.directory()
+        if directory.isReferenceApp { _ = try await services.dataMap() }
+        self.services = services
+        sweep = try PurgeSweep(services: services, directory: directory)
+    }
+
+    /// Due accounts, at most `limit`, with the rows and blobs their purge would remove; changes nothing.
+    public func preview(limit: Int? = nil) async throws -> [PurgePreview] {
+        try await sweep.preview(limit: limit)
+    }
+
+    /// Enqueues the missing purge jobs, then runs due purge jobs until none is left, or
+    /// until `limit` of them have finished. With a limit, jobs run one at a time and those
+    /// claimed but not started are handed back at once instead of waiting for their lease
+    /// to run out. `progress` is called from the worker's tasks.
+    public func run(
+        limit: Int? = nil, concurrency: Int = 16, progress: @escaping @Sendable (Progress) -> Void = { _ in }
+    ) async throws -> PurgeRunReport {
+        let sweepReport = try await sweep.enqueueDuePurges()
+        let summary = try await runPurges(limit: limit, concurrency: concurrency, progress: progress)
+        return PurgeRunReport(sweep: sweepReport, run: summary)
+    }
+
+    private func runPurges(
+        limit: Int?, concurrency: Int, progress: @escaping @Sendable (Progress) -> Void
+    ) async throws -> PurgeRunSummary {
+        let services = self.services
+        let tally = PurgeTally()
+        let owner = WorkerOptions.defaultOwner()
+        let stopper = Stopper()
+        let worker = Worker(
+            store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
+            options: WorkerOptions(concurrency: limit == nil ? concurrency : 1, owner: owner, kinds: [DeletionJobs.purgeKind]),
+            logger: services.logger
+        ) { event in
+            switch event {
+            case .started(let job): progress(.started(account: tally.account(of: job)))
+            case .stepFinished(let job, let step):
+                if DeletionJobs.finalPurgeSteps.contains(step) { tally.purged(job) }
+            case .message: break
+            case .finished(let job, let outcome):
+                let handled = tally.finished(job, outcome)
+                progress(.finished(purged: tally.purgedCount))
+                if let limit, handled >= limit { stopper.stop() }
+            }
+        }
+        let task = Task { try await worker.drain() }
+        stopper.attach(task)
+        _ = try await task.value
+        if limit != nil {
+            let now = services.clock.now()
+            for job in try await services.store.jobs(matching: JobFilter(states: [.running], kinds: [DeletionJobs.purgeKind], limit: 10_000))
+            where job.leaseOwner == owner {
+                try await services.store.release(jobID: job.id, owner: owner, now: now)
+            }
+        }
+        return tally.report
+    }
+}
+
+public struct PurgeRunReport: Codable, Sendable {
+    public var sweep: SweepReport
+    public var run: PurgeRunSummary
+}
+
+public struct PurgeRunSummary: Codable, Sendable {
+    /// Account ids.
+    public var purged: [String] = []
+    /// Restored meanwhile, or already purged.
+    public var skipped: [String] = []
+    /// One line each, naming the account and its job.
+    public var failures: [String] = []
+    /// Started but handed back between steps (the process was asked to stop); the next run resumes them.
+    public var handedBack: [String] = []
+}
+
+/// What one run did, fed by worker events from several tasks.
+final class PurgeTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var summary = PurgeRunSummary()
+    private var tombstoned: Set<JobID> = []
+    private var accounts: [JobID: String] = [:]
+    private var handled = 0
+
+    var report: PurgeRunSummary { lock.withLock { summary } }
+    var purgedCount: Int { lock.withLock { summary.purged.count } }
+
+    /// The payload is decoded once per job, on its first event.
+    func account(of job: JobRecord) -> String {
+        if let known = lock.withLock({ accounts[job.id] }) { return known }
+        let id = (try? JobJSON.decode(PurgePayload.self, from: job.payload).account) ?? "?"
+        lock.withLock { accounts[job.id] = id }
+        return id
+    }
+
+    func purged(_ job: JobRecord) {
+        let id = account(of: job)
+        lock.withLock {
+            tombstoned.insert(job.id)
+            summary.purged.append(id)
+        }
+    }
+
+    /// Returns how many jobs this run has finished so far.
+    func finished(_ job: JobRecord, _ outcome: JobOutcome) -> Int {
+        let id = account(of: job)
+        return lock.withLock {
+            handled += 1
+            switch outcome {
+            case .succeeded, .cancelled:
+                if !tombstoned.contains(job.id) { summary.skipped.append(id) }
+            case .retrying(let error, let at):
+                summary.failures.append("account \(id): purge job #\(job.id) failed, retries at \(ISO8601.format(at)): \(error)")
+            case .dead(let error):
+                summary.failures.append("account \(id): purge job #\(job.id) is dead: \(error)")
+            case .leaseLost:
+                summary.failures.append("account \(id): purge job #\(job.id) was taken over by another worker (this one was too slow)")
+            case .released:
+                summary.handedBack.append(id)
+            }
+            return handled
+        }
+    }
+}
+
+/// Cancels the drain once a limit is reached. Called from the job's own
+/// `finished` event, after its last write, so no step is cut short.
+final class Stopper: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: Task<DrainSummary, any Error>?
+    private var stopped = false
+
+    func attach(_ task: Task<DrainSummary, any Error>) {
+        let cancelNow = lock.withLock {
+            self.task = task
+            return stopped
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func stop() {
+        let task = lock.withLock {
+            stopped = true
+            return self.task
+        }
+        task?.cancel()
+    }
+}
