@@ -153,6 +153,10 @@ struct AppExportTests {
         let (ready, _) = try export(workspace, "ada")
         let archiveKey = try #require(ready.archiveKey)
         #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + archiveKey))
+        // Listed by a lookup column as by the key.
+        let listed = try workspace.run(["exports", "list", "ada@example.com", "--json"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains(ready.exportID) && listed.stdout.contains(#""state":"ready""#), "\(listed.stdout)")
 
         let deletion = try workspace.run(["delete", "ada", "--operator", "sam", "--reason", "ticket 7", "--immediately"])
         #expect(deletion.status == 0, "\(deletion.stderr)")

@@ -129,7 +129,7 @@ struct DataMapCheckTests {
         let social = try AppSchema.social
         let cases: [(String, (String) -> String, String)] = [
             ("a missing column", { $0.replacingOccurrences(of: "columns: [id, in_reply_to_id, body, created_at]", with: "columns: [id, in_reply_to_id, text, created_at]") },
-             "account-data.yaml:15: column 'text' is not a column of"),
+             "account-data.yaml:16: column 'text' is not a column of"),
             ("an unmapped table", { $0.replacingOccurrences(of: "  - table: favourites\n    owner: member_id\n", with: "  - table: favourites_gone\n    owner: member_id\n") },
              "table favourites_gone does not exist"),
             ("an unknown key", { $0.replacingOccurrences(of: "    order_by: sent_at", with: "    order_by: sent_at\n    retention: 30d") },
