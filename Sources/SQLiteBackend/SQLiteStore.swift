@@ -75,7 +75,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
     public init(path: String, busyTimeout: TimeInterval = 30, referenceSchema: Bool = true) throws {
         self.path = path
         self.referenceSchema = referenceSchema
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.parent(path)
         if !directory.isEmpty {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

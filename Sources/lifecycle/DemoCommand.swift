@@ -51,7 +51,7 @@ struct DemoTour {
         guard FileManager.default.fileExists(atPath: photos + "/run.jpg") else {
             throw CLIFailure(.noInput, "demo photos not found in \(photos); run the demo from the repository root or pass --jobs-dir")
         }
-        let folder = ((services.store.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("demo-input")
+        let folder = (PathText.parent(services.store.path) as NSString).appendingPathComponent("demo-input")
         try? FileManager.default.removeItem(atPath: folder)
         try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
         for name in try FileManager.default.contentsOfDirectory(atPath: photos) {

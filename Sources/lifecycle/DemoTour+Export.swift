@@ -34,7 +34,7 @@ extension DemoTour {
     /// one beside its database, readable by the owner only, unless a key is configured.
     private func useDemoSigningKey() throws {
         if (try? services.linkSigner()) != nil { return }
-        let path = ((services.store.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("signing.key")
+        let path = (PathText.parent(services.store.path) as NSString).appendingPathComponent("signing.key")
         if !FileManager.default.fileExists(atPath: path) {
             var generator = SystemRandomNumberGenerator()
             let key = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()

@@ -47,7 +47,7 @@ extension DemoTour {
 
     /// Account id and uploaded profile photo file of each demo account, from the import file.
     private func demoProfileUploads() throws -> [(String, String)] {
-        let folder = ((services.store.path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("demo-input")
+        let folder = (PathText.parent(services.store.path) as NSString).appendingPathComponent("demo-input")
         let lines = try String(contentsOfFile: folder + "/accounts.jsonl", encoding: .utf8).split(separator: "\n")
         return lines.compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],

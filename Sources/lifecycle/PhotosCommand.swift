@@ -133,7 +133,7 @@ struct NormalizePhotoFile: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 throw CLIFailure(.noInput, "\(input): no such file. Pass the photo to normalise (JPG, PNG or HEIC, under 10MB).")
             }
-            let outputDirectory = (output as NSString).deletingLastPathComponent
+            let outputDirectory = PathText.parent(output)
             if !outputDirectory.isEmpty {
                 var outputIsDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: outputDirectory, isDirectory: &outputIsDirectory), outputIsDirectory.boolValue else {

@@ -100,3 +100,15 @@ struct ProfileRulesTests {
         #expect(throws: ValidationFailure.self) { try ProfileRules.displayName("") }
     }
 }
+
+struct PathTextTests {
+    @Test func theParentOfAPathIsWhatFoundationWouldSayWithoutItsTrapOnOneCharacter() {
+        #expect(PathText.parent("b") == "")
+        #expect(PathText.parent("x/y") == "x")
+        #expect(PathText.parent("/a") == "/")
+        #expect(PathText.parent("/") == "/")
+        #expect(PathText.parent("a/b/c.txt") == "a/b")
+        #expect(PathText.parent("a//b/") == "a")
+        #expect(PathText.parent("/srv/blobs/accounts/") == "/srv/blobs")
+    }
+}

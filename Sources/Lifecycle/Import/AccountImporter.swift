@@ -85,7 +85,7 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
         _ = fcntl(input, F_SETFL, O_RDONLY)
         let handle = FileHandle(fileDescriptor: input, closeOnDealloc: true)
         let folder = try PhotoFolder(
-            path: photosRoot ?? { let directory = (path as NSString).deletingLastPathComponent; return directory.isEmpty ? "." : directory }(),
+            path: photosRoot ?? { let directory = PathText.parent(path); return directory.isEmpty ? "." : directory }(),
             maxFileBytes: settings.maxPhotoBytes, resolution: photoResolution)
         let staging = try PhotoStaging()
         var report = ImportReport()

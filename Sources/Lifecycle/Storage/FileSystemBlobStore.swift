@@ -19,7 +19,7 @@ public struct FileSystemBlobStore: BlobStore {
     private static func makeDirectories(_ path: String, storeRoot: String) throws {
         var status = stat()
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR { return }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = PathText.parent(path)
         if !parent.isEmpty, parent != path { try makeDirectories(parent, storeRoot: storeRoot) }
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw BlobStoreError.fileSystem(errno, "blob directory \(storeRoot): cannot create \(path)")
@@ -38,7 +38,7 @@ public struct FileSystemBlobStore: BlobStore {
     private func install(_ temporary: String, at key: String) throws -> BlobInfo {
         let destination = try path(for: key)
         do {
-            try Self.makeDirectories((destination as NSString).deletingLastPathComponent, storeRoot: root)
+            try Self.makeDirectories(PathText.parent(destination), storeRoot: root)
         } catch {
             unlink(temporary)
             throw error
@@ -141,7 +141,7 @@ public struct FileSystemBlobStore: BlobStore {
 
     public func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
         // Walk only the directory the prefix names, so listing one account stays cheap.
-        let directoryPart = prefix.hasSuffix("/") ? String(prefix.dropLast()) : (prefix as NSString).deletingLastPathComponent
+        let directoryPart = prefix.hasSuffix("/") ? String(prefix.dropLast()) : PathText.parent(prefix)
         let start = directoryPart.isEmpty ? root : root + "/" + directoryPart
         var keys: [String] = []
         try collectKeys(in: start, keyPrefix: directoryPart.isEmpty ? "" : directoryPart + "/", into: &keys) { key in
@@ -198,7 +198,7 @@ public struct FileSystemBlobStore: BlobStore {
             if unlink(file) != 0 && errno != ENOENT {
                 throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot delete blob '\(key)'")
             }
-            parents.insert((file as NSString).deletingLastPathComponent)
+            parents.insert(PathText.parent(file))
         }
         // Deepest first, once per directory rather than once per file.
         for directory in parents.sorted(by: { $0.count > $1.count }) { removeEmptyDirectories(from: directory) }
@@ -207,13 +207,13 @@ public struct FileSystemBlobStore: BlobStore {
     public func move(from: String, to: String) async throws {
         let source = try path(for: from)
         let destination = try path(for: to)
-        try Self.makeDirectories((destination as NSString).deletingLastPathComponent, storeRoot: root)
+        try Self.makeDirectories(PathText.parent(destination), storeRoot: root)
         guard rename(source, destination) == 0 else {
             // Already moved by an earlier run of the same step.
             if errno == ENOENT, FileManager.default.fileExists(atPath: destination) { return }
             throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot move blob '\(from)' to '\(to)'")
         }
-        removeEmptyDirectories(from: (source as NSString).deletingLastPathComponent)
+        removeEmptyDirectories(from: PathText.parent(source))
     }
 
     /// A purged account should leave no empty directories that still carry its id.
@@ -221,7 +221,7 @@ public struct FileSystemBlobStore: BlobStore {
         var directory = start
         while directory.count > root.count, directory.hasPrefix(root + "/") {
             if rmdir(directory) != 0 { return }
-            directory = (directory as NSString).deletingLastPathComponent
+            directory = PathText.parent(directory)
         }
     }
 }
