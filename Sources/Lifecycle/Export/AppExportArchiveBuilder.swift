@@ -65,9 +65,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     }
 
     private func buildOnce() async throws -> BuiltArchive {
-        let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
-        try? FileManager.default.removeItem(atPath: work)
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let work = try ExportEntries.freshWorkDirectory(blobs: services.blobs, exportID: exportID)
         let appData = self.appData
         let key = subjectKey
         guard try await services.store.read({ tx in try appData.exists(key: key, in: tx) }) else {
@@ -77,13 +75,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let plan = try await planFiles(tables, planPath: work + "/files.plan")
 
         let clock = ContinuousClock()
-        let archivePath = work + "/archive.\(format.fileExtension)"
-        let archiveStarted = clock.now
-        let cpuStarted = ProcessCPUTime.seconds()
-        let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
-        let copier = ArchiveFileCopier(
-            archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
-        let entries = ExportEntries(root: root, cutoff: cutoff, work: work, writer: writer, copier: copier, blobs: services.blobs)
+        let entries = try ExportEntries(root: root, cutoff: cutoff, work: work, format: format, settings: settings, blobs: services.blobs)
 
         let stems = tables.compactMap { table in stem(of: table).map { (appData.displayName(table.name), $0) } }
         let readme = try entries.addText(
@@ -120,16 +112,13 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let manifest = try await writeManifest(to: work + "/manifest.json", files: written, copiedPath: copiedPath, rowCounts: rowCounts, omitted: plan.omitted)
         try await entries.addLocalFile(manifest, from: work + "/manifest.json")
 
-        let closing = clock.now
-        try writer.close()
-        let closed = clock.now
-        let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
+        let closed = try entries.close()
         return BuiltArchive(
-            path: archivePath, workDirectory: work, bytes: bytes, entries: writer.entryCount,
+            path: entries.archivePath, workDirectory: work, bytes: closed.bytes, entries: closed.entries,
             rowCounts: Dictionary(rowCounts, uniquingKeysWith: +),
             omittedPhotos: plan.omitted.map { .init(photoID: $0.key, reason: $0.reason) }, photos: plan.count, photoBytes: plan.bytes,
-            tablesSeconds: tablesSeconds, archiveSeconds: (closed - archiveStarted).seconds,
-            archiveCPUSeconds: ProcessCPUTime.seconds() - cpuStarted, finalSyncSeconds: (closed - closing).seconds)
+            tablesSeconds: tablesSeconds, archiveSeconds: closed.seconds, archiveCPUSeconds: closed.cpuSeconds,
+            finalSyncSeconds: closed.finalSyncSeconds)
     }
 
     private func stem(of table: ExportedTable) -> String? {
@@ -245,44 +234,19 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     private func writeManifest(
         to path: String, files: [WrittenFile], copiedPath: String, rowCounts: [(String, Int)], omitted: [Omitted]
     ) async throws -> WrittenFile {
-        let output = try HashingFileOutput(path: path)
-        let header: [(String, OrderedJSON)] = [
-            ("format_version", .integer(Int64(ExportManifest.formatVersion))),
-            ("export_id", .string(exportID)),
-            ("account_id", .string(subjectKey)),
-            ("archive_root", .string(root)),
-            ("generated_at", .timestamp(cutoff)),
-            ("expires_at", .timestamp(expiresAt)),
-            ("row_counts", .object(rowCounts.map { ($0.0, .integer(Int64($0.1))) })),
-        ]
-        output.append("{\n")
-        for (key, value) in header {
-            output.append("  \(JSONText.string(key)): \(value.rendered(indent: "  ")),\n")
-        }
-        output.append("  \"files\": [")
-        var first = true
-        func line(_ entry: OrderedJSON) throws {
-            output.append(first ? "\n    " : ",\n    ")
-            first = false
-            output.append(entry.compact())
-            try output.flushIfFull()
-        }
-        for file in files {
-            try line(.object([("path", .string(file.path)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256))]))
-        }
-        try await JSONLines.forEach(CopiedFile.self, at: copiedPath) { file in
-            try line(.object([
-                ("path", .string(file.name)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256)),
-                ("source", .string(file.source)), ("blob_key", .string(file.key)),
-            ]))
-        }
-        output.append(first ? "],\n" : "\n  ],\n")
+        let header = ManifestOutput.header(
+            exportID: exportID, accountID: subjectKey, root: root, cutoff: cutoff, expiresAt: expiresAt, rowCounts: rowCounts)
         let omittedJSON = OrderedJSON.array(omitted.map {
             .object([("blob_key", .string($0.key)), ("source", .string($0.source)), ("reason", .string($0.reason))])
         })
-        output.append("  \"omitted_files\": \(omittedJSON.rendered(indent: "  "))\n")
-        output.append("}\n")
-        return try output.finish(archivePath: "manifest.json")
+        return try await ManifestOutput.write(to: path, header: header, files: files, more: { line in
+            try await JSONLines.forEach(CopiedFile.self, at: copiedPath) { file in
+                try line(.object([
+                    ("path", .string(file.name)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256)),
+                    ("source", .string(file.source)), ("blob_key", .string(file.key)),
+                ]))
+            }
+        }, closing: ("omitted_files", omittedJSON))
     }
 }
 

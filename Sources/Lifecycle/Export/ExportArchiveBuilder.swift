@@ -102,9 +102,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     }
 
     private func buildOnce(knownBad: [String: String]) async throws -> BuiltArchive {
-        let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
-        try? FileManager.default.removeItem(atPath: work)
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let work = try ExportEntries.freshWorkDirectory(blobs: services.blobs, exportID: exportID)
 
         let (account, preferences, statistics) = try await services.store.read { [accountID] tx in
             (try tx.account(id: accountID), try tx.preferences(accountID: accountID), try tx.exportStatistics(accountID: accountID))
@@ -115,13 +113,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         // The photos are planned first: account.json names the profile photo's file.
         let plan = try await planPhotos(account: account, timeZone: timeZone, knownBad: knownBad, planPath: work + "/photos.plan")
         let clock = ContinuousClock()
-        let archivePath = work + "/archive.\(format.fileExtension)"
-        let archiveStarted = clock.now
-        let cpuStarted = ProcessCPUTime.seconds()
-        let writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
-        let copier = ArchiveFileCopier(
-            archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
-        let entries = ExportEntries(root: root, cutoff: cutoff, work: work, writer: writer, copier: copier, blobs: services.blobs)
+        let entries = try ExportEntries(root: root, cutoff: cutoff, work: work, format: format, settings: settings, blobs: services.blobs)
 
         // Entry order: README.txt, account.json, the tables, manifest.json, the photos. The
         // manifest needs every table file's hash, so it follows them; it precedes the
@@ -156,21 +148,16 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
 
         progress("writing photos: \(plan.count) photo(s), \(plan.bytes) bytes")
         var photosWritten = 0
-        try await forEachPlannedPhoto(at: plan.path) { photo in
+        try await JSONLines.forEach(PlannedPhoto.self, at: plan.path) { photo in
             try await addPhoto(photo, entries: entries)
             photosWritten += 1
             if photosWritten % 100 == 0 { progress("photos \(photosWritten)/\(plan.count)") }
         }
-        let closing = clock.now
-        try writer.close()
-        let closed = clock.now
-        let cpuSeconds = ProcessCPUTime.seconds() - cpuStarted
-        let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
+        let closed = try entries.close()
         return BuiltArchive(
-            path: archivePath, workDirectory: work, bytes: bytes, entries: writer.entryCount, rowCounts: rowCounts,
+            path: entries.archivePath, workDirectory: work, bytes: closed.bytes, entries: closed.entries, rowCounts: rowCounts,
             omittedPhotos: plan.omitted, photos: plan.count, photoBytes: plan.bytes, tablesSeconds: tablesSeconds,
-            archiveSeconds: (closed - archiveStarted).seconds, archiveCPUSeconds: cpuSeconds,
-            finalSyncSeconds: (closed - closing).seconds)
+            archiveSeconds: closed.seconds, archiveCPUSeconds: closed.cpuSeconds, finalSyncSeconds: closed.finalSyncSeconds)
     }
 
     // MARK: Tables
@@ -274,19 +261,6 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         return nil
     }
 
-    private func forEachPlannedPhoto(at path: String, _ body: (PlannedPhoto) async throws -> Void) async throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw LifecycleError(.unavailable, "cannot read the photo list \(path)")
-        }
-        defer { try? handle.close() }
-        var reader = LineReader(handle: handle)
-        let decoder = JSONDecoder()
-        while let line = try reader.next() {
-            guard !line.isEmpty else { continue }
-            try await body(try decoder.decode(PlannedPhoto.self, from: Data(line.utf8)))
-        }
-    }
-
     /// Copies the blob, hashing it on the way: a blob whose bytes no longer match the
     /// photos row fails here, naming the photo.
     private func addPhoto(_ photo: PlannedPhoto, entries: ExportEntries) async throws {
@@ -307,40 +281,17 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     private func writeManifest(
         to path: String, files: [WrittenFile], planPath: String, rowCounts: [String: Int], omitted: [ExportManifest.OmittedPhoto]
     ) async throws -> WrittenFile {
-        let output = try HashingFileOutput(path: path)
-        let header: [(String, OrderedJSON)] = [
-            ("format_version", .integer(Int64(ExportManifest.formatVersion))),
-            ("export_id", .string(exportID)),
-            ("account_id", .string(accountID)),
-            ("archive_root", .string(root)),
-            ("generated_at", .timestamp(cutoff)),
-            ("expires_at", .timestamp(expiresAt)),
-            ("row_counts", .object(map.exportedTables.map { ($0.name, .integer(Int64(rowCounts[$0.name] ?? 0))) })),
-        ]
-        output.append("{\n")
-        for (key, value) in header {
-            output.append("  \(JSONText.string(key)): \(value.rendered(indent: "  ")),\n")
-        }
-        output.append("  \"files\": [")
-        var first = true
-        func line(_ entry: OrderedJSON) throws {
-            output.append(first ? "\n    " : ",\n    ")
-            first = false
-            output.append(entry.compact())
-            try output.flushIfFull()
-        }
-        for file in files {
-            try line(.object([("path", .string(file.path)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256))]))
-        }
-        try await forEachPlannedPhoto(at: planPath) { photo in
-            try line(.object([
-                ("path", .string(photo.name)), ("bytes", .integer(photo.bytes)), ("sha256", .string(photo.sha256)),
-                ("photo_id", .string(photo.photoID)),
-            ]))
-        }
-        output.append(first ? "],\n" : "\n  ],\n")
-        output.append("  \"omitted_photos\": \(OrderedJSON.array(omitted.map { .object([("photo_id", .string($0.photoID)), ("reason", .string($0.reason))]) }).rendered(indent: "  "))\n")
-        output.append("}\n")
-        return try output.finish(archivePath: "manifest.json")
+        let header = ManifestOutput.header(
+            exportID: exportID, accountID: accountID, root: root, cutoff: cutoff, expiresAt: expiresAt,
+            rowCounts: map.exportedTables.map { ($0.name, rowCounts[$0.name] ?? 0) })
+        let omittedJSON = OrderedJSON.array(omitted.map { .object([("photo_id", .string($0.photoID)), ("reason", .string($0.reason))]) })
+        return try await ManifestOutput.write(to: path, header: header, files: files, more: { line in
+            try await JSONLines.forEach(PlannedPhoto.self, at: planPath) { photo in
+                try line(.object([
+                    ("path", .string(photo.name)), ("bytes", .integer(photo.bytes)), ("sha256", .string(photo.sha256)),
+                    ("photo_id", .string(photo.photoID)),
+                ]))
+            }
+        }, closing: ("omitted_photos", omittedJSON))
     }
 }

@@ -85,6 +85,49 @@ struct ExportManifest: Codable {
     static let formatVersion = 1
 }
 
+/// Streams manifest.json to a file, one line per listed file however many there are:
+/// the header's keys, `files` (the given ones, then those `more` lists), then `closing`.
+enum ManifestOutput {
+    static func write(
+        to path: String, header: [(String, OrderedJSON)], files: [WrittenFile],
+        more: (_ list: (OrderedJSON) throws -> Void) async throws -> Void, closing: (String, OrderedJSON)
+    ) async throws -> WrittenFile {
+        let output = try HashingFileOutput(path: path)
+        output.append("{\n")
+        for (key, value) in header {
+            output.append("  \(JSONText.string(key)): \(value.rendered(indent: "  ")),\n")
+        }
+        output.append("  \"files\": [")
+        var first = true
+        func line(_ entry: OrderedJSON) throws {
+            output.append(first ? "\n    " : ",\n    ")
+            first = false
+            output.append(entry.compact())
+            try output.flushIfFull()
+        }
+        for file in files {
+            try line(.object([("path", .string(file.path)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256))]))
+        }
+        try await more(line)
+        output.append(first ? "],\n" : "\n  ],\n")
+        output.append("  \(JSONText.string(closing.0)): \(closing.1.rendered(indent: "  "))\n")
+        output.append("}\n")
+        return try output.finish(archivePath: "manifest.json")
+    }
+
+    static func header(exportID: String, accountID: String, root: String, cutoff: Date, expiresAt: Date, rowCounts: [(String, Int)]) -> [(String, OrderedJSON)] {
+        [
+            ("format_version", .integer(Int64(ExportManifest.formatVersion))),
+            ("export_id", .string(exportID)),
+            ("account_id", .string(accountID)),
+            ("archive_root", .string(root)),
+            ("generated_at", .timestamp(cutoff)),
+            ("expires_at", .timestamp(expiresAt)),
+            ("row_counts", .object(rowCounts.map { ($0.0, .integer(Int64($0.1))) })),
+        ]
+    }
+}
+
 enum ExportDocuments {
     static func accountJSON(
         account: Account, preferences: Preferences?, statistics: ExportStatistics, profilePhotoPath: String?,
@@ -142,21 +185,8 @@ enum ExportDocuments {
 
     /// The README of an app's export: the app's tables by the file names its map gives.
     static func appReadme(accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [(table: String, stem: String)], rateLimitHours: Int) -> String {
-        let width = max(22, (tableFiles.map { $0.stem.count + 12 }.max() ?? 0))
-        func row(_ name: String, _ text: String) -> String {
-            name.padding(toLength: max(width, name.count + 2), withPad: " ", startingAt: 0) + text
-        }
-        var lines = [
-            "Your data export",
-            "================",
-            "",
-            "Account:       \(accountID)",
-            "Made:          \(ExportTime.iso8601(generatedAt)) (UTC)",
-            "Link expires:  \(ExportTime.iso8601(expiresAt)) (UTC). The archive is deleted then; you can ask",
-            "               for a new export at any time (one every \(rateLimitHours) hours).",
-            "",
-            "What is in this archive",
-            "-----------------------",
+        let row = rowFormat(stems: tableFiles.map(\.stem))
+        var lines = introduction(accountID: accountID, generatedAt: generatedAt, expiresAt: expiresAt, rateLimitHours: rateLimitHours) + [
             row("README.txt", "this file"),
         ]
         for file in tableFiles {
@@ -171,6 +201,27 @@ enum ExportDocuments {
             "",
         ] + formatNotes
         return lines.joined(separator: "\n")
+    }
+
+    static func introduction(accountID: String, generatedAt: Date, expiresAt: Date, rateLimitHours: Int) -> [String] {
+        [
+            "Your data export",
+            "================",
+            "",
+            "Account:       \(accountID)",
+            "Made:          \(ExportTime.iso8601(generatedAt)) (UTC)",
+            "Link expires:  \(ExportTime.iso8601(expiresAt)) (UTC). The archive is deleted then; you can ask",
+            "               for a new export at any time (one every \(rateLimitHours) hours).",
+            "",
+            "What is in this archive",
+            "-----------------------",
+        ]
+    }
+
+    /// A line of the file list: the name padded to one column wide enough for every table's files.
+    static func rowFormat(stems: [String]) -> (String, String) -> String {
+        let width = max(22, (stems.map { $0.count + 12 }.max() ?? 0))
+        return { name, text in name.padding(toLength: max(width, name.count + 2), withPad: " ", startingAt: 0) + text }
     }
 
     /// How the files are written, the same in every export.
@@ -198,21 +249,8 @@ enum ExportDocuments {
         accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [String], timeZone: String,
         rateLimitHours: Int
     ) -> String {
-        let width = max(22, (tableFiles.map { $0.count + 12 }.max() ?? 0))
-        func row(_ name: String, _ text: String) -> String {
-            name.padding(toLength: max(width, name.count + 2), withPad: " ", startingAt: 0) + text
-        }
-        var lines = [
-            "Your data export",
-            "================",
-            "",
-            "Account:       \(accountID)",
-            "Made:          \(ExportTime.iso8601(generatedAt)) (UTC)",
-            "Link expires:  \(ExportTime.iso8601(expiresAt)) (UTC). The archive is deleted then; you can ask",
-            "               for a new export at any time (one every \(rateLimitHours) hours).",
-            "",
-            "What is in this archive",
-            "-----------------------",
+        let row = rowFormat(stems: tableFiles)
+        var lines = introduction(accountID: accountID, generatedAt: generatedAt, expiresAt: expiresAt, rateLimitHours: rateLimitHours) + [
             row("README.txt", "this file"),
             row("manifest.json", "every file with its size in bytes and SHA-256 checksum, the number of"),
             row("", "rows per table, and any photo that could not be included (\"omitted_photos\")"),

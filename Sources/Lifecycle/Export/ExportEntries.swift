@@ -16,9 +16,54 @@ struct ExportEntries {
     let root: String
     let cutoff: Date
     let work: String
+    let archivePath: String
     let writer: ArchiveWriter
     let copier: ArchiveFileCopier
     let blobs: any BlobStore
+    private let opened: ContinuousClock.Instant
+    private let cpuAtOpen: Double
+
+    /// The export's work directory, emptied: a rerun after a crash starts over in it.
+    static func freshWorkDirectory(blobs: any BlobStore, exportID: String) throws -> String {
+        let work = ExportScratch.workDirectory(for: blobs, exportID: exportID)
+        try? FileManager.default.removeItem(atPath: work)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return work
+    }
+
+    /// Opens `archive.<ext>` in the work directory.
+    init(root: String, cutoff: Date, work: String, format: ArchiveFormat, settings: ExportSettings, blobs: any BlobStore) throws {
+        self.root = root
+        self.cutoff = cutoff
+        self.work = work
+        self.blobs = blobs
+        archivePath = work + "/archive.\(format.fileExtension)"
+        opened = ContinuousClock.now
+        cpuAtOpen = ProcessCPUTime.seconds()
+        writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
+        copier = ArchiveFileCopier(
+            archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
+    }
+
+    struct Closed {
+        var bytes: Int64
+        var entries: Int
+        /// From opening to the end of the closing fsync; CPU of the whole process meanwhile; the fsync alone.
+        var seconds: Double
+        var cpuSeconds: Double
+        var finalSyncSeconds: Double
+    }
+
+    /// Finishes the archive (its fsync included) and says what it took.
+    func close() throws -> Closed {
+        let closing = ContinuousClock.now
+        try writer.close()
+        let closed = ContinuousClock.now
+        let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
+        return Closed(
+            bytes: bytes, entries: writer.entryCount, seconds: (closed - opened).seconds, cpuSeconds: ProcessCPUTime.seconds() - cpuAtOpen,
+            finalSyncSeconds: (closed - closing).seconds)
+    }
 
     /// A generated document, whole, into its own entry.
     func addText(_ text: String, name: String) throws -> WrittenFile {
