@@ -29,45 +29,6 @@ extension OutboxMessage {
     }
 }
 
-extension ExportValue {
-    /// A cell as the export writes it. Booleans come out as 0/1, as SQLite stores
-    /// them, so an archive reads the same whichever backend wrote it.
-    init(cell: PostgresCell, table: String) throws {
-        guard cell.bytes != nil else {
-            self = .null
-            return
-        }
-        switch cell.dataType {
-        case .text, .varchar, .bpchar, .name: self = .text(try cell.decode(String.self))
-        case .int2: self = .integer(Int64(try cell.decode(Int16.self)))
-        case .int4: self = .integer(Int64(try cell.decode(Int32.self)))
-        case .int8: self = .integer(try cell.decode(Int64.self))
-        case .float4: self = .real(Double(try cell.decode(Float.self)))
-        case .float8: self = .real(try cell.decode(Double.self))
-        case .bool: self = .integer(try cell.decode(Bool.self) ? 1 : 0)
-        case .timestamptz, .timestamp, .date: self = .timestamp(try cell.decode(Date.self))
-        case .bytea:
-            var buffer = try cell.decode(ByteBuffer.self)
-            self = .bytes(Data(buffer.readBytes(length: buffer.readableBytes) ?? []))
-        case .uuid: self = .text(try cell.decode(UUID.self).uuidString.lowercased())
-        default:
-            throw LifecycleError(.badInput, "\(table).\(cell.columnName) has PostgreSQL type \(cell.dataType), which the export cannot write")
-        }
-    }
-
-    func bind(into bindings: inout PostgresBindings) {
-        switch self {
-        case .null: bindings.appendNull()
-        case .integer(let number): bindings.append(number)
-        case .real(let number): bindings.append(number)
-        case .text(let text): bindings.append(text)
-        case .timestamp(let date): bindings.append(date)
-        case .boolean(let flag): bindings.append(flag)
-        case .bytes(let data): bindings.append(ByteBuffer(bytes: data))
-        }
-    }
-}
-
 extension PostgresTransaction: ExportTransaction {
     public func insertExport(_ export: ExportRecord) throws {
         try execute("""
@@ -110,55 +71,6 @@ extension PostgresTransaction: ExportTransaction {
     public func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord] {
         try query("SELECT * FROM lifecycle.exports WHERE state = 'ready' AND expires_at <= \(now) ORDER BY expires_at, id LIMIT \(limit)")
             .map(ExportRecord.init(row:))
-    }
-
-    public func exportRows(table: AccountDataMap.Table, accountID: String, after cursor: ExportCursor?, limit: Int) throws -> ExportRowBatch {
-        let order = quoted(table.orderBy)
-        let id = quoted("id")
-        let columns = table.columns.map(quoted).joined(separator: ", ")
-        var sql = "SELECT \(columns), \(order), \(id) FROM \(quoted(table.name)) WHERE \(quoted(table.accountColumn)) = $1"
-        var bindings = try binds(accountID)
-        // NULLs first, as SQLite sorts them: a cursor on a NULL order value continues
-        // among the NULLs by id, then takes every non-NULL row.
-        switch cursor {
-        case nil:
-            break
-        case .some(let cursor) where cursor.orderValue == .null:
-            sql += " AND ((\(order) IS NULL AND \(id) > $2) OR \(order) IS NOT NULL)"
-            cursor.id.bind(into: &bindings)
-        case .some(let cursor):
-            sql += " AND \(order) >= $2 AND (\(order) > $2 OR \(id) > $3)"
-            cursor.orderValue.bind(into: &bindings)
-            cursor.id.bind(into: &bindings)
-        }
-        sql += " ORDER BY \(order) NULLS FIRST, \(id) LIMIT $\(bindings.count + 1)"
-        bindings.append(Int64(limit))
-
-        let count = table.columns.count
-        var values: [ExportValue] = []
-        values.reserveCapacity(min(limit, 4_096) * count)
-        let rows = try query(PostgresQuery(unsafeSQL: sql, binds: bindings))
-        var next: ExportCursor?
-        for (index, row) in rows.enumerated() {
-            let cells = Array(row)
-            for column in 0..<count {
-                var value = try ExportValue(cell: cells[column], table: table.name)
-                if table.timestampColumns.contains(table.columns[column]), case .text(let text) = value {
-                    guard let date = JobRunner.ISO8601.parse(text) else {
-                        throw LifecycleError(.badInput, "\(table.name).\(table.columns[column]) holds '\(text)', which is not a timestamp")
-                    }
-                    value = .timestamp(date)
-                }
-                values.append(value)
-            }
-            // Only a full batch has a next one; only its last row's keys are needed.
-            if index == limit - 1 {
-                next = ExportCursor(
-                    orderValue: try ExportValue(cell: cells[count], table: table.name),
-                    id: try ExportValue(cell: cells[count + 1], table: table.name))
-            }
-        }
-        return ExportRowBatch(columnCount: count, values: values, next: next)
     }
 
     public func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord] {

@@ -31,13 +31,13 @@ extension SQLiteTransaction: GeneratedSQLTransaction {
         var rows = 0
         var last: [SQLValue]?
         let total = statement.resultKinds.count
-        try Self.readExportRows(prepared, columns: columns, kinds: statement.resultKinds, strictTimestamps: false, into: &values) { raw, index in
+        try Self.readExportRows(prepared, columns: columns, kinds: statement.resultKinds, into: &values) { raw, index in
             rows = index + 1
             guard rows == limit else { return }
             last = (columns..<total).map { column in
                 Self.value(DatabaseValue(sqliteStatement: raw, index: Int32(column)), as: statement.resultKinds[column])
             }
-        } describe: { _, value in "\(value)" }
+        }
         return ExportPage(values: values, rows: rows, last: last)
     }
 

@@ -24,20 +24,6 @@ extension OutboxMessage {
     }
 }
 
-extension ExportValue {
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .null: .null
-        case .integer(let number): number.databaseValue
-        case .real(let number): number.databaseValue
-        case .text(let text): text.databaseValue
-        case .timestamp(let date): date.databaseValue
-        case .boolean(let flag): flag.databaseValue
-        case .bytes(let data): data.databaseValue
-        }
-    }
-}
-
 extension SQLiteTransaction: ExportTransaction {
     public func insertExport(_ export: ExportRecord) throws {
         try db.execute(
@@ -97,70 +83,15 @@ extension SQLiteTransaction: ExportTransaction {
         ).map(ExportRecord.init(row:))
     }
 
-    public func exportRows(table: AccountDataMap.Table, accountID: String, after cursor: ExportCursor?, limit: Int) throws -> ExportRowBatch {
-        let name = table.name.quotedDatabaseIdentifier
-        let order = table.orderBy.quotedDatabaseIdentifier
-        let id = "id".quotedDatabaseIdentifier
-        let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        var sql = "SELECT \(columns), \(order), \(id) FROM \(name) WHERE \(table.accountColumn.quotedDatabaseIdentifier) = ?"
-        var arguments: StatementArguments = [accountID]
-        // SQLite sorts NULLs first: a cursor on a NULL order value continues among the
-        // NULLs by id, then takes every non-NULL row; otherwise a plain keyset range,
-        // written so the (account, order) index serves it.
-        switch cursor {
-        case nil:
-            break
-        case .some(let cursor) where cursor.orderValue == .null:
-            sql += " AND ((\(order) IS NULL AND \(id) > ?) OR \(order) IS NOT NULL)"
-            arguments += [cursor.id.databaseValue]
-        case .some(let cursor):
-            sql += " AND \(order) >= ? AND (\(order) > ? OR \(id) > ?)"
-            arguments += [cursor.orderValue.databaseValue, cursor.orderValue.databaseValue, cursor.id.databaseValue]
-        }
-        sql += " ORDER BY \(order), \(id) LIMIT ?"
-        arguments += [limit]
-
-        // The (account, order) index visits the table's rows out of storage order, so with
-        // SQLite's default 2 MB page cache almost every row costs a pread of its page
-        // (100,000 entries: about 100,000 of them, a third of the export's reading time).
-        // Memory-mapped, a page is read where the kernel already holds it, with no system
-        // call or copy (measured here: the 100,000-entry query in 0.10–0.15 s, against
-        // 0.17–0.22 s with a 32 MB page cache and 0.30 s with the default). The mapping
-        // stays with the pooled reader connection until the connection closes.
-        try db.execute(sql: "PRAGMA mmap_size = \(Self.exportMapBytes)")
-        let count = table.columns.count
-        var values: [ExportValue] = []
-        values.reserveCapacity(min(limit, 4_096) * count)
-        var rows = 0
-        var next: ExportCursor?
-        let statement = try db.makeStatement(sql: sql)
-        try statement.setArguments(arguments)
-        let kinds = table.columns.map { table.timestampColumns.contains($0) ? SchemaCatalog.ColumnKind.timestamp : .other }
-        try Self.readExportRows(statement, columns: count, kinds: kinds, strictTimestamps: true, into: &values) { raw, index in
-            rows = index + 1
-            // Only a full batch has a next one; only its last row's keys are needed.
-            if rows == limit {
-                let orderColumn = Int32(count), idColumn = Int32(count + 1)
-                next = ExportCursor(
-                    orderValue: Self.exportValue(raw, orderColumn, type: sqlite3_column_type(raw, orderColumn)),
-                    id: Self.exportValue(raw, idColumn, type: sqlite3_column_type(raw, idColumn)))
-            }
-        } describe: { index, value in
-            "\(table.name).\(table.columns[index]) holds \(value), which is not a timestamp"
-        }
-        return ExportRowBatch(columnCount: count, values: values, next: next)
-    }
-
     /// Steps a prepared export query, appending the first `columns` values of each row.
     /// GRDB prepares and binds; the rows are read with SQLite's own column functions, each
     /// text cell straight into its String: through GRDB's Row cursor the same 100,000 rows
     /// cost about as much again as SQLite's own work. `row` sees each row after its values
-    /// are read (the statement still on it). A `.timestamp` column holding something else
-    /// fails naming it when `strictTimestamps`, else is kept as stored.
+    /// are read (the statement still on it). A `.timestamp` column holding something that
+    /// is not one is kept as stored.
     static func readExportRows(
-        _ statement: Statement, columns count: Int, kinds: [SchemaCatalog.ColumnKind], strictTimestamps: Bool,
-        into values: inout [ExportValue], row: (SQLiteStatement, Int) throws -> Void,
-        describe: (Int, DatabaseValue) -> String
+        _ statement: Statement, columns count: Int, kinds: [SchemaCatalog.ColumnKind], into values: inout [ExportValue],
+        row: (SQLiteStatement, Int) throws -> Void
     ) throws {
         let raw = statement.sqliteStatement
         defer { sqlite3_reset(raw) }
@@ -183,8 +114,6 @@ extension SQLiteTransaction: ExportTransaction {
                     let stored = type == SQLITE_TEXT ? Self.storedDate(Self.textBytes(raw, column)) : nil
                     if let date = stored ?? Date.fromDatabaseValue(DatabaseValue(sqliteStatement: raw, index: column)) {
                         values.append(.timestamp(date))
-                    } else if strictTimestamps {
-                        throw LifecycleError(.badInput, describe(index, DatabaseValue(sqliteStatement: raw, index: column)))
                     } else {
                         values.append(Self.exportValue(raw, column, type: type))
                     }

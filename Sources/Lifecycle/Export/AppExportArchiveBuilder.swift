@@ -131,15 +131,8 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         guard stem.lowercased() != "manifest" else {
             throw PermanentJobFailure("\(appData.map.source): export_file 'manifest' would replace the archive's own manifest.json; choose another name")
         }
-        let store = services.store
-        let sql = appData.sql
-        let limit = settings.batchRows
-        let key = subjectKey
-        let columnCount = table.columns.count
-        return try await entries.writeTable(stem: stem, columns: table.columns) { (after: [SQLValue]?) in
-            let page = try await store.read { tx in try tx.exportPage(sql.exportPage(table, key: key, after: after, limit: limit), columns: columnCount, limit: limit) }
-            return (ExportRowBatch(columnCount: columnCount, values: page.values, next: nil), page.last)
-        }
+        return try await entries.writeMappedTable(
+            table, stem: stem, appData: appData, store: services.store, key: subjectKey, limit: settings.batchRows)
     }
 
     // MARK: Files

@@ -71,6 +71,8 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let settings: ExportSettings
     let map: AccountDataMap
+    /// The same map, checked against the catalog: the tables are read through its generated SQL.
+    let appData: AppData
     let exportID: String
     let accountID: String
     let format: ArchiveFormat
@@ -164,17 +166,15 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
 
     /// Keyset pages over (order_by, id), each read in its own short transaction.
     private func writeTable(_ table: AccountDataMap.Table, entries: ExportEntries) async throws -> ([WrittenFile], Int) {
+        guard let mapped = appData.sql.exportedTables().first(where: { appData.displayName($0.name) == table.name }) else {
+            throw PermanentJobFailure("\(map.source): table \(table.name) is not in the checked map")
+        }
         guard let stem = table.exportFile else { return ([], 0) }
         guard !["account", "manifest"].contains(stem.lowercased()) else {
             throw PermanentJobFailure("\(map.source): table \(table.name) has export_file '\(stem)', which would replace the archive's own \(stem).json; choose another name")
         }
-        let store = services.store
-        let limit = settings.batchRows
-        let accountID = self.accountID
-        return try await entries.writeTable(stem: stem, columns: table.columns) { (cursor: ExportCursor?) in
-            let batch = try await store.read { tx in try tx.exportRows(table: table, accountID: accountID, after: cursor, limit: limit) }
-            return (batch, batch.next)
-        }
+        return try await entries.writeMappedTable(
+            mapped, stem: stem, appData: appData, store: services.store, key: accountID, limit: settings.batchRows)
     }
 
     // MARK: Photos

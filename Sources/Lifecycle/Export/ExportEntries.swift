@@ -110,6 +110,21 @@ struct ExportEntries {
         return (files, tableWriter.rowCount)
     }
 
+    /// A mapped table's rows of one account (`DataMapSQL.exportPage`), page by page, as
+    /// `<stem>.json` and `<stem>.csv`: the same reader for the reference app and an app's own database.
+    func writeMappedTable<Store: LifecycleStore>(
+        _ table: ExportedTable, stem: String, appData: AppData, store: Store, key: String, limit: Int
+    ) async throws -> (files: [WrittenFile], rows: Int) {
+        let sql = appData.sql
+        let columnCount = table.columns.count
+        return try await writeTable(stem: stem, columns: table.columns) { (after: [SQLValue]?) in
+            let page = try await store.read { tx in
+                try tx.exportPage(sql.exportPage(table, key: key, after: after, limit: limit), columns: columnCount, limit: limit)
+            }
+            return (ExportRowBatch(columnCount: columnCount, values: page.values), page.last)
+        }
+    }
+
     /// Copies a blob into a stored (not recompressed) entry, hashing it on the way. A blob
     /// gone or of another size than planned throws a ``BlobProblem``; the caller decides
     /// what its rows make of it.

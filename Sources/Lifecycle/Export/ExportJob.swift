@@ -21,14 +21,17 @@ struct ExportPayload: Codable, Sendable {
 /// the export id (scratch folder, temporary key, final key), so a rerun overwrites or
 /// finds what the killed run left; the notification is an outbox row under a unique key.
 ///
-/// On an app's own database (`appData` set) the archive is written from the data map and
+/// On an app's own database (`servesApp`) the archive is written from the data map and
 /// the account's state is lifecycle's record of it; the notification's recipient is read
 /// from the app's user row, so that step reads through the map outside the step's
 /// transaction and relies on the outbox's unique key for its one message.
 struct ExportJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
-    /// nil on the reference app's schema.
-    let appData: AppDataCache?
+    /// The data map checked against the catalog, read once per worker: every table is
+    /// read through SQL generated from it, on the reference app's schema too.
+    let appData: AppDataCache
+    /// An app's own database, not the reference app's schema.
+    let servesApp: Bool
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: ExportJobs.exportKind, steps: [
@@ -38,7 +41,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             JobStep("publish", external: { try await self.publish($0) }),
             JobStep("mark-ready", database: { try self.markReady($0, $1) }),
             JobStep("sign-link", external: { try await self.signLink($0) }),
-            appData == nil
+            !servesApp
                 ? JobStep("notify", database: { try self.notify($0, $1) })
                 : JobStep("notify", external: { try await self.notifyAppUser($0) }),
             JobStep("deliver", external: { try await self.deliver($0) }),
@@ -138,7 +141,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         defer { try? FileManager.default.removeItem(atPath: work) }
         try await requireStillExportable(payload, snapshot, format)
         let built: BuiltArchive
-        if let appData {
+        if servesApp {
             built = try await AppExportArchiveBuilder(
                 services: services, settings: settings, appData: try await appData.appData(services), exportID: snapshot.exportID,
                 subjectKey: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
@@ -146,7 +149,8 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             ).build()
         } else {
             built = try await ExportArchiveBuilder(
-                services: services, settings: settings, map: try await services.dataMap(), exportID: snapshot.exportID,
+                services: services, settings: settings, map: try await services.dataMap(),
+                appData: try await appData.appData(services), exportID: snapshot.exportID,
                 accountID: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
                 skipMissingPhotos: payload.skipMissingPhotos, logger: context.logger, progress: context.progress
             ).build()
@@ -286,8 +290,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let written = try output(context, "write-archive", Written.self)
         let signed = try output(context, "sign-link", Signed.self)
         let settings = try ExportSettings(policies: services.policies)
-        guard let cache = appData else { throw PermanentJobFailure("notify: no app data map") }
-        let data = try await cache.appData(services)
+        let data = try await appData.appData(services)
         let key = payload.accountID
         let now = context.now
         let stored = try await services.store.write { tx in
@@ -350,7 +353,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     /// app's account lifecycle holds no record of is active (the archive builder checks
     /// that its user row still exists).
     private func state(of accountID: String, in tx: Store.Transaction) throws -> AccountState? {
-        guard appData != nil else { return try tx.account(id: accountID)?.state }
+        guard servesApp else { return try tx.account(id: accountID)?.state }
         return try tx.subject(key: accountID)?.state ?? .active
     }
 

@@ -13,7 +13,7 @@ public enum ExportJobs {
         // life of the worker, as the map is.
         let isReferenceApp = (try? DataMap(jobsDirectory: services.jobsDirectory).isReferenceApp) ?? true
         return [
-            ExportJob(services: services, appData: isReferenceApp ? nil : AppDataCache()).kind,
+            ExportJob(services: services, appData: AppDataCache(), servesApp: !isReferenceApp).kind,
             ExportExpiryJob(services: services).kind,
         ]
     }

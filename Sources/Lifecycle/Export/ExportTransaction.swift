@@ -14,10 +14,6 @@ public protocol ExportTransaction {
     /// Ready exports whose `expiresAt` is at or before `now`, oldest first.
     func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord]
 
-    /// One batch of an exported table's rows for one account, in the table's
-    /// `order_by` then `id` order, starting after `cursor`. Values come in the order
-    /// of `table.columns`; timestamp columns as `.timestamp`.
-    func exportRows(table: AccountDataMap.Table, accountID: String, after cursor: ExportCursor?, limit: Int) throws -> ExportRowBatch
     /// The account's photos in id order, starting after `afterID`.
     func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord]
     func exportStatistics(accountID: String) throws -> ExportStatistics
@@ -95,29 +91,15 @@ public enum ExportValue: Sendable, Equatable {
     case bytes(Data)
 }
 
-/// Where the previous batch ended: the last row's `order_by` value and id.
-public struct ExportCursor: Sendable, Equatable {
-    public var orderValue: ExportValue
-    public var id: ExportValue
-
-    public init(orderValue: ExportValue, id: ExportValue) {
-        self.orderValue = orderValue
-        self.id = id
-    }
-}
-
 /// Rows of one table, value after value, in one array: the export reads 100,000s of
 /// rows and one allocation per batch beats one per row.
 public struct ExportRowBatch: Sendable, Equatable {
     public var columnCount: Int
     public var values: [ExportValue]
-    /// Where the next batch starts: nil when this batch was not full, so it was the last.
-    public var next: ExportCursor?
 
-    public init(columnCount: Int, values: [ExportValue], next: ExportCursor?) {
+    public init(columnCount: Int, values: [ExportValue]) {
         self.columnCount = columnCount
         self.values = values
-        self.next = next
     }
 
     public var rowCount: Int { columnCount == 0 ? 0 : values.count / columnCount }
