@@ -292,7 +292,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let sql = data.sql
         let now = context.now
         let jobID = context.job.id
-        let receipt = try await eraseInBatches(key: key, data: data, policy: policy, context: context) { tx, counts -> Receipt in
+        let done = try await eraseInBatches(key: key, data: data, policy: policy, context: context) { tx, counts -> (Receipt, String) in
             let userRows = try tx.execute(sql.eraseSubject(key: key))
             var rows = try tx.takePurgeProgress(key: key)
             for (table, count) in counts {
@@ -313,14 +313,15 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                 rows: rows, rowsTotal: rows.values.reduce(0) { $0 + $1.deleted + $1.masked },
                 blobs: inventory?.blobCount ?? 0, blobBytes: inventory?.blobBytes ?? 0,
                 user: data.plan.subject.erase == .delete ? "deleted" : "masked", purgeJob: jobID)
-            try tx.recordAudit(AuditEvent(
-                at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: try JobJSON.encode(receipt)))
-            return receipt
+            let detail = try JobJSON.encode(receipt)
+            try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
+            return (receipt, detail)
         }
-        guard let receipt else { return StepResult(output: nil) }  // Committed by an earlier run.
+        guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
         context.logger.notice("account purged", metadata: [
             "account": "\(key)", "rows": "\(receipt.rowsTotal)", "blobs": "\(receipt.blobs)", "blob_bytes": "\(receipt.blobBytes)",
         ])
-        return try .output(receipt)
+        // Encoded once: the step's output is the audited receipt.
+        return StepResult(output: detail)
     }
 }
