@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# Purge benchmark: `lifecycle purge` over N due accounts (default 10,000), each with 100
-# rows across the account tables and 5 photo blobs, against a plain sqlite3 script doing
-# the same deletes (one transaction per account, same pragmas) plus `rm` of the same
-# files, on an identical copy of the data, in the same run. Target: ratio ≤ 1.5.
+# Purge benchmarks, each against a plain sqlite3 script doing the same deletes (one
+# transaction per account, same pragmas) plus `rm` of the same files, on an identical
+# copy of the data, in the same run:
+#
+# 1. the reference app (lifecycle's own schema): `lifecycle purge` over N due accounts
+#    (default 10,000), each with 100 rows across the account tables and 5 photo blobs.
+#    Target: ratio ≤ 1.5.
+# 2. an app's own database purged through its data map (format 2): the social schema of
+#    the tests (Tests/CLITests/Schemas/social.sql, .yaml) with the indexes an app keeps
+#    on its foreign keys, N due accounts (default 5,000) of about 100 rows and 5 files
+#    each, with neighbours (accounts not due) whose replies keep some posts (masked) and
+#    whose favourites go with the rest. Target: ratio ≤ 1.3.
 #
 #   LIFECYCLE_BENCH_BIN=.build/release/lifecycle scripts/bench-purge.sh
-#   BENCH_PURGE_ACCOUNTS=1000 scripts/bench-purge.sh      # a quicker look
+#   BENCH_PURGE_ACCOUNTS=1000 BENCH_APP_PURGE_ACCOUNTS=1000 scripts/bench-purge.sh   # a quicker look
+#   BENCH_PURGE_CASES=app scripts/bench-purge.sh                                     # one of the two
+#   BENCH_KEEP=1 scripts/bench-purge.sh                             # leaves the work folder in /tmp to look into
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 ACCOUNTS=${BENCH_PURGE_ACCOUNTS:-10000}
+APP_ACCOUNTS=${BENCH_APP_PURGE_ACCOUNTS:-5000}
+CASES=${BENCH_PURGE_CASES:-reference app}
 WORK=$(mktemp -d /tmp/lifecycle-bench-purge.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 now() { date +%s.%N; }
+# Both sides start with the fixtures on disk, not in dirty page cache still being written back.
+settle() { sync; sleep 2; }
 
+reference_app_case() {
 echo "== Purge: $ACCOUNTS due accounts × (100 rows + 5 photo blobs), $(nproc) cores =="
 
 # Fixtures: rows written straight into a migrated database, blobs straight into the
@@ -75,8 +90,6 @@ for a in range(int(sys.argv[1])):
  WHERE id = '{aid}';""")
     print("COMMIT;")
 PY
-# Both sides start with the fixtures on disk, not in dirty page cache still being written back.
-settle() { sync; sleep 2; }
 settle
 start=$(now)
 /usr/bin/time -f "%U %S" -o "$WORK/ref-cpu" sh -c 'sqlite3 "$1/ref/lifecycle.sqlite" < "$1/reference.sql" >/dev/null && cd "$1/ref/blobs/accounts" && ls | xargs rm -rf' _ "$WORK"
@@ -107,3 +120,188 @@ print(f"lifecycle purge (sweep + purge jobs):      {ours:7.2f} s   {n / ours:7.0
 print(f"sqlite3 deletes + rm of the same files:    {ref:7.2f} s   {n / ref:7.0f} accounts/s   cpu {ref_cpu:6.2f} s")
 print(f"ratio: {ours / ref:.2f}   (target ≤ 1.5; cpu ratio {ours_cpu / ref_cpu:.2f}, disk and other load aside)")
 PY
+}
+
+app_map_case() {
+local n=$APP_ACCOUNTS
+echo "== App-map purge: $n due accounts of the social schema × (~100 rows + 5 files), $(nproc) cores =="
+
+# The app's database: its own DDL, lifecycle's tables added by `migrate` (the map in
+# the jobs folder says it is an app's database), rows and files written straight in.
+mkdir -p "$WORK/app-ours/jobs"
+cp Tests/CLITests/Schemas/social.yaml "$WORK/app-ours/jobs/account-data.yaml"
+cp -r Jobs/policies "$WORK/app-ours/jobs/policies"
+{ cat Tests/CLITests/Schemas/social.sql; cat <<'SQL'; } | sqlite3 "$WORK/app-ours/app.sqlite"
+-- What an app keeps on its foreign keys (Django makes every one of these itself).
+CREATE INDEX statuses_member ON statuses(member_id);
+CREATE INDEX statuses_reply ON statuses(in_reply_to_id);
+CREATE INDEX media_status ON media(status_id);
+CREATE INDEX media_variants_media ON media_variants(media_id);
+CREATE INDEX favourites_status ON favourites(status_id);
+CREATE INDEX follows_followee ON follows(followee_id);
+CREATE INDEX messages_sender ON messages(sender_id);
+CREATE INDEX messages_recipient ON messages(recipient_id);
+SQL
+"$BIN" migrate --database "$WORK/app-ours/app.sqlite" --blobs "$WORK/app-ours/blobs" --jobs-dir "$WORK/app-ours/jobs" >/dev/null
+python3 - "$WORK/app-ours" "$n" "$WORK" <<'PY'
+import os, random, sqlite3, sys
+root, due, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rng = random.Random(7)
+neighbours = max(due // 10, 10)
+members = range(1, due + neighbours + 1)
+db = sqlite3.connect(os.path.join(root, "app.sqlite"))
+db.execute("PRAGMA synchronous=NORMAL")
+ts = "2025-01-02 03:04:05"
+past = "2020-01-01 00:00:00.000"
+blob = os.urandom(2048)
+files, folders = [], []
+def put(key, mine):
+    path = os.path.join(root, "blobs", key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(blob)
+    if mine:
+        files.append(key)
+
+statuses, media, variants, favourites, follows, messages = [], [], [], [], [], []
+next_status = next_media = next_message = 1
+with db:
+    for m in members:
+        is_due = m <= due
+        db.execute("INSERT INTO members (id, handle, email, pw, avatar_key, created_at) VALUES (?, ?, ?, NULL, ?, ?)",
+                   (m, f"m{m}", f"m{m}@example.com", f"avatars/{m}.jpg", ts))
+        put(f"avatars/{m}.jpg", is_due)
+        # A due account: 30 posts and 10 answers to its own first posts; a neighbour: 5 posts.
+        first = next_status
+        roots = 30 if is_due else 5
+        for i in range(roots):
+            statuses.append((first + i, m, None, f"post {i} by m{m}: tempo run before work, then coffee.", ts))
+        if is_due:
+            for i in range(10):
+                statuses.append((first + roots + i, m, first + i, f"more on post {i}", ts))
+        next_status += roots + (10 if is_due else 0)
+        # Files on two posts (one of which a neighbour answers below, so it stays masked), each with a variant.
+        for status in ([first, first + 20] if is_due else [first]):
+            media.append((next_media, status, f"media/{m}/{next_media}.jpg"))
+            variants.append((next_media, "small", f"media/{m}/{next_media}-s.jpg"))
+            put(f"media/{m}/{next_media}.jpg", is_due)
+            put(f"media/{m}/{next_media}-s.jpg", is_due)
+            next_media += 1
+        if is_due:
+            folders.append(f"media/{m}")
+    by_member = {}
+    for s in statuses:
+        by_member.setdefault(s[1], []).append(s[0])
+    # Neighbours answer two posts of each due account (the 4th, answered by the account
+    # itself too, and the 21st, with files): those stay, emptied. They favourite three.
+    for m in range(1, due + 1):
+        neighbour = due + 1 + (m % neighbours)
+        for target in (by_member[m][3], by_member[m][20]):
+            statuses.append((next_status, neighbour, target, f"m{neighbour} answers", ts))
+            next_status += 1
+        for target in (by_member[m][3], by_member[m][7], by_member[m][35]):
+            favourites.append((neighbour, target, ts))
+    all_statuses = [s[0] for s in statuses]
+    for m in range(1, due + 1):
+        # 20 favourites, 15 follows and 8 messages sent, to anyone (due or not).
+        for target in rng.sample(all_statuses, 20):
+            favourites.append((m, target, ts))
+        follows += [(m, other) for other in [o for o in rng.sample(members, 16) if o != m][:15]]
+        for _ in range(8):
+            other = rng.choice(members)
+            messages.append((next_message, m, other if other != m else None, "see you at the track", ts))
+            next_message += 1
+    favourites = list(dict.fromkeys((f[0], f[1]) for f in favourites))
+    db.executemany("INSERT INTO statuses (id, member_id, in_reply_to_id, body, created_at) VALUES (?, ?, ?, ?, ?)", statuses)
+    db.executemany("INSERT INTO media (id, status_id, file_key) VALUES (?, ?, ?)", media)
+    db.executemany("INSERT INTO media_variants (media_id, size, file_key) VALUES (?, ?, ?)", variants)
+    db.executemany("INSERT INTO favourites (member_id, status_id, created_at) VALUES (?, ?, ?)", [(a, b, ts) for a, b in favourites])
+    db.executemany("INSERT INTO follows (follower_id, followee_id) VALUES (?, ?)", follows)
+    db.executemany("INSERT INTO messages (id, sender_id, recipient_id, body, sent_at) VALUES (?, ?, ?, ?, ?)", messages)
+    # Lifecycle's record of each due account: deletion requested, grace period over.
+    db.executemany("""INSERT INTO lifecycle_subjects (subject_key, state, deletion_requested_at, purge_after, updated_at)
+                      VALUES (?, 'pendingDeletion', ?, ?, ?)""", [(str(m), past, past, past) for m in range(1, due + 1)])
+db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+db.close()
+with open(os.path.join(work, "app-files"), "w") as f:
+    f.write("\n".join(files) + "\n")
+with open(os.path.join(work, "app-folders"), "w") as f:
+    f.write("\n".join(folders) + "\n")
+PY
+cp -a "$WORK/app-ours" "$WORK/app-ref"
+
+# Reference: what the engine does for each account, written by hand for this schema, in
+# the map's erase order, one transaction per account; then rm of the same files and of
+# the folders they leave empty.
+python3 - "$n" > "$WORK/app-reference.sql" <<'PY'
+import sys
+print("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
+deletable = "SELECT s.id FROM statuses s WHERE s.member_id = {m} AND NOT EXISTS (SELECT 1 FROM statuses r WHERE r.in_reply_to_id = s.id)"
+for m in range(1, int(sys.argv[1]) + 1):
+    print("BEGIN IMMEDIATE;")
+    print(f"DELETE FROM media_variants WHERE media_id IN (SELECT id FROM media WHERE status_id IN (SELECT id FROM statuses WHERE member_id = {m}));")
+    print(f"DELETE FROM media WHERE status_id IN (SELECT id FROM statuses WHERE member_id = {m});")
+    print(f"DELETE FROM favourites WHERE member_id = {m};")
+    # Answers first, then the posts they answered; others' favourites go with each.
+    for _ in range(2):
+        print(f"DELETE FROM favourites WHERE status_id IN ({deletable.format(m=m)});")
+        print(f"DELETE FROM statuses WHERE id IN ({deletable.format(m=m)});")
+    print(f"UPDATE statuses SET member_id = NULL, body = NULL WHERE member_id = {m};")
+    print(f"DELETE FROM follows WHERE follower_id = {m};")
+    print(f"DELETE FROM follows WHERE followee_id = {m};")
+    print(f"UPDATE messages SET sender_id = NULL WHERE sender_id = {m};")
+    print(f"UPDATE messages SET recipient_id = NULL WHERE recipient_id = {m};")
+    print(f"DELETE FROM members WHERE id = {m};")
+    print(f"UPDATE lifecycle_subjects SET state = 'purged', purged_at = '2026-01-01 00:00:00.000', updated_at = '2026-01-01 00:00:00.000' WHERE subject_key = '{m}';")
+    print("COMMIT;")
+PY
+settle
+local start end reference ours
+start=$(now)
+/usr/bin/time -f "%U %S" -o "$WORK/app-ref-cpu" sh -c 'sqlite3 "$1/app-ref/app.sqlite" < "$1/app-reference.sql" >/dev/null && cd "$1/app-ref/blobs" && xargs rm -- < "$1/app-files" && xargs rmdir -- < "$1/app-folders"' _ "$WORK"
+end=$(now)
+reference=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
+
+settle
+start=$(now)
+/usr/bin/time -f "%U %S" -o "$WORK/app-ours-cpu" "$BIN" purge --log-level warning --database "$WORK/app-ours/app.sqlite" --blobs "$WORK/app-ours/blobs" --jobs-dir "$WORK/app-ours/jobs" > "$WORK/app-purge.out"
+end=$(now)
+ours=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
+
+# Equal work: every app table holds the same rows on both sides afterwards, every due
+# account is purged on both, and the same files and folders are left.
+grep -q "^purge: $n purged, 0 skipped, 0 failed" "$WORK/app-purge.out" || { cat "$WORK/app-purge.out" >&2; exit 1; }
+local side table
+for side in app-ours app-ref; do
+  for table in members statuses media media_variants favourites follows messages; do
+    echo "$table $(sqlite3 "$WORK/$side/app.sqlite" "SELECT COUNT(*) FROM $table")"
+    sqlite3 "$WORK/$side/app.sqlite" "SELECT * FROM $table ORDER BY 1, 2" | sha256sum
+  done > "$WORK/$side.tables"
+  sqlite3 "$WORK/$side/app.sqlite" "SELECT state, COUNT(*) FROM lifecycle_subjects GROUP BY state" >> "$WORK/$side.tables"
+  (cd "$WORK/$side/blobs" && find . -not -path './.incoming*' | sort) > "$WORK/$side.files"
+done
+cmp -s "$WORK/app-ours.tables" "$WORK/app-ref.tables" || { echo "app-map purge: the tables differ from the reference's" >&2; diff "$WORK/app-ours.tables" "$WORK/app-ref.tables" >&2; exit 1; }
+cmp -s "$WORK/app-ours.files" "$WORK/app-ref.files" || { echo "app-map purge: the files differ from the reference's" >&2; diff "$WORK/app-ours.files" "$WORK/app-ref.files" | head >&2; exit 1; }
+grep -qx "purged|$n" "$WORK/app-ours.tables" || { echo "app-map purge: not every due account is purged" >&2; cat "$WORK/app-ours.tables" >&2; exit 1; }
+[ -z "$(cd "$WORK/app-ours/blobs" && xargs ls -d -- < "$WORK/app-files" 2>/dev/null)" ] || { echo "app-map purge: files of purged accounts left" >&2; exit 1; }
+
+python3 - "$n" "$ours" "$reference" "$(cat "$WORK/app-ours-cpu")" "$(cat "$WORK/app-ref-cpu")" "$(grep -m1 '^members ' "$WORK/app-ours.tables")" <<'PY'
+import sys
+n, ours, ref = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+ours_cpu, ref_cpu = (sum(map(float, arg.split())) for arg in sys.argv[4:6])
+print(f"lifecycle purge through the data map:      {ours:7.2f} s   {n / ours:7.0f} accounts/s   cpu {ours_cpu:6.2f} s")
+print(f"sqlite3 deletes and masks + rm:            {ref:7.2f} s   {n / ref:7.0f} accounts/s   cpu {ref_cpu:6.2f} s")
+print(f"app-map purge: {n} accounts {ours:.2f}s vs sqlite3+rm {ref:.2f}s → ratio {ours / ref:.2f} (target ≤ 1.3; cpu ratio {ours_cpu / ref_cpu:.2f})")
+PY
+}
+
+first=1
+for case in $CASES; do
+  [ "$first" = 1 ] || echo
+  first=0
+  case $case in
+    reference) reference_app_case ;;
+    app) app_map_case ;;
+    *) echo "BENCH_PURGE_CASES: unknown case '$case' (reference, app)" >&2; exit 64 ;;
+  esac
+done

@@ -37,7 +37,12 @@ public enum SQLDialect: Sendable {
     case sqlite
     case postgres
 
-    func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    func quote(_ identifier: String) -> String {
+        // Statements are generated anew for every batch of every account: Foundation's
+        // replacingOccurrences would cost more than the rest of the generation together.
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+    }
 
     func table(_ name: DataMap.TableName) -> String {
         switch self {
@@ -323,7 +328,8 @@ public struct DataMapSQL: Sendable {
         let cascade = table.cascades[index]
         let keyColumns = primaryKey(of: cascade.table)
         let condition = cascadeRows(table, index: index, alias: "c", key: key, target: .deletableNow, into: &builder)
-        builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: limit))
+        let bound = builder.bind(.integer(Int64(limit)))
+        builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: bound))
         return builder.statement()
     }
 
@@ -333,7 +339,8 @@ public struct DataMapSQL: Sendable {
     public func deleteOwned(_ table: DataMapPlan.TablePlan, key: String, limit: Int, side onlySide: DataMap.Side? = nil) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let condition = deletable(table, alias: "t", key: key, side: onlySide, into: &builder)
-        builder.append(deleteByKey(table.table.name, table.key, select: "FROM \(dialect.table(table.table.name)) t WHERE \(condition)", alias: "t", limit: limit))
+        let bound = builder.bind(.integer(Int64(limit)))
+        builder.append(deleteByKey(table.table.name, table.key, select: "FROM \(dialect.table(table.table.name)) t WHERE \(condition)", alias: "t", limit: bound))
         return builder.statement()
     }
 
@@ -346,7 +353,7 @@ public struct DataMapSQL: Sendable {
             ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
         let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
         condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
-        let selection = "SELECT \(list(table.key, alias: "t")) FROM \(dialect.table(name)) t WHERE \(condition) LIMIT \(limit)"
+        let selection = "SELECT \(list(table.key, alias: "t")) FROM \(dialect.table(name)) t WHERE \(condition) LIMIT \(builder.bind(.integer(Int64(limit))))"
         let assignments = mask.map { "\(q($0.column)) = \(builder.bind($0.value.resolved(key: key).sqlValue, as: column(name, $0.column)))" }
         builder.append("UPDATE \(dialect.table(name)) SET \(assignments.joined(separator: ", ")) WHERE \(tuple(table.key, alias: nil)) IN (\(selection))")
         return builder.statement()
@@ -365,6 +372,13 @@ public struct DataMapSQL: Sendable {
             builder.append("DELETE FROM \(dialect.table(subject.table)) WHERE \(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
         }
         return builder.statement()
+    }
+
+    /// Whether deleting some of the subject's rows of the table can make more of them
+    /// deletable (a reply gone, its post may go): then a delete is repeated until it
+    /// deletes none. Otherwise one that deletes fewer than its limit has deleted them all.
+    public func deletesInRounds(_ table: DataMapPlan.TablePlan) -> Bool {
+        !blockingReferences(table).isEmpty
     }
 
     /// References into the table a delete must wait for: the table's own (replies) and
@@ -395,7 +409,9 @@ public struct DataMapSQL: Sendable {
     }
 
     /// `DELETE … WHERE key IN (SELECT key … LIMIT n)`: both dialects bound a delete this way.
-    private func deleteByKey(_ table: DataMap.TableName, _ key: [String], select: String, alias: String, limit: Int) -> String {
+    /// The limit is a placeholder: a purge asks for what is left of its batch, and each
+    /// limit written out would be another statement to prepare and keep.
+    private func deleteByKey(_ table: DataMap.TableName, _ key: [String], select: String, alias: String, limit: String) -> String {
         "DELETE FROM \(dialect.table(table)) WHERE \(tuple(key, alias: nil)) IN (SELECT \(list(key, alias: alias)) \(select) LIMIT \(limit))"
     }
 }

@@ -12,11 +12,14 @@ import JobRunner
 ///    and lifecycle's own files of the account (export archives), deleted and then
 ///    checked gone one by one. The rows still name them, so a rerun finds them again.
 /// 3. `erase-rows` — table after table in the plan's order (children first), in bounded
-///    batches, each its own transaction together with its count: rows are deleted, or
-///    masked where the map keeps them. A rerun carries on with what is left.
-/// 4. `erase-user` — the user row deleted or masked, lifecycle's own records of the
-///    account removed, the account marked purged and the receipt audited, in one
-///    transaction; run again after it committed, it finds the account purged and stops.
+///    batches, each its own transaction together with its counts: rows are deleted, or
+///    masked where the map keeps them; a batch goes on to the next table when one is
+///    done. A rerun carries on with what is left. An account with at most one batch of
+///    rows (most of them) leaves them to step 4.
+/// 4. `erase-user` — the rows left (a last batch), the user row deleted or masked,
+///    lifecycle's own records of the account removed, the account marked purged and the
+///    receipt audited, in one transaction; run again after it committed, it finds the
+///    account purged and stops.
 ///
 /// Steps 2–4 read the app's tables through statements generated from the map, whose
 /// check against the catalog needs a database round trip, so they are external steps
@@ -40,6 +43,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     struct BlobsRemoved: Codable, Sendable {
         var blobs: Int
         var bytes: Int64
+        /// The user's rows when the purge started (other users' rows cascaded with them aside).
+        var rows: Int?
     }
 
     /// The audit receipt: what the purge removed, per table deleted and masked apart, with no personal data.
@@ -86,21 +91,18 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let data = try await appData.appData(services)
         let store = services.store
 
-        // What the account had when the purge started; the first record of a purge wins.
-        let counts = try await store.read { tx in try data.rowCounts(key: key, in: tx) }
-        let now = context.now
-        try await store.write { tx in try tx.recordRowInventory(accountID: key, rows: counts, at: now) }
-
+        // One read for what the account has and the first page of every file column: for
+        // most accounts that page is all there is.
         let queries = data.blobQueries(key: key, batch: policy.purgeBlobBatch)
+        let (counts, firstPages) = try await store.read { tx in
+            (try data.rowCounts(key: key, in: tx), try queries.map { query in try tx.rows(query.page(nil)).compactMap { $0.first?.text } })
+        }
         var deleted = 0
         var bytes: Int64 = 0
         var named: [String] = []
-        for query in queries {
-            var after: String?
-            while true {
-                let statement = query.page(after)
-                let page = try await store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
-                guard let last = page.last else { break }
+        for (query, first) in zip(queries, firstPages) {
+            var page = first
+            while let last = page.last {
                 for blobKey in page where !BlobKey.isValid(blobKey) {
                     throw PermanentJobFailure("""
                         \(query.label) names the file '\(blobKey)', which is not a key this blob store accepts; remove or \
@@ -115,8 +117,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                 named += page
                 context.progress("\(deleted) file(s) deleted")
                 guard page.count == policy.purgeBlobBatch else { break }
-                after = last
                 if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
+                let statement = query.page(last)
+                page = try await store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
             }
         }
 
@@ -137,93 +140,166 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         if let survivor = try await services.blobs.list(prefix: prefix, after: nil, limit: 1).first {
             throw PurgeIncomplete("file \(survivor.key) is still there after deleting \(prefix); the purge will retry")
         }
-        let (total, size) = (deleted, bytes)
-        if total > 0 { try await store.write { tx in try tx.recordBlobInventory(accountID: key, count: total, bytes: size) } }
-        return try .output(BlobsRemoved(blobs: deleted, bytes: bytes))
+        // What the account had when the purge started: this step erases no row, so counts
+        // read before its deletes still are; the first record of a purge wins.
+        let (total, size, now) = (deleted, bytes, context.now)
+        try await store.write { tx in
+            try tx.recordRowInventory(accountID: key, rows: counts, at: now)
+            if total > 0 { try tx.recordBlobInventory(accountID: key, count: total, bytes: size) }
+        }
+        return try .output(BlobsRemoved(blobs: deleted, bytes: bytes, rows: counts.values.reduce(0, +)))
     }
 
     // MARK: 3. erase-rows
 
+    /// An account with at most one batch of rows (most of them) leaves them to erase-user,
+    /// whose one transaction then erases them with the user row.
     private func eraseRows(_ context: StepContext) async throws -> StepResult {
         let policy = try policy.get()
         let key = try context.payload(PurgePayload.self).account
+        if let rows = try context.output(of: "delete-blobs", as: BlobsRemoved.self)?.rows, rows <= policy.purgeRowBatch {
+            return StepResult(recorded: false)
+        }
         let data = try await appData.appData(services)
-        for table in data.plan.tables {
-            try await erase(table, key: key, data: data, batch: policy.purgeRowBatch, context: context)
+        _ = try await eraseInBatches(key: key, data: data, policy: policy, context: context) { tx, counts in
+            try Self.record(counts, key: key, in: tx)
         }
         return StepResult(output: nil)
     }
 
-    /// One table: other users' cascaded rows and the user's own, deleted (leaf rows first,
-    /// so a reply goes before what it answers) until none can go; the rest masked where
-    /// the map keeps them. Each batch commits with its count.
-    private func erase(_ table: DataMapPlan.TablePlan, key: String, data: AppData, batch: Int, context: StepContext) async throws {
-        let sql = data.sql
-        let name = data.displayName(table.table.name)
-        let store = services.store
+    private enum Batch<T: Sendable>: Sendable {
+        case more(erased: Int)
+        case done(T)
+        case notPurging
+    }
 
-        func run(_ statement: SQLStatement, deletes: Bool, cascades: Bool) async throws -> Int {
-            try await store.write { tx in
-                if cascades {
-                    // Deepest first: a cascade may reference the one before it.
-                    for index in table.cascades.indices.reversed() {
-                        while true {
-                            let count = try tx.execute(sql.deleteCascade(table, cascade: index, key: key, limit: batch))
-                            try tx.addPurgeProgress(key: key, table: data.displayName(table.cascades[index].table), deleted: count, masked: 0)
-                            if count < batch { break }
-                        }
-                    }
+    /// Erases the account's rows a batch per transaction, each committed with its counts,
+    /// so a rerun carries on with what is left and counts every row once. The transaction
+    /// that finds nothing more to erase runs `last` with that batch's counts instead.
+    /// nil when the account is not purging (an earlier run finished it): nothing is erased,
+    /// whatever rows now carry its key.
+    private func eraseInBatches<T: Sendable>(
+        key: String, data: AppData, policy: DeletionPolicy, context: StepContext,
+        last: @escaping @Sendable (Store.Transaction, [String: PurgeCounts]) throws -> T
+    ) async throws -> T? {
+        var erased = 0
+        while true {
+            let batch = try await services.store.write { tx -> Batch<T> in
+                guard try tx.subject(key: key)?.state == .purging else { return .notPurging }
+                var counts: [String: PurgeCounts] = [:]
+                if try Self.eraseBatch(key: key, data: data, budget: policy.purgeRowBatch, counts: &counts, in: tx) {
+                    return .done(try last(tx, counts))
                 }
-                let count = try tx.execute(statement)
-                try tx.addPurgeProgress(key: key, table: name, deleted: deletes ? count : 0, masked: deletes ? 0 : count)
-                return count
+                try Self.record(counts, key: key, in: tx)
+                return .more(erased: counts.values.reduce(0) { $0 + $1.deleted + $1.masked })
             }
-        }
-
-        switch table.owner {
-        case .sides(let sides):
-            for side in sides {
-                while true {
-                    let statement = side.erase.mask.map { sql.maskOwned(table, mask: $0, key: key, limit: batch, side: side) }
-                        ?? sql.deleteOwned(table, key: key, limit: batch, side: side)
-                    if try await run(statement, deletes: side.erase.mask == nil, cascades: false) == 0 { break }
-                }
-            }
-        default:
-            if table.table.erase.deletesRows {
-                while try await run(sql.deleteOwned(table, key: key, limit: batch), deletes: true, cascades: true) > 0 {
-                    context.progress("\(name): deleting")
-                }
-            }
-            if let mask = table.table.erase.mask {
-                while try await run(sql.maskOwned(table, mask: mask, key: key, limit: batch), deletes: false, cascades: false) > 0 {
-                    context.progress("\(name): masking")
-                }
-            }
-            // Rows left that no erase could reach are held by a reference the map did not
-            // declare (added to the schema since the check): retrying cannot help.
-            let left = try await store.read { tx in try tx.rows(sql.countOwned(table, key: key)).first?.first }
-            if table.table.erase == .delete, case .integer(let count) = left, count > 0 {
-                throw PermanentJobFailure("""
-                    \(count) row(s) of \(name) could not be deleted: another row still references them. Run \
-                    `lifecycle map check` and add the reference to the map (cascade or delete_unless_referenced_by), then retry the purge
-                    """)
+            switch batch {
+            case .notPurging: return nil
+            case .done(let value): return value
+            case .more(let count):
+                erased += count
+                context.progress("\(erased) row(s) erased")
+                if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
             }
         }
     }
 
+    private static func record(_ counts: [String: PurgeCounts], key: String, in tx: Store.Transaction) throws {
+        for (table, count) in counts {
+            try tx.addPurgeProgress(key: key, table: table, deleted: count.deleted, masked: count.masked)
+        }
+    }
+
+    /// Erases at most `budget` rows (the user's, deleted or masked, and other users' rows
+    /// cascaded with them), table after table in the plan's order, adding them to `counts`.
+    /// True when no table has anything left to erase; false when the budget ran out first.
+    /// Within a table: cascades, then the user's rows nothing references any more (leaf
+    /// rows first, so a reply goes before what it answers) until none can go, then the
+    /// rest masked where the map keeps them.
+    private static func eraseBatch(
+        key: String, data: AppData, budget: Int, counts: inout [String: PurgeCounts], in tx: Store.Transaction
+    ) throws -> Bool {
+        let sql = data.sql
+        var left = budget
+
+        /// Runs statements of at most what is left of the budget until one erases fewer
+        /// than asked (or none, with `rounds`); false when the budget ran out.
+        func drain(_ table: String, deletes: Bool, rounds: Bool, _ statement: (Int) -> SQLStatement) throws -> Bool {
+            while true {
+                let limit = left
+                let count = try tx.execute(statement(limit))
+                left -= count
+                if deletes { counts[table, default: PurgeCounts()].deleted += count } else { counts[table, default: PurgeCounts()].masked += count }
+                if left == 0 { return false }
+                if count == 0 || (!rounds && count < limit) { return true }
+            }
+        }
+
+        for table in data.plan.tables {
+            let name = data.displayName(table.table.name)
+            let rounds = sql.deletesInRounds(table)
+            switch table.owner {
+            case .sides(let sides):
+                for side in sides {
+                    let erased = try side.erase.mask.map { mask in
+                        try drain(name, deletes: false, rounds: false) { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }
+                    } ?? drain(name, deletes: true, rounds: rounds) { sql.deleteOwned(table, key: key, limit: $0, side: side) }
+                    guard erased else { return false }
+                }
+            default:
+                if table.table.erase.deletesRows {
+                    while true {
+                        // Deepest first: a cascade may reference the one before it.
+                        for index in table.cascades.indices.reversed() {
+                            let cascade = data.displayName(table.cascades[index].table)
+                            guard try drain(cascade, deletes: true, rounds: false, { sql.deleteCascade(table, cascade: index, key: key, limit: $0) }) else { return false }
+                        }
+                        let limit = left
+                        let count = try tx.execute(sql.deleteOwned(table, key: key, limit: limit))
+                        left -= count
+                        counts[name, default: PurgeCounts()].deleted += count
+                        if left == 0 { return false }
+                        if count == 0 || (!rounds && count < limit) { break }
+                    }
+                }
+                if let mask = table.table.erase.mask {
+                    guard try drain(name, deletes: false, rounds: false, { sql.maskOwned(table, mask: mask, key: key, limit: $0) }) else { return false }
+                }
+                // Rows left that no erase could reach are held by a reference the map did not
+                // declare (added to the schema since the check): retrying cannot help. Without
+                // a reference that holds rows back, a delete short of its limit took them all.
+                if table.table.erase == .delete && rounds,
+                   case .integer(let count) = try tx.rows(sql.countOwned(table, key: key)).first?.first, count > 0 {
+                    throw PermanentJobFailure("""
+                        \(count) row(s) of \(name) could not be deleted: another row still references them. Run \
+                        `lifecycle map check` and add the reference to the map (cascade or delete_unless_referenced_by), then retry the purge
+                        """)
+                }
+            }
+        }
+        return true
+    }
+
     // MARK: 4. erase-user
 
+    /// What erase-rows left (all of a small account's rows), the user row deleted or
+    /// masked, lifecycle's own records of the account removed, the account marked purged
+    /// and the receipt audited: the last transaction commits them together.
     private func eraseUser(_ context: StepContext) async throws -> StepResult {
+        let policy = try policy.get()
         let key = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
         let sql = data.sql
         let now = context.now
         let jobID = context.job.id
-        let receipt: Receipt? = try await services.store.write { tx -> Receipt? in
-            guard try tx.subject(key: key)?.state == .purging else { return nil }  // Committed by an earlier run.
+        let done = try await eraseInBatches(key: key, data: data, policy: policy, context: context) { tx, counts -> (Receipt, String) in
             let userRows = try tx.execute(sql.eraseSubject(key: key))
             var rows = try tx.takePurgeProgress(key: key)
+            for (table, count) in counts {
+                rows[table, default: PurgeCounts()].deleted += count.deleted
+                rows[table, default: PurgeCounts()].masked += count.masked
+            }
+            rows = rows.filter { $0.value != PurgeCounts() }
             let userTable = data.displayName(data.plan.subject.table)
             rows[userTable, default: PurgeCounts()].deleted += data.plan.subject.erase == .delete ? userRows : 0
             rows[userTable, default: PurgeCounts()].masked += data.plan.subject.erase == .delete ? 0 : userRows
@@ -237,14 +313,15 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                 rows: rows, rowsTotal: rows.values.reduce(0) { $0 + $1.deleted + $1.masked },
                 blobs: inventory?.blobCount ?? 0, blobBytes: inventory?.blobBytes ?? 0,
                 user: data.plan.subject.erase == .delete ? "deleted" : "masked", purgeJob: jobID)
-            try tx.recordAudit(AuditEvent(
-                at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: try JobJSON.encode(receipt)))
-            return receipt
+            let detail = try JobJSON.encode(receipt)
+            try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
+            return (receipt, detail)
         }
-        guard let receipt else { return StepResult(output: nil) }
+        guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
         context.logger.notice("account purged", metadata: [
             "account": "\(key)", "rows": "\(receipt.rowsTotal)", "blobs": "\(receipt.blobs)", "blob_bytes": "\(receipt.blobBytes)",
         ])
-        return try .output(receipt)
+        // Encoded once: the step's output is the audited receipt.
+        return StepResult(output: detail)
     }
 }
