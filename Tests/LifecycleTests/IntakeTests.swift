@@ -111,7 +111,7 @@ struct IntakeTests {
             let path = temporaryPath("line")
             try Data((line + "\n" + line + "\n").utf8).write(to: URL(fileURLWithPath: path))
             var best = Double.infinity
-            for _ in 0..<3 {
+            for _ in 0..<5 {
                 let handle = try #require(FileHandle(forReadingAtPath: path))
                 let start = ContinuousClock.now
                 var reader = LineReader(handle: handle, maxLineBytes: 64 << 20)
@@ -128,7 +128,9 @@ struct IntakeTests {
         let small = try seconds(forTextOf: 1 << 20)
         let large = try seconds(forTextOf: 8 << 20)
         // Linear work gives about 8; reading from the line's start on every chunk gave 64.
-        #expect(large / small <= 10, "1 MB: \(small) s, 8 MB: \(large) s")
+        // The bound sits between the two (their geometric mean), so a busy 2-core CI
+        // machine slowing one size more than the other cannot pass quadratic work or fail linear.
+        #expect(large / small <= 22, "1 MB: \(small) s, 8 MB: \(large) s")
     }
 
     @Test func theLineReaderSkipsOverLongLinesAndKeepsCountingLines() throws {
