@@ -2,7 +2,7 @@ import Foundation
 import JobRunner
 
 /// Removes everything of one account of an app's own database whose grace period is
-/// over, as its data map says, then erases the user row. Four steps, each safe to run
+/// over, as its data map says, then erases the user row. Three steps, each safe to run
 /// again after a crash:
 ///
 /// 1. `lock-and-mark` — re-checks lifecycle's record of the account under the write lock
@@ -11,19 +11,19 @@ import JobRunner
 ///    the purge deletes, of other users' rows cascaded with them, and of the user row),
 ///    and lifecycle's own files of the account (export archives), deleted and then
 ///    checked gone one by one. The rows still name them, so a rerun finds them again.
-/// 3. `erase-rows` — table after table in the plan's order (children first), in bounded
+/// 3. `erase-user` — table after table in the plan's order (children first), in bounded
 ///    batches, each its own transaction together with its counts: rows are deleted, or
-///    masked where the map keeps them; a batch goes on to the next table when one is
-///    done. A rerun carries on with what is left. An account with at most one batch of
-///    rows (most of them) leaves them to step 4.
-/// 4. `erase-user` — the rows left (a last batch), the user row deleted or masked,
-///    lifecycle's own records of the account removed, the account marked purged and the
-///    receipt audited, in one transaction; run again after it committed, it finds the
+///    masked where the map keeps them, a batch going on to the next table when one is
+///    done. The transaction that finds nothing more to erase also erases the user row,
+///    removes lifecycle's own records of the account, marks it purged and audits the
+///    receipt: an account of at most one batch of rows (most of them) is erased in one
+///    commit. A rerun carries on with what is left; after the last commit it finds the
 ///    account purged and stops.
 ///
-/// Steps 2–4 read the app's tables through statements generated from the map, whose
+/// Steps 2–3 read the app's tables through statements generated from the map, whose
 /// check against the catalog needs a database round trip, so they are external steps
-/// written to be repeated rather than database steps.
+/// written to be repeated rather than database steps. (A job recorded by an earlier
+/// version may hold an `erase-rows` step: erase-user carries on after it all the same.)
 struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
@@ -33,7 +33,6 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         JobKind(name: DeletionJobs.purgeKind, steps: [
             JobStep("lock-and-mark", database: lockAndMark),
             JobStep("delete-blobs", external: deleteBlobs),
-            JobStep("erase-rows", external: eraseRows),
             JobStep("erase-user", external: eraseUser),
         ])
     }
@@ -43,8 +42,6 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     struct BlobsRemoved: Codable, Sendable {
         var blobs: Int
         var bytes: Int64
-        /// The user's rows when the purge started (other users' rows cascaded with them aside).
-        var rows: Int?
     }
 
     /// The audit receipt: what the purge removed, per table deleted and masked apart, with no personal data.
@@ -91,12 +88,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let data = try await appData.appData(services)
         let store = services.store
 
-        // One read for what the account has and the first page of every file column: for
-        // most accounts that page is all there is.
+        // One read for the first page of every file column: for most accounts that page is all there is.
         let queries = data.blobQueries(key: key, batch: policy.purgeBlobBatch)
-        let (counts, firstPages) = try await store.read { tx in
-            (try data.rowCounts(key: key, in: tx), try queries.map { query in try tx.rows(query.page(nil)).compactMap { $0.first?.text } })
-        }
+        let firstPages = try await store.read { tx in try queries.map { query in try tx.rows(query.page(nil)).compactMap { $0.first?.text } } }
         var deleted = 0
         var bytes: Int64 = 0
         var named: [String] = []
@@ -140,32 +134,18 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         if let survivor = try await services.blobs.list(prefix: prefix, after: nil, limit: 1).first {
             throw PurgeIncomplete("file \(survivor.key) is still there after deleting \(prefix); the purge will retry")
         }
-        // What the account had when the purge started: this step erases no row, so counts
-        // read before its deletes still are; the first record of a purge wins.
+        // The files for the receipt, kept apart from the job: a fresh job after this one died
+        // finds none left to count, and the first record of a purge wins. Rows need no
+        // inventory here: each batch counts what it erased (purge progress).
         let (total, size, now) = (deleted, bytes, context.now)
         try await store.write { tx in
-            try tx.recordRowInventory(accountID: key, rows: counts, at: now)
+            try tx.recordRowInventory(accountID: key, rows: [:], at: now)
             if total > 0 { try tx.recordBlobInventory(accountID: key, count: total, bytes: size) }
         }
-        return try .output(BlobsRemoved(blobs: deleted, bytes: bytes, rows: counts.values.reduce(0, +)))
+        return try .output(BlobsRemoved(blobs: deleted, bytes: bytes))
     }
 
-    // MARK: 3. erase-rows
-
-    /// An account with at most one batch of rows (most of them) leaves them to erase-user,
-    /// whose one transaction then erases them with the user row.
-    private func eraseRows(_ context: StepContext) async throws -> StepResult {
-        let policy = try policy.get()
-        let key = try context.payload(PurgePayload.self).account
-        if let rows = try context.output(of: "delete-blobs", as: BlobsRemoved.self)?.rows, rows <= policy.purgeRowBatch {
-            return StepResult(recorded: false)
-        }
-        let data = try await appData.appData(services)
-        _ = try await eraseInBatches(key: key, data: data, policy: policy, context: context) { tx, counts in
-            try Self.record(counts, key: key, in: tx)
-        }
-        return StepResult(output: nil)
-    }
+    // MARK: 3. erase-user
 
     private enum Batch<T: Sendable>: Sendable {
         case more(erased: Int)
@@ -280,11 +260,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         return true
     }
 
-    // MARK: 4. erase-user
-
-    /// What erase-rows left (all of a small account's rows), the user row deleted or
-    /// masked, lifecycle's own records of the account removed, the account marked purged
-    /// and the receipt audited: the last transaction commits them together.
+    /// The rows in batches; with the last, the user row deleted or masked, lifecycle's own
+    /// records of the account removed, the account marked purged and the receipt audited.
     private func eraseUser(_ context: StepContext) async throws -> StepResult {
         let policy = try policy.get()
         let key = try context.payload(PurgePayload.self).account
