@@ -138,6 +138,8 @@ struct DataMapCheckTests {
              "favourites.status_id → "),
             ("a NOT NULL column masked to null", { $0.replacingOccurrences(of: "  erase: delete\n", with: "  erase: {mask: {handle: null}}\n") },
              "members.handle is NOT NULL"),
+            ("text masked into an integer column", { $0.replacingOccurrences(of: "mask: {member_id: null, body: null}", with: "mask: {member_id: \"nobody\", body: null}") },
+             "statuses.member_id is \(backend == .sqlite ? "INTEGER" : "integer"), so its mask must be a number or true/false, not \"nobody\""),
         ]
         for (what, edit, expected) in cases {
             var schema = social

@@ -113,6 +113,11 @@ private struct Checker {
             if case .template = value, column.kind != .text, column.kind != .other {
                 throw fail(line, "\(table.name).\(name) is not text, so its mask cannot contain {key}")
             }
+            // A value the column cannot hold as written would fail every purge on PostgreSQL,
+            // or be stored converted on SQLite and never again read as masked.
+            if case .text(let text) = value, [.integer, .real, .boolean].contains(column.kind) {
+                throw fail(line, "\(table.name).\(name) is \(column.declaredType), so its mask must be a number or true/false, not \(String(reflecting: text))")
+            }
         }
     }
 
