@@ -99,11 +99,12 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         progress("writing files: \(plan.count) file(s), \(plan.bytes) bytes")
         let copiedPath = work + "/files.copied"
         let copiedList = try HashingFileOutput(path: copiedPath)
+        let encoder = JSONEncoder()
         var copiedCount = 0
         try await JSONLines.forEach(PlannedFile.self, at: plan.path) { file in
             let copied = try await entries.addBlob(
                 key: file.key, name: file.name, bytes: file.bytes, recorded: "it had when the export listed it", modified: file.modified)
-            try JSONLines.append(CopiedFile(name: file.name, key: file.key, bytes: copied.bytes, sha256: copied.sha256, source: file.source), to: copiedList)
+            try JSONLines.append(CopiedFile(name: file.name, key: file.key, bytes: copied.bytes, sha256: copied.sha256, source: file.source), to: copiedList, with: encoder)
             copiedCount += 1
             if copiedCount % 100 == 0 { progress("files \(copiedCount)/\(plan.count)") }
         }
@@ -152,6 +153,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         var seenKeys = Set<String>()
         var usedNames = Set<String>()
         let output = try HashingFileOutput(path: planPath)
+        let encoder = JSONEncoder()
         let store = services.store
         let sql = appData.sql
         let limit = settings.batchRows
@@ -178,7 +180,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                         if case .timestamp(let value) = row[1] { date = value }
                         if case .text(let text) = row[1] { date = ISO8601.parse(text) }
                         let name = uniqueName(folder: folder, key: blobKey, date: date, used: &usedNames)
-                        try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: date ?? cutoff, source: source), to: output)
+                        try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: date ?? cutoff, source: source), to: output, with: encoder)
                         plan.count += 1
                         plan.bytes += info.size
                     }
@@ -261,8 +263,9 @@ extension ExportValue {
 
 /// Lists too long to hold, one JSON object per line in a file of the export's work directory.
 enum JSONLines {
-    static func append(_ value: some Encodable, to output: HashingFileOutput) throws {
-        output.append(Array(try JSONEncoder().encode(value)))
+    /// One encoder serves a whole list: a plan may hold a line per photo of the account.
+    static func append(_ value: some Encodable, to output: HashingFileOutput, with encoder: JSONEncoder) throws {
+        output.append(Array(try encoder.encode(value)))
         output.append(0x0A)
         try output.flushIfFull()
     }

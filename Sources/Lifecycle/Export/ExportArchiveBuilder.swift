@@ -227,9 +227,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                 let planned = PlannedPhoto(
                     name: name, key: photo.blobKey, bytes: photo.byteSize, sha256: photo.sha256.lowercased(), photoID: photo.id,
                     modified: photo.takenAt ?? photo.createdAt)
-                output.append(Array(try encoder.encode(planned)))
-                output.append(0x0A)
-                try output.flushIfFull()
+                try JSONLines.append(planned, to: output, with: encoder)
                 plan.count += 1
                 plan.bytes += photo.byteSize
                 if photo.id == account.profilePhotoID { plan.profilePhotoPath = name }
