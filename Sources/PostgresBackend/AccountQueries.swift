@@ -51,7 +51,6 @@ extension PhotoRecord {
 }
 
 /// The tables that hang off an account, children before parents: the order rows must be deleted in.
-let accountChildTables = ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"]
 
 extension PostgresTransaction: AccountTransaction {
     /// In a write transaction the account row is locked until commit: the state
@@ -188,16 +187,6 @@ extension PostgresTransaction: AccountTransaction {
                 id: try c.text("id"), accountID: try c.text("account_id"), createdAt: try c.date("created_at"),
                 revokedAt: try c.optionalDate("revoked_at"))
         }
-    }
-
-    public func rowCounts(accountID: String) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for table in accountChildTables {
-            // Table names come from the constant list above, never from input.
-            counts[table] = Int(try query(PostgresQuery(
-                unsafeSQL: "SELECT COUNT(*) FROM \(table) WHERE account_id = $1", binds: binds(accountID))).first?.decode(Int64.self) ?? 0)
-        }
-        return counts
     }
 
     public func recordAudit(_ event: AuditEvent) throws {

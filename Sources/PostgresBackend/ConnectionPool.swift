@@ -19,8 +19,8 @@ final class ConnectionPool: @unchecked Sendable {
     private let lock = NSLock()
     private var idle: [PostgresConnection] = []
     private var open = 0
-    /// Callers waiting for a connection: handed one that was released, or nil to open their own.
-    private var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
+    /// Callers waiting for a connection: handed one that was released, or a slot to open their own.
+    private var waiters: [CheckedContinuation<Next, Never>] = []
     private var isShutDown = false
     private var nextID = 0
 
@@ -34,54 +34,54 @@ final class ConnectionPool: @unchecked Sendable {
     private enum Next {
         case use(PostgresConnection)
         case connect(Int)
-        case wait
     }
 
     func acquire() async throws -> PostgresConnection {
-        let next: Next = lock.withLock {
-            while let connection = idle.popLast() {
-                if !connection.isClosed { return .use(connection) }
-                open -= 1
-                Self.close(connection)
+        // Deciding to wait and joining the waiters happen under one lock: a connection
+        // released in between would otherwise go idle while its waiter sleeps on.
+        let next: Next = await withCheckedContinuation { continuation in
+            let immediate: Next? = lock.withLock {
+                while let connection = idle.popLast() {
+                    if !connection.isClosed { return .use(connection) }
+                    open -= 1
+                    Self.close(connection)
+                }
+                if open < maxConnections {
+                    open += 1
+                    nextID += 1
+                    return .connect(nextID)
+                }
+                waiters.append(continuation)
+                return nil
             }
-            if open < maxConnections {
-                open += 1
-                nextID += 1
-                return .connect(nextID)
-            }
-            return .wait
+            if let immediate { continuation.resume(returning: immediate) }
         }
         switch next {
-        case .use(let connection):
-            return connection
-        case .connect(let id):
-            return try await connect(id: id)
-        case .wait:
-            if let handedOver = await withCheckedContinuation({ continuation in
-                lock.withLock { waiters.append(continuation) }
-            }) {
-                return handedOver
-            }
-            let id = lock.withLock { nextID += 1; return nextID }
-            return try await connect(id: id)
+        case .use(let connection): return connection
+        case .connect(let id): return try await connect(id: id)
         }
     }
 
     /// Gives a connection back; `reusable` false (or a closed connection) drops it.
     func release(_ connection: PostgresConnection, reusable: Bool) {
         let keep = reusable && !connection.isClosed
-        let waiter: CheckedContinuation<PostgresConnection?, Never>? = lock.withLock {
+        let handOver: (CheckedContinuation<Next, Never>, Next)? = lock.withLock {
             if isShutDown {
                 open -= 1
                 return nil
             }
-            if !waiters.isEmpty { return waiters.removeFirst() }
+            if !waiters.isEmpty {
+                // The waiter takes over this connection's slot, with this connection if it still works.
+                let waiter = waiters.removeFirst()
+                if keep { return (waiter, .use(connection)) }
+                nextID += 1
+                return (waiter, .connect(nextID))
+            }
             if keep { idle.append(connection) } else { open -= 1 }
             return nil
         }
-        if let waiter {
-            // The waiter takes over this connection's slot, with this connection if it still works.
-            waiter.resume(returning: keep ? connection : nil)
+        if let (waiter, next) = handOver {
+            waiter.resume(returning: next)
             if !keep { Self.close(connection) }
         } else if !keep || lock.withLock({ isShutDown }) {
             Self.close(connection)
@@ -103,12 +103,15 @@ final class ConnectionPool: @unchecked Sendable {
             return connection
         } catch {
             // Give the slot back, to a waiter if there is one.
-            let waiter: CheckedContinuation<PostgresConnection?, Never>? = lock.withLock {
-                if !waiters.isEmpty { return waiters.removeFirst() }
+            let waiter: (CheckedContinuation<Next, Never>, Int)? = lock.withLock {
+                if !waiters.isEmpty {
+                    nextID += 1
+                    return (waiters.removeFirst(), nextID)
+                }
                 open -= 1
                 return nil
             }
-            waiter?.resume(returning: nil)
+            if let (continuation, id) = waiter { continuation.resume(returning: .connect(id)) }
             throw PostgresStoreError.from(error, location: location, doing: "connecting")
         }
     }

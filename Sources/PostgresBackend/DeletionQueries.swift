@@ -80,35 +80,6 @@ extension PostgresTransaction: DeletionTransaction {
         }
     }
 
-    public func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int {
-        Int(try query(PostgresQuery(
-            unsafeSQL: "SELECT COUNT(*) FROM \(quoted(table.name)) WHERE \(quoted(table.accountColumn)) = $1", binds: binds(accountID))
-        ).first?.decode(Int64.self) ?? 0)
-    }
-
-    public func countRows(in tables: [AccountDataMap.Table], accountID: String) throws -> [String: Int] {
-        guard !tables.isEmpty else { return [:] }
-        let counts = tables.map { "(SELECT COUNT(*) FROM \(quoted($0.name)) WHERE \(quoted($0.accountColumn)) = $1)" }
-        guard let row = try query(PostgresQuery(unsafeSQL: "SELECT " + counts.joined(separator: ", "), binds: binds(accountID))).first else {
-            return [:]
-        }
-        var result: [String: Int] = [:]
-        for (table, cell) in zip(tables, row) { result[table.name] = Int(try cell.decode(Int64.self)) }
-        return result
-    }
-
-    public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int {
-        // ctid names a row whatever the table's key: DELETE has no LIMIT, a batch is chosen by it.
-        let name = quoted(table.name)
-        guard let limit else {
-            return try execute(PostgresQuery(
-                unsafeSQL: "DELETE FROM \(name) WHERE \(quoted(table.accountColumn)) = $1", binds: binds(accountID)))
-        }
-        return try execute(PostgresQuery(
-            unsafeSQL: "DELETE FROM \(name) WHERE ctid = ANY(ARRAY(SELECT ctid FROM \(name) WHERE \(quoted(table.accountColumn)) = $1 LIMIT $2))",
-            binds: binds(accountID, Int64(limit))))
-    }
-
     public func lifecycleRowCounts(accountID: String) throws -> [String: Int] {
         guard let row = try query("""
             SELECT (SELECT COUNT(*) FROM lifecycle.exports WHERE account_id = \(accountID)),

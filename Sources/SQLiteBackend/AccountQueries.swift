@@ -30,7 +30,6 @@ extension PhotoRecord {
 }
 
 /// The tables that hang off an account, children before parents: the order rows must be deleted in.
-let accountChildTables = ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"]
 
 extension SQLiteTransaction: AccountTransaction {
     public func account(id: String) throws -> Account? {
@@ -150,14 +149,6 @@ extension SQLiteTransaction: AccountTransaction {
         try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
             SignInSession(id: $0["id"], accountID: $0["account_id"], createdAt: $0["created_at"], revokedAt: $0["revoked_at"])
         }
-    }
-
-    public func rowCounts(accountID: String) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for table in accountChildTables {
-            counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE account_id = ?", arguments: [accountID]) ?? 0
-        }
-        return counts
     }
 
     public func recordAudit(_ event: AuditEvent) throws {

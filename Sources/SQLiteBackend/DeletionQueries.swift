@@ -79,54 +79,6 @@ extension SQLiteTransaction: DeletionTransaction {
         ).map { DuePurge(accountID: $0["id"], state: AccountState(rawValue: $0["state"]) ?? .purging, purgeAfter: $0["purge_after"]) }
     }
 
-    // The purge runs these once or more per account and table: cached statements save
-    // re-parsing the same SQL thousands of times in a nightly run.
-
-    public func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int {
-        let statement = try db.cachedStatement(
-            sql: "SELECT COUNT(*) FROM \(table.name.quotedDatabaseIdentifier) WHERE \(table.accountColumn.quotedDatabaseIdentifier) = ?")
-        return try Int.fetchOne(statement, arguments: [accountID]) ?? 0
-    }
-
-    public func countRows(in tables: [AccountDataMap.Table], accountID: String) throws -> [String: Int] {
-        guard !tables.isEmpty else { return [:] }
-        let counts = tables.map {
-            "(SELECT COUNT(*) FROM \($0.name.quotedDatabaseIdentifier) WHERE \($0.accountColumn.quotedDatabaseIdentifier) = ?1)"
-        }
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT " + counts.joined(separator: ", ")), arguments: [accountID]) else {
-            return [:]
-        }
-        var result: [String: Int] = [:]
-        for (index, table) in tables.enumerated() { result[table.name] = row[index] }
-        return result
-    }
-
-    public func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int {
-        let name = table.name.quotedDatabaseIdentifier
-        let column = table.accountColumn.quotedDatabaseIdentifier
-        guard let limit else {
-            try db.cachedStatement(sql: "DELETE FROM \(name) WHERE \(column) = ?").execute(arguments: [accountID])
-            return db.changesCount
-        }
-        // DELETE … LIMIT needs a compile-time option Debian's SQLite lacks: select a batch by key instead.
-        let key = try rowKey(of: table.name)
-        try db.cachedStatement(
-            sql: "DELETE FROM \(name) WHERE \(key.compared) IN (SELECT \(key.selected) FROM \(name) WHERE \(column) = ? LIMIT ?)"
-        ).execute(arguments: [accountID, limit])
-        return db.changesCount
-    }
-
-    /// The rowid where the table has one that is its key, else the primary key columns
-    /// (a WITHOUT ROWID table has no rowid), compared as a row value. GRDB caches the
-    /// schema, so this costs no query per batch.
-    private func rowKey(of table: String) throws -> (compared: String, selected: String) {
-        let primaryKey = try db.primaryKey(table)
-        if primaryKey.isRowID { return ("rowid", "rowid") }
-        let columns = primaryKey.columns
-        let selected = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        return (columns.count == 1 ? selected : "(" + selected + ")", selected)
-    }
-
     public func lifecycleRowCounts(accountID: String) throws -> [String: Int] {
         let row = try Row.fetchOne(
             db.cachedStatement(sql: """

@@ -117,9 +117,10 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         // The stored hash is a secret: never printed, not even in JSON.
         account.passwordHash = account.passwordHash == nil ? nil : "(set)"
         let shown = account
+        let rows = try await services.rowCounts(accountID: id)
         let summary = try await services.store.read { tx in
             AccountSummary(
-                account: shown, preferences: try tx.preferences(accountID: id), rows: try tx.rowCounts(accountID: id),
+                account: shown, preferences: try tx.preferences(accountID: id), rows: rows,
                 photos: try tx.photos(accountID: id),
                 openSessions: try tx.sessions(accountID: id).filter { $0.revokedAt == nil }.count)
         }

@@ -73,7 +73,7 @@ struct DemoTour {
         let report = try await importer.importFile(at: path)
         Terminal.line("imported \(report.imported.count), already present \(report.unchanged.count), refused \(report.failures.count), photos stored \(report.photosStored)")
         for id in report.imported + report.unchanged {
-            let counts = try await services.store.read { tx in try tx.rowCounts(accountID: id) }
+            let counts = try await services.rowCounts(accountID: id)
             Terminal.line("  \(id): " + counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
     }

@@ -45,10 +45,11 @@ extension DemoTour {
         }
         _ = try await PurgeSweep(services: later).enqueueDuePurges()
         let run = try await runWorker(services: later, once: true, concurrency: 2, kinds: [DeletionJobs.purgeKind])
-        Terminal.line("purge                          → \(run.succeeded) purge job(s) ran: lock-and-mark → delete-blobs → delete-rows → tombstone")
+        Terminal.line("purge                          → \(run.succeeded) purge job(s) ran: lock-and-mark → delete-blobs → tombstone")
 
-        let (tombstone, rows, receipt) = try await services.store.read { tx in
-            (try tx.account(id: "linus"), try tx.rowCounts(accountID: "linus"),
+        let rows = try await services.rowCounts(accountID: "linus")
+        let (tombstone, receipt) = try await services.store.read { tx in
+            (try tx.account(id: "linus"),
              try tx.auditEvents(accountID: "linus").last { $0.action == DeletionAudit.purge && $0.outcome == "purged" })
         }
         let blobsAfter = try await services.blobs.list(prefix: BlobKey.accountPrefix("linus"), after: nil, limit: 1).count

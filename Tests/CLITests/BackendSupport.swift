@@ -87,11 +87,13 @@ extension Workspace {
         }
     }
 
+    /// The account's rows in each table of the reference app's schema, counted by the test's own SQL.
     func rowCounts(of id: String) async throws -> [String: Int] {
-        switch backend {
-        case .sqlite: try await store().read { tx in try tx.rowCounts(accountID: id) }
-        case .postgres: try await postgres().read { tx in try tx.rowCounts(accountID: id) }
+        var counts: [String: Int] = [:]
+        for table in ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"] {
+            counts[table] = try await int("SELECT COUNT(*) FROM \(table) WHERE account_id = ?", [.text(id)])
         }
+        return counts
     }
 
     /// Runs the tests' own SQL; every column comes back as text (NULL as nil), dates as ISO-8601.

@@ -32,7 +32,10 @@ struct PostgresDrillTests {
         workspace.postgresURL = url
         let probes = 2_500
         let noops = 2_500
-        #expect(try workspace.run(["jobs", "probe", "--count", "\(probes)", "--hold", "0.01"]).status == 0)
+        // Probes hold their job for 0.2 s: a victim seen holding one still holds it when the
+        // kill lands a few milliseconds later, even on a loaded machine (noops finish within
+        // that gap, so the victim holding only noops does not count).
+        #expect(try workspace.run(["jobs", "probe", "--count", "\(probes)", "--hold", "0.2"]).status == 0)
         #expect(try workspace.run(["jobs", "probe", "--noop", "--count", "\(noops)"]).status == 0)
         let store = try await PostgresStore(url: url)
 
@@ -47,7 +50,8 @@ struct PostgresDrillTests {
         let killed = await killProcess(victim.processIdentifier, when: {
             let counts = try psqlQuery(url, """
                 SELECT (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs")) WHERE state = 'succeeded' AND kind LIKE 'runner.%'),
-                       (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs")) WHERE state = 'running' AND lease_owner LIKE '\(ownerPattern)')
+                       (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs"))
+                        WHERE state = 'running' AND kind = '\(ProbeJobs.probeKind)' AND lease_owner LIKE '\(ownerPattern)')
                 """).split(separator: "|").compactMap { Int($0) }
             guard counts.count == 2 else { return false }
             return counts[0] >= (probes + noops) / 2 && counts[1] > 0

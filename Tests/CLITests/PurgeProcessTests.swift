@@ -113,7 +113,7 @@ struct PurgeProcessTests {
         let job = try #require(try await store.job(id: orphan.id))
         #expect(job.state == .succeeded)
         #expect(job.attempt == 2)
-        #expect(try await store.steps(of: orphan.id).map(\.step).sorted() == ["delete-blobs", "delete-rows", "lock-and-mark", "tombstone"])
+        #expect(try await store.steps(of: orphan.id).map(\.step).sorted() == ["delete-blobs", "lock-and-mark", "tombstone"])
         let receipts = try await workspace.auditRows(of: "big").filter { $0.action == DeletionAudit.purge && $0.outcome == "purged" }
         #expect(receipts.count == 1)
         #expect(receipts.first?.detail?.contains("\"blobs\":\(blobs),") == true)

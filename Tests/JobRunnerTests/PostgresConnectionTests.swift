@@ -46,6 +46,24 @@ struct PostgresConnectionTests {
         #expect(!location.description.contains("p/ss"))
     }
 
+    /// More callers than connections, each giving its connection back at once: a
+    /// connection released while a caller is deciding to wait must still reach it.
+    /// Lost, the caller waits forever, so the time limit is what fails the test.
+    @Test(.timeLimit(.minutes(1)))
+    func callersWaitingForABusyPoolAreAllServed() async throws {
+        let store = try await ThrowawayPostgres.makeStore(pool: 1)
+        let served = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    for _ in 0..<150 { _ = try await store.read { tx in try tx.query("SELECT 1") } }
+                    return 150
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(served == 16 * 150)
+    }
+
     @Test func aServerRestartCostsOnlyTheTransactionsInFlight() async throws {
         let store = try await ThrowawayPostgres.makeStore(pool: 2)
         _ = try await store.write { tx in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx) }

@@ -151,11 +151,8 @@ struct DeletionFixture<Store: LifecycleStore> {
     /// Rows of the account in every table of the data map, and in lifecycle's own tables
     /// that go with the account (exports, outbox): what a purge removes.
     func rows(_ id: String) async throws -> [String: Int] {
-        let map = dataMap
-        return try await store.read { tx in
-            try map.tables.reduce(into: [:]) { counts, table in counts[table.name] = try tx.countRows(in: table, accountID: id) }
-                .merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
-        }
+        let own = try await store.read { tx in try tx.lifecycleRowCounts(accountID: id) }
+        return try await services.rowCounts(accountID: id).merging(own, uniquingKeysWith: +)
     }
 
     func blobKeys(_ id: String) async throws -> [String] {

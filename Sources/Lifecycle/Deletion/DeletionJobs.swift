@@ -14,10 +14,10 @@ public enum DeletionJobs {
         let policy = Result { try DeletionPolicy(policies: services.policies) }
         // A map that cannot be read fails the purge itself, naming the file, as before.
         let isReferenceApp = (try? services.dataMapDocument().isReferenceApp) ?? true
-        guard !isReferenceApp else {
-            return [PurgeJob(services: services, policy: policy).kind, PurgeSweep(services: services, policy: policy).kind]
-        }
         let appData = AppDataCache()
+        guard !isReferenceApp else {
+            return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy).kind]
+        }
         return [
             AppPurgeJob(services: services, policy: policy, appData: appData).kind,
             PurgeSweep(services: services, policy: policy, appData: appData).kind,

@@ -32,15 +32,6 @@ public protocol DeletionTransaction {
     /// in id order after `after`.
     func accountsDueForPurge(now: Date, after: String?, limit: Int) throws -> [DuePurge]
 
-    /// Rows of the account in one table of the data map.
-    func countRows(in table: AccountDataMap.Table, accountID: String) throws -> Int
-    /// Rows of the account in each of the tables, keyed by table name: one statement
-    /// instead of one per table, since the purge counts every table of every account.
-    func countRows(in tables: [AccountDataMap.Table], accountID: String) throws -> [String: Int]
-    /// Deletes at most `limit` rows (all of them when nil) of the account from one table
-    /// of the data map; returns how many.
-    func deleteRows(in table: AccountDataMap.Table, accountID: String, limit: Int?) throws -> Int
-
     /// Lifecycle's own rows about the account, which go with it: its export records and
     /// the messages sent about them, by table (`exports`, `outbox`, zero included, so that
     /// receipts stay comparable with those of releases that listed both in the data map).

@@ -2,36 +2,34 @@ import Foundation
 import JobRunner
 
 /// Removes everything of one account whose grace period is over, then leaves a
-/// tombstone. Four steps, each safe to run again after a crash:
+/// tombstone. Three steps, each safe to run again after a crash:
 ///
 /// 1. `lock-and-mark` — re-checks the state under the write lock and moves the
 ///    account to `purging`; from then on restore is refused.
 /// 2. `delete-blobs` — photos, profile photo, export archives: everything under
 ///    `accounts/<id>/`, listed and deleted in batches, then listed again to prove it empty.
-/// 3. `delete-rows` — every table of the account data map, in its order (children
-///    first), in bounded batches that are each their own transaction, then
-///    lifecycle's own rows about the account (exports, outbox), which the map does
-///    not list. An account with at most one batch of rows (most of them) leaves
-///    that batch to step 4.
-/// 4. `tombstone` — deletes the last batch of rows and lifecycle's own rows about the
-///    account; the account row keeps only id, state and purged_at; an audit receipt
-///    records how many rows and blobs went.
+/// 3. `tombstone` — every table of the account data map in the plan's order (children
+///    first), through the statements generated from the map, in bounded batches that
+///    are each their own transaction with their counts; the transaction that finds
+///    nothing more to delete also removes lifecycle's own rows about the account
+///    (exports, outbox), leaves the account row as a tombstone (id, state, purged_at)
+///    and audits a receipt of how many rows and blobs went (RowEraser.swift). An
+///    account of at most one batch of rows, most of them, is erased in one commit.
+///
+/// A job recorded by an earlier version may hold a `delete-rows` step, or a row count
+/// from its first step: tombstone carries on after it all the same, and the receipt
+/// keeps that count.
 struct PurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
-    private let dataMap = DataMapCache()
-
-    init(services: LifecycleServices<Store>, policy: Result<DeletionPolicy, any Error>) {
-        self.services = services
-        self.policy = policy
-    }
+    let appData: AppDataCache
+    private let coverage = CoverageCheck()
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
             JobStep("lock-and-mark", database: lockAndMark),
             JobStep("delete-blobs", external: deleteBlobs),
-            JobStep("delete-rows", external: deleteRows),
-            JobStep("tombstone", database: tombstone),
+            JobStep("tombstone", external: tombstone),
         ])
     }
 
@@ -50,20 +48,8 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         var outcome: Value
     }
 
-    /// Rows the account still had when this job's first step ran.
-    struct PurgeStart: Codable, Sendable {
-        var rows: Int
-    }
-
     struct BlobsRemoved: Codable, Sendable {
         var blobs: Int
-    }
-
-    struct RowsRemoved: Codable, Sendable {
-        var rows: [String: Int]
-        /// Set when the account had at most one batch of rows: the tombstone deletes them
-        /// in its own transaction, which saves a commit per account on a nightly run.
-        var leftForTombstone: Bool?
     }
 
     /// The audit receipt: what the purge removed, with no personal data.
@@ -104,12 +90,10 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             case .purging: break  // An earlier attempt, or an earlier job, got this far: carry on from here.
             }
         }
-        let map = try dataMap.map(services: services)
-        var rows = try tx.countRows(in: map.tables.filter { $0.name != "accounts" }, accountID: id)
-        // An app table of the same name as one of lifecycle's is counted under that name too.
-        rows.merge(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
-        try tx.recordRowInventory(accountID: id, rows: rows, at: context.now)
-        return try .output(PurgeStart(rows: rows.values.reduce(0, +)))
+        // The receipt's files are counted by delete-blobs into this record, its rows batch by
+        // batch as they go (purge progress): nothing is counted up front.
+        try tx.recordRowInventory(accountID: id, rows: [:], at: context.now)
+        return StepResult(output: nil)
     }
 
     // MARK: 2. delete-blobs
@@ -171,91 +155,44 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         return try .output(BlobsRemoved(blobs: deleted))
     }
 
-    // MARK: 3. delete-rows
+    // MARK: 3. tombstone
 
-    /// Deleting rows already deleted changes nothing, so a rerun simply continues.
-    /// Each batch removes at most `purge_row_batch` rows, moving on to the next
-    /// table of the map within the same batch when one runs out.
-    private func deleteRows(_ context: StepContext) async throws -> StepResult {
+    /// The rows in batches; with the last, lifecycle's own rows about the account, the
+    /// tombstone and the receipt. A rerun after that commit finds the account purged and
+    /// erases nothing.
+    private func tombstone(_ context: StepContext) async throws -> StepResult {
         let policy = try policy.get()
         let id = try context.payload(PurgePayload.self).account
-        let store = services.store
-        let tables = try await dataMap.checkedMap(services: services).tables.filter { $0.name != "accounts" }
-        let batch = policy.purgeRowBatch
-        if let start = try context.output(of: "lock-and-mark", as: PurgeStart.self), start.rows <= batch {
-            return try .unrecorded(RowsRemoved(rows: [:], leftForTombstone: true))
-        }
-        var removed: [String: Int] = [:]
-        var index = 0
-        while index < tables.count {
-            let start = index
-            let (next, counts) = try await store.write { tx in
-                var (next, counts) = try Self.deleteBatch(of: id, from: tables, startingAt: start, limit: batch, in: tx)
-                // With the last batch: a handful of rows per account (exports are rate-limited, one message each).
-                if next == tables.count { counts.merge(try tx.deleteLifecycleRows(accountID: id), uniquingKeysWith: +) }
-                return (next, counts)
+        let data = try await appData.appData(services)
+        try await coverage.check(services)
+        let tables = data.plan.tables.map { data.displayName($0.table.name) }
+        let (now, jobID) = (context.now, context.job.id)
+        let eraser = RowEraser(store: services.store, data: data, policy: policy) { id, tx in try tx.account(id: id)?.state == .purging }
+        let done = try await eraser.erase(key: id, context: context) { tx, counts -> (Receipt, String) in
+            var erased = try tx.takePurgeProgress(key: id)
+            erased.merge(counts) { PurgeCounts(deleted: $0.deleted + $1.deleted, masked: $0.masked + $1.masked) }
+            let own = try tx.deleteLifecycleRows(accountID: id)
+            let inventory = try tx.takePurgeInventory(accountID: id)
+            var rows: [String: Int]
+            if let counted = inventory?.rows, !counted.isEmpty {
+                rows = counted  // Counted at the start by a job of an earlier version: the whole account.
+            } else {
+                rows = Dictionary(uniqueKeysWithValues: tables.map { ($0, 0) })
+                for (table, count) in erased { rows[table, default: 0] += count.deleted + count.masked }
+                rows.merge(own, uniquingKeysWith: +)
             }
-            removed.merge(counts, uniquingKeysWith: +)
-            index = next
-            context.progress("\(removed.values.reduce(0, +)) row(s) deleted")
-            if index < tables.count { try await pause(policy) }
-        }
-        return try .output(RowsRemoved(rows: removed))
-    }
-
-    /// Deletes at most `limit` rows, table after table from `startingAt`; returns the
-    /// first table that may still hold rows of the account (`tables.count` when none does).
-    private static func deleteBatch(
-        of id: String, from tables: [AccountDataMap.Table], startingAt start: Int, limit: Int, in tx: Store.Transaction
-    ) throws -> (next: Int, counts: [String: Int]) {
-        var budget = limit
-        var table = start
-        var counts: [String: Int] = [:]
-        while table < tables.count && budget > 0 {
-            let deleted = try tx.deleteRows(in: tables[table], accountID: id, limit: budget)
-            counts[tables[table].name, default: 0] += deleted
-            budget -= deleted
-            if budget > 0 { table += 1 }  // Fewer than asked: that table holds none of the account's rows any more.
-        }
-        return (table, counts)
-    }
-
-    // MARK: 4. tombstone
-
-    /// A database step: the last batch of rows, the tombstone, the receipt and the
-    /// done-mark commit together.
-    private func tombstone(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
-        let id = try context.payload(PurgePayload.self).account
-        let policy = try policy.get()
-        let tables = try dataMap.map(services: services).tables.filter { $0.name != "accounts" }
-        let inventory = try tx.takePurgeInventory(accountID: id)
-        if try context.output(of: "delete-rows", as: RowsRemoved.self)?.leftForTombstone == true {
-            // The account had at most one batch of rows when the purge started, so plain
-            // deletes are as bounded as batched ones, and cheaper.
-            for table in tables { _ = try tx.deleteRows(in: table, accountID: id, limit: nil) }
-        } else {
-            let (next, _) = try Self.deleteBatch(of: id, from: tables, startingAt: 0, limit: policy.purgeRowBatch, in: tx)
-            if next < tables.count, let left = try tables[next...].first(where: { try tx.countRows(in: $0, accountID: id) > 0 }) {
-                // Only if rows were added after the purge started; each retry removes another batch.
-                throw PurgeIncomplete("account \(id) still has rows in \(left.name) after deleting a full batch; the purge will retry")
+            guard try tx.tombstone(accountID: id, purgedAt: now) else {
+                let state = try tx.account(id: id)?.state.rawValue ?? "gone"
+                throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
             }
+            let receipt = Receipt(
+                rows: rows, rowsTotal: rows.values.reduce(0, +), blobs: inventory?.blobCount ?? 0,
+                blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID)
+            let detail = try JobJSON.encode(receipt)
+            try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))
+            return (receipt, detail)
         }
-        // Lifecycle's own rows go here in any case, even when delete-rows already removed
-        // them: nothing written about the account since then outlives the tombstone.
-        let own = try tx.deleteLifecycleRows(accountID: id)
-        var rows = try inventory?.rows ?? (context.output(of: "delete-rows", as: RowsRemoved.self)?.rows ?? [:])
-        rows.merge(own) { counted, _ in counted }
-        let receipt = Receipt(
-            rows: rows, rowsTotal: rows.values.reduce(0, +),
-            blobs: try inventory?.blobCount ?? (context.output(of: "delete-blobs", as: BlobsRemoved.self)?.blobs ?? 0),
-            blobBytes: inventory?.blobBytes ?? 0, purgeJob: context.job.id)
-        guard try tx.tombstone(accountID: id, purgedAt: context.now) else {
-            let state = try tx.account(id: id)?.state.rawValue ?? "gone"
-            throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
-        }
-        let detail = try JobJSON.encode(receipt)
-        try tx.recordAudit(AuditEvent(
-            at: context.now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))
+        guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
         context.logger.notice("account purged", metadata: [
             "account": "\(id)", "rows": "\(receipt.rowsTotal)", "blobs": "\(receipt.blobs)", "blob_bytes": "\(receipt.blobBytes)",
         ])
@@ -273,28 +210,17 @@ struct PurgeIncomplete: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The data map, read once per worker instead of once per purged account. Checked
-/// against the database before the first row is deleted: a table missing from the
-/// map would be left behind.
-final class DataMapCache: @unchecked Sendable {
+/// The reference app's rule on top of the foreign keys: every table with an account_id
+/// column holds account data, so one the map leaves out stops the purge before any row is
+/// deleted rather than being left behind. Checked once per process: a schema change needs
+/// a restart, as the map's own check does.
+private final class CoverageCheck: @unchecked Sendable {
     private let lock = NSLock()
-    private var loaded: AccountDataMap?
-    private var checked = false
+    private var passed = false
 
-    func map<Store: LifecycleStore>(services: LifecycleServices<Store>) throws -> AccountDataMap {
-        try lock.withLock {
-            if let loaded { return loaded }
-            let map = try AccountDataMap(try services.dataMapDocument())
-            loaded = map
-            return map
-        }
-    }
-
-    func checkedMap<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> AccountDataMap {
-        let map = try map(services: services)
-        if lock.withLock({ checked }) { return map }
-        try map.requireCovers(accountTables: try await services.store.accountTables())
-        lock.withLock { checked = true }
-        return map
+    func check<Store: LifecycleStore>(_ services: LifecycleServices<Store>) async throws {
+        if lock.withLock({ passed }) { return }
+        _ = try await services.dataMap()
+        lock.withLock { passed = true }
     }
 }

@@ -104,9 +104,10 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         let count: @Sendable (String, Store.Transaction) throws -> [String: Int]
         switch directory.source {
         case .reference:
-            let tables = try await services.dataMap().tables.filter { $0.name != "accounts" }
+            // The same statements the purge runs, generated from the reference app's map.
+            let data = try await AppDataCache().appData(services)
             count = { id, tx in
-                try tx.countRows(in: tables, accountID: id).merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
+                try data.rowCounts(key: id, in: tx).merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
             }
         case .app(let data):
             count = { id, tx in

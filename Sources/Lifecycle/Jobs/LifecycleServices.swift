@@ -65,6 +65,12 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
         return map
     }
 
+    /// The account's rows in each table of the data map, counted by the statements generated from it.
+    public func rowCounts(accountID: String) async throws -> [String: Int] {
+        let data = try await AppDataCache().appData(self)
+        return try await store.read { tx in try data.rowCounts(key: accountID, in: tx) }
+    }
+
     public func account(_ reference: String) async throws -> Account? {
         try await store.read { tx in
             if let account = try tx.account(id: reference) { return account }

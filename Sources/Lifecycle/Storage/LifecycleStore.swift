@@ -31,7 +31,6 @@ public protocol AccountTransaction {
     func photo(id: String) throws -> PhotoRecord?
     func photos(accountID: String) throws -> [PhotoRecord]
     func sessions(accountID: String) throws -> [SignInSession]
-    func rowCounts(accountID: String) throws -> [String: Int]
 
     func recordAudit(_ event: AuditEvent) throws
     func auditEvents(accountID: String) throws -> [AuditEvent]

@@ -147,118 +147,6 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
 
     // MARK: 3. erase-user
 
-    private enum Batch<T: Sendable>: Sendable {
-        case more(erased: Int)
-        case done(T)
-        case notPurging
-    }
-
-    /// Erases the account's rows a batch per transaction, each committed with its counts,
-    /// so a rerun carries on with what is left and counts every row once. The transaction
-    /// that finds nothing more to erase runs `last` with that batch's counts instead.
-    /// nil when the account is not purging (an earlier run finished it): nothing is erased,
-    /// whatever rows now carry its key.
-    private func eraseInBatches<T: Sendable>(
-        key: String, data: AppData, policy: DeletionPolicy, context: StepContext,
-        last: @escaping @Sendable (Store.Transaction, [String: PurgeCounts]) throws -> T
-    ) async throws -> T? {
-        var erased = 0
-        while true {
-            let batch = try await services.store.write { tx -> Batch<T> in
-                guard try tx.subject(key: key)?.state == .purging else { return .notPurging }
-                var counts: [String: PurgeCounts] = [:]
-                if try Self.eraseBatch(key: key, data: data, budget: policy.purgeRowBatch, counts: &counts, in: tx) {
-                    return .done(try last(tx, counts))
-                }
-                try Self.record(counts, key: key, in: tx)
-                return .more(erased: counts.values.reduce(0) { $0 + $1.deleted + $1.masked })
-            }
-            switch batch {
-            case .notPurging: return nil
-            case .done(let value): return value
-            case .more(let count):
-                erased += count
-                context.progress("\(erased) row(s) erased")
-                if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
-            }
-        }
-    }
-
-    private static func record(_ counts: [String: PurgeCounts], key: String, in tx: Store.Transaction) throws {
-        for (table, count) in counts {
-            try tx.addPurgeProgress(key: key, table: table, deleted: count.deleted, masked: count.masked)
-        }
-    }
-
-    /// Erases at most `budget` rows (the user's, deleted or masked, and other users' rows
-    /// cascaded with them), table after table in the plan's order, adding them to `counts`.
-    /// True when no table has anything left to erase; false when the budget ran out first.
-    /// Within a table: cascades, then the user's rows nothing references any more (leaf
-    /// rows first, so a reply goes before what it answers) until none can go, then the
-    /// rest masked where the map keeps them.
-    private static func eraseBatch(
-        key: String, data: AppData, budget: Int, counts: inout [String: PurgeCounts], in tx: Store.Transaction
-    ) throws -> Bool {
-        let sql = data.sql
-        var left = budget
-
-        /// Runs statements of at most what is left of the budget until one erases fewer
-        /// than asked (or none, with `rounds`); false when the budget ran out.
-        func drain(_ table: String, deletes: Bool, rounds: Bool, _ statement: (Int) -> SQLStatement) throws -> Bool {
-            while true {
-                let limit = left
-                let count = try tx.execute(statement(limit))
-                left -= count
-                if deletes { counts[table, default: PurgeCounts()].deleted += count } else { counts[table, default: PurgeCounts()].masked += count }
-                if left == 0 { return false }
-                if count == 0 || (!rounds && count < limit) { return true }
-            }
-        }
-
-        for table in data.plan.tables {
-            let name = data.displayName(table.table.name)
-            let rounds = sql.deletesInRounds(table)
-            switch table.owner {
-            case .sides(let sides):
-                for side in sides {
-                    let erased = try side.erase.mask.map { mask in
-                        try drain(name, deletes: false, rounds: false) { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }
-                    } ?? drain(name, deletes: true, rounds: rounds) { sql.deleteOwned(table, key: key, limit: $0, side: side) }
-                    guard erased else { return false }
-                }
-            default:
-                if table.table.erase.deletesRows {
-                    while true {
-                        // Deepest first: a cascade may reference the one before it.
-                        for index in table.cascades.indices.reversed() {
-                            let cascade = data.displayName(table.cascades[index].table)
-                            guard try drain(cascade, deletes: true, rounds: false, { sql.deleteCascade(table, cascade: index, key: key, limit: $0) }) else { return false }
-                        }
-                        let limit = left
-                        let count = try tx.execute(sql.deleteOwned(table, key: key, limit: limit))
-                        left -= count
-                        counts[name, default: PurgeCounts()].deleted += count
-                        if left == 0 { return false }
-                        if count == 0 || (!rounds && count < limit) { break }
-                    }
-                }
-                if let mask = table.table.erase.mask {
-                    guard try drain(name, deletes: false, rounds: false, { sql.maskOwned(table, mask: mask, key: key, limit: $0) }) else { return false }
-                }
-                // Rows left that no erase could reach are held by a reference the map did not
-                // declare (added to the schema since the check): retrying cannot help. Without
-                // a reference that holds rows back, a delete short of its limit took them all.
-                if table.table.erase == .delete && rounds,
-                   case .integer(let count) = try tx.rows(sql.countOwned(table, key: key)).first?.first, count > 0 {
-                    throw PermanentJobFailure("""
-                        \(count) row(s) of \(name) could not be deleted: another row still references them. Run \
-                        `lifecycle map check` and add the reference to the map (cascade or delete_unless_referenced_by), then retry the purge
-                        """)
-                }
-            }
-        }
-        return true
-    }
 
     /// The rows in batches; with the last, the user row deleted or masked, lifecycle's own
     /// records of the account removed, the account marked purged and the receipt audited.
@@ -269,7 +157,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let sql = data.sql
         let now = context.now
         let jobID = context.job.id
-        let done = try await eraseInBatches(key: key, data: data, policy: policy, context: context) { tx, counts -> (Receipt, String) in
+        let eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
+        let done = try await eraser.erase(key: key, context: context) { tx, counts -> (Receipt, String) in
             let userRows = try tx.execute(sql.eraseSubject(key: key))
             var rows = try tx.takePurgeProgress(key: key)
             for (table, count) in counts {
