@@ -8,6 +8,8 @@ import Logging
 struct PhotoProblem: Error, CustomStringConvertible {
     var photoID: String
     var reason: String
+    /// The blob the plan named, when the problem came up copying it.
+    var plannedKey: String?
     var description: String { "photo \(photoID): \(reason)" }
 }
 
@@ -87,12 +89,27 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     /// With `skipMissingPhotos`, a photo found corrupt half-way through is left out and
     /// the archive written again from the start: its partly written entry cannot be
     /// taken back. Without it, the first bad photo fails the export, naming the photo.
+    ///
+    /// A photo that another job replaced while it was being copied (normalisation renders
+    /// the upload, switches the row to the rendered blob and deletes the upload) is not a
+    /// bad photo: the archive is planned and written again with the newer version. A photo
+    /// replaced again on the next pass fails the attempt as retryable (Jobs/README.md,
+    /// "Jobs on one account").
     func build() async throws -> BuiltArchive {
         var corrupt: [String: String] = [:]
+        var replaced = 0
         while true {
             do {
                 return try await buildOnce(knownBad: corrupt)
             } catch let problem as PhotoProblem {
+                if let plannedKey = problem.plannedKey, try await photo(problem.photoID, movedFrom: plannedKey) {
+                    replaced += 1
+                    guard replaced <= 2 else {
+                        throw LifecycleError(.tryLater, "\(problem) (replaced again while the export copied it; the export tries again later)")
+                    }
+                    logger.notice("a photo was replaced during the export; writing the archive again", metadata: ["photo": "\(problem.photoID)"])
+                    continue
+                }
                 guard skipMissingPhotos else {
                     throw PermanentJobFailure(
                         "\(problem); restore the photo's blob or run the export again with --skip-missing-photos to leave it out (it is then listed in manifest.json)")
@@ -211,10 +228,21 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         repeat {
             let from = after
             let batch = try await services.store.read { tx in try tx.exportPhotos(accountID: accountID, afterID: from, limit: limit) }
-            for photo in batch {
-                let name = ExportNames.photoPath(photo, timeZone: timeZone)
+            for listed in batch {
+                var photo = listed
                 var reason = knownBad[photo.id]
                 if reason == nil { reason = try await blobProblem(photo) }
+                // Replaced between the listing and the check: plan the row as it is now (or
+                // nothing, if the photo went). Another replacement meanwhile is left to the copy.
+                if reason != nil, knownBad[photo.id] == nil {
+                    let id = photo.id
+                    guard let current = try await services.store.read({ tx in try tx.photo(id: id) }) else { continue }
+                    if current.blobKey != photo.blobKey {
+                        photo = current
+                        reason = try await blobProblem(photo)
+                    }
+                }
+                let name = ExportNames.photoPath(photo, timeZone: timeZone)
                 if let reason {
                     if photo.id == account.profilePhotoID { plan.profilePhotoOmitted = true }
                     if skipMissingPhotos {
@@ -245,6 +273,11 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         return plan
     }
 
+    /// Whether the photos row no longer names `key`: the photo was replaced (or deleted) since it was planned.
+    private func photo(_ photoID: String, movedFrom key: String) async throws -> Bool {
+        try await services.store.read { tx in try tx.photo(id: photoID)?.blobKey } != key
+    }
+
     private func blobProblem(_ photo: PhotoRecord) async throws -> String? {
         // A key outside the account's prefix would copy someone else's file into this archive.
         guard BlobKey.isValid(photo.blobKey), photo.blobKey.hasPrefix(BlobKey.accountPrefix(accountID)) else {
@@ -266,10 +299,12 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         do {
             copied = try await entries.addBlob(key: photo.key, name: photo.name, bytes: photo.bytes, recorded: "the photos row says", modified: photo.modified)
         } catch let problem as BlobProblem {
-            throw PhotoProblem(photoID: photo.photoID, reason: problem.reason)
+            throw PhotoProblem(photoID: photo.photoID, reason: problem.reason, plannedKey: photo.key)
         }
         guard copied.sha256 == photo.sha256 else {
-            throw PhotoProblem(photoID: photo.photoID, reason: "its blob \(photo.key) has SHA-256 \(copied.sha256) but the photos row says \(photo.sha256) (corrupted)")
+            throw PhotoProblem(
+                photoID: photo.photoID, reason: "its blob \(photo.key) has SHA-256 \(copied.sha256) but the photos row says \(photo.sha256) (corrupted)",
+                plannedKey: photo.key)
         }
     }
 

@@ -143,14 +143,18 @@ struct ExportEntries {
             var count: Int64 = 0
             let writer = self.writer
             let copier = self.copier
-            try await blobs.read(key: key, chunkSize: ArchiveWriter.chunkSize) { chunk in
-                guard count + Int64(chunk.count) <= expected else {
-                    throw BlobProblem(key: key, reason: "its blob \(key) is larger than the \(expected) bytes \(recorded)")
+            do {
+                try await blobs.read(key: key, chunkSize: ArchiveWriter.chunkSize) { chunk in
+                    guard count + Int64(chunk.count) <= expected else {
+                        throw BlobProblem(key: key, reason: "its blob \(key) is larger than the \(expected) bytes \(recorded)")
+                    }
+                    hasher.update(bufferPointer: chunk)
+                    try writer.write(chunk)
+                    count += Int64(chunk.count)
+                    copier.wrote(chunk.count)
                 }
-                hasher.update(bufferPointer: chunk)
-                try writer.write(chunk)
-                count += Int64(chunk.count)
-                copier.wrote(chunk.count)
+            } catch let error as BlobStoreError where error.isNotFound {
+                throw BlobProblem(key: key, reason: "its blob \(key) disappeared during the export")
             }
             copied = (count, FileDigest.hex(hasher.finalize()))
         }

@@ -12,7 +12,7 @@ public struct BlobInfo: Sendable, Equatable {
 }
 
 public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
-    private enum Reason: Sendable { case failed, outOfSpace, notWritable }
+    private enum Reason: Sendable { case failed, outOfSpace, notWritable, notFound }
 
     public let message: String
     private let reason: Reason
@@ -32,6 +32,8 @@ public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
     public var isOutOfSpace: Bool { reason == .outOfSpace }
     /// The store's location refuses writes (read-only, wrong owner): the operator must fix it.
     public var isNotWritable: Bool { reason == .notWritable }
+    /// The blob is not there (deleted, or never stored).
+    public var isNotFound: Bool { reason == .notFound }
 
     /// A failed file-system call on a local store, classified by its errno.
     public static func fileSystem(_ code: Int32, _ message: String) -> Self {
@@ -46,7 +48,7 @@ public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
     public static func invalidKey(_ key: String) -> Self {
         .init("blob key '\(key)' is not allowed: use segments of letters, digits, '.', '_' or '-' separated by '/', with no '.' or '..' segment")
     }
-    public static func notFound(_ key: String) -> Self { .init("blob '\(key)' does not exist") }
+    public static func notFound(_ key: String) -> Self { .init("blob '\(key)' does not exist", reason: .notFound) }
 }
 
 /// Photos and export archives. Keys look like `accounts/<id>/photos/<photo-id>`;
