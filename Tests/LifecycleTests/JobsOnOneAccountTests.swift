@@ -1,0 +1,116 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import Logging
+import SQLiteBackend
+import Testing
+
+/// Jobs of different kinds on one account, staged at the moment where one would break
+/// the other: the jobs, the store and the blobs are the real ones, only the moment is chosen.
+struct JobsOnOneAccountTests {
+    /// The profile photo's normalisation finishes (switches the row to the rendered JPEG
+    /// and deletes the upload) after the export planned the upload and before it copies it.
+    /// The export writes the archive again with the rendered photo instead of failing.
+    @Test(arguments: Backend.allCases)
+    func anExportWhosePhotoIsNormalisedMidCopyExportsTheNewerVersion(_ backend: Backend) async throws {
+        try await anExportWhosePhotoIsNormalisedMidCopyExportsTheNewerVersion(store: try await backend.makeStore())
+    }
+
+    private func anExportWhosePhotoIsNormalisedMidCopyExportsTheNewerVersion<Store: LifecycleStore>(store: Store) async throws {
+        let testbed = try ExportTestbed(store: store)
+        try FileManager.default.copyItem(
+            atPath: ExportFixture.repositoryRoot + "/Jobs/policies/photos.yaml", toPath: testbed.jobsDirectory + "/policies/photos.yaml")
+        // The same directory: the photo fixture's blob store is the testbed's.
+        let photos = try PhotoFixture(store: store, directory: testbed.root)
+        let upload = try PhotoUpload.heic
+        try await photos.addAccount("ada", upload: upload)
+        let profile = try await photos.photo("ada.profile")
+
+        // The export's services read and write the same files through a store that runs the
+        // normalisation to its end when the export first reads the upload.
+        let staged = StagedBlobStore(inner: photos.blobs, key: profile.blobKey)
+        let services = LifecycleServices(
+            store: store, blobs: staged, policies: try PolicyBook(jobsDirectory: testbed.jobsDirectory),
+            jobsDirectory: testbed.jobsDirectory, clock: testbed.clock, logger: Logger(label: "jobs-on-one-account"))
+        let normalisation = try PhotoNormalizationService(services: services)
+        let queued = try await normalisation.queue(account: "ada")
+        #expect(queued.jobIDs.count == 1)
+        staged.before = {
+            _ = try await Worker(
+                store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
+                options: WorkerOptions(concurrency: 1, kinds: [PhotoJobs.normalizeKind])
+            ).drain()
+        }
+
+        let requested = try await services.requestExport(ExportRequest(account: "ada"))
+        _ = try await Worker(
+            store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
+            options: WorkerOptions(concurrency: 1, kinds: [ExportJobs.exportKind])
+        ).drain()
+
+        #expect(staged.fired == 1)
+        let rendered = try await photos.photo("ada.profile")
+        #expect(rendered.blobKey != profile.blobKey && rendered.contentType == "image/jpeg")
+        #expect(try await photos.blobs.info(key: profile.blobKey) == nil)
+        #expect(try await store.job(id: try #require(queued.jobIDs.first))?.state == .succeeded)
+        let job = try #require(try await store.job(id: requested.job.id))
+        #expect(job.state == .succeeded, "\(job.lastError ?? "")")
+        #expect(job.attempt == 1)
+
+        // The archive holds the rendered photo, byte for byte, where account.json says it is.
+        let export = try #require(try await store.read { tx in try tx.export(jobID: requested.job.id) })
+        let unpacked = try testbed.unpack(export)
+        let account = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: unpacked + "/account.json"))) as? [String: Any]
+        let profilePath = try #require((account?["profile"] as? [String: Any])?["profile_photo"] as? String)
+        let archived = try Data(contentsOf: URL(fileURLWithPath: unpacked + "/" + profilePath))
+        #expect(photoSHA256(archived) == rendered.sha256.lowercased())
+        #expect(Int64(archived.count) == rendered.byteSize)
+    }
+}
+
+/// The real file-system store, with one staged moment: the first read of `key` runs
+/// `before` to its end, then reads. Everything else goes straight through.
+final class StagedBlobStore: BlobStore, @unchecked Sendable {
+    let inner: FileSystemBlobStore
+    let key: String
+    private let lock = NSLock()
+    private var stage: (@Sendable () async throws -> Void)?
+    private var firedCount = 0
+
+    init(inner: FileSystemBlobStore, key: String) {
+        self.inner = inner
+        self.key = key
+    }
+
+    var before: (@Sendable () async throws -> Void)? {
+        get { lock.withLock { stage } }
+        set { lock.withLock { stage = newValue } }
+    }
+
+    var fired: Int { lock.withLock { firedCount } }
+
+    func read(key: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        let run: (@Sendable () async throws -> Void)? = lock.withLock {
+            guard key == self.key, let stage else { return nil }
+            self.stage = nil
+            firedCount += 1
+            return stage
+        }
+        try await run?()
+        try await inner.read(key: key, chunkSize: chunkSize, body)
+    }
+
+    func put(key: String, fromFile path: String, moving: Bool) async throws -> BlobInfo {
+        try await inner.put(key: key, fromFile: path, moving: moving)
+    }
+    func put(key: String, data: Data) async throws -> BlobInfo { try await inner.put(key: key, data: data) }
+    func info(key: String) async throws -> BlobInfo? { try await inner.info(key: key) }
+    func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
+        try await inner.list(prefix: prefix, after: after, limit: limit)
+    }
+    func delete(keys: [String]) async throws { try await inner.delete(keys: keys) }
+    func move(from: String, to: String) async throws { try await inner.move(from: from, to: to) }
+    func downloadURL(key: String, expiresAt: Date, now: Date) throws -> String? {
+        try inner.downloadURL(key: key, expiresAt: expiresAt, now: now)
+    }
+}
