@@ -52,7 +52,8 @@ public protocol JobStore: Sendable {
     func release(jobID: JobID, owner: String, now: Date) async throws
 
     /// Moves a job whose cancellation was requested to `cancelled`, between steps.
-    func markCancelled(jobID: JobID, owner: String, now: Date) async throws
+    /// `reason`, when given, is kept as the job's last error: why its work was withdrawn.
+    func markCancelled(jobID: JobID, owner: String, reason: String?, now: Date) async throws
 
     /// Queued or retrying jobs become `cancelled` at once; a running job is flagged
     /// and stops before its next step.
@@ -118,6 +119,16 @@ public struct JobRunnerError: Error, CustomStringConvertible, Sendable, Equatabl
 /// Thrown by a step when running it again cannot help (bad payload, the
 /// account is gone): the job goes straight to `dead`.
 public struct PermanentJobFailure: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Thrown by a step that finds its job's work withdrawn by another job (an export of an
+/// account whose purge has begun): the job ends `cancelled`, as `jobs cancel` would end it,
+/// not `dead` — nothing failed and nobody needs to act. Whoever withdrew the work keeps
+/// the record of why (the purge audits the exports it cancels).
+public struct JobWithdrawn: Error, CustomStringConvertible, Sendable {
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }

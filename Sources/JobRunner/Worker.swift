@@ -314,7 +314,7 @@ public final class Worker<Store: JobStore>: Sendable {
                     return .succeeded
                 }
                 if cancelRequested {
-                    try await store.markCancelled(jobID: job.id, owner: owner, now: clock.now())
+                    try await store.markCancelled(jobID: job.id, owner: owner, reason: nil, now: clock.now())
                     jobLogger.notice("job cancelled between steps", metadata: ["after": "\(step.name)"])
                     events(.finished(job, .cancelled))
                     return .cancelled
@@ -329,6 +329,18 @@ public final class Worker<Store: JobStore>: Sendable {
             jobLogger.warning("lease lost; another worker continues this job")
             events(.finished(job, .leaseLost))
             return .leaseLost
+        } catch let withdrawn as JobWithdrawn {
+            do {
+                try await store.markCancelled(jobID: job.id, owner: owner, reason: withdrawn.message, now: clock.now())
+            } catch {
+                // The lease runs out and the next attempt's step finds the work withdrawn again.
+                jobLogger.warning("could not record the cancellation; the job will be picked up again", metadata: ["error": "\(error)"])
+                events(.finished(job, .leaseLost))
+                return .leaseLost
+            }
+            jobLogger.notice("job cancelled: its work was withdrawn", metadata: ["reason": "\(withdrawn.message)"])
+            events(.finished(job, .cancelled))
+            return .cancelled
         } catch {
             let outcome = await recordFailure(job, error: error, policy: policy, logger: jobLogger)
             events(.finished(job, outcome))

@@ -222,10 +222,11 @@ extension PostgresStore: JobStore {
         }
     }
 
-    public func markCancelled(jobID: JobID, owner: String, now: Date) async throws {
+    public func markCancelled(jobID: JobID, owner: String, reason: String?, now: Date) async throws {
         _ = try await write { tx in
             try tx.execute("""
-                UPDATE lifecycle.jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
+                UPDATE lifecycle.jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
+                    last_error = COALESCE(\(reason), last_error)
                 WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 """)
         }

@@ -345,14 +345,15 @@ extension SQLiteStore {
         }
     }
 
-    public func markCancelled(jobID: JobID, owner: String, now: Date) async throws {
+    public func markCancelled(jobID: JobID, owner: String, reason: String?, now: Date) async throws {
         try await pool.write { db in
             try db.execute(
                 sql: """
-                    UPDATE lifecycle_jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
+                    UPDATE lifecycle_jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?,
+                        last_error = COALESCE(?, last_error)
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
-                arguments: [now, now, jobID, owner])
+                arguments: [now, now, reason, jobID, owner])
         }
     }
 

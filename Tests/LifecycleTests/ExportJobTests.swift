@@ -156,7 +156,8 @@ struct ExportJobTests {
         try await setState(bed, "kim", .purging)
         try await bed.runWorker()
         let job = try #require(try await bed.store.job(id: outcome.job.id))
-        #expect(job.state == .dead)
+        // Withdrawn, not failed: nothing for an operator to retry.
+        #expect(job.state == .cancelled)
         #expect(job.lastError?.contains("account kim is purging") == true)
         #expect(try await bed.blobs.list(prefix: "accounts/kim/exports/", after: nil, limit: 10).isEmpty)
     }

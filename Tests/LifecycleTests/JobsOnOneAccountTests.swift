@@ -66,6 +66,73 @@ struct JobsOnOneAccountTests {
         #expect(photoSHA256(archived) == rendered.sha256.lowercased())
         #expect(Int64(archived.count) == rendered.byteSize)
     }
+
+    /// The account's purge begins and ends while its export copies the photos: the purge
+    /// cancels the export (audited), the export stops without publishing anything, and no
+    /// file of the account is left, neither in the blob store nor in the scratch folder.
+    @Test(arguments: Backend.allCases)
+    func aPurgeThatStartsDuringAnExportCancelsItAndLeavesNothing(_ backend: Backend) async throws {
+        try await aPurgeThatStartsDuringAnExportCancelsItAndLeavesNothing(store: try await backend.makeStore())
+    }
+
+    private func aPurgeThatStartsDuringAnExportCancelsItAndLeavesNothing<Store: LifecycleStore>(store: Store) async throws {
+        let testbed = try ExportTestbed(store: store)
+        for policy in ["photos.yaml", "deletion.yaml"] {
+            try FileManager.default.copyItem(
+                atPath: ExportFixture.repositoryRoot + "/Jobs/policies/" + policy, toPath: testbed.jobsDirectory + "/policies/" + policy)
+        }
+        let photos = try PhotoFixture(store: store, directory: testbed.root)
+        try await photos.addAccount("ada", upload: try PhotoUpload.jpeg)
+        try await photos.addAccount("bob", upload: try PhotoUpload.jpeg)
+        let entryPhoto = try await photos.photo("ada-p1")
+
+        let staged = StagedBlobStore(inner: photos.blobs, key: entryPhoto.blobKey)
+        let services = LifecycleServices(
+            store: store, blobs: staged, policies: try PolicyBook(jobsDirectory: testbed.jobsDirectory),
+            jobsDirectory: testbed.jobsDirectory, clock: testbed.clock, logger: Logger(label: "jobs-on-one-account"))
+        let deletion = try DeletionService(services: services)
+        let purged = PurgeOutcome()
+        staged.before = {
+            _ = try await deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
+            let summary = try await Worker(
+                store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
+                options: WorkerOptions(concurrency: 1, kinds: [DeletionJobs.purgeKind])
+            ).drain()
+            purged.record(summary.succeeded)
+        }
+
+        let requested = try await services.requestExport(ExportRequest(account: "ada"))
+        let exportRun = try await Worker(
+            store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
+            options: WorkerOptions(concurrency: 1, kinds: [ExportJobs.exportKind])
+        ).drain()
+
+        #expect(staged.fired == 1)
+        #expect(purged.succeeded == 1)
+        #expect(exportRun.cancelled == 1 && exportRun.dead == 0)
+        #expect(try await store.job(id: requested.job.id)?.state == .cancelled)
+        #expect(try await store.read { tx in try tx.account(id: "ada") }?.state == .purged)
+        let audit = try await store.read { tx in try tx.auditEvents(accountID: "ada") }
+        let cancel = try #require(audit.first { $0.action == "export.cancel" })
+        #expect(cancel.outcome == "cancelled" && cancel.detail?.contains("\"export_job\":\(requested.job.id)") == true)
+        #expect(try await photos.blobs.list(prefix: BlobKey.accountPrefix("ada"), after: nil, limit: 10).isEmpty)
+        #expect(try await store.read { tx in try tx.exports(accountID: "ada") }.isEmpty)
+        // The export's scratch folder (a store other than the file system's builds in the
+        // temporary directory, a folder per export id) is gone.
+        let snapshot = try #require(try await store.steps(of: requested.job.id).first { $0.step == "snapshot" }?.output)
+        let exportID = try #require((try JSONSerialization.jsonObject(with: Data(snapshot.utf8)) as? [String: Any])?["exportID"] as? String)
+        #expect(!FileManager.default.fileExists(atPath: NSTemporaryDirectory() + "/lifecycle-exports/" + exportID))
+        // Bob's account was never touched.
+        #expect(try await photos.blobs.list(prefix: BlobKey.accountPrefix("bob"), after: nil, limit: 10).count == 2)
+    }
+}
+
+/// What the staged purge run did, read once the export's drain is over.
+final class PurgeOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func record(_ succeeded: Int) { lock.withLock { count += succeeded } }
+    var succeeded: Int { lock.withLock { count } }
 }
 
 /// The real file-system store, with one staged moment: the first read of `key` runs

@@ -224,7 +224,8 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let verified = try output(context, "verify-archive", Verified.self)
         let published = try output(context, "publish", Published.self)
         guard var export = try tx.export(id: snapshot.exportID) else {
-            throw PermanentJobFailure("export \(snapshot.exportID) has no row any more (was the account purged?)")
+            // Only a purge removes export rows, and it cancelled this job when it began.
+            throw JobWithdrawn("export \(snapshot.exportID) has no row any more: the account's purge removed it")
         }
         export.state = .ready
         export.blobKey = published.archiveKey
@@ -342,10 +343,12 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             return
         case .pendingDeletion where allowPending:
             return
+        // The user's deletion (or its purge) overtook the export they asked for: the job is
+        // withdrawn, not failed (Jobs/README.md, "Jobs on one account").
         case .pendingDeletion:
-            throw PermanentJobFailure("account \(accountID) is scheduled for deletion; only an operator export (--allow-pending) may read it")
+            throw JobWithdrawn("account \(accountID) is scheduled for deletion; only an operator export (--allow-pending) may read it")
         case .purging, .purged:
-            throw PermanentJobFailure("account \(accountID) is \(state.rawValue): its data is being or has been deleted, so it is not exported")
+            throw JobWithdrawn("account \(accountID) is \(state.rawValue): its data is being or has been deleted, so it is not exported")
         }
     }
 
@@ -357,8 +360,9 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         return try tx.subject(key: accountID)?.state ?? .active
     }
 
-    /// Purge may start while an export runs. Then the export stops and removes its
-    /// temporary archive rather than leave a copy of the data behind.
+    /// Purge may start while an export runs. Then the export stops (withdrawn: the purge
+    /// cancelled it and audited that) and removes its temporary archive rather than leave a
+    /// copy of the data behind.
     private func requireStillExportable(_ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat) async throws {
         let accountID = payload.accountID
         let state = try await services.store.read { tx in try self.state(of: accountID, in: tx) }

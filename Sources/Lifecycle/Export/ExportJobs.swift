@@ -21,6 +21,23 @@ public enum ExportJobs {
     /// One live export per account: asking again returns the same job.
     public static func uniqueKey(accountID: String) -> String { "export:\(accountID)" }
 
+    /// Cancels the account's export job, if one is queued or running, as its purge begins:
+    /// a queued one never starts, a running one stops at its next check of the account
+    /// (and removes its temporary archive). The audit trail, which outlives the account,
+    /// keeps which export the purge cancelled.
+    static func withdraw<Store: LifecycleStore>(
+        accountID: String, purgeJob: JobID, store: Store, now: Date, in tx: Store.Transaction
+    ) throws {
+        // A rerun of the purge's first step finds the cancellation already requested.
+        guard let live = try store.liveJob(uniqueKey: uniqueKey(accountID: accountID), in: tx), live.kind == exportKind,
+              !live.cancelRequested
+        else { return }
+        _ = try store.cancel(jobID: live.id, now: now, in: tx)
+        try tx.recordAudit(AuditEvent(
+            at: now, actor: "purge", action: "export.cancel", accountID: accountID, outcome: "cancelled",
+            detail: try JobJSON.encode(["export_job": live.id, "purge_job": purgeJob])))
+    }
+
     /// The outbox key of an export's "ready" notification: one message per export.
     public static func notificationKey(exportID: String) -> String { "export-ready:\(exportID)" }
 }
