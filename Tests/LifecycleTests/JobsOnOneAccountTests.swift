@@ -125,6 +125,27 @@ struct JobsOnOneAccountTests {
         // Bob's account was never touched.
         #expect(try await photos.blobs.list(prefix: BlobKey.accountPrefix("bob"), after: nil, limit: 10).count == 2)
     }
+
+    /// The user asks for their data, then deletes their account before the export ran: the
+    /// request cancels the export in its own transaction (audited), so it never starts.
+    @Test(arguments: Backend.allCases)
+    func aDeletionRequestCancelsTheQueuedExport(_ backend: Backend) async throws {
+        try await aDeletionRequestCancelsTheQueuedExport(store: try await backend.makeStore())
+    }
+
+    private func aDeletionRequestCancelsTheQueuedExport(store: some LifecycleStore) async throws {
+        let testbed = try ExportTestbed(store: store)
+        try FileManager.default.copyItem(
+            atPath: ExportFixture.repositoryRoot + "/Jobs/policies/deletion.yaml", toPath: testbed.jobsDirectory + "/policies/deletion.yaml")
+        try await PhotoFixture(store: store, directory: testbed.root).addAccount("ada", upload: try PhotoUpload.jpeg)
+        let fixture = (services: testbed.services, deletion: try DeletionService(services: testbed.services))
+        let export = try await fixture.services.requestExport(ExportRequest(account: "ada"))
+        _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "ticket 7", immediately: false)
+        #expect(try await store.job(id: export.job.id)?.state == .cancelled)
+        let audit = try await store.read { tx in try tx.auditEvents(accountID: "ada") }
+        #expect(audit.contains { $0.action == "export.cancel" && $0.actor == "deletion" && $0.detail?.contains("\(export.job.id)") == true })
+        #expect(try await store.read { tx in try tx.exports(accountID: "ada") }.isEmpty)
+    }
 }
 
 /// What the staged purge run did, read once the export's drain is over.

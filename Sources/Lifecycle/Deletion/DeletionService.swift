@@ -173,6 +173,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             }
             let revoked = try directory.revokeSessions(id: id, at: now, in: tx)
             let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
+            try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: store, now: now, in: tx)
             try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
                 "hash_format": format, "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)",
                 "purge_job": "\(job.id)",
@@ -230,6 +231,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 }
                 let revoked = try directory.revokeSessions(id: id, at: now, in: tx)
                 let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
+                try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: services.store, now: now, in: tx)
                 try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "requested", at: now,
                                          detail: detail.merging([
                                              "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)", "purge_job": "\(job.id)",

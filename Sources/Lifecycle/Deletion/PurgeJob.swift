@@ -90,7 +90,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             case .purging: break  // An earlier attempt, or an earlier job, got this far: carry on from here.
             }
         }
-        try ExportJobs.withdraw(accountID: id, purgeJob: context.job.id, store: services.store, now: context.now, in: tx)
+        try ExportJobs.withdraw(accountID: id, actor: "purge", purgeJob: context.job.id, store: services.store, now: context.now, in: tx)
         // The receipt's files are counted by delete-blobs into this record, its rows batch by
         // batch as they go (purge progress): nothing is counted up front.
         try tx.recordRowInventory(accountID: id, rows: [:], at: context.now)

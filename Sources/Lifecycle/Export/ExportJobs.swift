@@ -21,12 +21,13 @@ public enum ExportJobs {
     /// One live export per account: asking again returns the same job.
     public static func uniqueKey(accountID: String) -> String { "export:\(accountID)" }
 
-    /// Cancels the account's export job, if one is queued or running, as its purge begins:
-    /// a queued one never starts, a running one stops at its next check of the account
-    /// (and removes its temporary archive). The audit trail, which outlives the account,
-    /// keeps which export the purge cancelled.
+    /// Cancels the account's export job, if one is queued or running, as its deletion is
+    /// requested (`actor` "deletion") or its purge begins ("purge"): a queued one never
+    /// starts, a running one stops at its next check of the account (and removes its
+    /// temporary archive). The audit trail, which outlives the account, keeps which export
+    /// went and why.
     static func withdraw<Store: LifecycleStore>(
-        accountID: String, purgeJob: JobID, store: Store, now: Date, in tx: Store.Transaction
+        accountID: String, actor: String, purgeJob: JobID, store: Store, now: Date, in tx: Store.Transaction
     ) throws {
         // A rerun of the purge's first step finds the cancellation already requested.
         guard let live = try store.liveJob(uniqueKey: uniqueKey(accountID: accountID), in: tx), live.kind == exportKind,
@@ -34,7 +35,7 @@ public enum ExportJobs {
         else { return }
         _ = try store.cancel(jobID: live.id, now: now, in: tx)
         try tx.recordAudit(AuditEvent(
-            at: now, actor: "purge", action: "export.cancel", accountID: accountID, outcome: "cancelled",
+            at: now, actor: actor, action: "export.cancel", accountID: accountID, outcome: "cancelled",
             detail: try JobJSON.encode(["export_job": live.id, "purge_job": purgeJob])))
     }
 

@@ -77,7 +77,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             case .purging: break  // An earlier attempt got this far: carry on from here.
             }
         }
-        try ExportJobs.withdraw(accountID: key, purgeJob: context.job.id, store: services.store, now: context.now, in: tx)
+        try ExportJobs.withdraw(accountID: key, actor: "purge", purgeJob: context.job.id, store: services.store, now: context.now, in: tx)
         return StepResult(output: nil)
     }
 
