@@ -53,7 +53,11 @@ final class Soak {
     }
 
     /// The shipped policies with leases and backoff of seconds, so a killed process's jobs
-    /// come back within the soak, and no export rate limit (the soak asks for many).
+    /// come back within the soak, and no export rate limit (the soak asks for many). A kill
+    /// costs the job it holds an attempt (as River's and Oban's rescuers count it), and the
+    /// soak kills far more often than any deployment crashes: the longest job (a HEIC
+    /// rendering, a second or more on a loaded machine) can be held by most of the rounds'
+    /// victims, so attempts are raised to what the rounds can take.
     static func jobsDirectory() throws -> String {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("soak-jobs-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
@@ -62,7 +66,10 @@ final class Soak {
         for file in try FileManager.default.contentsOfDirectory(atPath: copy + "/policies") {
             let path = copy + "/policies/" + file
             var text = try String(contentsOfFile: path, encoding: .utf8)
-            for (key, value) in [("lease_seconds", "3"), ("backoff_base_seconds", "1"), ("backoff_cap_seconds", "4"), ("rate_limit_count", "1000")] {
+            for (key, value) in [
+                ("lease_seconds", "5"), ("backoff_base_seconds", "1"), ("backoff_cap_seconds", "4"), ("rate_limit_count", "1000"),
+                ("max_attempts", "\(max(50, JobSoakTests.rounds * 2))"),
+            ] {
                 text = text.replacingOccurrences(of: "\(key): [0-9]+", with: "\(key): \(value)", options: .regularExpression)
             }
             try text.write(toFile: path, atomically: true, encoding: .utf8)
