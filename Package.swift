@@ -135,23 +135,25 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Waits for the tests' child processes off the cooperative pool.
+        .target(name: "ChildProcesses", path: "Tests/ChildProcesses", swiftSettings: strict),
         .testTarget(
-            name: "ArchivingTests", dependencies: ["Archiving", .product(name: "Crypto", package: "swift-crypto")],
+            name: "ArchivingTests", dependencies: ["Archiving", "ChildProcesses", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
-        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CArchive"], swiftSettings: strict),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CArchive", "ChildProcesses"], swiftSettings: strict),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
-        .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting"], swiftSettings: strict),
+        .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "ChildProcesses"], swiftSettings: strict),
         .testTarget(
             name: "LifecycleTests",
             dependencies: [
-                "Lifecycle", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "JobRunner", "Imaging",
+                "Lifecycle", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "JobRunner", "Imaging", "ChildProcesses",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ObjectStorageTests",
-            dependencies: ["ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", "ChildProcesses", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
@@ -163,7 +165,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive",
+                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive", "ChildProcesses",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Schemas"],

@@ -29,8 +29,8 @@ struct CompressionLevelTests {
     }
 
     @Test(arguments: ArchiveFormat.allCases)
-    func aHigherLevelGivesASmallerArchiveWithTheSameContent(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func aHigherLevelGivesASmallerArchiveWithTheSameContent(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             var sizes: [Int: Int] = [:]
             for level in [1, 9] {
                 let path = dir.appendingPathComponent("level\(level).\(format.fileExtension)").path
@@ -49,12 +49,12 @@ struct CompressionLevelTests {
     }
 
     @Test(arguments: [1, 2, 9])
-    func unzipAndPythonZipfileReadEveryLevel(level: Int) throws {
-        try withTemporaryDirectory { dir in
+    func unzipAndPythonZipfileReadEveryLevel(level: Int) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.zip").path
             try Self.write(path, format: .zip, level: level)
 
-            let unzip = try Tool.run(["unzip", "-t", path], scratch: dir)
+            let unzip = try await Tool.run(["unzip", "-t", path], scratch: dir)
             #expect(unzip.status == 0, "unzip -t: \(unzip.stdoutText) \(unzip.stderr)")
             // The expected bytes go beside the archive for Python to compare against.
             let expected = dir.appendingPathComponent("expected")
@@ -69,7 +69,7 @@ struct CompressionLevelTests {
                         same = archive.read(info) == open(os.path.join(sys.argv[2], info.filename), "rb").read()
                         print(info.filename, info.compress_type, same)
                 """
-            let python = try Tool.python(script, [path, expected.path], scratch: dir)
+            let python = try await Tool.python(script, [path, expected.path], scratch: dir)
             try #require(python.status == 0, "python zipfile: \(python.stderr)")
             let stored = 0, deflated = 8
             #expect(python.stdoutText.split(separator: "\n").map(String.init) == [
@@ -80,8 +80,8 @@ struct CompressionLevelTests {
     }
 
     @Test(arguments: [0, 10, -1])
-    func aLevelOutsideOneToNineIsRefused(level: Int) throws {
-        try withTemporaryDirectory { dir in
+    func aLevelOutsideOneToNineIsRefused(level: Int) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.zip").path
             #expect(throws: ArchiveError.self) { try ArchiveWriter(path: path, format: .zip, compressionLevel: level) }
         }

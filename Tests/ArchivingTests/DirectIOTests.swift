@@ -37,8 +37,8 @@ struct DirectIOTests {
     }
 
     @Test(arguments: ArchiveFormat.allCases)
-    func blockEdgesAndManySmallEntriesRoundTripAndMatchAPageCacheWrite(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { directory in
+    func blockEdgesAndManySmallEntriesRoundTripAndMatchAPageCacheWrite(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { directory in
             let directPath = directory.appendingPathComponent("direct.\(format.fileExtension)").path
             let cachedPath = directory.appendingPathComponent("cached.\(format.fileExtension)").path
             let (entries, _) = try write(directPath, format: format, bypassPageCache: true)
@@ -78,7 +78,7 @@ struct DirectIOTests {
                         for member in t:
                             print(member.name, hashlib.sha256(t.extractfile(member).read()).hexdigest())
                 """
-            let python = try Tool.python(script, [directPath], scratch: directory)
+            let python = try await Tool.python(script, [directPath], scratch: directory)
             #expect(python.status == 0, "\(python.stderr)")
             #expect(python.stdoutText == entries.map { "\($0.name) \($0.sha256)\n" }.joined())
         }

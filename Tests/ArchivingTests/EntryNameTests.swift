@@ -9,9 +9,9 @@ struct EntryNameTests {
         "photo\u{202E}gpj.exe", "x\u{2066}y", "...", ".. /x", "a/b.", "trailing ",
         String(repeating: "n", count: 256), String(repeating: "a/", count: 2048) + "b",
     ])
-    func unsafeNamesAreRejected(name: String) throws {
+    func unsafeNamesAreRejected(name: String) async throws {
         #expect(!ArchiveWriter.isSafeEntryName(name))
-        try withTemporaryDirectory { dir in
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("names.zip").path
             let writer = try ArchiveWriter(path: path, format: .zip)
             let error = #expect(throws: ArchiveError.self) {

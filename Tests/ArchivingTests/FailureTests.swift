@@ -5,8 +5,8 @@ import Testing
 /// Misuse, bad input and broken archives end in a thrown ArchiveError, never a crash
 /// or an archive that looks complete.
 struct FailureTests {
-    @Test func callsOutOfOrderAreMisuse() throws {
-        try withTemporaryDirectory { dir in
+    @Test func callsOutOfOrderAreMisuse() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("order.zip").path
             let writer = try ArchiveWriter(path: path, format: .zip)
             #expect(throws: ArchiveError.self) { try writer.write(Data("x".utf8)) }
@@ -31,8 +31,8 @@ struct FailureTests {
     }
 
     @Test(arguments: ArchiveFormat.allCases)
-    func writingMoreThanTheDeclaredSizeFailsTheArchive(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func writingMoreThanTheDeclaredSizeFailsTheArchive(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("over.\(format.fileExtension)").path
             let writer = try ArchiveWriter(path: path, format: format)
             try writer.beginEntry(name: "a.txt", size: 4, modified: Sample.modified, compression: .deflate)
@@ -48,8 +48,8 @@ struct FailureTests {
     }
 
     @Test(arguments: ArchiveFormat.allCases)
-    func writingLessThanTheDeclaredSizeFailsTheEntry(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func writingLessThanTheDeclaredSizeFailsTheEntry(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("under.\(format.fileExtension)").path
             let writer = try ArchiveWriter(path: path, format: format)
             try writer.beginEntry(name: "a.txt", size: 10, modified: Sample.modified, compression: .store)
@@ -61,15 +61,15 @@ struct FailureTests {
         }
     }
 
-    @Test func aWriterDroppedWithoutCloseLeavesNoValidZip() throws {
-        try withTemporaryDirectory { dir in
+    @Test func aWriterDroppedWithoutCloseLeavesNoValidZip() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("abandoned.zip").path
             do {
                 let writer = try ArchiveWriter(path: path, format: .zip)
                 try writer.addData(name: "a.txt", data: Data("hello".utf8), modified: Sample.modified)
             }
             #expect(FileManager.default.fileExists(atPath: path))
-            let unzip = try Tool.run(["unzip", "-t", path], scratch: dir)
+            let unzip = try await Tool.run(["unzip", "-t", path], scratch: dir)
             #expect(unzip.status != 0)
             let error = #expect(throws: ArchiveError.self) { try readAll(path) }
             #expect(error?.code == .readFailed)
@@ -115,8 +115,8 @@ struct FailureTests {
     }
 
     @Test(arguments: Damage.allCases)
-    func damagedArchivesThrowReadFailed(damage: Damage) throws {
-        try withTemporaryDirectory { dir in
+    func damagedArchivesThrowReadFailed(damage: Damage) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("damaged").path
             let stored = pseudoRandomData(count: 200_000, seed: 11)
             // Hex text: compressible enough to be deflated, varied enough to keep a long stream.
@@ -172,8 +172,8 @@ struct FailureTests {
         #expect(error?.errno == ENOENT)
     }
 
-    @Test func readDataRefusesEntriesOverTheLimit() throws {
-        try withTemporaryDirectory { dir in
+    @Test func readDataRefusesEntriesOverTheLimit() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("limit.zip").path
             try Sample.write(to: path, format: .zip)
             let error = #expect(throws: ArchiveError.self) {

@@ -6,8 +6,8 @@ import Testing
 /// on the writer's particular choices.
 struct ForeignArchiveTests {
     @Test(arguments: [["--format", "zip"], ["-z", "--format", "pax"], ["--format", "ustar"]])
-    func readsWhatBsdtarWrites(options: [String]) throws {
-        try withTemporaryDirectory { dir in
+    func readsWhatBsdtarWrites(options: [String]) async throws {
+        try await withTemporaryDirectory { dir in
             let tree = dir.appendingPathComponent("tree")
             let photo = tree.appendingPathComponent("photos/2025/03/01/日本-é-🏃.jpg")
             try FileManager.default.createDirectory(
@@ -18,7 +18,7 @@ struct ForeignArchiveTests {
             try text.write(to: tree.appendingPathComponent("journal.csv"))
 
             let path = dir.appendingPathComponent("bsdtar-archive").path
-            let result = try Tool.run(
+            let result = try await Tool.run(
                 ["bsdtar", "-cf", path] + options + ["-C", tree.path, "journal.csv", "photos"], scratch: dir)
             try #require(result.status == 0, "\(result.stderr)")
 
@@ -28,8 +28,8 @@ struct ForeignArchiveTests {
         }
     }
 
-    @Test func readsAGzipFileOfSeveralMembers() throws {
-        try withTemporaryDirectory { dir in
+    @Test func readsAGzipFileOfSeveralMembers() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("members.tar.gz").path
             let script = #"""
             import gzip, io, sys, tarfile
@@ -44,7 +44,7 @@ struct ForeignArchiveTests {
             with open(sys.argv[1], "wb") as f:
                 f.write(gzip.compress(whole[:cut]) + gzip.compress(whole[cut:]))
             """#
-            let result = try Tool.python(script, [path], scratch: dir)
+            let result = try await Tool.python(script, [path], scratch: dir)
             try #require(result.status == 0, "\(result.stderr)")
 
             let entries = try readAll(path)

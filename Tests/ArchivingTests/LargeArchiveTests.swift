@@ -7,8 +7,8 @@ import Testing
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["ARCHIVING_LARGE_TESTS"] == "1"))
 struct LargeArchiveTests {
     @Test(.timeLimit(.minutes(15)))
-    func zipEntriesBeyond4GiBWithKnownAndUnknownSizes() throws {
-        try withTemporaryDirectory { dir in
+    func zipEntriesBeyond4GiBWithKnownAndUnknownSizes() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("large.zip").path
             let mebibyte = 1 << 20
             let storedMiB = 4_608, deflatedMiB = 4_400
@@ -34,7 +34,7 @@ struct LargeArchiveTests {
                     print(i.filename, i.file_size, i.compress_type, i.header_offset > 0xFFFFFFFF)
                 print(z.testzip())
             """#
-            let python = try Tool.python(script, [path], scratch: dir)
+            let python = try await Tool.python(script, [path], scratch: dir)
             #expect(python.status == 0, "\(python.stderr)")
             #expect(python.stdoutText == """
                 photos/huge.mov \(storedMiB * mebibyte) 0 False
@@ -44,7 +44,7 @@ struct LargeArchiveTests {
 
                 """)
 
-            let unzip = try Tool.run(["unzip", "-tq", path], scratch: dir)
+            let unzip = try await Tool.run(["unzip", "-tq", path], scratch: dir)
             #expect(unzip.status == 0, "\(unzip.stdoutText) \(unzip.stderr)")
 
             var sizes: [String: Int64] = [:]

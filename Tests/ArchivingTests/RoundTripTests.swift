@@ -5,8 +5,8 @@ import Testing
 /// What ArchiveWriter writes, ArchiveReader gives back.
 struct RoundTripTests {
     @Test(arguments: ArchiveFormat.allCases)
-    func readerReturnsSameNamesMetadataAndBytes(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func readerReturnsSameNamesMetadataAndBytes(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.\(format.fileExtension)").path
             try Sample.write(to: path, format: format)
 
@@ -23,8 +23,8 @@ struct RoundTripTests {
     }
 
     @Test(arguments: ArchiveFormat.allCases)
-    func chunksAreBoundedAndCoverTheEntry(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func chunksAreBoundedAndCoverTheEntry(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("big.\(format.fileExtension)").path
             let data = pseudoRandomData(count: 3 * ArchiveWriter.chunkSize + 17, seed: 9)
             let writer = try ArchiveWriter(path: path, format: format)
@@ -47,8 +47,8 @@ struct RoundTripTests {
     }
 
     @Test(arguments: ArchiveFormat.allCases)
-    func addFileStreamsChunksToTheObserverAndUsesTheFileTime(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func addFileStreamsChunksToTheObserverAndUsesTheFileTime(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             let source = dir.appendingPathComponent("original.heic")
             let data = pseudoRandomData(count: 2 * ArchiveWriter.chunkSize + 1_000, seed: 5)
             try data.write(to: source)
@@ -75,8 +75,8 @@ struct RoundTripTests {
         }
     }
 
-    @Test func addFileRefusesSomethingThatIsNotARegularFile() throws {
-        try withTemporaryDirectory { dir in
+    @Test func addFileRefusesSomethingThatIsNotARegularFile() async throws {
+        try await withTemporaryDirectory { dir in
             let writer = try ArchiveWriter(path: dir.appendingPathComponent("a.zip").path, format: .zip)
             let error = #expect(throws: ArchiveError.self) {
                 try writer.addFile(name: "x", contentsOf: dir.path, compression: .store)
@@ -97,8 +97,8 @@ struct RoundTripTests {
     /// tar entry go through a spool file. Either way the result must be exact, and no
     /// spool file may be left beside the archive.
     @Test(arguments: ArchiveFormat.allCases)
-    func unknownSizesProduceExactEntriesAndLeaveNoSpoolFiles(format: ArchiveFormat) throws {
-        try withTemporaryDirectory { dir in
+    func unknownSizesProduceExactEntriesAndLeaveNoSpoolFiles(format: ArchiveFormat) async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("unknown.\(format.fileExtension)").path
             let entries = [
                 SampleEntry(name: "a.csv", data: Data(String(repeating: "x,y\n", count: 50_000).utf8),
@@ -116,7 +116,7 @@ struct RoundTripTests {
             #expect(read.map(\.data) == entries.map(\.data))
 
             if format == .zip {
-                let result = try Tool.python(zipInspector, [path], scratch: dir)
+                let result = try await Tool.python(zipInspector, [path], scratch: dir)
                 try #require(result.status == 0, "\(result.stderr)")
                 let inspection = try JSONDecoder().decode(ZipInspection.self, from: result.stdout)
                 #expect(inspection.firstBadEntry == nil)

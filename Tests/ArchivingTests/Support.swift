@@ -1,14 +1,15 @@
 import Archiving
+import ChildProcesses
 import Foundation
 import Testing
 
 /// A fresh directory under the system temporary directory, removed after `body`.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
     let directory = FileManager.default.temporaryDirectory
         .appendingPathComponent("ArchivingTests-\(UUID().uuidString)", isDirectory: true)
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
-    return try body(directory)
+    return try await body(directory)
 }
 
 /// Runs an independent reader (unzip, bsdtar, python3) found on PATH.
@@ -21,7 +22,7 @@ enum Tool {
     }
 
     /// Output goes through files in `scratch`, so a chatty tool cannot fill a pipe and hang.
-    static func run(_ arguments: [String], scratch: URL) throws -> Result {
+    static func run(_ arguments: [String], scratch: URL) async throws -> Result {
         let outURL = scratch.appendingPathComponent("tool-\(UUID().uuidString).out")
         let errURL = scratch.appendingPathComponent("tool-\(UUID().uuidString).err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
@@ -42,7 +43,7 @@ enum Tool {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         try out.close()
         try err.close()
         return Result(
@@ -51,8 +52,8 @@ enum Tool {
             stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
 
-    static func python(_ script: String, _ arguments: [String], scratch: URL) throws -> Result {
-        try run(["python3", "-c", script] + arguments, scratch: scratch)
+    static func python(_ script: String, _ arguments: [String], scratch: URL) async throws -> Result {
+        try await run(["python3", "-c", script] + arguments, scratch: scratch)
     }
 }
 

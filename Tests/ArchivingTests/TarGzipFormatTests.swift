@@ -4,15 +4,15 @@ import Testing
 
 /// The tar.gz the writer produces, as independent readers see it.
 struct TarGzipFormatTests {
-    @Test func pythonTarfileSeesExactNamesModesTimesAndBytes() throws {
-        try withTemporaryDirectory { dir in
+    @Test func pythonTarfileSeesExactNamesModesTimesAndBytes() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.tar.gz").path
             try Sample.write(to: path, format: .tarGzip)
 
             let head = try FileHandle(forReadingFrom: URL(fileURLWithPath: path)).read(upToCount: 2)
             #expect(head.map(Array.init) == [0x1F, 0x8B])
 
-            let result = try Tool.python(tarInspector, [path], scratch: dir)
+            let result = try await Tool.python(tarInspector, [path], scratch: dir)
             try #require(result.status == 0, "python tarfile failed: \(result.stderr)")
             let entries = try JSONDecoder().decode([TarInspection].self, from: result.stdout)
 
@@ -30,12 +30,12 @@ struct TarGzipFormatTests {
         }
     }
 
-    @Test func bsdtarListsTheSameNames() throws {
-        try withTemporaryDirectory { dir in
+    @Test func bsdtarListsTheSameNames() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.tar.gz").path
             try Sample.write(to: path, format: .tarGzip)
 
-            let result = try Tool.run(["bsdtar", "-tzf", path], scratch: dir)
+            let result = try await Tool.run(["bsdtar", "-tzf", path], scratch: dir)
             try #require(result.status == 0, "bsdtar: \(result.stderr)")
             #expect(result.stdoutText.split(separator: "\n").map(String.init) == Sample.names)
         }

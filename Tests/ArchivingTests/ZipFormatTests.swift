@@ -4,12 +4,12 @@ import Testing
 
 /// The ZIP the writer produces, as independent readers see it.
 struct ZipFormatTests {
-    @Test func pythonZipfileSeesExactNamesMethodsModesAndBytes() throws {
-        try withTemporaryDirectory { dir in
+    @Test func pythonZipfileSeesExactNamesMethodsModesAndBytes() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.zip").path
             try Sample.write(to: path, format: .zip)
 
-            let result = try Tool.python(zipInspector, [path], scratch: dir)
+            let result = try await Tool.python(zipInspector, [path], scratch: dir)
             try #require(result.status == 0, "python zipfile failed: \(result.stderr)")
             let inspection = try JSONDecoder().decode(ZipInspection.self, from: result.stdout)
 
@@ -30,23 +30,23 @@ struct ZipFormatTests {
         }
     }
 
-    @Test func unzipTestsEveryEntryClean() throws {
-        try withTemporaryDirectory { dir in
+    @Test func unzipTestsEveryEntryClean() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.zip").path
             try Sample.write(to: path, format: .zip)
 
-            let result = try Tool.run(["unzip", "-t", path], scratch: dir)
+            let result = try await Tool.run(["unzip", "-t", path], scratch: dir)
             #expect(result.status == 0, "unzip -t: \(result.stdoutText) \(result.stderr)")
             #expect(result.stdoutText.contains("No errors detected"))
         }
     }
 
-    @Test func bsdtarListsTheSameNames() throws {
-        try withTemporaryDirectory { dir in
+    @Test func bsdtarListsTheSameNames() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("export.zip").path
             try Sample.write(to: path, format: .zip)
 
-            let result = try Tool.run(["bsdtar", "-tf", path], scratch: dir)
+            let result = try await Tool.run(["bsdtar", "-tf", path], scratch: dir)
             try #require(result.status == 0, "bsdtar: \(result.stderr)")
             #expect(result.stdoutText.split(separator: "\n").map(String.init) == Sample.names)
         }
@@ -54,8 +54,8 @@ struct ZipFormatTests {
 
     /// More than 65,535 entries needs the ZIP64 end-of-central-directory record: the
     /// cheap way to exercise ZIP64 (an entry over 4 GiB is in `LargeArchiveTests`).
-    @Test func moreThan65535EntriesUseZip64EndRecords() throws {
-        try withTemporaryDirectory { dir in
+    @Test func moreThan65535EntriesUseZip64EndRecords() async throws {
+        try await withTemporaryDirectory { dir in
             let path = dir.appendingPathComponent("many.zip").path
             let count = 65_600
             let writer = try ArchiveWriter(path: path, format: .zip)
@@ -77,7 +77,7 @@ struct ZipFormatTests {
                 names = z.namelist()
                 print(len(names), names[-1], z.read(names[-1]).decode(), z.testzip())
             """#
-            let python = try Tool.python(script, [path], scratch: dir)
+            let python = try await Tool.python(script, [path], scratch: dir)
             #expect(python.status == 0, "\(python.stderr)")
             #expect(python.stdoutText == "\(count) photos/65/65599.txt 65599 None\n")
 

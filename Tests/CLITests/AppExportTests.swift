@@ -29,10 +29,10 @@ struct AppExportTests {
         }
     }
 
-    func export(_ workspace: Workspace, _ account: String, _ extra: [String] = []) throws -> (ExportCLI.Ready, Contents) {
-        let ready = try ExportCLI.exportNow(workspace, account, extra)
+    func export(_ workspace: Workspace, _ account: String, _ extra: [String] = []) async throws -> (ExportCLI.Ready, Contents) {
+        let ready = try await ExportCLI.exportNow(workspace, account, extra)
         let path = try #require(ready.archivePath)
-        let output = try ExportCLI.pythonOutput(workspace.blobs.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path, format: "zip")
+        let output = try await ExportCLI.pythonOutput(workspace.blobs.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path, format: "zip")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         return (ready, Contents(
             tables: json["tables"] as? [String: [[String: Any]]] ?? [:], files: json["files"] as? [String: String] ?? [:],
@@ -42,8 +42,8 @@ struct AppExportTests {
     @Test(arguments: Backend.allCases)
     func aSocialMembersExportHoldsHerRowsAtEveryDepthAndHerFilesAndNobodyElses(_ backend: Backend) async throws {
         let workspace = try await purges.installSocial(backend)
-        let catalog = try purges.appCatalog(workspace)
-        let (ready, archive) = try export(workspace, "ada@example.com")
+        let catalog = try await purges.appCatalog(workspace)
+        let (ready, archive) = try await export(workspace, "ada@example.com")
         #expect(ready.accountID == "1")
 
         #expect(archive.rows("member") == ["created_at=2025-01-01T00:00:00Z email=ada@example.com handle=ada id=1"])
@@ -72,7 +72,7 @@ struct AppExportTests {
             "files/media_variants/100-s.jpg": "file media/100-s.jpg",
         ])
         #expect(archive.blobKey(of: "files/media_variants/100-s.jpg") == "media/100-s.jpg")
-        #expect(try purges.appCatalog(workspace) == catalog)
+        #expect(try await purges.appCatalog(workspace) == catalog)
 
         // The notification goes to the address the map's `email:` column holds.
         let recipients = try await workspace.query("SELECT recipient FROM \(workspace.ownTable("outbox"))")
@@ -87,8 +87,8 @@ struct AppExportTests {
         for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
             _ = try await blobs.put(key: key, data: Data(key.utf8))
         }
-        let catalog = try purges.appCatalog(workspace)
-        let (ready, archive) = try export(workspace, "ada@example.com")
+        let catalog = try await purges.appCatalog(workspace)
+        let (ready, archive) = try await export(workspace, "ada@example.com")
         #expect(ready.accountID == AppPurgeTests.ada)
 
         let profile = try #require(archive.tables["profile"]?.first)
@@ -105,7 +105,7 @@ struct AppExportTests {
             "files/users/2025/01/01/ada.jpg": "avatars/ada.jpg",
             "files/journal_photos/2025/03/01/run.jpg": "journal/ada/run.jpg",
         ])
-        #expect(try purges.appCatalog(workspace) == catalog)
+        #expect(try await purges.appCatalog(workspace) == catalog)
     }
 
     @Test(arguments: Backend.allCases)
@@ -116,7 +116,7 @@ struct AppExportTests {
         for key in ["covers/10.png", "covers/11.png", "att/1000.pdf", "att/1001.pdf", "att/1002.pdf"] {
             _ = try await blobs.put(key: key, data: Data(key.utf8))
         }
-        let (_, archive) = try export(workspace, "ada")
+        let (_, archive) = try await export(workspace, "ada")
         #expect(archive.rows("user") == [
             "date_joined=2025-01-01T00:00:00Z email=ada@example.com first_name=Ada id=1 last_login=null last_name=Lovelace username=ada",
         ])
@@ -133,14 +133,14 @@ struct AppExportTests {
     @Test func aMissingFileStopsTheExportNamingItUnlessTheOperatorLeavesItOut() async throws {
         let workspace = try await purges.installSocial(.sqlite)
         try FileManager.default.removeItem(atPath: workspace.blobs + "/media/101.jpg")
-        let refused = try workspace.run(["export", "ada", "--wait"], environment: ExportCLI.key)
+        let refused = try await workspace.run(["export", "ada", "--wait"], environment: ExportCLI.key)
         #expect(refused.status == 65, "\(refused.stderr)")
         #expect(refused.stderr.contains("media.file_key names media/101.jpg, which is not in the blob store"), "\(refused.stderr)")
         #expect(refused.stderr.contains("--skip-missing-photos"))
 
-        let retried = try workspace.run(["jobs", "cancel", "1"])
+        let retried = try await workspace.run(["jobs", "cancel", "1"])
         #expect(retried.status == 0, "\(retried.stderr)")
-        let (ready, archive) = try export(workspace, "ada", ["--skip-missing-photos"])
+        let (ready, archive) = try await export(workspace, "ada", ["--skip-missing-photos"])
         #expect(ready.omittedPhotos == 1)
         #expect(archive.files["files/media/101.jpg"] == nil && archive.files["files/media/100.jpg"] != nil)
         let omitted = try #require(archive.manifest["omitted_files"] as? [[String: Any]])
@@ -150,24 +150,24 @@ struct AppExportTests {
     @Test(arguments: Backend.allCases)
     func anAccountScheduledForDeletionNeedsAnOperatorAndItsPurgeTakesTheArchive(_ backend: Backend) async throws {
         let workspace = try await purges.installSocial(backend)
-        let (ready, _) = try export(workspace, "ada")
+        let (ready, _) = try await export(workspace, "ada")
         let archiveKey = try #require(ready.archiveKey)
         #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + archiveKey))
         // Listed by a lookup column as by the key.
-        let listed = try workspace.run(["exports", "list", "ada@example.com", "--json"])
+        let listed = try await workspace.run(["exports", "list", "ada@example.com", "--json"])
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.contains(ready.exportID) && listed.stdout.contains(#""state":"ready""#), "\(listed.stdout)")
 
-        let deletion = try workspace.run(["delete", "ada", "--operator", "sam", "--reason", "ticket 7", "--immediately"])
+        let deletion = try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "ticket 7", "--immediately"])
         #expect(deletion.status == 0, "\(deletion.stderr)")
-        let refused = try workspace.run(["export", "ada"], environment: ExportCLI.key)
+        let refused = try await workspace.run(["export", "ada"], environment: ExportCLI.key)
         #expect(refused.status == 77, "\(refused.stderr)")
         #expect(refused.stderr.contains("scheduled for deletion"), "\(refused.stderr)")
 
-        #expect(try workspace.run(["purge"]).stdout.contains("1 purged"))
+        #expect(try await workspace.run(["purge"]).stdout.contains("1 purged"))
         #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/" + archiveKey))
         #expect(try await workspace.query("SELECT COUNT(*) FROM \(workspace.ownTable("exports"))") == [["0"]])
-        let gone = try workspace.run(["export", "1"], environment: ExportCLI.key)
+        let gone = try await workspace.run(["export", "1"], environment: ExportCLI.key)
         #expect(gone.status == 67, "\(gone.stderr)")
     }
 
@@ -200,7 +200,7 @@ struct AppExportTests {
             INSERT INTO tags VALUES ('ada', 'z', NULL, \(yes)), ('ada', 'y', 2.5, \(no)), ('ada', 'x', NULL, \(no)), ('ada', 'w', 2.5, \(yes)),
               ('bob', 'v', 1, \(yes)), ('ada', 'u', 0.5, \(no));
             """)
-        let (_, archive) = try export(workspace, "ada")
+        let (_, archive) = try await export(workspace, "ada")
         #expect(archive.rows("me") == ["code=ada name=Ada"])
         // Nulls first, then by time, ties by id.
         #expect(archive.rows("tasks").map { $0.split(separator: " ").first { $0.hasPrefix("id=") } ?? "" }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -51,15 +52,15 @@ struct AppPurgeTests {
 
     func seed(_ workspace: Workspace, _ sql: String) async throws {
         switch workspace.backend {
-        case .sqlite: try runTool("/usr/bin/sqlite3", [workspace.database], input: sql)
+        case .sqlite: try await runTool("/usr/bin/sqlite3", [workspace.database], input: sql)
         case .postgres:
             // Through stdin: a seed of thousands of rows is longer than a command line may be.
             let connection = String(workspace.database[..<(workspace.database.range(of: "&pool=")?.lowerBound ?? workspace.database.endIndex)])
-            try runTool(ThrowawayPostgres.binDirectory + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", connection, "-f", "-"], input: sql)
+            try await runTool(ThrowawayPostgres.binDirectory + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", connection, "-f", "-"], input: sql)
         }
     }
 
-    func appCatalog(_ workspace: Workspace) throws -> String { try schemas.tables(workspace) }
+    func appCatalog(_ workspace: Workspace) async throws -> String { try await schemas.tables(workspace) }
 
     func rows(_ workspace: Workspace, _ sql: String) async throws -> [String] {
         try await workspace.query(sql).map { $0.map { $0 ?? "∅" }.joined(separator: "|") }
@@ -73,26 +74,26 @@ struct AppPurgeTests {
     @Test(arguments: Backend.allCases)
     func purgingAMemberOfTheSocialAppTakesHerRowsAndFilesAndNobodyElses(_ backend: Backend) async throws {
         let workspace = try await installSocial(backend)
-        let catalog = try appCatalog(workspace)
+        let catalog = try await appCatalog(workspace)
 
-        let request = try workspace.run(["delete", "ada@example.com", "--operator", "sam", "--reason", "GDPR request #12", "--immediately"])
+        let request = try await workspace.run(["delete", "ada@example.com", "--operator", "sam", "--reason", "GDPR request #12", "--immediately"])
         #expect(request.status == 0, "\(request.stderr)")
-        let shown = try workspace.run(["accounts", "show", "ada", "--json"])
+        let shown = try await workspace.run(["accounts", "show", "ada", "--json"])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains(#""state":"pendingDeletion""#), "\(shown.stdout)")
         #expect(shown.stdout.contains(#""statuses":3"#))
 
-        let dryRun = try workspace.run(["purge", "--dry-run"])
+        let dryRun = try await workspace.run(["purge", "--dry-run"])
         #expect(dryRun.status == 0, "\(dryRun.stderr)")
         #expect(dryRun.stdout.contains("1 account(s) would be purged"), "\(dryRun.stdout)")
         #expect(try await rows(workspace, "SELECT id FROM members ORDER BY id") == ["1", "2", "3"])
 
-        let purge = try workspace.run(["purge"])
+        let purge = try await workspace.run(["purge"])
         #expect(purge.status == 0, "\(purge.stderr)")
         #expect(purge.stdout.contains("purge: 1 purged, 0 skipped, 0 failed"), "\(purge.stdout)")
         try await expectAdaPurged(workspace, catalog: catalog)
         // Nothing is left to purge, and a second run changes nothing.
-        #expect(try workspace.run(["purge"]).stdout.contains("purge: 0 purged, 0 skipped, 0 failed"))
+        #expect(try await workspace.run(["purge"]).stdout.contains("purge: 0 purged, 0 skipped, 0 failed"))
     }
 
     /// One row per transaction: every batch ends inside a table (a cascade, a leaf round,
@@ -101,9 +102,9 @@ struct AppPurgeTests {
     @Test(arguments: Backend.allCases)
     func aPurgeOneRowPerTransactionEndsAsOneInASingleTransaction(_ backend: Backend) async throws {
         let workspace = try await installSocial(backend, policy: "deletion:\n  purge_row_batch: 1\n")
-        let catalog = try appCatalog(workspace)
-        #expect(try workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
-        let purge = try workspace.run(["purge"])
+        let catalog = try await appCatalog(workspace)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let purge = try await workspace.run(["purge"])
         #expect(purge.stdout.contains("purge: 1 purged, 0 skipped, 0 failed"), "\(purge.stdout) \(purge.stderr)")
         try await expectAdaPurged(workspace, catalog: catalog)
     }
@@ -124,9 +125,9 @@ struct AppPurgeTests {
                 == ["1000|∅|2|hi bob", "1001|2|∅|hi ada", "1002|2|3|hi cy"])
         #expect(files(workspace) == ["avatars/2.jpg", "media/102.jpg", "media/102-s.jpg"])
         if workspace.backend == .sqlite {
-            #expect(try runTool("/usr/bin/sqlite3", [workspace.database, "PRAGMA foreign_key_check"]).isEmpty)
+            #expect(try await runTool("/usr/bin/sqlite3", [workspace.database, "PRAGMA foreign_key_check"]).isEmpty)
         }
-        let catalogAfter = try appCatalog(workspace)
+        let catalogAfter = try await appCatalog(workspace)
         #expect(catalogAfter == catalog, "\(Set(catalogAfter.split(separator: ",")).symmetricDifference(catalog.split(separator: ",")))")
 
         let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" }?.detail)
@@ -135,7 +136,7 @@ struct AppPurgeTests {
                          #""follows":{"deleted":2,"masked":0}"#, #""blobs":4"#] {
             #expect(receipt.contains(expected), "\(receipt)")
         }
-        let after = try workspace.run(["accounts", "show", "1", "--json"])
+        let after = try await workspace.run(["accounts", "show", "1", "--json"])
         #expect(after.stdout.contains(#""state":"purged""#), "\(after.stdout) \(after.stderr)")
     }
 
@@ -143,21 +144,21 @@ struct AppPurgeTests {
     func theUsersPasswordIsCheckedWhereTheMapSaysAndRestoreUndoesTheRequest(_ backend: Backend) async throws {
         let workspace = try await installSocial(backend)
         // ada's bcrypt hash is of "correct horse" (written by libxcrypt, as PHP or Python's bcrypt would).
-        let wrong = try workspace.run(["delete", "ada", "--password-stdin"], stdin: "not it\n")
+        let wrong = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "not it\n")
         #expect(wrong.status == 77, "\(wrong.stderr)")
         #expect(wrong.stderr.contains("Incorrect password"))
         // pw is NULL for bob: nothing can verify it, and nothing changes.
-        let unverifiable = try workspace.run(["delete", "bob", "--password-stdin"], stdin: "x\n")
+        let unverifiable = try await workspace.run(["delete", "bob", "--password-stdin"], stdin: "x\n")
         #expect(unverifiable.status == 65, "\(unverifiable.stderr)")
-        #expect(try workspace.run(["restore", "ada"]).status == 65)  // not pending
+        #expect(try await workspace.run(["restore", "ada"]).status == 65)  // not pending
 
         let later = ["LIFECYCLE_NOW": "2026-01-01T00:00:00Z"]
-        let requested = try workspace.run(["delete", "ada", "--password-stdin"], environment: later, stdin: "correct horse\n")
+        let requested = try await workspace.run(["delete", "ada", "--password-stdin"], environment: later, stdin: "correct horse\n")
         #expect(requested.status == 0, "\(requested.stderr)")
         #expect(requested.stdout.contains("30 days"), "\(requested.stdout)")
-        let restored = try workspace.run(["restore", "ada"], environment: later)
+        let restored = try await workspace.run(["restore", "ada"], environment: later)
         #expect(restored.status == 0, "\(restored.stderr)")
-        let purge = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": "2026-03-01T00:00:00Z"])
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": "2026-03-01T00:00:00Z"])
         #expect(purge.stdout.contains("purge: 0 purged"), "\(purge.stdout)")
         #expect(try await rows(workspace, "SELECT COUNT(*) FROM statuses WHERE member_id = 1") == ["3"])
     }
@@ -169,21 +170,21 @@ struct AppPurgeTests {
         let many = (0..<1_500).map { "(\(20_000 + $0), 1, NULL, 'post \($0)', '2025-05-01 00:00:00')" }.joined(separator: ",\n")
         let favourites = (0..<1_500).map { "(2, \(20_000 + $0), '2025-05-02 00:00:00')" }.joined(separator: ",\n")
         try await seed(workspace, "INSERT INTO statuses (id, member_id, in_reply_to_id, body, created_at) VALUES \(many);\nINSERT INTO favourites (member_id, status_id, created_at) VALUES \(favourites);")
-        #expect(try workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
 
         let (process, _, _) = try workspace.process(["purge"])
         let landed = await killProcess(process.processIdentifier, when: {
             let left = try workspace.integerNow("SELECT COUNT(*) FROM statuses WHERE member_id = 1")
             return left > 100 && left < 1_400
         })
-        process.waitUntilExit()
+        await process.exited()
         #expect(landed, "the kill never found the purge half-way")
         #expect(process.terminationReason == .uncaughtSignal)
         let half = try await rows(workspace, "SELECT COUNT(*) FROM statuses WHERE member_id = 1")
         #expect(half != ["0"] && half != ["1503"])
 
         // The killed worker's lease has to run out before another run takes the job over.
-        let rerun = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(3_600))])
+        let rerun = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(3_600))])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(rerun.stdout.contains("1 purged"), "\(rerun.stdout)")
         #expect(try await rows(workspace, "SELECT COUNT(*) FROM statuses WHERE member_id = 1") == ["0"])
@@ -233,12 +234,12 @@ struct AppPurgeTests {
         for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
             _ = try await blobs.put(key: key, data: Data(key.utf8))
         }
-        let catalog = try appCatalog(workspace)
-        let wrong = try workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter3")
+        let catalog = try await appCatalog(workspace)
+        let wrong = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter3")
         #expect(wrong.status == 77, "\(wrong.stderr)")
-        let right = try workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
+        let right = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
         #expect(right.status == 0, "\(right.stderr)")
-        let purge = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
         #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
 
         // The profile row and Supabase's own stay as tombstones; everything else of ada goes.
@@ -252,7 +253,7 @@ struct AppPurgeTests {
         #expect(try await rows(workspace, "SELECT COUNT(*) FROM user_integrations") == ["1"])
         #expect(try await rows(workspace, "SELECT storage_path FROM journal_photos") == ["journal/bob/ride.jpg"])
         #expect(files(workspace) == ["avatars/bob.jpg", "journal/bob/ride.jpg"])
-        #expect(try appCatalog(workspace) == catalog)
+        #expect(try await appCatalog(workspace) == catalog)
         let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
         #expect(receipt.contains(#""journal_photos":{"deleted":1,"masked":0}"#) && receipt.contains(#""user":"masked""#), "\(receipt)")
     }
@@ -285,11 +286,11 @@ struct AppPurgeTests {
         for key in ["covers/10.png", "covers/11.png", "att/1000.pdf", "att/1001.pdf", "att/1002.pdf"] {
             _ = try await blobs.put(key: key, data: Data(key.utf8))
         }
-        let catalog = try appCatalog(workspace)
-        #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "wrong").status == 77)
-        let right = try workspace.run(["delete", "ada", "--password-stdin"], stdin: "letmein")
+        let catalog = try await appCatalog(workspace)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "wrong").status == 77)
+        let right = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "letmein")
         #expect(right.status == 0, "\(right.stderr)")
-        let purge = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
         #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
 
         #expect(try await rows(workspace, "SELECT id, username, password, email, first_name FROM auth_user ORDER BY id")
@@ -300,7 +301,7 @@ struct AppPurgeTests {
         #expect(try await rows(workspace, "SELECT user_id FROM auth_user_groups") == ["2"])
         #expect(try await rows(workspace, "SELECT user_id FROM django_admin_log") == ["1"])
         #expect(files(workspace) == ["covers/11.png", "att/1002.pdf"])
-        #expect(try appCatalog(workspace) == catalog)
+        #expect(try await appCatalog(workspace) == catalog)
         let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" }?.detail)
         #expect(receipt.contains(#""blog_comment":{"deleted":2,"masked":0}"#), "\(receipt)")
         #expect(receipt.contains(#""blog_attachment":{"deleted":2,"masked":0}"#), "\(receipt)")

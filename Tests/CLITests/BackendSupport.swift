@@ -212,7 +212,8 @@ extension Workspace {
 }
 
 /// One query through psql (unaligned, tuples only). The URL's `pool` parameter is the
-/// toolkit's own and psql would refuse it, so it is dropped.
+/// toolkit's own and psql would refuse it, so it is dropped. Synchronous, for the kill
+/// watchers' own threads; async code calls it through `onThreadOfItsOwn`.
 func psqlQuery(_ url: String, _ sql: String) throws -> String {
     let connection = String(url[..<(url.range(of: "&pool=")?.lowerBound ?? url.endIndex)])
     let process = Process()

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -23,8 +24,8 @@ struct CopyStoreTests {
         return destination
     }
 
-    func copy(_ source: Workspace, to destination: Workspace, environment: [String: String] = [:]) throws -> CommandResult {
-        try source.run(["copy-store", "--json", "--to-database", destination.database, "--to-blobs", destination.blobs], environment: environment)
+    func copy(_ source: Workspace, to destination: Workspace, environment: [String: String] = [:]) async throws -> CommandResult {
+        try await source.run(["copy-store", "--json", "--to-database", destination.database, "--to-blobs", destination.blobs], environment: environment)
     }
 
     func sha256(_ path: String) throws -> String { try FileDigest.sha256(ofFile: path).hex }
@@ -43,15 +44,15 @@ struct CopyStoreTests {
 
     @Test func anEmbeddedInstallationMovesUpAndEveryCommandCarriesOnThere() async throws {
         let source = try Workspace()
-        try DeletionLines.importAccounts([
+        try await DeletionLines.importAccounts([
             DeletionLines.account(id: "leaving", entries: 3), DeletionLines.account(id: "staying", entries: 2),
         ], into: source)
-        let deleted = try source.run(["delete", "leaving", "--password-stdin"], stdin: DeletionLines.password + "\n")
+        let deleted = try await source.run(["delete", "leaving", "--password-stdin"], stdin: DeletionLines.password + "\n")
         #expect(deleted.status == 0, "\(deleted.stderr)")
-        let export = try ExportCLI.exportNow(source, "staying")
+        let export = try await ExportCLI.exportNow(source, "staying")
         let link = try #require(export.link)
-        #expect(try source.run(["jobs", "probe", "--count", "2"]).status == 0)
-        #expect(try source.run(["worker", "--once"]).status == 0)
+        #expect(try await source.run(["jobs", "probe", "--count", "2"]).status == 0)
+        #expect(try await source.run(["worker", "--once"]).status == 0)
         let sourceJobs = try await source.query("SELECT id, kind, state, unique_key, run_at, attempt FROM \(source.ownTable("jobs")) ORDER BY id")
         let sourceSteps = try await source.int("SELECT COUNT(*) FROM \(source.ownTable("job_steps"))")
         let sourceBlobs = try blobHashes(source)
@@ -60,7 +61,7 @@ struct CopyStoreTests {
         #expect(sourceBlobs.count == expectedBlobs)
 
         let destination = try await emptyDestination()
-        let result = try copy(source, to: destination)
+        let result = try await copy(source, to: destination)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
         #expect(report.tables.first { $0.table == "accounts" }?.rows == 2)
@@ -76,19 +77,19 @@ struct CopyStoreTests {
 
         // The commands carry on against the new stores: the link still verifies, new jobs get
         // new ids, and the purge the user was promised happens there, blobs and all.
-        let shown = try destination.run(["accounts", "show", "staying"])
+        let shown = try await destination.run(["accounts", "show", "staying"])
         #expect(shown.status == 0, "\(shown.stderr)")
-        #expect(try destination.run(["exports", "verify-link", link], environment: ExportCLI.key).status == 0)
-        #expect(try destination.run(["jobs", "probe", "--count", "2"]).status == 0)
+        #expect(try await destination.run(["exports", "verify-link", link], environment: ExportCLI.key).status == 0)
+        #expect(try await destination.run(["jobs", "probe", "--count", "2"]).status == 0)
         let later = ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(31 * 86_400))]
-        let purge = try destination.run(["purge"], environment: later)
+        let purge = try await destination.run(["purge"], environment: later)
         #expect(purge.status == 0, "\(purge.stderr)")
         #expect(purgeCounts(purge.stdout)?.purged == 1)
         #expect(try await destination.state(of: "leaving") == "purged")
         #expect(destination.blobFiles(of: "leaving").isEmpty)
         #expect(!destination.blobFiles(of: "staying").isEmpty)
         // New jobs were given ids after the copied ones: a worker there runs them beside the old.
-        let worker = try destination.run(["worker", "--once"], environment: later)
+        let worker = try await destination.run(["worker", "--once"], environment: later)
         #expect(worker.status == 0, "\(worker.stderr)")
         #expect(try await destination.int("SELECT COUNT(*) FROM \(destination.ownTable("jobs")) WHERE kind = 'runner.probe' AND state = 'succeeded'") == 4)
         let sourceIDs = sourceJobs.compactMap { $0.first ?? nil }.compactMap { Int($0) }
@@ -104,7 +105,7 @@ struct CopyStoreTests {
     @Test func killedWhileCopyingBlobsThenRunAgainFinishesWithEveryBlobVerified() async throws {
         let source = try Workspace()
         let perAccount = 400
-        try DeletionLines.importAccounts(["a", "b", "c"].map { DeletionLines.account(id: $0, entries: perAccount - 1) }, into: source)
+        try await DeletionLines.importAccounts(["a", "b", "c"].map { DeletionLines.account(id: $0, entries: perAccount - 1) }, into: source)
         let sourceBlobs = try blobHashes(source)
         #expect(sourceBlobs.count == 3 * perAccount)
         let destination = try await emptyDestination()
@@ -117,7 +118,7 @@ struct CopyStoreTests {
             return started && unfinished
         }
         if !reached { process.terminate() }
-        process.waitUntilExit()
+        await process.exited()
         #expect(reached)
         #expect(process.terminationReason == .uncaughtSignal)
         let copiedBeforeKill = try blobHashes(destination).count
@@ -125,7 +126,7 @@ struct CopyStoreTests {
         // The rows were committed, whole, before the first blob was copied.
         #expect(try await destination.int("SELECT COUNT(*) FROM accounts") == 3)
 
-        let rerun = try copy(source, to: destination)
+        let rerun = try await copy(source, to: destination)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         let report = try JSONDecoder().decode(Report.self, from: Data(rerun.stdout.utf8))
         #expect(report.blobs?.blobs == sourceBlobs.count)
@@ -135,19 +136,19 @@ struct CopyStoreTests {
         #expect(try await destination.int("SELECT COUNT(*) FROM journal_entries") == 3 * (perAccount - 1))
 
         // A third run finds everything in place and copies nothing.
-        let again = try JSONDecoder().decode(Report.self, from: Data(try copy(source, to: destination).stdout.utf8))
+        let again = try JSONDecoder().decode(Report.self, from: Data(try await copy(source, to: destination).stdout.utf8))
         #expect(again.blobs?.copied == 0)
         #expect(again.blobs?.already_there == sourceBlobs.count)
     }
 
     @Test func aDestinationHoldingOtherDataIsRefusedAndLeftAsItWas() async throws {
         let source = try Workspace()
-        try DeletionLines.importAccounts([DeletionLines.account(id: "ours", entries: 2)], into: source)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ours", entries: 2)], into: source)
         let destination = try await emptyDestination()
-        try DeletionLines.importAccounts([DeletionLines.account(id: "theirs", entries: 1)], into: destination)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "theirs", entries: 1)], into: destination)
         let jobsBefore = try await destination.query("SELECT id, kind, state FROM \(destination.ownTable("jobs")) ORDER BY id")
 
-        let result = try copy(source, to: destination)
+        let result = try await copy(source, to: destination)
         #expect(result.status == 65)
         #expect(result.stderr.contains("copy into an empty database"))
         // One transaction: what was inserted before the mismatch was found is gone too.
@@ -158,21 +159,21 @@ struct CopyStoreTests {
 
     @Test func jobsLeasedToALiveWorkerAreRefusedUntilTheyFinish() async throws {
         let source = try Workspace()
-        try DeletionLines.importAccounts([DeletionLines.account(id: "busy")], into: source)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "busy")], into: source)
         let job = try await source.int("SELECT MIN(id) FROM \(source.ownTable("jobs"))")
         try await source.execute(
             "UPDATE \(source.ownTable("jobs")) SET state = 'running', lease_owner = 'elsewhere', lease_expires_at = ? WHERE id = ?",
             [.date(Date().addingTimeInterval(600)), .integer(job)])
         let destination = try await emptyDestination()
 
-        let refused = try copy(source, to: destination)
+        let refused = try await copy(source, to: destination)
         #expect(refused.status == 75)
         #expect(refused.stderr.contains("still leased to a running worker"))
         #expect(try await destination.int("SELECT COUNT(*) FROM accounts") == 0)
         #expect(try blobHashes(destination).isEmpty)
 
         // Once the lease has run out the job is copied as it stands, for any worker there to rescue.
-        let later = try copy(source, to: destination, environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(900))])
+        let later = try await copy(source, to: destination, environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(900))])
         #expect(later.status == 0, "\(later.stderr)")
         #expect(try await destination.string("SELECT state FROM \(destination.ownTable("jobs")) WHERE id = ?", [.integer(job)]) == "running")
     }
@@ -180,22 +181,22 @@ struct CopyStoreTests {
     @Test func badSourcesAndDestinationsHaveTheirExitCodes() async throws {
         let source = try Workspace()
         let destination = try await emptyDestination()
-        let missing = try copy(source, to: destination)
+        let missing = try await copy(source, to: destination)
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("no such SQLite file"))
 
-        try DeletionLines.importAccounts([DeletionLines.account(id: "x")], into: source)
-        let notAURL = try source.run(["copy-store", "--to-database", source.root + "/other.sqlite"])
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "x")], into: source)
+        let notAURL = try await source.run(["copy-store", "--to-database", source.root + "/other.sqlite"])
         #expect(notAURL.status == 64)
         #expect(notAURL.stderr.contains("--to-database must be a postgres://"))
-        let sameBlobs = try source.run(["copy-store", "--to-database", destination.database, "--to-blobs", source.blobs])
+        let sameBlobs = try await source.run(["copy-store", "--to-database", destination.database, "--to-blobs", source.blobs])
         #expect(sameBlobs.status == 64)
         var fromPostgres = destination
         fromPostgres.postgresURL = destination.database
-        let wrongWay = try fromPostgres.run(["copy-store", "--to-database", destination.database])
+        let wrongWay = try await fromPostgres.run(["copy-store", "--to-database", destination.database])
         #expect(wrongWay.status == 64)
         let port = try ThrowawayPostgres.freePortForTests()
-        let unreachable = try source.run(["copy-store", "--to-database", "postgres://lifecycle:secret@127.0.0.1:\(port)/x?sslmode=disable"])
+        let unreachable = try await source.run(["copy-store", "--to-database", "postgres://lifecycle:secret@127.0.0.1:\(port)/x?sslmode=disable"])
         #expect(unreachable.status == 69)
         #expect(!unreachable.stderr.contains("secret"))
         #expect(try await destination.int("SELECT COUNT(*) FROM accounts") == 0)

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -41,27 +42,31 @@ struct DataMapCheckTests {
         try schema.map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
         switch backend {
         case .sqlite:
-            try runTool("/usr/bin/sqlite3", [workspace.database], input: schema.ddl)
+            try await runTool("/usr/bin/sqlite3", [workspace.database], input: schema.ddl)
         case .postgres:
-            _ = try psqlQuery(workspace.database, schema.ddl)
+            let url = workspace.database, ddl = schema.ddl
+            _ = try await onThreadOfItsOwn { try psqlQuery(url, ddl) }
         }
         return workspace
     }
 
     /// The app's tables with their columns, lifecycle's own namespace (and SQLite's own
     /// bookkeeping) left out: compared before and after a command that must not alter them.
-    func tables(_ workspace: Workspace) throws -> String {
+    func tables(_ workspace: Workspace) async throws -> String {
         switch workspace.backend {
         case .sqlite:
-            return try runTool("/usr/bin/sqlite3", [workspace.database, """
+            return try await runTool("/usr/bin/sqlite3", [workspace.database, """
                 SELECT name || ':' || sql FROM sqlite_master
                 WHERE tbl_name NOT LIKE 'lifecycle\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name
                 """])
         case .postgres:
-            return try psqlQuery(workspace.database, """
-                SELECT string_agg(table_schema || '.' || table_name || '.' || column_name || ':' || data_type, ',' ORDER BY table_schema, table_name, column_name)
-                FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema', 'lifecycle')
-                """)
+            let url = workspace.database
+            return try await onThreadOfItsOwn {
+                try psqlQuery(url, """
+                    SELECT string_agg(table_schema || '.' || table_name || '.' || column_name || ':' || data_type, ',' ORDER BY table_schema, table_name, column_name)
+                    FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema', 'lifecycle')
+                    """)
+            }
         }
     }
 
@@ -76,16 +81,16 @@ struct DataMapCheckTests {
         var erase_order: [Table]
     }
 
-    func check(_ workspace: Workspace) throws -> (CommandResult, Summary?) {
-        let result = try workspace.run(["map", "check", "--json"])
+    func check(_ workspace: Workspace) async throws -> (CommandResult, Summary?) {
+        let result = try await workspace.run(["map", "check", "--json"])
         return (result, try? JSONDecoder().decode(Summary.self, from: Data(result.stdout.utf8)))
     }
 
     @Test(arguments: Backend.allCases)
     func theSupabaseMapHoldsAndOrdersPhotosBeforeTheirEntries(_ backend: Backend) async throws {
         let workspace = try await install(try AppSchema.supabase, backend)
-        let before = try tables(workspace)
-        let (result, summary) = try check(workspace)
+        let before = try await tables(workspace)
+        let (result, summary) = try await check(workspace)
         #expect(result.status == 0, "\(result.stderr)")
         let order = try #require(summary).erase_order
         let names = order.map(\.table)
@@ -95,24 +100,24 @@ struct DataMapCheckTests {
         #expect(order.first { $0.table == "journal_photos" }?.owner == "entry_id → journal_entries.id, user_id")
         #expect(order.first { $0.table == "user_integrations" }?.key == ["user_id", "provider"])
         #expect(order.first { $0.table == auth }?.erase.hasPrefix("mask email, encrypted_password") == true)
-        #expect(try tables(workspace) == before)
+        #expect(try await tables(workspace) == before)
     }
 
     @Test(arguments: Backend.allCases)
     func theDjangoMapHoldsWithCommentsAndTheirFilesCascadedWithAPost(_ backend: Backend) async throws {
         let workspace = try await install(try AppSchema.django, backend)
-        let before = try tables(workspace)
-        let (result, summary) = try check(workspace)
+        let before = try await tables(workspace)
+        let (result, summary) = try await check(workspace)
         #expect(result.status == 0, "\(result.stderr)")
         let names = try #require(summary).erase_order.map(\.table)
         #expect(names == ["blog_attachment", "blog_comment", "blog_post", "auth_user_groups"])
-        #expect(try tables(workspace) == before)
+        #expect(try await tables(workspace) == before)
     }
 
     @Test(arguments: Backend.allCases)
     func everyShapeOfTheSocialSchemaHolds(_ backend: Backend) async throws {
         let workspace = try await install(try AppSchema.social, backend)
-        let (result, summary) = try check(workspace)
+        let (result, summary) = try await check(workspace)
         #expect(result.status == 0, "\(result.stderr)")
         let order = try #require(summary).erase_order
         let names = order.map(\.table)
@@ -146,18 +151,18 @@ struct DataMapCheckTests {
             schema.map = edit(social.map)
             #expect(schema.map != social.map, "\(what): the edit changed nothing")
             let workspace = try await install(schema, backend)
-            let before = try tables(workspace)
-            let result = try workspace.run(["map", "check"])
+            let before = try await tables(workspace)
+            let result = try await workspace.run(["map", "check"])
             #expect(result.status == 65, "\(what): \(result.stderr)")
             #expect(result.stderr.contains(expected), "\(what): \(result.stderr)")
-            #expect(try tables(workspace) == before, "\(what)")
+            #expect(try await tables(workspace) == before, "\(what)")
         }
 
         // A table with a foreign key to the user that the map forgot is named with its path.
         var extra = social
         extra.ddl += "\nCREATE TABLE bookmarks (id integer PRIMARY KEY, status_id integer NOT NULL REFERENCES statuses(id), note text);\n"
         let workspace = try await install(extra, backend)
-        let forgotten = try workspace.run(["map", "check"])
+        let forgotten = try await workspace.run(["map", "check"])
         #expect(forgotten.status == 65)
         #expect(forgotten.stderr.contains("bookmarks references the subject"), "\(forgotten.stderr)")
         #expect(forgotten.stderr.contains("bookmarks.status_id → ") && forgotten.stderr.contains("statuses.member_id → "))
@@ -189,7 +194,7 @@ struct DataMapCheckTests {
                 cascade: [albums.cover_id, pictures.album_id]
             """
         let workspace = try await install(schema, backend)
-        let result = try workspace.run(["map", "check"])
+        let result = try await workspace.run(["map", "check"])
         #expect(result.status == 65, "\(result.stderr)")
         #expect(result.stderr.contains("albums, ") && result.stderr.contains("pictures reference each other in a cycle"), "\(result.stderr)")
     }
@@ -197,7 +202,7 @@ struct DataMapCheckTests {
     @Test func aMissingDatabaseIsRefusedAndNotCreated() async throws {
         let workspace = try await install(try AppSchema.social, .sqlite)
         try FileManager.default.removeItem(atPath: workspace.database)
-        let result = try workspace.run(["map", "check"])
+        let result = try await workspace.run(["map", "check"])
         #expect(result.status == 66)
         #expect(!FileManager.default.fileExists(atPath: workspace.database))
     }
@@ -205,7 +210,7 @@ struct DataMapCheckTests {
 
 /// Runs a tool, feeding `input` on stdin; throws unless it exits 0.
 @discardableResult
-func runTool(_ path: String, _ arguments: [String], input: String? = nil) throws -> String {
+func runTool(_ path: String, _ arguments: [String], input: String? = nil) async throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -218,9 +223,10 @@ func runTool(_ path: String, _ arguments: [String], input: String? = nil) throws
         try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
         try stdin.fileHandleForWriting.close()
     }
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let problem = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let (data, problem) = await onThreadOfItsOwn {
+        (output.fileHandleForReading.readDataToEndOfFile(), errors.fileHandleForReading.readDataToEndOfFile())
+    }
+    await process.exited()
     guard process.terminationStatus == 0 else {
         throw CLITestFailure("\(path) exited \(process.terminationStatus): \(String(decoding: problem, as: UTF8.self))")
     }

@@ -34,10 +34,10 @@ enum DeletionLines {
     }
 
     /// Imports the lines into the workspace, with a tiny JPEG as every photo.
-    static func importAccounts(_ lines: [String], into workspace: Workspace) throws {
+    static func importAccounts(_ lines: [String], into workspace: Workspace) async throws {
         let fixture = try ImportFixture(lines: lines)
         try Data([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0xFF, 0xD9]).write(to: URL(fileURLWithPath: fixture.directory + "/photos/tiny.jpg"))
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         guard result.status == 0 else { throw CLITestFailure("import failed (\(result.status)): \(result.stderr)") }
     }
 

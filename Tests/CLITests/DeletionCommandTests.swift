@@ -9,14 +9,14 @@ struct DeletionCommandTests {
     @Test(arguments: Backend.allCases)
     func deleteWithThePasswordThenRestoreSpeakTheProductsWords(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
 
-        let wrong = try workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse battery\n")
+        let wrong = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse battery\n")
         #expect(wrong.status == 77)
         #expect(wrong.stderr.contains("Incorrect password"))
         #expect(try await workspace.state(of: "ada") == "active")
 
-        let right = try workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: DeletionLines.password + "\n")
+        let right = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: DeletionLines.password + "\n")
         #expect(right.status == 0, "\(right.stderr)")
         #expect(right.stdout.contains("Your account has been deleted. You have 30 days to recover it by signing in again.\n"))
         let purgeAfter = try #require(try await workspace.date("SELECT purge_after FROM accounts WHERE id = 'ada'"))
@@ -26,41 +26,41 @@ struct DeletionCommandTests {
         let openSessions = try await workspace.int("SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL")
         #expect(openSessions == 0)
 
-        let again = try workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password)
+        let again = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password)
         #expect(again.status == 0)
         #expect(again.stdout.contains("already scheduled for deletion; it will be purged on or after \(iso(purgeAfter))"))
 
-        let restore = try workspace.run(["restore", "ada"])
+        let restore = try await workspace.run(["restore", "ada"])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect(restore.stdout.contains("restored"))
         #expect(try await workspace.state(of: "ada") == "active")
-        let cancelled = try workspace.run(["jobs", "list", "--kind", DeletionJobs.purgeKind])
+        let cancelled = try await workspace.run(["jobs", "list", "--kind", DeletionJobs.purgeKind])
         #expect(cancelled.stdout.contains("cancelled"))
 
-        let refused = try workspace.run(["restore", "ada"])
+        let refused = try await workspace.run(["restore", "ada"])
         #expect(refused.status == 65)
         #expect(refused.stderr.contains("not scheduled for deletion"))
-        #expect(try workspace.run(["restore", "nobody"]).status == 67)
+        #expect(try await workspace.run(["restore", "nobody"]).status == 67)
     }
 
     @Test(arguments: Backend.allCases)
     func fiveWrongPasswordsLockDeletionUntilThePrintedTime(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
         // A whole minute, so "until" can be compared to the minute whatever the seconds the attempts took.
         let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 3_600)
         let secret = "Tr0ub4dor&3-guess"
         for _ in 0..<5 {
-            let attempt = try workspace.run(["delete", "ada", "--password-stdin"], environment: ["LIFECYCLE_NOW": iso(start)], stdin: secret)
+            let attempt = try await workspace.run(["delete", "ada", "--password-stdin"], environment: ["LIFECYCLE_NOW": iso(start)], stdin: secret)
             #expect(attempt.status == 77)
         }
-        let locked = try workspace.run(["delete", "ada", "--password-stdin"], environment: ["LIFECYCLE_NOW": iso(start)], stdin: DeletionLines.password)
+        let locked = try await workspace.run(["delete", "ada", "--password-stdin"], environment: ["LIFECYCLE_NOW": iso(start)], stdin: DeletionLines.password)
         #expect(locked.status == 75)
         #expect(locked.stderr.contains("Too many incorrect passwords"))
         #expect(locked.stderr.contains("try again after \(iso(start.addingTimeInterval(15 * 60)).prefix(16))"))
         #expect(try await workspace.state(of: "ada") == "active")
 
-        let later = try workspace.run(
+        let later = try await workspace.run(
             ["delete", "ada", "--password-stdin"], environment: ["LIFECYCLE_NOW": iso(start.addingTimeInterval(16 * 60))], stdin: secret)
         #expect(later.status == 77)
 
@@ -76,54 +76,54 @@ struct DeletionCommandTests {
     @Test(arguments: Backend.allCases)
     func theOperatorPathIsAuditedAndImmediatelyMeansTheNextPurge(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
-        let noReason = try workspace.run(["delete", "ada", "--operator", "Grace Hopper"])
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        let noReason = try await workspace.run(["delete", "ada", "--operator", "Grace Hopper"])
         #expect(noReason.status == 64)
         #expect(noReason.stderr.contains("--reason"))
-        #expect(try workspace.run(["delete", "ada", "--password-stdin", "--operator", "x", "--reason", "y"]).status == 64)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin", "--operator", "x", "--reason", "y"]).status == 64)
 
-        let deleted = try workspace.run(["delete", "ada", "--operator", "Grace Hopper", "--reason", "legal request L-42", "--immediately"])
+        let deleted = try await workspace.run(["delete", "ada", "--operator", "Grace Hopper", "--reason", "legal request L-42", "--immediately"])
         #expect(deleted.status == 0, "\(deleted.stderr)")
         #expect(deleted.stdout.contains("next purge run"))
         let event = try #require(try await workspace.auditRows(of: "ada").last)
         #expect(event.actor == "operator:Grace Hopper")
         #expect(event.detail?.contains("legal request L-42") == true)
 
-        let purge = try workspace.run(["purge"])
+        let purge = try await workspace.run(["purge"])
         #expect(purge.status == 0, "\(purge.stderr)")
         #expect(purgeCounts(purge.stdout)?.purged == 1)
-        let shown = try workspace.run(["accounts", "show", "ada", "--json"])
+        let shown = try await workspace.run(["accounts", "show", "ada", "--json"])
         #expect(shown.stdout.contains("\"state\":\"purged\""))
         #expect(!shown.stdout.contains("ada@example.com"))
         #expect(try await workspace.rowCount(of: "ada") == 0)
         #expect(workspace.blobFiles(of: "ada").isEmpty)
         #expect(try await workspace.state(of: "bob") == "active")
         #expect(workspace.blobFiles(of: "bob").count == 2)
-        #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "x").status == 67)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "x").status == 67)
     }
 
     @Test(arguments: Backend.allCases)
     func passwordsComeOnlyFromStandardInputAndNewOnesAreArgon2id(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
-        #expect(try workspace.run(["delete", "ada"]).status == 64)
-        #expect(try workspace.run(["delete", "ada", "--password", "secret"]).status == 64)
-        #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "").status == 64)
-        #expect(try workspace.run(["accounts", "set-password", "ada"]).status == 64)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        #expect(try await workspace.run(["delete", "ada"]).status == 64)
+        #expect(try await workspace.run(["delete", "ada", "--password", "secret"]).status == 64)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "").status == 64)
+        #expect(try await workspace.run(["accounts", "set-password", "ada"]).status == 64)
 
-        let set = try workspace.run(["accounts", "set-password", "ada", "--password-stdin"], stdin: "n3w pässword\n")
+        let set = try await workspace.run(["accounts", "set-password", "ada", "--password-stdin"], stdin: "n3w pässword\n")
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout.contains("argon2id"))
         let hash = try await workspace.string("SELECT password_hash FROM accounts WHERE id = 'ada'")
         #expect(hash?.hasPrefix("$argon2id$") == true)
-        #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password).status == 77)
-        #expect(try workspace.run(["delete", "ada", "--password-stdin"], stdin: "n3w pässword").status == 0)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password).status == 77)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "n3w pässword").status == 0)
     }
 
     @Test(arguments: Backend.allCases)
     func dryRunListsDueAccountsAndChangesNothingThenPurgeAndLimit(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([
+        try await DeletionLines.importAccounts([
             DeletionLines.account(id: "due-1", entries: 2, pendingSince: DeletionLines.past),
             DeletionLines.account(id: "due-2", pendingSince: DeletionLines.past),
             DeletionLines.account(id: "due-3", pendingSince: DeletionLines.past),
@@ -131,7 +131,7 @@ struct DeletionCommandTests {
             DeletionLines.account(id: "active"),
         ], into: workspace)
 
-        let dry = try workspace.run(["purge", "--dry-run"])
+        let dry = try await workspace.run(["purge", "--dry-run"])
         #expect(dry.status == 0, "\(dry.stderr)")
         let listed = dry.stdout.split(separator: "\n").filter { $0.hasPrefix("due-") }
         #expect(listed.count == 3)
@@ -142,7 +142,7 @@ struct DeletionCommandTests {
         #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = ?", [.text(DeletionJobs.purgeKind)]) == 0)
         #expect(try await workspace.state(of: "due-1") == "pendingDeletion")
 
-        let limited = try workspace.run(["purge", "--limit", "2"])
+        let limited = try await workspace.run(["purge", "--limit", "2"])
         #expect(limited.status == 0, "\(limited.stderr)")
         #expect(purgeCounts(limited.stdout)?.purged == 2)
         #expect(limited.stdout.contains("3 due account(s) had no purge job and got one"))
@@ -150,7 +150,7 @@ struct DeletionCommandTests {
         let leased = try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'running' AND kind = ?", [.text(DeletionJobs.purgeKind)])
         #expect(leased == 0)
 
-        let rest = try workspace.run(["purge"])
+        let rest = try await workspace.run(["purge"])
         #expect(rest.status == 0)
         #expect(purgeCounts(rest.stdout)?.purged == 1)
         for id in ["due-1", "due-2", "due-3"] {
@@ -159,21 +159,21 @@ struct DeletionCommandTests {
         }
         #expect(try await workspace.state(of: "later") == "pendingDeletion")
         #expect(workspace.blobFiles(of: "later").count == 2)
-        #expect(purgeCounts(try workspace.run(["purge"]).stdout)?.purged == 0)
+        #expect(purgeCounts(try await workspace.run(["purge"]).stdout)?.purged == 0)
     }
 
     @Test(arguments: Backend.allCases)
     func aWorkerDaemonOrCronWorkerRunsTheNightlySweepOnItsSchedule(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([
+        try await DeletionLines.importAccounts([
             DeletionLines.account(id: "due", pendingSince: DeletionLines.past), DeletionLines.account(id: "active"),
         ], into: workspace)
         // `worker --once` enqueues the sweep for the latest 03:00 slot, and the purges it enqueues run in the same drain.
-        let worker = try workspace.run(["worker", "--once", "--kind", DeletionJobs.sweepKind, "--kind", DeletionJobs.purgeKind])
+        let worker = try await workspace.run(["worker", "--once", "--kind", DeletionJobs.sweepKind, "--kind", DeletionJobs.purgeKind])
         #expect(worker.status == 0, "\(worker.stderr)")
         #expect(try await workspace.state(of: "due") == "purged")
         #expect(try await workspace.state(of: "active") == "active")
-        let sweeps = try workspace.run(["jobs", "list", "--kind", DeletionJobs.sweepKind])
+        let sweeps = try await workspace.run(["jobs", "list", "--kind", DeletionJobs.sweepKind])
         #expect(sweeps.stdout.contains("succeeded"))
     }
 }

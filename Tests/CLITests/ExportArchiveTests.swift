@@ -27,7 +27,7 @@ struct ExportArchiveTests {
                 of: #"[{"id":"u1-e1","created_at":"2025-03-01T08:00:00Z","text":"Tempo run 🏃 café 東京","photos":[{"id":"u1-p1","file":"photos/run.jpg","taken_at":"2025-03-01T07:55:00Z"}]}]"#,
                 with: Self.trickyEntries)
         #expect(line.contains("HYPERLINK"))
-        try ExportCLI.importAccounts(workspace, [line])
+        try await ExportCLI.importAccounts(workspace, [line])
         // Ids no import would let in, written straight into the database.
         let source = repositoryRoot + "/Jobs/demo/photos/trail.jpg"
         let hostile = ["café-東京-🏃", "../../../../tmp/escaped", "/etc/passwd", "..", "a\\..\\b", "\u{202E}gpj.exe", "x/../../y"]
@@ -42,17 +42,17 @@ struct ExportArchiveTests {
     @Test(arguments: Backend.allCases)
     func aZipIsReadByUnzipBsdtarAndPythonWithEveryHashAndCSVRowRight(_ backend: Backend) async throws {
         let workspace = try await trickyWorkspace(backend)
-        let ready = try ExportCLI.exportNow(workspace, "u1")
+        let ready = try await ExportCLI.exportNow(workspace, "u1")
         let archive = try #require(ready.archivePath)
         #expect(archive.hasSuffix("/accounts/u1/exports/\(ready.exportID).zip"))
 
-        let unzip = try ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
+        let unzip = try await ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
         #expect(unzip.status == 0, "\(unzip.output)")
         #expect(unzip.output.contains("No errors detected"))
-        let bsdtar = try ExportCLI.tool("/usr/bin/bsdtar", ["-tf", archive])
+        let bsdtar = try await ExportCLI.tool("/usr/bin/bsdtar", ["-tf", archive])
         #expect(bsdtar.status == 0, "\(bsdtar.output)")
 
-        let report = try ExportCLI.checkWithPython(archive, format: "zip")
+        let report = try await ExportCLI.checkWithPython(archive, format: "zip")
         // Emoji, accents and CJK survive in entry names (bsdtar and Python agree), JSON and CSV.
         let unicodeName = "\(report.root)/photos/2025/03/03/café-東京-🏃.jpg"
         #expect(report.names.contains(unicodeName), "\(report.names)")
@@ -66,7 +66,7 @@ struct ExportArchiveTests {
 
         let unpacked = workspace.root + "/unpacked"
         try FileManager.default.createDirectory(atPath: unpacked, withIntermediateDirectories: true)
-        #expect(try ExportCLI.tool("/usr/bin/unzip", ["-q", archive, "-d", unpacked]).status == 0)
+        #expect(try await ExportCLI.tool("/usr/bin/unzip", ["-q", archive, "-d", unpacked]).status == 0)
         let folder = unpacked + "/" + report.root
         let csv = try String(contentsOfFile: folder + "/journal_entries.csv", encoding: .utf8)
         #expect(csv.contains("\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"click\"\")\""))
@@ -88,15 +88,15 @@ struct ExportArchiveTests {
     @Test(arguments: Backend.allCases)
     func aTarGzIsReadByPythonTarfileAndBsdtar(_ backend: Backend) async throws {
         let workspace = try await trickyWorkspace(backend)
-        let ready = try ExportCLI.exportNow(workspace, "u1", ["--format", "tar.gz"])
+        let ready = try await ExportCLI.exportNow(workspace, "u1", ["--format", "tar.gz"])
         let archive = try #require(ready.archivePath)
         #expect(archive.hasSuffix(".tar.gz"))
-        let report = try ExportCLI.checkWithPython(archive, format: "tar.gz")
+        let report = try await ExportCLI.checkWithPython(archive, format: "tar.gz")
         #expect(report.names.contains("\(report.root)/photos/2025/03/03/café-東京-🏃.jpg"))
-        let bsdtar = try ExportCLI.tool("/usr/bin/bsdtar", ["-tzf", archive])
+        let bsdtar = try await ExportCLI.tool("/usr/bin/bsdtar", ["-tzf", archive])
         #expect(bsdtar.status == 0, "\(bsdtar.output)")
         #expect(Set(bsdtar.output.split(separator: "\n").map(String.init)) == Set(report.names))
-        let gzip = try ExportCLI.tool("/usr/bin/env", ["gzip", "-t", archive])
+        let gzip = try await ExportCLI.tool("/usr/bin/env", ["gzip", "-t", archive])
         #expect(gzip.status == 0, "\(gzip.output)")
     }
 }

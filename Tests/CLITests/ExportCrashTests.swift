@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import GRDB
 import JobRunner
@@ -45,7 +46,7 @@ struct ExportCrashTests {
         var big = Data([0xFF, 0xD8, 0xFF, 0xE0])
         big.append(try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 8 << 20))
         try big.write(to: URL(fileURLWithPath: fixture.directory + "/photos/big.jpg"))
-        let imported = try workspace.run(["accounts", "import", fixture.path])
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
         #expect(imported.status == 0, "\(imported.stderr)")
 
         let (process, _, err) = try workspace.process(["export", "u1", "--wait"], environment: ExportCLI.key)
@@ -54,7 +55,7 @@ struct ExportCrashTests {
         let watcher = KillWhen(process.processIdentifier) { [workspace] in
             Self.scratchArchives(workspace).contains { $0.size > 1 << 20 }
         }
-        process.waitUntilExit()
+        await process.exited()
         #expect(watcher.fired, "the archive never reached 1 MB: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
         #expect(process.terminationReason == .uncaughtSignal)
 
@@ -74,7 +75,7 @@ struct ExportCrashTests {
         try policy.replacingOccurrences(of: "throttle_mb_per_second: 1", with: "throttle_mb_per_second: 0")
             .write(toFile: jobs.policy, atomically: true, encoding: .utf8)
         let leaseEnd = try #require(job.leaseExpiresAt)
-        let rerun = try workspace.run(
+        let rerun = try await workspace.run(
             ["export", "u1", "--wait", "--json"], environment: ExportCLI.key.merging(["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))]) { $1 })
         #expect(rerun.status == 0, "\(rerun.stderr)")
         let ready = try JSONDecoder().decode(ExportCLI.Ready.self, from: Data(rerun.stdout.utf8))
@@ -87,9 +88,9 @@ struct ExportCrashTests {
         #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("exports"))") == 1)
         #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("outbox"))") == 1)
         let archive = try #require(ready.archivePath)
-        let unzip = try ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
+        let unzip = try await ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
         #expect(unzip.status == 0, "\(unzip.output)")
-        let report = try ExportCLI.checkWithPython(archive, format: "zip")
+        let report = try await ExportCLI.checkWithPython(archive, format: "zip")
         #expect(report.names.contains("\(report.root)/photos/2025/03/01/u1-p1.jpg"))
     }
 }

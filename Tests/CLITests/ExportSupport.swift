@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import GRDB
 import JobRunner
@@ -27,15 +28,15 @@ enum ExportCLI {
         }
     }
 
-    static func importAccounts(_ workspace: Workspace, _ lines: [String]) throws {
+    static func importAccounts(_ workspace: Workspace, _ lines: [String]) async throws {
         let fixture = try ImportFixture(lines: lines)
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 0, "\(result.stderr)")
     }
 
     /// `lifecycle export ACCOUNT --wait --json`, decoded.
-    static func exportNow(_ workspace: Workspace, _ account: String, _ extra: [String] = [], environment: [String: String] = [:]) throws -> Ready {
-        let result = try workspace.run(["export", account, "--wait", "--json"] + extra, environment: key.merging(environment) { $1 })
+    static func exportNow(_ workspace: Workspace, _ account: String, _ extra: [String] = [], environment: [String: String] = [:]) async throws -> Ready {
+        let result = try await workspace.run(["export", account, "--wait", "--json"] + extra, environment: key.merging(environment) { $1 })
         #expect(result.status == 0, "\(result.stderr)")
         return try JSONDecoder().decode(Ready.self, from: Data(result.stdout.utf8))
     }
@@ -131,21 +132,21 @@ enum ExportCLI {
         var root: String
     }
 
-    static func checkWithPython(_ archive: String, format: String) throws -> PythonReport {
-        try JSONDecoder().decode(PythonReport.self, from: Data(try pythonOutput(archive, format: format).utf8))
+    static func checkWithPython(_ archive: String, format: String) async throws -> PythonReport {
+        try JSONDecoder().decode(PythonReport.self, from: Data(try await pythonOutput(archive, format: format).utf8))
     }
 
     /// The check's whole output: besides names and root, `manifest`, `tables` (each
     /// table file's rows) and `files` (the content of every entry under files/).
-    static func pythonOutput(_ archive: String, format: String) throws -> String {
+    static func pythonOutput(_ archive: String, format: String) async throws -> String {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString).py").path
         try pythonCheck.write(toFile: script, atomically: true, encoding: .utf8)
-        let result = try tool("/usr/bin/env", ["python3", script, archive, format])
+        let result = try await tool("/usr/bin/env", ["python3", script, archive, format])
         #expect(result.status == 0, "python check failed: \(result.output)")
         return result.output
     }
 
-    static func tool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func tool(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -161,7 +162,7 @@ enum ExportCLI {
         process.standardError = handle
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         try handle.close()
         return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import GRDB
 import JobRunner
@@ -40,7 +41,7 @@ struct ImportHardeningTests {
         // A link that stays inside the folder is an ordinary way to lay out photos.
         try FileManager.default.createSymbolicLink(atPath: photos + "/link-in.jpg", withDestinationPath: "run.jpg")
 
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65, "\(result.stderr)")
         #expect(result.stderr.contains("line 1: entries[0].photos[0].file: photo path '\(Self.secret.prefix(56))"))
         #expect(result.stderr.contains("is absolute; photo paths are relative to the import folder"))
@@ -68,7 +69,7 @@ struct ImportHardeningTests {
     @Test func kernelFilesAreRefusedEvenFromAPhotoRootThatHoldsThem() async throws {
         let workspace = try await Workspace.make(.sqlite)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "environ", profilePhoto: nil, entryPhoto: "environ")])
-        let result = try workspace.run(["accounts", "import", fixture.path, "--photos-root", "/proc/self"])
+        let result = try await workspace.run(["accounts", "import", fixture.path, "--photos-root", "/proc/self"])
         #expect(result.status == 65)
         #expect(result.stderr.contains("photo file 'environ' is a kernel-generated file (/proc, /sys), not a photo"), "\(result.stderr)")
     }
@@ -80,7 +81,7 @@ struct ImportHardeningTests {
             ImportFixture.account(id: "good"),
         ])
         #expect(mkfifo(fixture.directory + "/photos/pipe.jpg", 0o600) == 0)
-        let fifo = try #require(try workspace.runWithin(seconds: 60, ["accounts", "import", fixture.path]), "the import hung on a FIFO")
+        let fifo = try #require(try await workspace.runWithin(seconds: 60, ["accounts", "import", fixture.path]), "the import hung on a FIFO")
         #expect(fifo.status == 65)
         #expect(fifo.stderr.contains("line 1: entries[0].photos[0].file: photo file 'photos/pipe.jpg' is a FIFO (named pipe), not a regular file"), "\(fifo.stderr)")
         #expect(try await workspace.strings("SELECT id FROM accounts") == ["good"])
@@ -88,7 +89,7 @@ struct ImportHardeningTests {
         // /dev/zero would be read forever; /dev itself as the photo root names it legitimately.
         let device = try ImportFixture(lines: [ImportFixture.account(id: "zero", profilePhoto: nil, entryPhoto: "zero")])
         let zero = try #require(
-            try workspace.runWithin(seconds: 60, ["accounts", "import", device.path, "--photos-root", "/dev"]), "the import hung on /dev/zero")
+            try await workspace.runWithin(seconds: 60, ["accounts", "import", device.path, "--photos-root", "/dev"]), "the import hung on /dev/zero")
         #expect(zero.status == 65)
         #expect(zero.stderr.contains("photo file 'zero' is a character device, not a regular file"), "\(zero.stderr)")
     }
@@ -100,7 +101,7 @@ struct ImportHardeningTests {
         let long = ImportFixture.account(id: "long").replacingOccurrences(
             of: "Tempo run 🏃 café 東京", with: String(repeating: "x", count: 200_000))
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "first"), long, ImportFixture.account(id: "after")])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 2: line: is \(long.utf8.count) bytes, longer than the 65536 allowed (import.max_line_bytes)"), "\(result.stderr)")
         #expect(try await workspace.strings("SELECT id FROM accounts ORDER BY id") == ["after", "first"])
@@ -116,7 +117,7 @@ struct ImportHardeningTests {
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(bytes + [0x0A]))
         try handle.close()
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 2: line: is not valid UTF-8 (byte \(bio.lowerBound + 1) of the line)"), "\(result.stderr)")
         #expect(try await workspace.strings("SELECT id FROM accounts") == ["good"])
@@ -139,7 +140,7 @@ struct ImportHardeningTests {
             line("form-feed", text: #"one\ftwo"#),
             line("kept", bio: #"line one\nline two\tend"#, text: #"first\r\nsecond\n\tindented\rold mac"#),
         ])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 1: bio: contains the control character U+0000 at character 7; only tab and line breaks are allowed here"), "\(result.stderr)")
         #expect(result.stderr.contains("line 2: entries[0].text: contains the control character U+0000 at character 11"))
@@ -160,7 +161,7 @@ struct ImportHardeningTests {
             ImportFixture.account(id: longest, email: "a128@example.com", childIDs: "a128"),
             ImportFixture.account(id: "after"),
         ])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("imported 3 account(s)"))
         let profile = try #require(try await workspace.photos(of: longest).first { $0.role == .profile })
@@ -168,7 +169,7 @@ struct ImportHardeningTests {
         #expect(BlobKey.isValid(profile.blobKey))
         #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + profile.blobKey))
 
-        let worker = try workspace.run(["worker", "--once"])
+        let worker = try await workspace.run(["worker", "--once"])
         #expect(worker.status == 0, "\(worker.stderr)")
         let normalised = try #require(try await workspace.photos(of: longest).first { $0.role == .profile })
         #expect(normalised.normalizationState == .normalized)
@@ -183,7 +184,7 @@ struct ImportHardeningTests {
             ImportFixture.account(id: "list", email: "victim,attacker@example.com"),
             ImportFixture.account(id: "good", email: "ada.lovelace+runs@example.co.uk"),
         ])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 1: email: must be one email address like ada@example.com; it has more than one '@'"), "\(result.stderr)")
         #expect(result.stderr.contains("line 2: email: must be one email address like ada@example.com; ' ' is not allowed in an address"))
@@ -201,7 +202,7 @@ struct ImportHardeningTests {
             ImportFixture.account(id: "forge-2", profilePhoto: nil).replacingOccurrences(
                 of: #""bio":"#, with: #""x\n\#(forged)":1,"bio":"#),
         ])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         let lines = result.stderr.split(separator: "\n")
         #expect(!lines.contains { $0.hasPrefix(forged) }, "\(result.stderr)")
@@ -213,9 +214,9 @@ struct ImportHardeningTests {
     @Test func passwordStandardInputIsReadOnlyUpToTheLongestPassword() async throws {
         let workspace = try await Workspace.make(.sqlite)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "ada", profilePhoto: nil)])
-        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        #expect(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
         let endless = try #require(
-            try workspace.runWithin(seconds: 60, ["delete", "ada", "--password-stdin"], stdinPath: "/dev/zero"),
+            try await workspace.runWithin(seconds: 60, ["delete", "ada", "--password-stdin"], stdinPath: "/dev/zero"),
             "reading /dev/zero as a password did not stop")
         #expect(endless.status == 65)
         #expect(endless.stderr.contains("the password on standard input is longer than 4096 bytes"), "\(endless.stderr)")
@@ -225,7 +226,7 @@ struct ImportHardeningTests {
     @Test func everythingTheToolCreatesIsPrivateWhateverTheUmask() async throws {
         let workspace = try await Workspace.make(.sqlite)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "ada")])
-        let result = try workspace.run(["accounts", "import", fixture.path], wrapper: ["/bin/sh", "-c", #"umask 000; exec "$0" "$@""#])
+        let result = try await workspace.run(["accounts", "import", fixture.path], wrapper: ["/bin/sh", "-c", #"umask 000; exec "$0" "$@""#])
         #expect(result.status == 0, "\(result.stderr)")
         // (-wal and -shm are gone once the last connection closes; IntakeTests checks them open.)
         for file in ["lifecycle.sqlite", "lifecycle.sqlite.migrate-lock"] {
@@ -252,8 +253,8 @@ struct ImportHardeningTests {
             ImportFixture.account(id: "with-photos"),
         ])
         // Migrations first, on the roomy disk; then the blob folder becomes a 64 KiB tmpfs.
-        #expect(try workspace.run(["migrate"]).status == 0)
-        let full = try workspace.run(
+        #expect(try await workspace.run(["migrate"]).status == 0)
+        let full = try await workspace.run(
             ["accounts", "import", fixture.path], wrapper: privateMount(#"mount -t tmpfs -o size=64k,mode=0700 tmpfs "$BLOBS""#, ["BLOBS": workspace.blobs]))
         #expect(full.status == 75, "\(full.stderr)")
         #expect(full.stdout.contains("stopped at line 2: imported 1 account(s)"), "\(full.stdout)")
@@ -262,14 +263,14 @@ struct ImportHardeningTests {
         #expect(try await workspace.strings("SELECT id FROM accounts") == ["no-photos"])
         #expect(try await workspace.int("SELECT COUNT(*) FROM photos") == 0)
 
-        let again = try workspace.run(["accounts", "import", fixture.path])
+        let again = try await workspace.run(["accounts", "import", fixture.path])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdout.contains("imported 1 account(s), 1 already present"))
     }
 
     @Test func aFullDatabaseDiskStopsTheImportWith75NamingTheFileAndNoLineIsHalfImported() async throws {
         let workspace = try await Workspace.make(.sqlite)
-        #expect(try workspace.run(["migrate"]).status == 0)
+        #expect(try await workspace.run(["migrate"]).status == 0)
         // Lines of ~400 KB of journal text: the second or third fills a 1 MiB disk.
         let big = String(repeating: "lorem ipsum ", count: 35_000)
         let fixture = try ImportFixture(lines: (1...6).map { index in
@@ -301,9 +302,11 @@ struct ImportHardeningTests {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-        let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (out, err) = await onThreadOfItsOwn {
+            (String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+             String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        await process.exited()
         #expect(process.terminationStatus == 75, "\(out)\n\(err)")
         #expect(err.contains("writing the SQLite database \(smallDatabase) failed"), "\(err)")
         #expect(err.contains("Free space and run the same command again"))
@@ -322,9 +325,9 @@ struct ImportHardeningTests {
 
     @Test func aReadOnlyBlobDirectoryExits73NamingIt() async throws {
         let workspace = try await Workspace.make(.sqlite)
-        #expect(try workspace.run(["migrate"]).status == 0)
+        #expect(try await workspace.run(["migrate"]).status == 0)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "ada")])
-        let result = try workspace.run(
+        let result = try await workspace.run(
             ["accounts", "import", fixture.path],
             wrapper: privateMount(#"mount --bind "$BLOBS" "$BLOBS" && mount -o remount,bind,ro "$BLOBS""#, ["BLOBS": workspace.blobs]))
         #expect(result.status == 73, "\(result.stderr)")
@@ -338,7 +341,7 @@ struct ImportHardeningTests {
     @Test func aDatabaseFileThatIsNotADatabaseExits69NamingIt() async throws {
         let workspace = try await Workspace.make(.sqlite)
         try Data(String(repeating: "this is not a database. ", count: 400).utf8).write(to: URL(fileURLWithPath: workspace.database))
-        let result = try workspace.run(["accounts", "show", "ada"])
+        let result = try await workspace.run(["accounts", "show", "ada"])
         #expect(result.status == 69, "\(result.stderr)")
         #expect(result.stderr.contains("the SQLite database \(workspace.database) is damaged"))
         #expect(result.stderr.contains("restore it from a backup"))
@@ -348,7 +351,7 @@ struct ImportHardeningTests {
     @Test func aCorruptPageExits69NamingTheFile() async throws {
         let workspace = try await Workspace.make(.sqlite)
         let fixture = try ImportFixture(lines: (1...30).map { ImportFixture.account(id: "u-\($0)", profilePhoto: nil) })
-        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        #expect(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
         try workspace.store().checkpoint()
         // Every page after the first (the schema) overwritten: any table read hits one.
         let handle = try #require(FileHandle(forUpdatingAtPath: workspace.database))
@@ -356,7 +359,7 @@ struct ImportHardeningTests {
         try handle.seek(toOffset: 4096)
         try handle.write(contentsOf: Data(repeating: 0xA5, count: Int(size) - 4096))
         try handle.close()
-        let result = try workspace.run(["accounts", "show", "u-1"])
+        let result = try await workspace.run(["accounts", "show", "u-1"])
         #expect(result.status == 69, "\(result.stderr)")
         #expect(result.stderr.contains("the SQLite database \(workspace.database) is damaged"))
     }
@@ -399,17 +402,17 @@ struct JobsFolder {
 extension Workspace {
     /// Runs a command that must end on its own within `seconds`; one that does not is
     /// killed and nil returned, so a hang fails its test instead of the whole run.
-    func runWithin(seconds: TimeInterval, _ command: [String], stdinPath: String? = nil) throws -> CommandResult? {
+    func runWithin(seconds: TimeInterval, _ command: [String], stdinPath: String? = nil) async throws -> CommandResult? {
         let (process, out, err) = try process(command, stdinPath: stdinPath)
         let finished = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in finished.signal() }
         if !process.isRunning { finished.signal() }
-        guard finished.wait(timeout: .now() + seconds) == .success else {
+        guard await onThreadOfItsOwn({ finished.wait(timeout: .now() + seconds) == .success }) else {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await process.exited()
             return nil
         }
-        process.waitUntilExit()
+        await process.exited()
         return CommandResult(
             status: process.terminationStatus,
             stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",

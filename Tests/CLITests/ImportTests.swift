@@ -40,7 +40,7 @@ struct ImportTests {
     func aGoodFileImportsEveryRowAndPhoto(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2", profilePhoto: "photos/avatar-alpha.png")])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("imported 2 account(s)"))
 
@@ -59,7 +59,7 @@ struct ImportTests {
             let stored = try blobs.path(for: photo.blobKey)
             #expect(try FileDigest.sha256(ofFile: stored).hex == photo.sha256)
         }
-        let shown = try workspace.run(["accounts", "show", "u-1@example.com"])
+        let shown = try await workspace.run(["accounts", "show", "u-1@example.com"])
         #expect(shown.status == 0)
         #expect(shown.stdout.contains("state: active"))
         #expect(!shown.stdout.contains("$2b$"))
@@ -69,7 +69,7 @@ struct ImportTests {
     func importingTheSameFileAgainChangesNothing(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2")])
-        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        #expect(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
         func rows() async throws -> [Int] {
             var counts: [Int] = []
             for table in ["accounts", "journal_entries", "photos"] { counts.append(try await workspace.int("SELECT COUNT(*) FROM \(table)")) }
@@ -77,7 +77,7 @@ struct ImportTests {
         }
         let rowsBefore = try await rows()
         let updatedBefore = try await workspace.account(id: "u-1")?.updatedAt
-        let again = try workspace.run(["accounts", "import", fixture.path])
+        let again = try await workspace.run(["accounts", "import", fixture.path])
         #expect(again.status == 0)
         #expect(again.stdout.contains("imported 0 account(s), 2 already present"))
         #expect(try await rows() == rowsBefore)
@@ -99,7 +99,7 @@ struct ImportTests {
             "{not json",
             ImportFixture.account(id: "good-2"),
         ])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stdout.contains("imported 2 account(s)"))
         #expect(result.stderr.contains("line 2: first_name: may contain only letters, spaces and hyphens"))
@@ -119,7 +119,7 @@ struct ImportTests {
     func unicodeNamesAreAcceptedAndTrimmed(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-9", firstName: "  Zoë-Ångström ")])
-        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
+        #expect(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
         let account = try await workspace.account(id: "u-9")
         #expect(account?.firstName == "Zoë-Ångström")
     }
@@ -128,7 +128,7 @@ struct ImportTests {
     func idsThatCouldEscapeAPathAreRefused(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
         let fixture = try ImportFixture(lines: [ImportFixture.account(id: "../etc")])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 1: id: must be 1–128 characters"))
     }
@@ -140,7 +140,7 @@ struct ImportTests {
             ImportFixture.account(id: "u-1", email: "same@example.com"),
             ImportFixture.account(id: "u-2", email: "SAME@example.com"),
         ])
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 65)
         #expect(result.stderr.contains("line 2: email: SAME@example.com already belongs to account u-1"))
         #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/u-2"))
@@ -149,10 +149,10 @@ struct ImportTests {
     @Test(arguments: Backend.allCases)
     func missingFileAndUnknownAccountHaveTheirExitCodes(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        let missing = try workspace.run(["accounts", "import", workspace.root + "/nope.jsonl"])
+        let missing = try await workspace.run(["accounts", "import", workspace.root + "/nope.jsonl"])
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("no such file"))
-        let unknown = try workspace.run(["accounts", "show", "nobody"])
+        let unknown = try await workspace.run(["accounts", "show", "nobody"])
         #expect(unknown.status == 67)
         #expect(unknown.stderr.contains("no account with id or email 'nobody'"))
     }

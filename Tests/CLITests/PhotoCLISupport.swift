@@ -1,4 +1,5 @@
 import CArchive
+import ChildProcesses
 import Foundation
 import Lifecycle
 import SQLiteBackend
@@ -6,7 +7,7 @@ import Testing
 
 /// Runs a command-line tool (vips, vipsheader, exiftool) and returns its stdout.
 @discardableResult
-func photoTool(_ arguments: String...) throws -> String {
+func photoTool(_ arguments: String...) async throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
@@ -19,7 +20,7 @@ func photoTool(_ arguments: String...) throws -> String {
     process.standardOutput = FileHandle(forWritingAtPath: output)
     process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     try process.run()
-    process.waitUntilExit()
+    await process.exited()
     guard process.terminationStatus == 0 else {
         throw PhotoToolFailure(description: "\(arguments.joined(separator: " ")) exited \(process.terminationStatus) (the tests need libvips-tools and libimage-exiftool-perl)")
     }
@@ -32,8 +33,8 @@ struct PhotoToolFailure: Error, CustomStringConvertible {
 
 /// Checks a normalised photo with readers that share no code with the recipe's save
 /// path: `vipsheader -a` for the header, exiftool for every metadata group.
-func expectCleanSquareJPEG(atPath path: String, side: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let header = try photoTool("vipsheader", "-a", path)
+func expectCleanSquareJPEG(atPath path: String, side: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let header = try await photoTool("vipsheader", "-a", path)
     let fields = Dictionary(header.split(separator: "\n").compactMap { line -> (String, String)? in
         guard let colon = line.firstIndex(of: ":") else { return nil }
         return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -45,7 +46,7 @@ func expectCleanSquareJPEG(atPath path: String, side: Int, sourceLocation: Sourc
     for field in ["exif-data", "xmp-data", "iptc-data", "icc-profile-data", "jpeg-comment", "orientation"] {
         #expect(fields[field] == nil, "vipsheader shows \(field)", sourceLocation: sourceLocation)
     }
-    let json = try photoTool("exiftool", "-j", "-G", "-a", "-u", path)
+    let json = try await photoTool("exiftool", "-j", "-G", "-a", "-u", path)
     let tags = (try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])?.first ?? [:]
     let groups = Set(tags.keys.compactMap { $0.split(separator: ":").first.map(String.init) })
     let allowed: Set<String> = ["SourceFile", "ExifTool", "File", "JFIF", "Composite"]
@@ -60,7 +61,7 @@ enum RefusedPhoto {
     static let unreadable = "This photo could not be read. Please choose another photo."
 
     /// Writes every refused file into `directory`: name → expected message.
-    static func make(in directory: String) throws -> [String: String] {
+    static func make(in directory: String) async throws -> [String: String] {
         let demo = repositoryRoot + "/Jobs/demo/photos/"
         func write(_ data: Data, _ name: String) throws { try data.write(to: URL(fileURLWithPath: directory + "/" + name)) }
         func cut(_ file: String, _ name: String) throws {
@@ -72,7 +73,7 @@ enum RefusedPhoto {
         try write(oversized, "ten-mb-plus-one.jpg")
         // Real files of the other formats, named .jpg as an uploader might.
         for format in ["gif", "webp", "tif"] {
-            try photoTool("vips", "copy", demo + "trail.jpg", directory + "/real.\(format)")
+            try await photoTool("vips", "copy", demo + "trail.jpg", directory + "/real.\(format)")
             try FileManager.default.moveItem(atPath: directory + "/real.\(format)", toPath: directory + "/\(format).jpg")
         }
         try write(Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>"#.utf8), "svg.jpg")
@@ -132,7 +133,9 @@ extension Workspace {
         return tree
     }
 
-    func photoJobCount() throws -> Int {
-        try integerNow("SELECT COUNT(*) FROM \(ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeKind)'")
+    /// Through `integerNow`, on a thread of its own: for PostgreSQL that is a psql process.
+    func photoJobCount() async throws -> Int {
+        let sql = "SELECT COUNT(*) FROM \(ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeKind)'"
+        return try await onThreadOfItsOwn { [self] in try integerNow(sql) }
     }
 }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -17,18 +18,18 @@ struct PhotoCrashTests {
         var lines: [String] = []
         for index in 0..<count { lines.append(ImportFixture.account(id: "u\(index)", profilePhoto: "photos/big.jpg")) }
         let fixture = try ImportFixture(lines: lines)
-        try photoTool("vips", "resize", repositoryRoot + "/Jobs/demo/photos/run.jpg", fixture.directory + "/photos/big.jpg", "2.5")
-        #expect(try workspace.run(["accounts", "import", fixture.path]).status == 0)
-        func normalizedCount() throws -> Int {
+        try await photoTool("vips", "resize", repositoryRoot + "/Jobs/demo/photos/run.jpg", fixture.directory + "/photos/big.jpg", "2.5")
+        #expect(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
+        @Sendable func normalizedCount() throws -> Int {
             try workspace.integerNow("SELECT COUNT(*) FROM photos WHERE role = 'profile' AND normalization_state = 'normalized'")
         }
 
         let (process, _, _) = try workspace.process(["photos", "normalize", "--all"])
         #expect(try pollHoldingThisThread(timeout: 120) { try normalizedCount() >= 3 })
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await process.exited()
         #expect(process.terminationReason == .uncaughtSignal)
-        let atKill = try normalizedCount()
+        let atKill = try await onThreadOfItsOwn { try normalizedCount() }
         #expect(atKill < count, "the batch finished before the kill; nothing was interrupted")
 
         // A finished photo never keeps its upload, even when the process died right after.
@@ -45,7 +46,7 @@ struct PhotoCrashTests {
 
         // Rerun once the dead process's leases have run out.
         let later = iso(Date().addingTimeInterval(600))
-        let rerun = try workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
+        let rerun = try await workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(rerun.stdout.contains("normalised \(count - atKill), rejected 0"), "\(rerun.stdout)")
 
@@ -70,16 +71,15 @@ struct PhotoCrashTests {
         #expect(perJob.allSatisfy { $0[1] == "succeeded" && $0[3] == "1" })
         #expect(perJob.contains { $0[2] == "2" }, "no job was caught in flight by the kill")
 
-        try expectCleanSquareJPEG(atPath: try blobs.path(for: photos[0].blobKey), side: 1024)
-        let again = try workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
+        try await expectCleanSquareJPEG(atPath: try blobs.path(for: photos[0].blobKey), side: 1024)
+        let again = try await workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
         #expect(again.stdout.contains("nothing to normalise"))
     }
 }
 
 /// Like `eventually`, but checks from this thread instead of resuming after a
-/// `Task.sleep`: when other suites block the cooperative pool's threads in
-/// `waitUntilExit`, a resumed task can be late by seconds and miss the window the
-/// kill must land in.
+/// `Task.sleep`: when other suites keep the cooperative pool's few threads busy,
+/// a resumed task can be late by seconds and miss the window the kill must land in.
 private func pollHoldingThisThread(timeout: TimeInterval, _ condition: () throws -> Bool) throws -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {

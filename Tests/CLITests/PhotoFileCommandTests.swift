@@ -10,27 +10,27 @@ struct PhotoFileCommandTests {
         ("trail.jpg", 768),         // JPEG 1024×768
         ("run.jpg", 1024),          // JPEG with GPS tags and orientation 6
     ])
-    func eachAllowedFormatBecomesACleanSquareJPEG(name: String, side: Int) throws {
+    func eachAllowedFormatBecomesACleanSquareJPEG(name: String, side: Int) async throws {
         let workspace = try Workspace()
         let output = workspace.root + "/out.jpg"
-        let result = try workspace.run(["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/" + name, output])
+        let result = try await workspace.run(["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/" + name, output])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("JPEG \(side)×\(side)"))
-        try expectCleanSquareJPEG(atPath: output, side: side)
+        try await expectCleanSquareJPEG(atPath: output, side: side)
         // Only the output: no temporary file left beside it.
         #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.root).filter { $0.hasPrefix("out") } == ["out.jpg"])
     }
 
-    @Test func everyRefusedFileExits65WithTheProductMessageAndLeavesNoOutput() throws {
+    @Test func everyRefusedFileExits65WithTheProductMessageAndLeavesNoOutput() async throws {
         let workspace = try Workspace()
         let inputs = workspace.root + "/in"
         let outputs = workspace.root + "/out"
         try FileManager.default.createDirectory(atPath: inputs, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: outputs, withIntermediateDirectories: true)
-        let refused = try RefusedPhoto.make(in: inputs)
+        let refused = try await RefusedPhoto.make(in: inputs)
         #expect(refused.count == 12)
         for (name, message) in refused.sorted(by: { $0.key < $1.key }) {
-            let result = try workspace.run(["photos", "normalize-file", inputs + "/" + name, outputs + "/" + name + ".out.jpg"])
+            let result = try await workspace.run(["photos", "normalize-file", inputs + "/" + name, outputs + "/" + name + ".out.jpg"])
             #expect(result.status == 65, "\(name): exit \(result.status), \(result.stderr)")
             #expect(result.stderr.hasPrefix("error: \(message)\n"), "\(name): \(result.stderr)")
             // The second line is for the operator: which file, and what exactly was wrong.
@@ -41,11 +41,11 @@ struct PhotoFileCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: outputs).isEmpty)
     }
 
-    @Test func aRefusalInJSONCarriesCodeMessageAndDetail() throws {
+    @Test func aRefusalInJSONCarriesCodeMessageAndDetail() async throws {
         let workspace = try Workspace()
         let input = workspace.root + "/bomb.png"
         try RefusedPhoto.pngHeader(width: 100_000, height: 100_000).write(to: URL(fileURLWithPath: input))
-        let result = try workspace.run(["photos", "normalize-file", input, workspace.root + "/out.jpg", "--json"])
+        let result = try await workspace.run(["photos", "normalize-file", input, workspace.root + "/out.jpg", "--json"])
         #expect(result.status == 65)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: String])
         #expect(report["status"] == "rejected")
@@ -54,12 +54,12 @@ struct PhotoFileCommandTests {
         #expect(report["detail"]?.contains("100000×100000") == true)
     }
 
-    @Test func missingInputExits66AndAMissingOutputDirectory64() throws {
+    @Test func missingInputExits66AndAMissingOutputDirectory64() async throws {
         let workspace = try Workspace()
-        let missing = try workspace.run(["photos", "normalize-file", workspace.root + "/nope.heic", workspace.root + "/out.jpg"])
+        let missing = try await workspace.run(["photos", "normalize-file", workspace.root + "/nope.heic", workspace.root + "/out.jpg"])
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("nope.heic: no such file"))
-        let noDirectory = try workspace.run([
+        let noDirectory = try await workspace.run([
             "photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/trail.jpg", workspace.root + "/no/such/dir/out.jpg",
         ])
         #expect(noDirectory.status == 64)

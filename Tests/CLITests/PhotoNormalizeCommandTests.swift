@@ -10,16 +10,16 @@ import Testing
 @Suite(.serialized)
 struct PhotoNormalizeCommandTests {
     /// ada HEIC, grace PNG with alpha, linus JPEG, mallory a GIF named .jpg.
-    func importFourAccounts(_ workspace: Workspace) throws -> ImportFixture {
+    func importFourAccounts(_ workspace: Workspace) async throws -> ImportFixture {
         let fixture = try ImportFixture(lines: [
             ImportFixture.account(id: "ada", profilePhoto: "photos/portrait.heic"),
             ImportFixture.account(id: "grace", profilePhoto: "photos/avatar-alpha.png"),
             ImportFixture.account(id: "linus", profilePhoto: "photos/trail.jpg"),
             ImportFixture.account(id: "mallory", profilePhoto: "photos/not-a-photo.jpg"),
         ])
-        try photoTool("vips", "copy", repositoryRoot + "/Jobs/demo/photos/trail.jpg", fixture.directory + "/photos/not-a-photo.gif")
+        try await photoTool("vips", "copy", repositoryRoot + "/Jobs/demo/photos/trail.jpg", fixture.directory + "/photos/not-a-photo.gif")
         try FileManager.default.moveItem(atPath: fixture.directory + "/photos/not-a-photo.gif", toPath: fixture.directory + "/photos/not-a-photo.jpg")
-        let imported = try workspace.run(["accounts", "import", fixture.path])
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
         #expect(imported.status == 0, "\(imported.stderr)")
         return fixture
     }
@@ -27,17 +27,17 @@ struct PhotoNormalizeCommandTests {
     @Test(arguments: Backend.allCases)
     func importQueuesOneJobPerProfilePhotoAndAnyWorkerRunsThem(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        _ = try importFourAccounts(workspace)
-        let listed = try JobJSON.decode([JobRecord].self, from: try workspace.run(["jobs", "list", "--json"]).stdout)
+        _ = try await importFourAccounts(workspace)
+        let listed = try JobJSON.decode([JobRecord].self, from: try await workspace.run(["jobs", "list", "--json"]).stdout)
         let photoJobs = listed.filter { $0.kind == PhotoJobs.normalizeKind }
         #expect(photoJobs.count == 4 && photoJobs.allSatisfy { $0.state == .queued })
         #expect(Set(photoJobs.compactMap(\.uniqueKey)) == ["photo:ada.profile", "photo:grace.profile", "photo:linus.profile", "photo:mallory.profile"])
 
-        let worker = try workspace.run(["worker", "--once"])
+        let worker = try await workspace.run(["worker", "--once"])
         #expect(worker.status == 0, "\(worker.stderr)")
         let states = Dictionary(try await workspace.photoRows().map { ($0.accountID, $0.normalizationState) }, uniquingKeysWith: { first, _ in first })
         #expect(states == ["ada": .normalized, "grace": .normalized, "linus": .normalized, "mallory": .rejected])
-        let again = try workspace.run(["photos", "normalize", "--all"])
+        let again = try await workspace.run(["photos", "normalize", "--all"])
         #expect(again.status == 0)
         #expect(again.stdout.contains("nothing to normalise for all accounts"))
     }
@@ -45,9 +45,9 @@ struct PhotoNormalizeCommandTests {
     @Test(arguments: Backend.allCases)
     func normalizeAllSummarisesRejectionsAndASecondRunRendersNothing(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        let fixture = try importFourAccounts(workspace)
+        let fixture = try await importFourAccounts(workspace)
 
-        let first = try workspace.run(["photos", "normalize", "--all"])
+        let first = try await workspace.run(["photos", "normalize", "--all"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("4 profile photo(s) of all accounts to normalise under recipe v2-s1024-q85 (4 already queued)"))
         #expect(first.stdout.contains("normalised 3, rejected 1"))
@@ -59,57 +59,57 @@ struct PhotoNormalizeCommandTests {
         for photo in try await workspace.photoRows() where photo.accountID != "mallory" {
             #expect(photo.normalizationState == .normalized && photo.contentType == "image/jpeg" && photo.recipeVersion == 2)
             #expect(photo.blobKey.hasPrefix("accounts/\(photo.accountID)/profile-photos/\(photo.id)/v2-s1024-q85-"))
-            try expectCleanSquareJPEG(atPath: try blobs.path(for: photo.blobKey), side: try #require(sides[photo.accountID]))
+            try await expectCleanSquareJPEG(atPath: try blobs.path(for: photo.blobKey), side: try #require(sides[photo.accountID]))
             #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/\(photo.accountID)/photos/\(photo.id)"))
         }
-        let rejected = try workspace.run(["photos", "list", "--state", "rejected"])
+        let rejected = try await workspace.run(["photos", "list", "--state", "rejected"])
         #expect(rejected.stdout.contains("mallory.profile  account mallory  rejected"))
         #expect(rejected.stdout.contains("reason: unsupportedType: content is GIF"))
         // A rejected upload stays where it was, for the investigation the runbook describes.
         #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/mallory/photos/mallory.profile"))
 
         let tree = try workspace.blobTree()
-        let jobs = try workspace.photoJobCount()
-        let second = try workspace.run(["photos", "normalize", "--all"])
+        let jobs = try await workspace.photoJobCount()
+        let second = try await workspace.run(["photos", "normalize", "--all"])
         #expect(second.status == 0)
         #expect(second.stdout.contains("nothing to normalise"))
-        #expect(try workspace.photoJobCount() == jobs)
+        #expect(try await workspace.photoJobCount() == jobs)
         #expect(try workspace.blobTree() == tree)
 
         // Importing the same file again neither restores a deleted upload nor queues anything.
-        let reimport = try workspace.run(["accounts", "import", fixture.path])
+        let reimport = try await workspace.run(["accounts", "import", fixture.path])
         #expect(reimport.status == 0)
         #expect(try workspace.blobTree() == tree)
-        #expect(try workspace.photoJobCount() == jobs)
+        #expect(try await workspace.photoJobCount() == jobs)
     }
 
     @Test(arguments: Backend.allCases)
     func oneAccountQueueOnlyAndTheUsageErrors(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        _ = try importFourAccounts(workspace)
-        let one = try workspace.run(["photos", "normalize", "--account", "grace@example.com", "--queue-only"])
+        _ = try await importFourAccounts(workspace)
+        let one = try await workspace.run(["photos", "normalize", "--account", "grace@example.com", "--queue-only"])
         #expect(one.status == 0, "\(one.stderr)")
         #expect(one.stdout.contains("1 profile photo(s) of account grace@example.com to normalise under recipe v2-s1024-q85 (1 already queued)"))
-        let all = try workspace.run(["photos", "normalize", "--all", "--queue-only", "--json"])
+        let all = try await workspace.run(["photos", "normalize", "--all", "--queue-only", "--json"])
         #expect(all.status == 0)
         #expect(all.stdout.contains("\"alreadyQueued\":4"))
         #expect(try await workspace.photoRows().allSatisfy { $0.normalizationState == .pending })
 
-        let run = try workspace.run(["photos", "normalize", "--account", "grace"])
+        let run = try await workspace.run(["photos", "normalize", "--account", "grace"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("normalised 1, rejected 0"))
         #expect(try await workspace.photoRows().first { $0.accountID == "grace" }?.normalizationState == .normalized)
 
-        let unknown = try workspace.run(["photos", "normalize", "--account", "nobody"])
+        let unknown = try await workspace.run(["photos", "normalize", "--account", "nobody"])
         #expect(unknown.status == 67)
         #expect(unknown.stderr.contains("no account with id or email 'nobody'"))
-        #expect(try workspace.run(["photos", "normalize"]).status == 64)
-        #expect(try workspace.run(["photos", "normalize", "--all", "--account", "ada"]).status == 64)
+        #expect(try await workspace.run(["photos", "normalize"]).status == 64)
+        #expect(try await workspace.run(["photos", "normalize", "--all", "--account", "ada"]).status == 64)
     }
 
-    @Test func theDemoShowsEachProfilePhotoBeforeAndAfter() throws {
+    @Test func theDemoShowsEachProfilePhotoBeforeAndAfter() async throws {
         let workspace = try Workspace()
-        let demo = try workspace.run(["demo"])
+        let demo = try await workspace.run(["demo"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let chapter = demo.stdout.components(separatedBy: "── Profile photos")[1].components(separatedBy: "── ")[0]
         #expect(chapter.contains("before: HEIC 1200×1200, 73144 bytes, metadata: EXIF"))

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import PostgresBackend
@@ -35,8 +36,8 @@ struct PostgresDrillTests {
         // Probes hold their job for 0.2 s: a victim seen holding one still holds it when the
         // kill lands a few milliseconds later, even on a loaded machine (noops finish within
         // that gap, so the victim holding only noops does not count).
-        #expect(try workspace.run(["jobs", "probe", "--count", "\(probes)", "--hold", "0.2"]).status == 0)
-        #expect(try workspace.run(["jobs", "probe", "--noop", "--count", "\(noops)"]).status == 0)
+        #expect(try await workspace.run(["jobs", "probe", "--count", "\(probes)", "--hold", "0.2"]).status == 0)
+        #expect(try await workspace.run(["jobs", "probe", "--noop", "--count", "\(noops)"]).status == 0)
         let store = try await PostgresStore(url: url)
 
         let workers = try (0..<4).map { _ in try workspace.process(["worker", "--concurrency", "8"]) }
@@ -59,11 +60,11 @@ struct PostgresDrillTests {
         guard killed else {
             // Without the kill there is nothing to rescue; stop every worker rather than wait for one.
             for (process, _, _) in workers { kill(process.processIdentifier, SIGKILL) }
-            for (process, _, _) in workers { process.waitUntilExit() }
+            for (process, _, _) in workers { await process.exited() }
             Issue.record("the victim held no job after half the jobs were done: \(try await store.countByState())")
             return
         }
-        victim.waitUntilExit()
+        await victim.exited()
         #expect(victim.terminationReason == .uncaughtSignal)
         // What the dead worker still held: nobody else can hold a lease in its name.
         let orphans = try await store.read { tx in
@@ -76,7 +77,7 @@ struct PostgresDrillTests {
                 .count == probes + noops
         }
         for (process, _, _) in workers.dropFirst() { kill(process.processIdentifier, SIGTERM) }
-        for (process, _, _) in workers.dropFirst() { process.waitUntilExit() }
+        for (process, _, _) in workers.dropFirst() { await process.exited() }
         let counts = try await store.countByState()
         #expect(drained, "not every job succeeded: \(counts)")
         #expect(workers.dropFirst().allSatisfy { $0.0.terminationStatus == 0 })
@@ -101,11 +102,11 @@ struct PostgresDrillTests {
         #expect(maxAttempt == 2)
     }
 
-    @Test func anUnreachableServerExitsSixtyNineNamingIt() throws {
+    @Test func anUnreachableServerExitsSixtyNineNamingIt() async throws {
         var workspace = try Workspace()
         let port = try ThrowawayPostgres.freePortForTests()
         workspace.postgresURL = "postgres://lifecycle:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable"
-        let result = try workspace.run(["worker", "--once"])
+        let result = try await workspace.run(["worker", "--once"])
         #expect(result.status == 69)
         #expect(result.stderr.contains("127.0.0.1:\(port)"))
         #expect(!result.stderr.contains("secret"))
@@ -115,14 +116,14 @@ struct PostgresDrillTests {
         let cluster = try await ThrowawayPostgres.shared()
         var workspace = try Workspace()
         workspace.postgresURL = cluster.url(database: try await cluster.createDatabase())
-        let unknown = try workspace.run(["accounts", "show", "ada@example.com"])
+        let unknown = try await workspace.run(["accounts", "show", "ada@example.com"])
         #expect(unknown.status == 67)
-        let demo = try workspace.run(["demo"])
+        let demo = try await workspace.run(["demo"])
         #expect(demo.status == 64)
         #expect(demo.stderr.contains("PostgreSQL"))
-        #expect(try workspace.run(["jobs", "probe", "--count", "3"]).status == 0)
-        #expect(try workspace.run(["worker", "--once"]).status == 0)
-        let listed = try workspace.run(["jobs", "list", "--state", "succeeded", "--kind", "runner.probe"])
+        #expect(try await workspace.run(["jobs", "probe", "--count", "3"]).status == 0)
+        #expect(try await workspace.run(["worker", "--once"]).status == 0)
+        let listed = try await workspace.run(["jobs", "list", "--state", "succeeded", "--kind", "runner.probe"])
         #expect(listed.stdout.split(separator: "\n").count == 3)
     }
 
@@ -131,7 +132,7 @@ struct PostgresDrillTests {
         let port = try ThrowawayPostgres.freePortForTests()
         workspace.postgresURL = "postgres://lifecycle:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable"
         for command in [["accounts", "show", "ada"], ["purge", "--dry-run"], ["export", "ada"]] {
-            let result = try workspace.run(command)
+            let result = try await workspace.run(command)
             #expect(result.status == 69, "\(command)")
             #expect(result.stderr.contains("127.0.0.1:\(port)"))
             #expect(!result.stderr.contains("secret"))

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -21,12 +22,12 @@ struct PurgeProcessTests {
     @Test(arguments: Backend.allCases)
     func columnsAddedToAccountsLaterAreEmptiedAlikeOnBothBackends(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
-        try DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 1, pendingSince: DeletionLines.past)], into: workspace)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 1, pendingSince: DeletionLines.past)], into: workspace)
         let timestamp = backend == .sqlite ? "DATETIME" : "timestamptz"
         try await workspace.execute("ALTER TABLE accounts ADD COLUMN lifetime_score REAL NOT NULL DEFAULT 4.5")
         try await workspace.execute("ALTER TABLE accounts ADD COLUMN referral_code TEXT DEFAULT 'ADA-7'")
         try await workspace.execute("ALTER TABLE accounts ADD COLUMN verified_at \(timestamp) NOT NULL DEFAULT '2025-01-01 00:00:00'")
-        let purge = try workspace.run(["purge"])
+        let purge = try await workspace.run(["purge"])
         #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
         let row = try await workspace.query("SELECT state, CAST(lifetime_score AS TEXT), referral_code, CAST(verified_at = purged_at AS TEXT) FROM accounts WHERE id = 'ada'")
         #expect(row.count == 1)
@@ -39,7 +40,7 @@ struct PurgeProcessTests {
     @Test(arguments: Backend.allCases)
     func killedDuringBlobDeletionThenRerunLeavesOnlyTheTombstone(_ backend: Backend) async throws {
         let workspace = try await Self.slowPurgeWorkspace(backend)
-        try DeletionLines.importAccounts([
+        try await DeletionLines.importAccounts([
             DeletionLines.account(id: "big", entries: 30, pendingSince: DeletionLines.past),
             DeletionLines.account(id: "bystander", entries: 3),
         ], into: workspace)
@@ -56,12 +57,12 @@ struct PurgeProcessTests {
     @Test(arguments: Backend.allCases)
     func killedDuringRowDeletionThenRerunLeavesOnlyTheTombstone(_ backend: Backend) async throws {
         let workspace = try await Self.slowPurgeWorkspace(backend)
-        try DeletionLines.importAccounts([
+        try await DeletionLines.importAccounts([
             DeletionLines.account(id: "big", entries: 30, pendingSince: DeletionLines.past),
             DeletionLines.account(id: "bystander", entries: 3),
         ], into: workspace)
         let rows = try await workspace.rowCount(of: "big")
-        #expect(try workspace.rowCountNow(of: "big") == rows)
+        #expect(try await onThreadOfItsOwn { try workspace.rowCountNow(of: "big") } == rows)
         try await killMidPurge(workspace) {
             try workspace.blobFiles(of: "big").isEmpty && (1..<rows).contains(workspace.rowCountNow(of: "big"))
         }
@@ -74,13 +75,13 @@ struct PurgeProcessTests {
         let (process, _, _) = try workspace.process(["purge"])
         let reached = await killProcess(process.processIdentifier, when: condition)
         if !reached { process.terminate() }
-        process.waitUntilExit()
+        await process.exited()
         #expect(reached)
         #expect(process.terminationReason == .uncaughtSignal)
 
         // Half-deleted, and it shows: purging, restore refused, nothing of it looks active.
         #expect(try await workspace.state(of: "big") == "purging")
-        let restore = try workspace.run(["restore", "big"])
+        let restore = try await workspace.run(["restore", "big"])
         #expect(restore.status == 65)
         #expect(restore.stderr.contains("purge already started"))
         #expect(try await workspace.rowCount(of: "bystander") == bystanderRows)
@@ -95,7 +96,7 @@ struct PurgeProcessTests {
         #expect(orphan.state == .running)
         let leaseEnd = try #require(orphan.leaseExpiresAt)
 
-        let rerun = try workspace.run(["purge"], environment: ["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))])
+        let rerun = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(purgeCounts(rerun.stdout)?.purged == 1)
         #expect(purgeCounts(rerun.stdout)?.failed == 0)
@@ -124,11 +125,11 @@ struct PurgeProcessTests {
     func fourOverlappingPurgeRunsPurgeTwoHundredAccountsEachOnce(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
         let ids = (0..<200).map { String(format: "due-%03d", $0) }
-        try DeletionLines.importAccounts(ids.map { DeletionLines.account(id: $0, pendingSince: DeletionLines.past) }
+        try await DeletionLines.importAccounts(ids.map { DeletionLines.account(id: $0, pendingSince: DeletionLines.past) }
                                          + [DeletionLines.account(id: "keeper")], into: workspace)
 
         let runs = try (0..<4).map { _ in try workspace.process(["purge"]) }
-        for (process, _, _) in runs { process.waitUntilExit() }
+        for (process, _, _) in runs { await process.exited() }
         var purged = 0
         for (process, out, err) in runs {
             let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""

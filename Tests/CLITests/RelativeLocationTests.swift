@@ -1,10 +1,11 @@
+import ChildProcesses
 import Foundation
 import Testing
 
 /// Locations as an operator types them, relative to the working directory: one-letter
 /// names included, which once crashed the process inside Foundation's path handling.
 struct RelativeLocationTests {
-    @Test func oneLetterDatabaseAndBlobFoldersWorkFromTheCurrentDirectory() throws {
+    @Test func oneLetterDatabaseAndBlobFoldersWorkFromTheCurrentDirectory() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let lines = folder.appendingPathComponent("a")
@@ -17,7 +18,7 @@ struct RelativeLocationTests {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(message)")
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("d").path))

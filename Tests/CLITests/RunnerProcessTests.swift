@@ -1,3 +1,4 @@
+import ChildProcesses
 import GRDB
 import Foundation
 import JobRunner
@@ -6,15 +7,15 @@ import Testing
 
 @Suite(.serialized)
 struct RunnerProcessTests {
-    @Test func twoProcessesRacingOnTheSameUniqueKeysGetOneJobPerKey() throws {
+    @Test func twoProcessesRacingOnTheSameUniqueKeysGetOneJobPerKey() async throws {
         let workspace = try Workspace()
-        try workspace.run(["migrate"])
+        try await workspace.run(["migrate"])
         let racers = try (0..<2).map { _ in
             try workspace.process(["jobs", "probe", "--count", "200", "--unique-key-prefix", "race-"])
         }
-        for (process, _, _) in racers { process.waitUntilExit() }
+        for (process, _, _) in racers { await process.exited() }
         #expect(racers.allSatisfy { $0.0.terminationStatus == 0 })
-        let list = try workspace.run(["jobs", "list", "--json", "--limit", "1000"])
+        let list = try await workspace.run(["jobs", "list", "--json", "--limit", "1000"])
         let jobs = try JobJSON.decode([JobRecord].self, from: list.stdout)
         #expect(jobs.count == 200)
         #expect(Set(jobs.compactMap(\.uniqueKey)).count == 200)
@@ -23,7 +24,7 @@ struct RunnerProcessTests {
     @Test func aWorkerKilledMidJobIsResumedAtTheUnfinishedStep() async throws {
         let workspace = try Workspace()
         // The hold step stands in for slow outside work; it holds on the first attempt only.
-        try workspace.run(["jobs", "probe", "--hold", "120", "--hold-attempts", "1"])
+        try await workspace.run(["jobs", "probe", "--hold", "120", "--hold-attempts", "1"])
         let store = try workspace.store()
         let (worker, _, _) = try workspace.process(["worker", "--once"])
         let reachedHold = try await eventually {
@@ -31,7 +32,7 @@ struct RunnerProcessTests {
         }
         #expect(reachedHold)
         kill(worker.processIdentifier, SIGKILL)
-        worker.waitUntilExit()
+        await worker.exited()
         #expect(worker.terminationReason == .uncaughtSignal)
 
         let orphaned = try #require(try await store.job(id: 1))
@@ -39,12 +40,12 @@ struct RunnerProcessTests {
         let leaseEnd = try #require(orphaned.leaseExpiresAt)
 
         // Before the lease runs out nobody takes the job over.
-        let early = try workspace.run(["worker", "--once"])
+        let early = try await workspace.run(["worker", "--once"])
         #expect(early.status == 0)
         #expect(try await store.job(id: 1)?.state == .running)
 
         // After it, any worker rescues the job and resumes after the finished step.
-        let rescue = try workspace.run(["worker", "--once"], environment: ["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))])
+        let rescue = try await workspace.run(["worker", "--once"], environment: ["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))])
         #expect(rescue.status == 0, "\(rescue.stderr)")
         let finished = try #require(try await store.job(id: 1))
         #expect(finished.state == .succeeded)
@@ -56,10 +57,10 @@ struct RunnerProcessTests {
 
     @Test func twoWorkerProcessesDrainAThousandJobsRunningEachOnce() async throws {
         let workspace = try Workspace()
-        let enqueue = try workspace.run(["jobs", "probe", "--count", "1000"])
+        let enqueue = try await workspace.run(["jobs", "probe", "--count", "1000"])
         #expect(enqueue.status == 0)
         let workers = try (0..<2).map { _ in try workspace.process(["worker", "--once", "--concurrency", "4"]) }
-        for (process, _, _) in workers { process.waitUntilExit() }
+        for (process, _, _) in workers { await process.exited() }
         #expect(workers.allSatisfy { $0.0.terminationStatus == 0 })
 
         let store = try workspace.store()
@@ -76,42 +77,42 @@ struct RunnerProcessTests {
         #expect(attempts == 1)
     }
 
-    @Test func workerOnceExitsSeventyFiveWhenJobsAreRetrying() throws {
+    @Test func workerOnceExitsSeventyFiveWhenJobsAreRetrying() async throws {
         let workspace = try Workspace()
-        try workspace.run(["jobs", "probe", "--fail-attempts", "1"])
-        let first = try workspace.run(["worker", "--once"])
+        try await workspace.run(["jobs", "probe", "--fail-attempts", "1"])
+        let first = try await workspace.run(["worker", "--once"])
         #expect(first.status == 75)
         #expect(first.stdout.contains("1 retrying"))
-        let later = try workspace.run(["worker", "--once"], environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(3_600))])
+        let later = try await workspace.run(["worker", "--once"], environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(3_600))])
         #expect(later.status == 0)
     }
 
-    @Test func operatorsListShowRetryAndCancel() throws {
+    @Test func operatorsListShowRetryAndCancel() async throws {
         let workspace = try Workspace()
-        try workspace.run(["jobs", "probe", "--count", "2"])
-        let cancel = try workspace.run(["jobs", "cancel", "2"])
+        try await workspace.run(["jobs", "probe", "--count", "2"])
+        let cancel = try await workspace.run(["jobs", "cancel", "2"])
         #expect(cancel.status == 0)
         #expect(cancel.stdout.contains("cancelled"))
-        let listed = try workspace.run(["jobs", "list", "--state", "cancelled"])
+        let listed = try await workspace.run(["jobs", "list", "--state", "cancelled"])
         #expect(listed.stdout.contains("#2 runner.probe cancelled"))
         #expect(!listed.stdout.contains("#1 "))
-        let retried = try workspace.run(["jobs", "retry", "2"])
+        let retried = try await workspace.run(["jobs", "retry", "2"])
         #expect(retried.status == 0)
-        #expect(try workspace.run(["worker", "--once"]).status == 0)
-        let shown = try workspace.run(["jobs", "show", "2", "--json"])
+        #expect(try await workspace.run(["worker", "--once"]).status == 0)
+        let shown = try await workspace.run(["jobs", "show", "2", "--json"])
         #expect(shown.stdout.contains("\"state\":\"succeeded\""))
         #expect(shown.stdout.contains("record-finish"))
-        let missing = try workspace.run(["jobs", "show", "999"])
+        let missing = try await workspace.run(["jobs", "show", "999"])
         #expect(missing.status == 65)
         #expect(missing.stderr.contains("no job with id 999"))
-        let notANumber = try workspace.run(["jobs", "retry", "abc"])
+        let notANumber = try await workspace.run(["jobs", "retry", "abc"])
         #expect(notANumber.status == 64)
     }
 
-    @Test func jsonLogsAreOneObjectPerLine() throws {
+    @Test func jsonLogsAreOneObjectPerLine() async throws {
         let workspace = try Workspace()
-        try workspace.run(["jobs", "probe", "--fail-attempts", "1"])
-        let result = try workspace.run(["worker", "--once", "--log-format", "json"])
+        try await workspace.run(["jobs", "probe", "--fail-attempts", "1"])
+        let result = try await workspace.run(["worker", "--once", "--log-format", "json"])
         let lines = result.stderr.split(separator: "\n").filter { !$0.isEmpty }
         #expect(!lines.isEmpty)
         for line in lines {
@@ -123,7 +124,7 @@ struct RunnerProcessTests {
 
     @Test func aLongRunningWorkerFinishesItsStepHandsTheJobBackAndExitsOnSIGTERM() async throws {
         let workspace = try Workspace()
-        try workspace.run(["jobs", "probe", "--hold", "3"])
+        try await workspace.run(["jobs", "probe", "--hold", "3"])
         let store = try workspace.store()
         let (worker, _, log) = try workspace.process(["worker", "--log-level", "debug"])
         // Signalled from the watcher's own thread once the worker says the 3-second hold has
@@ -135,7 +136,7 @@ struct RunnerProcessTests {
             return lines.split(separator: "\n").contains { $0.contains("step started") && $0.contains("step=hold") }
         })
         if !signalled { worker.terminate() }
-        worker.waitUntilExit()
+        await worker.exited()
         #expect(signalled, "the worker never started the hold step: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         #expect(worker.terminationStatus == 0)
         // The step in flight finished; the job went back to the queue at once, not after a lease expiry.
@@ -143,7 +144,7 @@ struct RunnerProcessTests {
         #expect(handedBack.state == .queued)
         #expect(handedBack.leaseOwner == nil)
         #expect(try await store.steps(of: 1).map(\.step).sorted() == ["hold", "record-start"])
-        #expect(try workspace.run(["worker", "--once"]).status == 0)
+        #expect(try await workspace.run(["worker", "--once"]).status == 0)
         #expect(try await store.job(id: 1)?.state == .succeeded)
         #expect(try await store.probeEffectCount(jobID: 1) == 2)
     }
@@ -151,7 +152,7 @@ struct RunnerProcessTests {
     @Test func sigtermWhileTheWorkerClaimsBackToBackExitsZeroAndHoldsNoJob() async throws {
         let workspace = try Workspace()
         let total = 3_000
-        #expect(try workspace.run(["jobs", "probe", "--noop", "--count", "\(total)"]).status == 0)
+        #expect(try await workspace.run(["jobs", "probe", "--noop", "--count", "\(total)"]).status == 0)
         let (worker, _, log) = try workspace.process(["worker"])
         // Draining no-op jobs, the loop is in a claim transaction much of the time: a claim
         // cut off by the shutdown used to end the worker with exit 70 instead of a hand-back.
@@ -159,16 +160,16 @@ struct RunnerProcessTests {
             try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'succeeded'") >= 300
         })
         if !signalled { worker.terminate() }
-        worker.waitUntilExit()
+        await worker.exited()
         #expect(signalled)
         #expect(worker.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         #expect(try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'running'") == 0)
         #expect(try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'succeeded'") < total)
     }
 
-    @Test func badClockOverrideIsAUsageError() throws {
+    @Test func badClockOverrideIsAUsageError() async throws {
         let workspace = try Workspace()
-        let result = try workspace.run(["jobs", "list"], environment: ["LIFECYCLE_NOW": "yesterday"])
+        let result = try await workspace.run(["jobs", "list"], environment: ["LIFECYCLE_NOW": "yesterday"])
         #expect(result.status == 64)
         #expect(result.stderr.contains("LIFECYCLE_NOW"))
     }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -94,9 +95,9 @@ struct Workspace {
     func run(
         _ command: [String], environment: [String: String] = [:], stdin: String? = nil, stdinPath: String? = nil,
         wrapper: [String] = []
-    ) throws -> CommandResult {
+    ) async throws -> CommandResult {
         let (process, out, err) = try process(command, environment: environment, stdin: stdin, stdinPath: stdinPath, wrapper: wrapper)
-        process.waitUntilExit()
+        await process.exited()
         return CommandResult(
             status: process.terminationStatus,
             stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",

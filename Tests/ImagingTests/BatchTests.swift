@@ -8,20 +8,20 @@ extension ImagingTests {
         let normalizer = PhotoNormalizer()
 
         /// One small input of each kind the batch tests cycle through.
-        static func inputs(in scratch: Scratch) throws -> [Data] {
+        static func inputs(in scratch: Scratch) async throws -> [Data] {
             let display = Raster.quadrants(width: 96, height: 64)
             return [
-                try scratch.orientedJPEG(showing: display, orientation: 6),
-                try scratch.pngWithAlpha(width: 80, height: 60) { x, _ in (rgb: .green, alpha: x < 40 ? 0 : 255) },
-                try scratch.encode(display, as: "b.heic"),
-                try scratch.cmykJPEG(display, embedProfile: true),
+                try await scratch.orientedJPEG(showing: display, orientation: 6),
+                try await scratch.pngWithAlpha(width: 80, height: 60) { x, _ in (rgb: .green, alpha: x < 40 ? 0 : 255) },
+                try await scratch.encode(display, as: "b.heic"),
+                try await scratch.cmykJPEG(display, embedProfile: true),
             ]
         }
 
         @Test("same bytes in, same bytes out")
-        func deterministic() throws {
+        func deterministic() async throws {
             let scratch = try Scratch()
-            for input in try Self.inputs(in: scratch) + [try scratch.largeJPEG(width: 2000, height: 1500)] {
+            for input in try await Self.inputs(in: scratch) + [try scratch.largeJPEG(width: 2000, height: 1500)] {
                 let first = try normalizer.normalize(input)
                 // A copy lives at another address: nothing may depend on it.
                 let copy = Data(Array(input))
@@ -32,9 +32,9 @@ extension ImagingTests {
         }
 
         @Test("photos normalised in parallel match the serial results")
-        func parallel() throws {
+        func parallel() async throws {
             let scratch = try Scratch()
-            let inputs = try Self.inputs(in: scratch)
+            let inputs = try await Self.inputs(in: scratch)
             let expected = try inputs.map { try normalizer.normalize($0).jpegData }
             let results = ParallelResults(count: inputs.count * 4)
             let shared = self.normalizer
@@ -47,13 +47,13 @@ extension ImagingTests {
         }
 
         @Test("a 200-photo batch, refusals included, leaks no libvips objects or memory")
-        func noLeaks() throws {
+        func noLeaks() async throws {
             let scratch = try Scratch()
-            let good = try Self.inputs(in: scratch)
+            let good = try await Self.inputs(in: scratch)
             let bad = [
                 Crafted.gif,
                 Crafted.pngClaiming(width: 100_000, height: 100_000),
-                try scratch.encode(.gradient(width: 320, height: 240), as: "t.jpg").prefix(3000),
+                try await scratch.encode(.gradient(width: 320, height: 240), as: "t.jpg").prefix(3000),
                 Crafted.ftyp(major: "heic", compatible: ["mif1"]) + Crafted.noise(count: 2048, seed: 1),
             ]
             let batch = good + bad

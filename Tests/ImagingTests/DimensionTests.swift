@@ -14,29 +14,29 @@ extension ImagingTests {
         }
 
         /// A real file of `kind`, 64×48, declaring `width`×`height`.
-        static func declaring(_ kind: Kind, width: Int, height: Int, in scratch: Scratch) throws -> Data {
+        static func declaring(_ kind: Kind, width: Int, height: Int, in scratch: Scratch) async throws -> Data {
             let raster = Raster.quadrants(width: 64, height: 48)
             switch kind {
             case .jpeg:
-                return try Containers.jpeg(try scratch.encode(raster, as: "x.jpg"), declaringWidth: width, height: height)
+                return try Containers.jpeg(try await scratch.encode(raster, as: "x.jpg"), declaringWidth: width, height: height)
             case .png:
-                var chunks = try Containers.pngChunks(try scratch.encode(raster, as: "x.png"))
+                var chunks = try Containers.pngChunks(try await scratch.encode(raster, as: "x.png"))
                 var ihdr = Data()
                 ihdr.append(bigEndian: UInt32(width))
                 ihdr.append(bigEndian: UInt32(height))
                 chunks[0].body.replaceSubrange(0..<8, with: ihdr)
                 return Containers.png(chunks)
             case .heic:
-                return try Containers.heif(try scratch.encode(raster, as: "x.heic"), declaringWidth: width, height: height)
+                return try Containers.heif(try await scratch.encode(raster, as: "x.heic"), declaringWidth: width, height: height)
             }
         }
 
         // Before Imaging parsed HEIF itself, libheif refused this header with
         // its own security limit and the photo was reported as unreadable.
         @Test("a header declaring 60000×60000 is too large, not unreadable", arguments: Kind.allCases)
-        func sixtyThousandSquared(_ kind: Kind) throws {
+        func sixtyThousandSquared(_ kind: Kind) async throws {
             let scratch = try Scratch()
-            let input = try Self.declaring(kind, width: 60_000, height: 60_000, in: scratch)
+            let input = try await Self.declaring(kind, width: 60_000, height: 60_000, in: scratch)
             for refusal in [rejection { _ = try normalizer.inspect(input) }, rejection { _ = try normalizer.normalize(input) }] {
                 #expect(refusal?.code == .dimensionsTooLarge, "\(kind): \(String(describing: refusal))")
                 #expect(refusal?.operatorDetail == "header declares 60000×60000 = 3600000000 pixels, limit 100000000")
@@ -45,18 +45,18 @@ extension ImagingTests {
         }
 
         @Test("a side past the limit is too large in every format", arguments: Kind.allCases)
-        func longSide(_ kind: Kind) throws {
+        func longSide(_ kind: Kind) async throws {
             let scratch = try Scratch()
-            let input = try Self.declaring(kind, width: 40_000, height: 16, in: scratch)
+            let input = try await Self.declaring(kind, width: 40_000, height: 16, in: scratch)
             let refusal = rejection { _ = try normalizer.normalize(input) }
             #expect(refusal?.code == .dimensionsTooLarge, "\(kind): \(String(describing: refusal))")
             #expect(refusal?.operatorDetail == "header declares 40000×16, side limit 16384")
         }
 
         @Test("the policy's limits apply to the parsed size", arguments: Kind.allCases)
-        func policyLimits(_ kind: Kind) throws {
+        func policyLimits(_ kind: Kind) async throws {
             let scratch = try Scratch()
-            let input = try Self.declaring(kind, width: 64, height: 48, in: scratch)
+            let input = try await Self.declaring(kind, width: 64, height: 48, in: scratch)
             #expect(try normalizer.inspect(input) == PhotoInfo(format: kind == .jpeg ? .jpeg : kind == .png ? .png : .heic,
                                                               width: 64, height: 48, orientation: 1))
             let strict = PhotoNormalizer(policy: PhotoPolicy(maxSide: 63))
@@ -66,23 +66,23 @@ extension ImagingTests {
         }
 
         @Test("a header declaring no pixels is corrupt", arguments: Kind.allCases)
-        func emptyImage(_ kind: Kind) throws {
+        func emptyImage(_ kind: Kind) async throws {
             let scratch = try Scratch()
-            let input = try Self.declaring(kind, width: 0, height: 48, in: scratch)
+            let input = try await Self.declaring(kind, width: 0, height: 48, in: scratch)
             let refusal = rejection { _ = try normalizer.inspect(input) }
             #expect(refusal?.code == .corrupt, "\(kind): \(String(describing: refusal))")
             #expect(refusal?.operatorDetail.contains("0×48") == true, "\(String(describing: refusal))")
         }
 
         @Test("a header that cannot be parsed is corrupt, with the reason for the operator")
-        func unparsableHeaders() throws {
+        func unparsableHeaders() async throws {
             let scratch = try Scratch()
-            let jpeg = try scratch.encode(.quadrants(width: 64, height: 48), as: "x.jpg")
+            let jpeg = try await scratch.encode(.quadrants(width: 64, height: 48), as: "x.jpg")
             // SOI, then straight into a scan: no frame header anywhere.
             let sosFirst = Data([0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x08]) + jpeg.dropFirst(2)
-            var pngChunks = try Containers.pngChunks(try scratch.encode(.quadrants(width: 64, height: 48), as: "x.png"))
+            var pngChunks = try Containers.pngChunks(try await scratch.encode(.quadrants(width: 64, height: 48), as: "x.png"))
             pngChunks.insert(Containers.Chunk(type: "tEXt", body: Data("Comment\0first".utf8)), at: 0)
-            let heic = try scratch.encode(.quadrants(width: 64, height: 48), as: "x.heic")
+            let heic = try await scratch.encode(.quadrants(width: 64, height: 48), as: "x.heic")
             let primary = try Containers.heifPrimaryItem(heic)
 
             let cases: [(Data, String)] = [

@@ -7,20 +7,20 @@ extension ImagingTests {
         let normalizer = PhotoNormalizer()
 
         @Test("writes the JPEG under the final name and nothing else")
-        func writes() throws {
+        func writes() async throws {
             let scratch = try Scratch()
-            _ = try scratch.encode(.gradient(width: 800, height: 600), as: "in.png")
+            _ = try await scratch.encode(.gradient(width: 800, height: 600), as: "in.png")
             let photo = try normalizer.normalizeFile(at: scratch.path("in.png"), to: scratch.path("out.jpg"))
             #expect(try scratch.read("out.jpg") == photo.jpegData)
             #expect(try scratch.contents() == ["in.png", "in.png.source.ppm", "out.jpg"])
-            try OutputCheck.expectCleanJPEG(photo.jpegData, side: 600, in: scratch)
+            try await OutputCheck.expectCleanJPEG(photo.jpegData, side: 600, in: scratch)
         }
 
         @Test("replaces an existing output; a refusal leaves the old one alone")
-        func replaces() throws {
+        func replaces() async throws {
             let scratch = try Scratch()
             try scratch.write(Data("stale".utf8), to: "out.jpg")
-            _ = try scratch.encode(.gradient(width: 300, height: 300), as: "in.jpg")
+            _ = try await scratch.encode(.gradient(width: 300, height: 300), as: "in.jpg")
             try normalizer.normalizeFile(at: scratch.path("in.jpg"), to: scratch.path("out.jpg"))
             let fresh = try scratch.read("out.jpg")
             #expect(fresh.starts(with: [0xFF, 0xD8, 0xFF]))
@@ -47,12 +47,12 @@ extension ImagingTests {
         }
 
         @Test("file-system failures are not photo refusals and leave nothing behind")
-        func fileSystemErrors() throws {
+        func fileSystemErrors() async throws {
             let scratch = try Scratch()
             #expect(throws: (any Error).self) {
                 try normalizer.normalizeFile(at: scratch.path("missing.jpg"), to: scratch.path("out.jpg"))
             }
-            _ = try scratch.encode(.gradient(width: 40, height: 40), as: "in.jpg")
+            _ = try await scratch.encode(.gradient(width: 40, height: 40), as: "in.jpg")
             #expect(throws: PhotoFileError.self) {
                 try normalizer.normalizeFile(at: scratch.path("in.jpg"), to: scratch.path("no-such-dir/out.jpg"))
             }

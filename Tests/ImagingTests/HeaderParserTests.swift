@@ -20,15 +20,15 @@ extension ImagingTests {
         }
 
         @Test("real files: the parsed size is the one vipsheader reports")
-        func realFiles() throws {
+        func realFiles() async throws {
             let scratch = try Scratch()
             for name in ["a.jpg", "b.png", "c.heic"] {
-                let data = try scratch.encode(.gradient(width: 123, height: 45), as: name)
+                let data = try await scratch.encode(.gradient(width: 123, height: 45), as: name)
                 let header = try PhotoHeader.read(data)
                 #expect((header.width, header.height) == (123, 45), "\(name): \(header)")
             }
             // Progressive: the frame is SOF2.
-            _ = try scratch.encode(.gradient(width: 77, height: 31), as: "p.jpg", options: "interlace")
+            _ = try await scratch.encode(.gradient(width: 77, height: 31), as: "p.jpg", options: "interlace")
             #expect(try PhotoHeader.read(try scratch.read("p.jpg")) == PhotoHeader(format: .jpeg, width: 77, height: 31))
         }
 
@@ -234,12 +234,12 @@ extension ImagingTests {
         }
 
         @Test("every prefix and thousands of mutations of real headers parse or refuse, never crash")
-        func hostileBytes() throws {
+        func hostileBytes() async throws {
             let scratch = try Scratch()
             let seeds = [
-                try scratch.encode(.quadrants(width: 40, height: 30), as: "s.jpg"),
-                try scratch.encode(.quadrants(width: 40, height: 30), as: "s.png"),
-                try scratch.encode(.quadrants(width: 40, height: 30), as: "s.heic"),
+                try await scratch.encode(.quadrants(width: 40, height: 30), as: "s.jpg"),
+                try await scratch.encode(.quadrants(width: 40, height: 30), as: "s.png"),
+                try await scratch.encode(.quadrants(width: 40, height: 30), as: "s.heic"),
             ]
             var outcomes = [String: Int]()
             func attempt(_ data: Data) {

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import PostgresBackend
@@ -82,20 +83,32 @@ struct PostgresConnectionTests {
 /// test process's descriptors along: a pipe another test is reading to EOF at that moment
 /// would stay open in the server, and that reader would wait for as long as the server runs.
 struct ThrowawayClusterDescriptorTests {
-    @Test func theServerHoldsNoDescriptorOfTheProcessThatStartedIt() throws {
+    @Test func theServerHoldsNoDescriptorOfTheProcessThatStartedIt() async throws {
         let pipe = Pipe()
         let writeEnd = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(pipe.fileHandleForWriting.fileDescriptor)")
         #expect(writeEnd.hasPrefix("pipe:["))
-        let cluster = try ThrowawayPostgres(durable: false, maxConnections: 10)
-        defer { cluster.stop() }
-
-        let pidFile = try String(contentsOfFile: cluster.directory + "/data/postmaster.pid", encoding: .utf8)
-        let postmaster = try #require(pidFile.split(separator: "\n").first.flatMap { Int($0) })
-        let held = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(postmaster)/fd").compactMap {
-            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(postmaster)/fd/\($0)")
+        // initdb, pg_ctl start and pg_ctl stop block until they exit: on a thread of their own.
+        let cluster = try await onThreadOfItsOwn { try ThrowawayPostgres(durable: false, maxConnections: 10) }
+        let held: [String]
+        do {
+            held = try Self.descriptors(heldBy: cluster)
+        } catch {
+            await onThreadOfItsOwn { cluster.stop() }
+            throw error
         }
+        await onThreadOfItsOwn { cluster.stop() }
+
         #expect(held.contains { $0.hasPrefix("/") || $0.hasPrefix("socket:") }, "the listing of the server's descriptors came back empty: \(held)")
         #expect(!held.contains(writeEnd), "the server holds this process's pipe \(writeEnd): \(held)")
         try pipe.fileHandleForWriting.close()
+    }
+
+    /// What the cluster's server process has open, as /proc lists it.
+    private static func descriptors(heldBy cluster: ThrowawayPostgres) throws -> [String] {
+        let pidFile = try String(contentsOfFile: cluster.directory + "/data/postmaster.pid", encoding: .utf8)
+        let postmaster = try #require(pidFile.split(separator: "\n").first.flatMap { Int($0) })
+        return try FileManager.default.contentsOfDirectory(atPath: "/proc/\(postmaster)/fd").compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(postmaster)/fd/\($0)")
+        }
     }
 }

@@ -18,7 +18,7 @@ struct ExportJobTests {
         #expect(export.expiresAt == ExportFixture.start.addingTimeInterval(7 * 86_400))
         #expect(export.blobKey == "accounts/zoe/exports/\(export.id).zip")
 
-        let folder = try bed.unpack(export)
+        let folder = try await bed.unpack(export)
         #expect(folder.hasSuffix("/export-zoe-20260101T000000Z"))
         let files = Set(FileManager.default.enumerator(atPath: folder)!.allObjects.compactMap { $0 as? String })
         for name in ["README.txt", "manifest.json", "account.json", "journal_entries.json", "journal_entries.csv", "photos.json",
@@ -91,7 +91,7 @@ struct ExportJobTests {
                 id: "late", accountID: "ann", status: "active", startedAt: Date(timeIntervalSince1970: 1_900_000_000.125), completedAt: nil))
         }
         let export = try await bed.export("ann")
-        let rows = try #require(try bed.json(try bed.unpack(export) + "/mesocycles.json") as? [[String: Any]])
+        let rows = try #require(try bed.json(try await bed.unpack(export) + "/mesocycles.json") as? [[String: Any]])
         let ids = rows.compactMap { $0["id"] as? String }
         #expect(ids == ["ann-m2", "null-0", "null-1", "null-2", "null-3", "null-4", "tie-0", "tie-1", "tie-2", "tie-3", "tie-4", "ann-m1", "late"])
         #expect(rows.first { $0["id"] as? String == "tie-0" }?["started_at"] as? String == "2023-11-14T22:13:20Z")
@@ -194,7 +194,7 @@ struct ExportJobTests {
         try await bed.blobs.delete(keys: ["accounts/lee/photos/lee-p2"])
         let export = try await bed.export("lee", ExportRequest(account: "lee", skipMissingPhotos: true))
         #expect(export.omittedPhotos == 2)
-        let folder = try bed.unpack(export)
+        let folder = try await bed.unpack(export)
         let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
         let omitted = try #require(manifest["omitted_photos"] as? [[String: String]])
         #expect(omitted.map { $0["photo_id"] } == ["lee-p2", "lee-p1"] || omitted.map { $0["photo_id"] } == ["lee-p1", "lee-p2"])
@@ -289,7 +289,7 @@ struct ExportJobTests {
             let export = try await bed.export("lvl@example.com")
             #expect(export.state == .ready)
             sizes[level] = export.byteSize
-            journals[level] = FileManager.default.contents(atPath: try bed.unpack(export) + "/journal_entries.json")
+            journals[level] = FileManager.default.contents(atPath: try await bed.unpack(export) + "/journal_entries.json")
         }
         let fast = try #require(sizes[1]), small = try #require(sizes[9])
         #expect(small < fast, "level 9 gave \(small) bytes, level 1 \(fast)")

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -75,10 +76,10 @@ struct ExportTestbed<Store: LifecycleStore> {
     }
 
     /// Unpacks an archive with bsdtar, an independent reader, and returns the archive root folder.
-    func unpack(_ export: ExportRecord) throws -> String {
+    func unpack(_ export: ExportRecord) async throws -> String {
         let target = root + "/unpacked-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-        let result = try ExportFixture.run("/usr/bin/bsdtar", ["-xf", try archivePath(export), "-C", target])
+        let result = try await ExportFixture.run("/usr/bin/bsdtar", ["-xf", try archivePath(export), "-C", target])
         #expect(result.status == 0, "\(result.output)")
         let folders = try FileManager.default.contentsOfDirectory(atPath: target)
         #expect(folders.count == 1)
@@ -125,7 +126,7 @@ enum ExportFixture {
         String(decoding: try! JSONEncoder().encode(text), as: UTF8.self)
     }
 
-    static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) throws -> (status: Int32, output: String) {
+    static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -141,7 +142,7 @@ enum ExportFixture {
             process.standardInput = try FileHandle(forReadingFrom: input)
         }
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         try handle.close()
         return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }

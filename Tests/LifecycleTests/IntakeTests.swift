@@ -1,3 +1,4 @@
+import ChildProcesses
 import Crypto
 import Foundation
 import JobRunner
@@ -148,7 +149,7 @@ struct IntakeTests {
 
     // MARK: - Mail
 
-    @Test func userTextCannotAddRecipientsHeadersOrLinesToTheMail() throws {
+    @Test func userTextCannotAddRecipientsHeadersOrLinesToTheMail() async throws {
         let now = Date()
         // As an older row might hold it: imported before today's checks.
         var account = Account(
@@ -159,7 +160,7 @@ struct IntakeTests {
         let message = ExportNotification.message(
             accountID: account.id, recipient: account.email, greetingName: account.displayName, exportID: "e-1", link: "https://example.com/exports/e-1?expires=1&sig=" + String(repeating: "f", count: 64),
             expiresAt: now, lifetimeDays: 7, now: now)
-        let parsed = try parseWithPython(try SendmailDelivery.rfc5322(message, recipient: account.email!))
+        let parsed = try await parseWithPython(try SendmailDelivery.rfc5322(message, recipient: account.email!))
         #expect(parsed["to"] as? [String] == ["ada@example.com"])
         #expect(parsed["headers"] as? [String] == ["To", "Subject", "MIME-Version", "Content-Type", "Content-Transfer-Encoding", "X-Lifecycle-Message"])
         let body = try #require(parsed["body"] as? String)
@@ -171,18 +172,18 @@ struct IntakeTests {
         #expect(throws: LifecycleError.self) { try SendmailDelivery.rfc5322(message, recipient: account.email!) }
     }
 
-    @Test func aSubjectOutsideASCIIIsOneEncodedWordPerChunk() throws {
+    @Test func aSubjectOutsideASCIIIsOneEncodedWordPerChunk() async throws {
         let now = Date()
         let message = OutboxMessage(
             uniqueKey: "k-1", accountID: "u-1", recipient: "zoe@example.com", subject: "Ihr Datenexport ist bereit ✓ — Zoë",
             body: "Grüße", createdAt: now)
-        let parsed = try parseWithPython(try SendmailDelivery.rfc5322(message, recipient: message.recipient!))
+        let parsed = try await parseWithPython(try SendmailDelivery.rfc5322(message, recipient: message.recipient!))
         #expect(parsed["subject"] as? String == "Ihr Datenexport ist bereit ✓ — Zoë")
         #expect(parsed["body"] as? String == "Grüße")
     }
 
     /// Python's own `email` package reads the message, as a mail server's parser would.
-    private func parseWithPython(_ wire: Data) throws -> [String: Any] {
+    private func parseWithPython(_ wire: Data) async throws -> [String: Any] {
         let script = """
             import email, email.policy, json, sys
             raw = sys.stdin.buffer.read()
@@ -204,8 +205,8 @@ struct IntakeTests {
         try process.run()
         try input.fileHandleForWriting.write(contentsOf: wire)
         try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = await onThreadOfItsOwn { output.fileHandleForReading.readDataToEndOfFile() }
+        await process.exited()
         #expect(process.terminationStatus == 0)
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }

@@ -37,7 +37,7 @@ struct PhotoJobTests {
             #expect(photo.blobKey.hasPrefix(BlobKey.accountPrefix(upload.account)))
             let stored = try await fixture.blobs.readAll(key: photo.blobKey)
             #expect(Int64(stored.count) == photo.byteSize && photoSHA256(stored) == photo.sha256)
-            try IndependentReader.expectNormalized(stored, side: upload.side)
+            try await IndependentReader.expectNormalized(stored, side: upload.side)
 
             // The upload is gone; the account still points at the same photo row.
             #expect(try await fixture.blobs.info(key: BlobKey.photo(accountID: upload.account, photoID: id)) == nil)
@@ -140,7 +140,7 @@ struct PhotoJobTests {
         #expect(second.blobKey == PhotoJobs.renderedKey(
             accountID: "ada", photoID: "ada.profile", recipe: try PhotoNormalizationService(services: changed.services).policy,
             inputSHA256: first.sha256))
-        try IndependentReader.expectNormalized(try await changed.blobs.readAll(key: second.blobKey), side: 512)
+        try await IndependentReader.expectNormalized(try await changed.blobs.readAll(key: second.blobKey), side: 512)
         // Only the current rendering is left.
         #expect(try fixture.blobStamps("ada").keys.filter { $0.hasPrefix("profile-photos/") }
             == ["profile-photos/ada.profile/" + (second.blobKey as NSString).lastPathComponent])

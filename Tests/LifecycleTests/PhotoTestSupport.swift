@@ -1,3 +1,4 @@
+import ChildProcesses
 import Crypto
 import Foundation
 import JobRunner
@@ -160,23 +161,23 @@ enum IndependentReader {
         var exifTags: [String: Any]
     }
 
-    static func read(_ jpeg: Data) throws -> Report {
+    static func read(_ jpeg: Data) async throws -> Report {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString).jpg").path
         defer { try? FileManager.default.removeItem(atPath: file) }
         _ = FileManager.default.createFile(atPath: file, contents: jpeg)
-        let header = try run(["vipsheader", "-a", file])
+        let header = try await run(["vipsheader", "-a", file])
         let fields = Dictionary(header.split(separator: "\n").compactMap { line -> (String, String)? in
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }, uniquingKeysWith: { first, _ in first })
-        let exif = try JSONSerialization.jsonObject(with: Data(try run(["exiftool", "-j", "-G", "-a", "-u", file]).utf8)) as? [[String: Any]]
+        let exif = try JSONSerialization.jsonObject(with: Data(try await run(["exiftool", "-j", "-G", "-a", "-u", file]).utf8)) as? [[String: Any]]
         return Report(fields: fields, exifTags: exif?.first ?? [:])
     }
 
     /// A square sRGB JPEG of `side` with no metadata block left, as the recipe promises.
-    static func expectNormalized(_ jpeg: Data, side: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectNormalized(_ jpeg: Data, side: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         #expect(jpeg.starts(with: [0xFF, 0xD8, 0xFF]), "not a JPEG", sourceLocation: sourceLocation)
-        let report = try read(jpeg)
+        let report = try await read(jpeg)
         #expect(report.fields["vips-loader"] == "jpegload", sourceLocation: sourceLocation)
         #expect(report.fields["width"] == "\(side)" && report.fields["height"] == "\(side)",
                 "\(report.fields["width"] ?? "?")×\(report.fields["height"] ?? "?"), expected \(side)²", sourceLocation: sourceLocation)
@@ -191,7 +192,7 @@ enum IndependentReader {
         #expect(!report.exifTags.keys.contains { $0.localizedCaseInsensitiveContains("GPS") }, sourceLocation: sourceLocation)
     }
 
-    private static func run(_ arguments: [String]) throws -> String {
+    private static func run(_ arguments: [String]) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -201,7 +202,7 @@ enum IndependentReader {
         process.standardOutput = FileHandle(forWritingAtPath: output)
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         guard process.terminationStatus == 0 else {
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "\(arguments.joined(separator: " ")) exited \(process.terminationStatus) (needs libvips-tools and libimage-exiftool-perl)"])
         }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -72,7 +73,7 @@ final class MotoServer: Sendable {
         do {
             try await server.waitUntilServing(timeout: 60)
         } catch {
-            server.stop()
+            await server.stop()
             throw error
         }
         return server
@@ -95,10 +96,10 @@ final class MotoServer: Sendable {
         throw TestFailure("moto_server did not answer on port \(port) within \(Int(timeout)) s: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
     }
 
-    func stop() {
+    func stop() async {
         guard process.isRunning else { return }
         process.terminate()
-        process.waitUntilExit()
+        await process.exited()
     }
 
     /// A port nothing listens on right now (the kernel picks it).
@@ -141,8 +142,13 @@ struct MotoServerTrait: SuiteTrait, TestScoping {
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         let server = try await MotoServer.start()
-        defer { server.stop() }
-        try await MotoServer.$current.withValue(server) { try await function() }
+        do {
+            try await MotoServer.$current.withValue(server) { try await function() }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 }
 

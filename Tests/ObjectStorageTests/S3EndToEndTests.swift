@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -46,7 +47,7 @@ struct S3Installation {
     func run(
         _ command: [String], blobs: String? = nil, jobsDirectory: String = repositoryRoot + "/Jobs",
         environment extra: [String: String] = [:], removing: [String] = []
-    ) throws -> Result {
+    ) async throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: lifecycleBinary)
         process.arguments = command + ["--database", root + "/lifecycle.sqlite", "--blobs", blobs ?? self.blobs, "--jobs-dir", jobsDirectory]
@@ -61,14 +62,14 @@ struct S3Installation {
         process.standardError = FileHandle(forWritingAtPath: err)
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         return Result(
             status: process.terminationStatus, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
     /// One account with an entry photo (JPEG) and a profile photo (HEIC), as operators import them.
-    func importAccount(_ id: String) throws -> Result {
+    func importAccount(_ id: String) async throws -> Result {
         let folder = try Scratch.directory("s3-import")
         try FileManager.default.createDirectory(atPath: folder + "/photos", withIntermediateDirectories: true)
         for name in ["run.jpg", "trail.jpg", "portrait.heic"] {
@@ -78,7 +79,7 @@ struct S3Installation {
             {"id":"\#(id)","email":"\#(id)@example.com","password_hash":"$2b$04$abcdefghijklmnopqrstuu","first_name":"Ada","last_name":"Lovelace","timezone":"Europe/London","created_at":"2025-01-02T03:04:05Z","preferences":{"theme":"dark"},"profile_photo":"photos/portrait.heic","entries":[{"id":"\#(id)-e1","created_at":"2025-03-01T08:00:00Z","text":"Tempo run","photos":[{"id":"\#(id)-p1","file":"photos/run.jpg","taken_at":"2025-03-01T07:55:00Z"},{"id":"\#(id)-p2","file":"photos/trail.jpg"}]}],"sessions":[{"id":"\#(id)-t1","created_at":"2025-03-01T00:00:00Z"}]}
             """#
         try (line + "\n").write(toFile: folder + "/accounts.jsonl", atomically: true, encoding: .utf8)
-        return try run(["accounts", "import", folder + "/accounts.jsonl"])
+        return try await run(["accounts", "import", folder + "/accounts.jsonl"])
     }
 }
 
@@ -107,16 +108,16 @@ extension S3Tests {
             let installation = try await S3Installation(server: try MotoServer.require())
             let store = installation.store
 
-            let imported = try installation.importAccount("ada")
+            let imported = try await installation.importAccount("ada")
             #expect(imported.status == 0, "\(imported.stderr)")
             let photos = try await store.list(prefix: "accounts/ada/photos/", after: nil, limit: 100).map(\.key)
             #expect(photos.count == 3, "\(photos)")
             // The queued photo job reads the HEIC from S3 and writes the normalised JPEG back.
-            let worker = try installation.run(["worker", "--once"])
+            let worker = try await installation.run(["worker", "--once"])
             #expect(worker.status == 0, "\(worker.stderr)")
 
             let started = Date()
-            let exported = try installation.run(["export", "ada", "--wait", "--json"])
+            let exported = try await installation.run(["export", "ada", "--wait", "--json"])
             #expect(exported.status == 0, "\(exported.stderr)")
             let ready = try Self.decoder.decode(ReadyExport.self, from: Data(exported.stdout.utf8))
             #expect(ready.state == "ready")
@@ -140,20 +141,20 @@ extension S3Tests {
             // The archive is a real one: an independent reader lists the photos in it.
             let local = installation.root + "/download.zip"
             try downloaded.write(to: URL(fileURLWithPath: local))
-            let listing = try runTool("/usr/bin/bsdtar", ["-tf", local])
+            let listing = try await runTool("/usr/bin/bsdtar", ["-tf", local])
             #expect(listing.contains("/manifest.json") && listing.contains("/photos/2025/03/01/ada-p1.jpg"), "\(listing)")
 
-            let listed = try installation.run(["exports", "list", "ada"])
+            let listed = try await installation.run(["exports", "list", "ada"])
             #expect(listed.status == 0, "\(listed.stderr)")
             #expect(listed.stdout.contains("    link: \(link)"))
-            let verified = try installation.run(["exports", "verify-link", link])
+            let verified = try await installation.run(["exports", "verify-link", link])
             #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
             let tampered = link.replacingOccurrences(of: "X-Amz-Expires=604800", with: "X-Amz-Expires=604799")
-            #expect(try installation.run(["exports", "verify-link", tampered]).status == 77)
+            #expect(try await installation.run(["exports", "verify-link", tampered]).status == 77)
 
-            let deleted = try installation.run(["delete", "ada", "--operator", "ops", "--reason", "ticket 1", "--immediately"])
+            let deleted = try await installation.run(["delete", "ada", "--operator", "ops", "--reason", "ticket 1", "--immediately"])
             #expect(deleted.status == 0, "\(deleted.stderr)")
-            let purged = try installation.run(["purge"])
+            let purged = try await installation.run(["purge"])
             #expect(purged.status == 0, "\(purged.stdout)\(purged.stderr)")
             #expect(purged.stdout.contains("purge: 1 purged"), "\(purged.stdout)")
             #expect(try await store.list(prefix: "accounts/ada/", after: nil, limit: 10).isEmpty)
@@ -165,24 +166,24 @@ extension S3Tests {
 
         @Test func configurationMistakesAreUsageErrorsAndAnUnreachableEndpointIsUnavailable() async throws {
             let installation = try await S3Installation(server: try MotoServer.require())
-            let noCredentials = try installation.run(["accounts", "show", "ada"], removing: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
+            let noCredentials = try await installation.run(["accounts", "show", "ada"], removing: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
             #expect(noCredentials.status == 64)
             #expect(noCredentials.stderr.contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set"), "\(noCredentials.stderr)")
 
-            let badLocation = try installation.run(["accounts", "show", "ada"], blobs: "s3://Not_A_Bucket/x")
+            let badLocation = try await installation.run(["accounts", "show", "ada"], blobs: "s3://Not_A_Bucket/x")
             #expect(badLocation.status == 64)
             #expect(badLocation.stderr.contains("not a valid S3 bucket name"), "\(badLocation.stderr)")
 
-            let unknownScheme = try installation.run(["accounts", "show", "ada"], blobs: "gs://bucket/x")
+            let unknownScheme = try await installation.run(["accounts", "show", "ada"], blobs: "gs://bucket/x")
             #expect(unknownScheme.status == 64)
 
             let port = try MotoServer.freePort()
-            let unreachable = try installation.run(["worker", "--once"], blobs: "s3://bucket/x?endpoint=http://127.0.0.1:\(port)")
+            let unreachable = try await installation.run(["worker", "--once"], blobs: "s3://bucket/x?endpoint=http://127.0.0.1:\(port)")
             #expect(unreachable.status == 69)
             #expect(unreachable.stderr.contains("127.0.0.1:\(port)") && unreachable.stderr.contains("connection refused"), "\(unreachable.stderr)")
 
             // Configured through the environment instead of --blobs works the same.
-            let fromEnvironment = try installation.run(["accounts", "show", "nobody"], environment: ["LIFECYCLE_BLOBS": installation.blobs])
+            let fromEnvironment = try await installation.run(["accounts", "show", "nobody"], environment: ["LIFECYCLE_BLOBS": installation.blobs])
             #expect(fromEnvironment.status == 67, "\(fromEnvironment.stderr)")
         }
 
@@ -195,15 +196,15 @@ extension S3Tests {
             let policy = try String(contentsOfFile: jobs + "/policies/export.yaml", encoding: .utf8)
             try policy.replacingOccurrences(of: "link_lifetime_days: 7", with: "link_lifetime_days: 30")
                 .write(toFile: jobs + "/policies/export.yaml", atomically: true, encoding: .utf8)
-            #expect(try installation.importAccount("bob").status == 0)
-            let refused = try installation.run(["export", "bob"], jobsDirectory: jobs)
+            #expect(try await installation.importAccount("bob").status == 0)
+            let refused = try await installation.run(["export", "bob"], jobsDirectory: jobs)
             #expect(refused.status == 65, "\(refused.stderr)")
             #expect(refused.stderr.contains("link_lifetime_days is 30") && refused.stderr.contains("at most 7 days"), "\(refused.stderr)")
         }
     }
 }
 
-func runTool(_ executable: String, _ arguments: [String]) throws -> String {
+func runTool(_ executable: String, _ arguments: [String]) async throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -212,6 +213,6 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> String {
     process.standardOutput = FileHandle(forWritingAtPath: output)
     process.standardError = FileHandle(forWritingAtPath: output)
     try process.run()
-    process.waitUntilExit()
+    await process.exited()
     return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
 }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,7 +14,7 @@ final class FaultyS3Proxy: Sendable {
     private let process: Process
 
     /// `rules`: FAULT:METHOD:QUERY:COUNT, as the script documents.
-    init(upstream: MotoServer, rules: [String]) throws {
+    init(upstream: MotoServer, rules: [String]) async throws {
         let port = try MotoServer.freePort()
         endpoint = URL(string: "http://127.0.0.1:\(port)")!
         let script = repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/faulty_s3_proxy.py"
@@ -24,19 +25,18 @@ final class FaultyS3Proxy: Sendable {
         process.standardOutput = ready
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
-        // The script prints one line once it listens; reading blocks until then.
-        let line = String(decoding: ready.fileHandleForReading.readData(ofLength: 6), as: UTF8.self)
+        // The script prints one line once it listens; reading blocks until then, on a thread of its own.
+        let line = String(decoding: await onThreadOfItsOwn { ready.fileHandleForReading.readData(ofLength: 6) }, as: UTF8.self)
         guard line.hasPrefix("ready") else {
             process.terminate()
             throw TestFailure("the fault-injecting S3 proxy did not start (it printed '\(line)')")
         }
     }
 
+    /// Stopped when the test lets go of it. Not waited for: a deinit cannot await, and the
+    /// test's cooperative thread must not block on the proxy's exit (Foundation reaps it).
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if process.isRunning { process.terminate() }
     }
 
     struct Stats: Decodable {
@@ -70,7 +70,7 @@ extension S3Tests {
     @Suite struct S3RetryTests {
         @Test func deleteObjectsAnswered503IsRetriedUntilTheKeysAreGone() async throws {
             let server = try MotoServer.require()
-            let proxy = try FaultyS3Proxy(upstream: server, rules: ["503:POST:delete:2"])
+            let proxy = try await FaultyS3Proxy(upstream: server, rules: ["503:POST:delete:2"])
             let store = try await proxy.store(on: server, attempts: 4)
             let keys = (0..<5).map { "accounts/a/photos/p\($0)" }
             for key in keys { _ = try await store.put(key: key, data: Data(key.utf8)) }
@@ -81,7 +81,7 @@ extension S3Tests {
 
         @Test func keysADeleteObjectsReportsAsFailedAreSentAgain() async throws {
             let server = try MotoServer.require()
-            let proxy = try FaultyS3Proxy(upstream: server, rules: ["keyerror:POST:delete:1"])
+            let proxy = try await FaultyS3Proxy(upstream: server, rules: ["keyerror:POST:delete:1"])
             let store = try await proxy.store(on: server, attempts: 4)
             let keys = (0..<4).map { "accounts/b/photos/p\($0)" }
             for key in keys { _ = try await store.put(key: key, data: Data(key.utf8)) }
@@ -93,7 +93,7 @@ extension S3Tests {
 
         @Test func aPutAnswered500IsRetriedAndStoresTheBytesOnce() async throws {
             let server = try MotoServer.require()
-            let proxy = try FaultyS3Proxy(upstream: server, rules: ["500:PUT::1"])
+            let proxy = try await FaultyS3Proxy(upstream: server, rules: ["500:PUT::1"])
             let store = try await proxy.store(on: server, attempts: 3)
             let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             let info = try await store.put(key: "accounts/c/photos/p", data: bytes)
@@ -104,7 +104,7 @@ extension S3Tests {
 
         @Test func aServerThatKeepsFailingIsAClearErrorAndDeletesNothingHalfWay() async throws {
             let server = try MotoServer.require()
-            let proxy = try FaultyS3Proxy(upstream: server, rules: ["503:POST:delete:100"])
+            let proxy = try await FaultyS3Proxy(upstream: server, rules: ["503:POST:delete:100"])
             let store = try await proxy.store(on: server, attempts: 3)
             let keys = (0..<3).map { "accounts/d/photos/p\($0)" }
             for key in keys { _ = try await store.put(key: key, data: Data(key.utf8)) }

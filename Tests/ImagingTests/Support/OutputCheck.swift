@@ -15,12 +15,12 @@ enum OutputCheck {
     static func expectCleanJPEG(
         _ jpeg: Data, side: Int, in scratch: Scratch,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> Raster {
+    ) async throws -> Raster {
         #expect(jpeg.starts(with: [0xFF, 0xD8, 0xFF]), "not JPEG", sourceLocation: sourceLocation)
         let name = "output-\(UUID().uuidString).jpg"
         let file = try scratch.write(jpeg, to: name)
 
-        let header = String(decoding: try Tool.run("vipsheader", "-a", file), as: UTF8.self)
+        let header = String(decoding: try await Tool.run("vipsheader", "-a", file), as: UTF8.self)
         let fields = Dictionary(
             header.split(separator: "\n").compactMap { line -> (String, String)? in
                 guard let colon = line.firstIndex(of: ":") else { return nil }
@@ -37,27 +37,27 @@ enum OutputCheck {
             #expect(fields[field] == nil, "vipsheader shows \(field)", sourceLocation: sourceLocation)
         }
 
-        let tags = try exifTool(file)
+        let tags = try await exifTool(file)
         let groups = Set(tags.keys.map { $0.split(separator: ":").first.map(String.init) ?? $0 })
         #expect(groups.isSubset(of: allowedGroups), "metadata groups left: \(groups.subtracting(allowedGroups).sorted())",
                 sourceLocation: sourceLocation)
         let suspicious = tags.keys.filter { $0.localizedCaseInsensitiveContains("GPS") || $0.localizedCaseInsensitiveContains("Comment") }
         #expect(suspicious.isEmpty, "tags left: \(suspicious.sorted())", sourceLocation: sourceLocation)
 
-        return try pixels(of: file)
+        return try await pixels(of: file)
     }
 
     /// Every tag exiftool finds, keyed "Group:Tag".
-    static func exifTool(_ file: String) throws -> [String: Any] {
-        let json = try Tool.run("exiftool", "-j", "-G", "-a", "-u", file)
+    static func exifTool(_ file: String) async throws -> [String: Any] {
+        let json = try await Tool.run("exiftool", "-j", "-G", "-a", "-u", file)
         let array = try JSONSerialization.jsonObject(with: json) as? [[String: Any]]
         return array?.first ?? [:]
     }
 
     /// Decoded 8-bit RGB pixels of an image file.
-    static func pixels(of file: String) throws -> Raster {
+    static func pixels(of file: String) async throws -> Raster {
         let ppm = file + ".ppm"
-        try Tool.run("vips", "copy", file, ppm)
+        try await Tool.run("vips", "copy", file, ppm)
         return try Raster(ppm: Data(contentsOf: URL(fileURLWithPath: ppm)))
     }
 }

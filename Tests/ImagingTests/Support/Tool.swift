@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// Runs the command-line tools the tests use to make inputs and to read
@@ -17,12 +18,12 @@ enum Tool {
 
     /// Runs `arguments` (the first found on PATH) and returns its stdout.
     @discardableResult
-    static func run(_ arguments: String...) throws -> Data {
-        try run(arguments)
+    static func run(_ arguments: String...) async throws -> Data {
+        try await run(arguments)
     }
 
     @discardableResult
-    static func run(_ arguments: [String]) throws -> Data {
+    static func run(_ arguments: [String]) async throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -36,30 +37,19 @@ enum Tool {
         process.standardError = errors
         try process.run()
 
-        // stderr is drained on another thread so a chatty tool cannot fill
-        // that pipe and stall while stdout is being read here.
-        let errorText = ErrorText()
-        let drained = DispatchGroup()
-        drained.enter()
-        DispatchQueue.global().async {
-            errorText.value = errors.fileHandleForReading.readDataToEndOfFile()
-            drained.leave()
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        drained.wait()
+        // Each pipe is read to its end on a thread of its own: a chatty tool cannot fill
+        // stderr and stall while stdout is being read, and neither read holds a thread of
+        // the cooperative pool while the tool runs.
+        async let errorText = onThreadOfItsOwn { errors.fileHandleForReading.readDataToEndOfFile() }
+        let data = await onThreadOfItsOwn { output.fileHandleForReading.readDataToEndOfFile() }
+        await process.exited()
+        let stderr = await errorText
 
         guard process.terminationStatus == 0 else {
             throw Failure(
                 command: arguments, status: process.terminationStatus,
-                stderr: String(decoding: errorText.value, as: UTF8.self))
+                stderr: String(decoding: stderr, as: UTF8.self))
         }
         return data
-    }
-
-    /// Written by the drain thread before `leave()`, read after `wait()`:
-    /// the group orders the two accesses.
-    private final class ErrorText: @unchecked Sendable {
-        var value = Data()
     }
 }
