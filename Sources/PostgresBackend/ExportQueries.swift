@@ -73,6 +73,13 @@ extension PostgresTransaction: ExportTransaction {
             .map(ExportRecord.init(row:))
     }
 
+    public func abandonedBuilds(after: String?, limit: Int) throws -> [ExportRecord] {
+        try query("""
+            SELECT e.* FROM lifecycle.exports e JOIN lifecycle.jobs j ON j.id = e.job_id
+            WHERE e.state = 'building' AND j.state IN ('cancelled', 'dead') AND e.id > \(after ?? "") ORDER BY e.id LIMIT \(limit)
+            """).map(ExportRecord.init(row:))
+    }
+
     public func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord] {
         try query("SELECT * FROM photos WHERE account_id = \(accountID) AND id > \(afterID ?? "") ORDER BY id LIMIT \(limit)")
             .map(PhotoRecord.init(row:))

@@ -76,6 +76,16 @@ extension SQLiteTransaction: ExportTransaction {
             arguments: [accountID, since])
     }
 
+    public func abandonedBuilds(after: String?, limit: Int) throws -> [ExportRecord] {
+        try Row.fetchAll(
+            db, sql: """
+                SELECT e.* FROM lifecycle_exports e JOIN lifecycle_jobs j ON j.id = e.job_id
+                WHERE e.state = 'building' AND j.state IN ('cancelled', 'dead') AND e.id > ? ORDER BY e.id LIMIT ?
+                """,
+            arguments: [after ?? "", limit]
+        ).map(ExportRecord.init(row:))
+    }
+
     public func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord] {
         try Row.fetchAll(
             db, sql: "SELECT * FROM lifecycle_exports WHERE state = 'ready' AND expires_at <= ? ORDER BY expires_at, id LIMIT ?",

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import JobRunner
 import Lifecycle
@@ -17,9 +18,9 @@ struct JobSoakTests {
     @Test(arguments: Backend.allCases)
     func everyKindOnTheSameAccountsThroughRandomKillsLosesNothing(_ backend: Backend) async throws {
         let soak = try await Soak(backend: backend, seed: Self.seed &+ UInt64(backend == .sqlite ? 0 : 1))
-        try soak.importAccounts(count: 6)
+        try await soak.importAccounts(count: 6)
         for round in 0..<Self.rounds {
-            try soak.enqueueSome(round: round)
+            try await soak.enqueueSome(round: round)
             try await soak.runAndKill()
         }
         try await soak.drain()
@@ -77,10 +78,10 @@ final class Soak {
         return copy
     }
 
-    func importAccounts(count: Int) throws {
+    func importAccounts(count: Int) async throws {
         accounts = (0..<count).map { "soak-\($0)" }
         let fixture = try ImportFixture(lines: accounts.map { ImportFixture.account(id: $0) })
-        let result = try workspace.run(["accounts", "import", fixture.path])
+        let result = try await workspace.run(["accounts", "import", fixture.path])
         guard result.status == 0 else { throw CLITestFailure("import failed (\(result.status)): \(result.stderr)") }
     }
 
@@ -88,31 +89,31 @@ final class Soak {
 
     /// Two to four requests, as users and operators make them: exports (most), photo
     /// normalisations, deletions (immediate, so their purge is due at once) and restores.
-    func enqueueSome(round: Int) throws {
+    func enqueueSome(round: Int) async throws {
         for _ in 0..<(2 + Int(random.next() % 3)) {
             let account = pick(accounts)
             requests += 1
             switch random.next() % 8 {
             case 0, 1, 2:
-                let result = try workspace.run(["export", account, "--json"], environment: environment)
+                let result = try await workspace.run(["export", account, "--json"], environment: environment)
                 if result.status == 0, let report = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
                    let job = report["job_id"] as? Int64 ?? (report["job_id"] as? Int).map(Int64.init) {
                     exportsAsked.insert(job)
                 }
             case 3, 4:
-                _ = try workspace.run(["photos", "normalize", "--account", account, "--queue-only"], environment: environment)
+                _ = try await workspace.run(["photos", "normalize", "--account", account, "--queue-only"], environment: environment)
             case 5:
-                _ = try workspace.run(
+                _ = try await workspace.run(
                     ["delete", account, "--operator", "soak", "--reason", "round \(round)", "--immediately"], environment: environment)
             default:
-                _ = try workspace.run(["restore", account], environment: environment)
+                _ = try await workspace.run(["restore", account], environment: environment)
             }
         }
     }
 
     /// A worker (or, one time in six, the purge command) is SIGKILLed at a random moment
     /// among those at which it holds a job: polling every 20 ms, the kill lands at a randomly
-    /// drawn one of the polls that find it holding one (or after 3 s, if it never does).
+    /// drawn one of the polls that find it holding one (or after 6 s, if it never does).
     func runAndKill() async throws {
         let command = random.next() % 6 == 0 ? ["purge"] : ["worker", "--concurrency", "4"]
         let (process, _, _) = try workspace.process(command, environment: environment)
@@ -124,13 +125,14 @@ final class Soak {
         // PostgreSQL through one psql session for the whole round: a psql started per poll
         // answers tens of milliseconds late, by when a short job may be over.
         let session = try workspace.postgresURL.map { try PsqlSession(url: $0) }
-        defer { session?.close() }
         let killed = await killProcess(pid, when: {
             let holding = try session.map { try $0.integer(held) } ?? workspace.integerNow(held)
             if holding > 0, polls.holding() { return true }
-            return Date().timeIntervalSince(started) > 3
+            // Idle for longer than a lease: what an earlier victim held has come back by then.
+            return Date().timeIntervalSince(started) > 6
         }, timeout: 30)
-        process.waitUntilExit()
+        await session?.close()
+        await process.exited()
         guard killed, process.terminationReason == .uncaughtSignal else { return }  // The purge command finished first.
         kills += 1
         // Its leases outlive it: what it held is still `running` in its name.
@@ -142,7 +144,7 @@ final class Soak {
     func drain() async throws {
         for hour in 1...8 {
             let now = ISO8601.format(Date().addingTimeInterval(Double(hour) * 3_600))
-            let result = try workspace.run(["worker", "--once", "--concurrency", "4"], environment: environment.merging(["LIFECYCLE_NOW": now]) { $1 })
+            let result = try await workspace.run(["worker", "--once", "--concurrency", "4"], environment: environment.merging(["LIFECYCLE_NOW": now]) { $1 })
             #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
             if try await liveJobs() == 0 { return }
         }
@@ -185,7 +187,7 @@ final class Soak {
                 let path = workspace.blobs + "/" + key
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
                 #expect(size > 0 && String(size) == row[2], "export job \(job): archive \(key) has \(size) bytes, the row says \(row[2] ?? "-")")
-                if size > 0 { _ = try ExportCLI.checkWithPython(path, format: "zip") }
+                if size > 0 { _ = try await ExportCLI.checkWithPython(path, format: "zip") }
             case "cancelled":
                 #expect(audits.contains { $0[2] == account && $0[3]?.contains("\"export_job\":\(job)") == true },
                         "export job \(job) was cancelled with no audit record naming it")
@@ -259,9 +261,9 @@ private final class PsqlSession: @unchecked Sendable {
         }
     }
 
-    func close() {
+    func close() async {
         try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        await process.exited()
     }
 }
 

@@ -314,7 +314,7 @@ struct ExportJobTests {
         let outcome = try await bed.services.enqueue(EnqueueRequest(kind: ExportJobs.expiryKind, uniqueKey: "test-expiry"))
         try await bed.runWorker(kinds: [ExportJobs.expiryKind])
         let steps = try await bed.store.steps(of: outcome.job.id)
-        let output = try #require(steps.first?.output)
+        let output = try #require(steps.first { $0.step == "delete-expired-archives" }?.output)
         let decoded = try JobJSON.decode([String: [String]].self, from: output)
         return decoded["expired"] ?? []
     }

@@ -59,7 +59,7 @@ struct JobsOnOneAccountTests {
 
         // The archive holds the rendered photo, byte for byte, where account.json says it is.
         let export = try #require(try await store.read { tx in try tx.export(jobID: requested.job.id) })
-        let unpacked = try testbed.unpack(export)
+        let unpacked = try await testbed.unpack(export)
         let account = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: unpacked + "/account.json"))) as? [String: Any]
         let profilePath = try #require((account?["profile"] as? [String: Any])?["profile_photo"] as? String)
         let archived = try Data(contentsOf: URL(fileURLWithPath: unpacked + "/" + profilePath))
@@ -145,6 +145,52 @@ struct JobsOnOneAccountTests {
         let audit = try await store.read { tx in try tx.auditEvents(accountID: "ada") }
         #expect(audit.contains { $0.action == "export.cancel" && $0.actor == "deletion" && $0.detail?.contains("\(export.job.id)") == true })
         #expect(try await store.read { tx in try tx.exports(accountID: "ada") }.isEmpty)
+    }
+
+    /// What a worker killed mid-build leaves when the job is then cancelled (by the account's
+    /// deletion) before it runs again: a `building` row, a temporary archive, a scratch
+    /// folder. The hourly expiry job clears all three; a build still under way keeps its own.
+    @Test(arguments: Backend.allCases)
+    func theExpiryJobClearsWhatAnAbandonedBuildLeft(_ backend: Backend) async throws {
+        try await theExpiryJobClearsWhatAnAbandonedBuildLeft(store: try await backend.makeStore())
+    }
+
+    private func theExpiryJobClearsWhatAnAbandonedBuildLeft(store: some LifecycleStore) async throws {
+        let testbed = try ExportTestbed(store: store)
+        try await PhotoFixture(store: store, directory: testbed.root).addAccount("ada", upload: try PhotoUpload.jpeg)
+        try await PhotoFixture(store: store, directory: testbed.root).addAccount("bob", upload: try PhotoUpload.jpeg)
+        let now = testbed.clock.now()
+        var leftovers: [(id: String, folder: String)] = []
+        for (account, cancelled) in [("ada", true), ("bob", false)] {
+            let job = try await testbed.services.enqueue(EnqueueRequest(kind: ExportJobs.exportKind, uniqueKey: ExportJobs.uniqueKey(accountID: account))).job
+            let id = "\(account)-build"
+            try await store.write { tx in
+                try tx.insertExport(ExportRecord(
+                    id: id, accountID: account, jobID: job.id, format: "zip", state: .building, requestedBy: "user", cutoffAt: now))
+            }
+            if cancelled { _ = try await store.cancel(jobID: job.id, now: now) }
+            let folder = testbed.blobs.root + "/.incoming/exports/" + id
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: folder + "/photos.plan", contents: Data("{}".utf8)))
+            leftovers.append((id, folder))
+        }
+        let stray = testbed.blobs.root + "/.incoming/exports/no-such-export"
+        try FileManager.default.createDirectory(atPath: stray, withIntermediateDirectories: true)
+        // Where an export's archive waits until it is verified (ExportNames.temporaryKey).
+        let temporaryKeys = ["ada", "bob"].map { "accounts/\($0)/exports/\($0)-build.partial.zip" }
+        for key in temporaryKeys { _ = try await testbed.blobs.put(key: key, data: Data("half an archive".utf8)) }
+
+        _ = try await testbed.services.enqueue(EnqueueRequest(kind: ExportJobs.expiryKind))
+        #expect(try await testbed.runWorker(kinds: [ExportJobs.expiryKind]).succeeded == 1)
+
+        #expect(try await store.read { tx in try tx.export(id: "ada-build") }?.state == .expired)
+        #expect(try await testbed.blobs.info(key: temporaryKeys[0]) == nil)
+        #expect(!FileManager.default.fileExists(atPath: leftovers[0].folder))
+        #expect(!FileManager.default.fileExists(atPath: stray))
+        // Bob's build is still live (its job queued): everything of it stays.
+        #expect(try await store.read { tx in try tx.export(id: "bob-build") }?.state == .building)
+        #expect(try await testbed.blobs.info(key: temporaryKeys[1]) != nil)
+        #expect(FileManager.default.fileExists(atPath: leftovers[1].folder))
     }
 }
 

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Lifecycle
 import Testing
@@ -6,6 +7,26 @@ struct FileSystemBlobStoreTests {
     func makeStore() throws -> (FileSystemBlobStore, String) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("blobs-\(UUID().uuidString)").path
         return (try FileSystemBlobStore(root: root), root)
+    }
+
+    /// A write killed half-way leaves its temporary file: the next process to open the store
+    /// removes it, and leaves alone the writes of processes still running.
+    @Test func openingTheStoreRemovesTheTemporaryFilesOfProcessesThatNoLongerRun() async throws {
+        let (_, root) = try makeStore()
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        await ended.exited()
+        let abandoned = root + "/.incoming/\(ended.processIdentifier)-\(UUID().uuidString)"
+        let inFlight = root + "/.incoming/\(getpid())-\(UUID().uuidString)"
+        let scratch = root + "/.incoming/exports/some-export"
+        for path in [abandoned, inFlight] { #expect(FileManager.default.createFile(atPath: path, contents: Data("half a photo".utf8))) }
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+
+        _ = try FileSystemBlobStore(root: root)
+        #expect(!FileManager.default.fileExists(atPath: abandoned))
+        #expect(FileManager.default.fileExists(atPath: inFlight))
+        #expect(FileManager.default.fileExists(atPath: scratch))
     }
 
     @Test func putReadListAndDeleteByPrefix() async throws {

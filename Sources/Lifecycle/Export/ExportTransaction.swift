@@ -13,6 +13,8 @@ public protocol ExportTransaction {
     func exportCompletions(accountID: String, since: Date) throws -> [Date]
     /// Ready exports whose `expiresAt` is at or before `now`, oldest first.
     func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord]
+    /// Exports still `building` whose job has ended (cancelled or dead), in id order after `after`.
+    func abandonedBuilds(after: String?, limit: Int) throws -> [ExportRecord]
 
     /// The account's photos in id order, starting after `afterID`.
     func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord]

@@ -13,6 +13,22 @@ public struct FileSystemBlobStore: BlobStore {
         self.root = (root as NSString).standardizingPath
         try Self.makeDirectories(self.root, storeRoot: self.root)
         try Self.makeDirectories((self.root as NSString).appendingPathComponent(".incoming"), storeRoot: self.root)
+        removeAbandonedWrites()
+    }
+
+    /// A process killed while writing a blob leaves its temporary file behind. Each one is
+    /// named after the process writing it (`<pid>-<uuid>`), so whoever opens the store next
+    /// removes those of processes that no longer run. (Folders, such as the exports'
+    /// scratch folders, are not writes in flight and stay.)
+    private func removeAbandonedWrites() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: incoming) else { return }
+        for name in names {
+            guard let dash = name.firstIndex(of: "-"), let pid = pid_t(name[..<dash]), pid > 0, pid != getpid() else { continue }
+            guard kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let path = (incoming as NSString).appendingPathComponent(name)
+            var status = stat()
+            if lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG { unlink(path) }
+        }
     }
 
     /// `mkdir -p` with mode 0700 for each folder it creates; existing ones stay as they are.
@@ -32,7 +48,7 @@ public struct FileSystemBlobStore: BlobStore {
     }
 
     private func temporaryPath() -> String {
-        (incoming as NSString).appendingPathComponent(UUID().uuidString)
+        (incoming as NSString).appendingPathComponent("\(getpid())-\(UUID().uuidString)")
     }
 
     private func install(_ temporary: String, at key: String) throws -> BlobInfo {
