@@ -22,13 +22,14 @@ struct JobSoakTests {
         let soak = try await Soak(backend: backend, seed: Self.seed &+ UInt64(backend == .sqlite ? 0 : 1))
         try await soak.importAccounts(count: 6)
         for round in 0..<Self.rounds {
+            try await soak.replacePurgedAccounts()
             try await soak.enqueueSome(round: round)
             try await soak.runAndKill()
         }
         try await soak.drain()
         try await soak.checkInvariants()
         let figures = "\(backend.rawValue) seed \(soak.seed): \(Self.rounds) rounds, \(soak.kills) kills, \(soak.killsMidWork) mid-work, "
-            + "\(soak.requests) requests (\(soak.exportsAsked.count) exports asked for)"
+            + "\(soak.requests) requests on \(soak.everyAccount.count) accounts (\(soak.exportsAsked.count) exports asked for)"
         print("soak: " + figures)
         // Most kills must land while the process held a job, or the soak proves little.
         #expect(soak.kills >= Self.rounds / 2, "\(figures)")
@@ -41,7 +42,10 @@ final class Soak {
     let workspace: Workspace
     let seed: UInt64
     private var random: SplitMix64
+    /// The accounts requests go to: none of them purged (yet).
     private(set) var accounts: [String] = []
+    /// Every account the soak created, for the checks at the end.
+    private(set) var everyAccount: [String] = []
     private(set) var exportsAsked: Set<Int64> = []
     private(set) var requests = 0
     private(set) var kills = 0
@@ -71,7 +75,7 @@ final class Soak {
             var text = try String(contentsOfFile: path, encoding: .utf8)
             for (key, value) in [
                 ("lease_seconds", "5"), ("backoff_base_seconds", "1"), ("backoff_cap_seconds", "4"), ("rate_limit_count", "1000"),
-                ("max_attempts", "\(max(50, JobSoakTests.rounds * 2))"),
+                ("max_attempts", "\(min(1_000, max(50, JobSoakTests.rounds * 2)))"),
             ] {
                 text = text.replacingOccurrences(of: "\(key): [0-9]+", with: "\(key): \(value)", options: .regularExpression)
             }
@@ -81,10 +85,26 @@ final class Soak {
     }
 
     func importAccounts(count: Int) async throws {
-        accounts = (0..<count).map { "soak-\($0)" }
-        let fixture = try ImportFixture(lines: accounts.map { ImportFixture.account(id: $0) })
+        try await importAccounts((0..<count).map { "soak-\($0)" })
+    }
+
+    private func importAccounts(_ ids: [String]) async throws {
+        let fixture = try ImportFixture(lines: ids.map { ImportFixture.account(id: $0) })
         let result = try await workspace.run(["accounts", "import", fixture.path])
         guard result.status == 0 else { throw CLITestFailure("import failed (\(result.status)): \(result.stderr)") }
+        accounts += ids
+        everyAccount += ids
+    }
+
+    /// A purged account is done with: a new one takes its place, so that a long soak keeps
+    /// every kind busy instead of killing idle workers once the first accounts are gone.
+    func replacePurgedAccounts() async throws {
+        let purged = Set(try await workspace.query("SELECT id FROM accounts WHERE state = 'purged'").compactMap { $0[0] })
+        let gone = accounts.filter(purged.contains)
+        guard !gone.isEmpty else { return }
+        accounts.removeAll(where: purged.contains)
+        let next = everyAccount.count
+        try await importAccounts(gone.indices.map { "soak-\(next + $0)" })
     }
 
     private func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
@@ -200,7 +220,7 @@ final class Soak {
 
         // No account both restored and purged: before each purge receipt, the last word on
         // the account's deletion was a request, not a restore.
-        for account in accounts {
+        for account in everyAccount {
             let trail = try await workspace.query(
                 "SELECT action, outcome FROM \(workspace.ownTable("audit_events")) WHERE account_id = ? ORDER BY id", [.text(account)])
             var last: String?

@@ -29,24 +29,14 @@ struct JobsOnOneAccountTests {
         // The export's services read and write the same files through a store that runs the
         // normalisation to its end when the export first reads the upload.
         let staged = StagedBlobStore(inner: photos.blobs, key: profile.blobKey)
-        let services = LifecycleServices(
-            store: store, blobs: staged, policies: try PolicyBook(jobsDirectory: testbed.jobsDirectory),
-            jobsDirectory: testbed.jobsDirectory, clock: testbed.clock, logger: Logger(label: "jobs-on-one-account"))
+        let services = try testbed.services(over: staged)
         let normalisation = try PhotoNormalizationService(services: services)
         let queued = try await normalisation.queue(account: "ada")
         #expect(queued.jobIDs.count == 1)
-        staged.before = {
-            _ = try await Worker(
-                store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
-                options: WorkerOptions(concurrency: 1, kinds: [PhotoJobs.normalizeKind])
-            ).drain()
-        }
+        staged.before = { _ = try await drain(services, clock: testbed.clock, kind: PhotoJobs.normalizeKind) }
 
         let requested = try await services.requestExport(ExportRequest(account: "ada"))
-        _ = try await Worker(
-            store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
-            options: WorkerOptions(concurrency: 1, kinds: [ExportJobs.exportKind])
-        ).drain()
+        _ = try await drain(services, clock: testbed.clock, kind: ExportJobs.exportKind)
 
         #expect(staged.fired == 1)
         let rendered = try await photos.photo("ada.profile")
@@ -87,25 +77,16 @@ struct JobsOnOneAccountTests {
         let entryPhoto = try await photos.photo("ada-p1")
 
         let staged = StagedBlobStore(inner: photos.blobs, key: entryPhoto.blobKey)
-        let services = LifecycleServices(
-            store: store, blobs: staged, policies: try PolicyBook(jobsDirectory: testbed.jobsDirectory),
-            jobsDirectory: testbed.jobsDirectory, clock: testbed.clock, logger: Logger(label: "jobs-on-one-account"))
+        let services = try testbed.services(over: staged)
         let deletion = try DeletionService(services: services)
         let purged = PurgeOutcome()
         staged.before = {
             _ = try await deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
-            let summary = try await Worker(
-                store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
-                options: WorkerOptions(concurrency: 1, kinds: [DeletionJobs.purgeKind])
-            ).drain()
-            purged.record(summary.succeeded)
+            purged.record(try await drain(services, clock: testbed.clock, kind: DeletionJobs.purgeKind).succeeded)
         }
 
         let requested = try await services.requestExport(ExportRequest(account: "ada"))
-        let exportRun = try await Worker(
-            store: store, registry: services.registry, policies: services.policies, clock: testbed.clock,
-            options: WorkerOptions(concurrency: 1, kinds: [ExportJobs.exportKind])
-        ).drain()
+        let exportRun = try await drain(services, clock: testbed.clock, kind: ExportJobs.exportKind)
 
         #expect(staged.fired == 1)
         #expect(purged.succeeded == 1)
@@ -191,6 +172,23 @@ struct JobsOnOneAccountTests {
         #expect(try await store.read { tx in try tx.export(id: "bob-build") }?.state == .building)
         #expect(try await testbed.blobs.info(key: temporaryKeys[1]) != nil)
         #expect(FileManager.default.fileExists(atPath: leftovers[1].folder))
+    }
+}
+
+/// Runs every due job of one kind in this process, one at a time, as `worker --once --kind` would.
+private func drain<Store: LifecycleStore>(_ services: LifecycleServices<Store>, clock: ManualTimeSource, kind: String) async throws -> DrainSummary {
+    try await Worker(
+        store: services.store, registry: services.registry, policies: services.policies, clock: clock,
+        options: WorkerOptions(concurrency: 1, kinds: [kind])
+    ).drain()
+}
+
+extension ExportTestbed {
+    /// The testbed's installation with its files read and written through `blobs`.
+    func services(over blobs: any BlobStore) throws -> LifecycleServices<Store> {
+        LifecycleServices(
+            store: store, blobs: blobs, policies: try PolicyBook(jobsDirectory: jobsDirectory), jobsDirectory: jobsDirectory,
+            clock: clock, logger: Logger(label: "jobs-on-one-account"))
     }
 }
 
