@@ -173,7 +173,7 @@ struct AppPurgeTests {
         #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
 
         let (process, _, _) = try workspace.process(["purge"])
-        let landed = await killProcess(process.processIdentifier, when: {
+        let landed = await killProcess(process, when: {
             let left = try workspace.integerNow("SELECT COUNT(*) FROM statuses WHERE member_id = 1")
             return left > 100 && left < 1_400
         })

@@ -112,7 +112,7 @@ struct CopyStoreTests {
 
         let (process, _, _) = try source.process(["copy-store", "--to-database", destination.database, "--to-blobs", destination.blobs])
         let first = destination.blobs + "/accounts/a/photos", last = destination.blobs + "/accounts/c/photos"
-        let reached = await killProcess(process.processIdentifier) {
+        let reached = await killProcess(process) {
             let started = ((try? FileManager.default.contentsOfDirectory(atPath: first).count) ?? 0) > 0
             let unfinished = ((try? FileManager.default.contentsOfDirectory(atPath: last).count) ?? 0) < perAccount
             return started && unfinished

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import GRDB
 import JobRunner
@@ -108,25 +109,23 @@ func purgeCounts(_ stdout: String) -> (purged: Int, skipped: Int, failed: Int)? 
 }
 
 /// Polls `condition` every 20 ms on a thread of its own and sends `signal` (SIGKILL unless
-/// told) to `pid` from that thread the moment it holds; false if it never did within
-/// `timeout`. Neither the polling nor the signal waits for the test's cooperative threads,
-/// which parallel suites keep busy: a state that lasts a second in the child is not missed.
+/// told) to the child from that thread the moment it holds; false if it never did within
+/// `timeout`, or the child ended first. Neither the polling nor the signal waits for the
+/// test's cooperative threads, which parallel suites keep busy: a state that lasts a second
+/// in the child is not missed. The child must still run when it is signalled: an ended
+/// child's pid is soon another process's (pids wrap at 32768, and the suite starts thousands).
 func killProcess(
-    _ pid: pid_t, signal: Int32 = SIGKILL, when condition: @escaping @Sendable () throws -> Bool, timeout: TimeInterval = 60
+    _ process: Process, signal: Int32 = SIGKILL, when condition: @escaping @Sendable () throws -> Bool, timeout: TimeInterval = 60
 ) async -> Bool {
-    await withCheckedContinuation { continuation in
-        let thread = Thread {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if (try? condition()) == true {
-                    kill(pid, signal)
-                    continuation.resume(returning: true)
-                    return
-                }
-                usleep(20_000)
+    await onThreadOfItsOwn {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, process.isRunning {
+            if (try? condition()) == true, process.isRunning {
+                kill(process.processIdentifier, signal)
+                return true
             }
-            continuation.resume(returning: false)
+            usleep(20_000)
         }
-        thread.start()
+        return false
     }
 }

@@ -147,12 +147,12 @@ final class Soak {
         // PostgreSQL through one psql session for the whole round: a psql started per poll
         // answers tens of milliseconds late, by when a short job may be over.
         let session = try workspace.postgresURL.map { try PsqlSession(url: $0) }
-        let killed = await killWhileRunning(process, when: {
+        let killed = await killProcess(process, when: {
             let holding = try session.map { try $0.integer(held) } ?? workspace.integerNow(held)
             if holding > 0, polls.holding() { return true }
             // Idle for longer than a lease: what an earlier victim held has come back by then.
             return Date().timeIntervalSince(started) > 6
-        })
+        }, timeout: 30)
         await session?.close()
         await process.exited()
         guard killed, process.terminationReason == .uncaughtSignal else { return }  // The purge command finished first.
@@ -246,23 +246,6 @@ final class Soak {
         #expect(orphans.isEmpty, "files no row names: \(orphans.sorted())")
         let temporary = files.filter { !$0.hasPrefix("accounts/") }
         #expect(temporary.isEmpty, "temporary files left: \(temporary.sorted())")
-    }
-}
-
-/// SIGKILLs the child when `condition` holds, polling every 20 ms from a thread of its own;
-/// false, and no signal sent, if the child ended first. Checking that it still runs before
-/// each poll matters: an exited child's pid is soon another process's (pids wrap at 32768
-/// here, and the soak starts thousands of processes).
-private func killWhileRunning(_ process: Process, when condition: @escaping @Sendable () throws -> Bool) async -> Bool {
-    await onThreadOfItsOwn {
-        while process.isRunning {
-            if (try? condition()) == true, process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                return true
-            }
-            usleep(20_000)
-        }
-        return false
     }
 }
 

@@ -48,7 +48,7 @@ struct PostgresDrillTests {
         // cooperative threads, which the other tests running alongside can hold for
         // longer than the second half of the jobs takes, and the moment passes unseen.
         let ownerPattern = "%:\(victim.processIdentifier):%"
-        let killed = await killProcess(victim.processIdentifier, when: {
+        let killed = await killProcess(victim, when: {
             let counts = try psqlQuery(url, """
                 SELECT (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs")) WHERE state = 'succeeded' AND kind LIKE 'runner.%'),
                        (SELECT COUNT(*) FROM \(Backend.postgres.ownTable("jobs"))

@@ -73,7 +73,7 @@ struct PurgeProcessTests {
         let bystanderRows = try await workspace.rowCount(of: "bystander")
         let bystanderBlobs = workspace.blobFiles(of: "bystander")
         let (process, _, _) = try workspace.process(["purge"])
-        let reached = await killProcess(process.processIdentifier, when: condition)
+        let reached = await killProcess(process, when: condition)
         if !reached { process.terminate() }
         await process.exited()
         #expect(reached)

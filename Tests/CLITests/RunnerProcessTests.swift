@@ -131,7 +131,7 @@ struct RunnerProcessTests {
         // started: a poll on the test's busy cooperative threads could see the hold only once
         // it had ended, and "record-start is done" also holds in the instant before the hold
         // begins, when there is no step in flight to finish.
-        let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
+        let signalled = await killProcess(worker, signal: SIGTERM, when: {
             let lines = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             return lines.split(separator: "\n").contains { $0.contains("step started") && $0.contains("step=hold") }
         })
@@ -156,7 +156,7 @@ struct RunnerProcessTests {
         let (worker, _, log) = try workspace.process(["worker"])
         // Draining no-op jobs, the loop is in a claim transaction much of the time: a claim
         // cut off by the shutdown used to end the worker with exit 70 instead of a hand-back.
-        let signalled = await killProcess(worker.processIdentifier, signal: SIGTERM, when: {
+        let signalled = await killProcess(worker, signal: SIGTERM, when: {
             try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'succeeded'") >= 300
         })
         if !signalled { worker.terminate() }
