@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // C libraries from Debian, one system-library target each.
@@ -57,6 +59,7 @@ let package = Package(
             name: "JobRunner",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
@@ -67,6 +70,7 @@ let package = Package(
                 "JobRunner", "Archiving", "Imaging", "Credentials", "CLinux",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
@@ -122,6 +126,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -159,7 +165,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LifecycleRuntimeTests",
-            dependencies: ["LifecycleRuntime", "Lifecycle", "JobRunner", "SQLiteBackend"],
+            dependencies: ["LifecycleRuntime", "Lifecycle", "JobRunner", "SQLiteBackend", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .testTarget(

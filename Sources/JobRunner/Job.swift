@@ -51,6 +51,45 @@ public struct JobRecord: Sendable, Codable, Equatable {
         self.updatedAt = updatedAt
         self.finishedAt = finishedAt
     }
+
+    /// As every `--json` shows a job: snake_case keys, the payload as a nested object.
+    enum CodingKeys: String, CodingKey {
+        case id, kind, payload, uniqueKey = "unique_key", state, attempt, maxAttempts = "max_attempts", runAt = "run_at"
+        case leaseOwner = "lease_owner", leaseExpiresAt = "lease_expires_at", lastError = "last_error"
+        case cancelRequested = "cancel_requested", createdAt = "created_at", updatedAt = "updated_at", finishedAt = "finished_at"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try c.decode(JobID.self, forKey: .id), kind: try c.decode(String.self, forKey: .kind),
+            payload: try JobJSON.encode(try c.decode(JSONValue.self, forKey: .payload)),
+            uniqueKey: try c.decodeIfPresent(String.self, forKey: .uniqueKey), state: try c.decode(JobState.self, forKey: .state),
+            attempt: try c.decode(Int.self, forKey: .attempt), maxAttempts: try c.decode(Int.self, forKey: .maxAttempts),
+            runAt: try c.decode(Date.self, forKey: .runAt), leaseOwner: try c.decodeIfPresent(String.self, forKey: .leaseOwner),
+            leaseExpiresAt: try c.decodeIfPresent(Date.self, forKey: .leaseExpiresAt), lastError: try c.decodeIfPresent(String.self, forKey: .lastError),
+            cancelRequested: try c.decode(Bool.self, forKey: .cancelRequested), createdAt: try c.decode(Date.self, forKey: .createdAt),
+            updatedAt: try c.decode(Date.self, forKey: .updatedAt), finishedAt: try c.decodeIfPresent(Date.self, forKey: .finishedAt))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(JSONValue.parsing(payload).snakeCased(), forKey: .payload)
+        try c.encode(uniqueKey, forKey: .uniqueKey)
+        try c.encode(state, forKey: .state)
+        try c.encode(attempt, forKey: .attempt)
+        try c.encode(maxAttempts, forKey: .maxAttempts)
+        try c.encode(runAt, forKey: .runAt)
+        try c.encode(leaseOwner, forKey: .leaseOwner)
+        try c.encode(leaseExpiresAt, forKey: .leaseExpiresAt)
+        try c.encode(lastError, forKey: .lastError)
+        try c.encode(cancelRequested, forKey: .cancelRequested)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encode(finishedAt, forKey: .finishedAt)
+    }
 }
 
 /// A finished step and the small JSON output later steps may read.
@@ -65,6 +104,27 @@ public struct StepRecord: Sendable, Codable, Equatable {
         self.step = step
         self.output = output
         self.finishedAt = finishedAt
+    }
+
+    /// Snake_case keys, the output as a nested value (null when the step recorded none).
+    enum CodingKeys: String, CodingKey {
+        case jobID = "job_id", step, output, finishedAt = "finished_at"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let output = try c.decodeIfPresent(JSONValue.self, forKey: .output)
+        self.init(
+            jobID: try c.decode(JobID.self, forKey: .jobID), step: try c.decode(String.self, forKey: .step),
+            output: try output.map { try JobJSON.encode($0) }, finishedAt: try c.decode(Date.self, forKey: .finishedAt))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(jobID, forKey: .jobID)
+        try c.encode(step, forKey: .step)
+        try c.encode(output.map { JSONValue.parsing($0).snakeCased() }, forKey: .output)
+        try c.encode(finishedAt, forKey: .finishedAt)
     }
 }
 
@@ -108,6 +168,33 @@ public struct ClaimedJob: Sendable {
         self.record = record
         self.finishedSteps = finishedSteps
     }
+}
+
+/// A job kind an operator paused: no worker claims its jobs until it is resumed.
+public struct PausedKind: Sendable, Codable, Equatable {
+    public var kind: String
+    public var pausedAt: Date
+    public var pausedBy: String
+    public var reason: String?
+
+    public init(kind: String, pausedAt: Date, pausedBy: String, reason: String?) {
+        self.kind = kind
+        self.pausedAt = pausedAt
+        self.pausedBy = pausedBy
+        self.reason = reason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind, pausedAt = "paused_at", pausedBy = "paused_by", reason
+    }
+}
+
+/// Which waiting jobs `jobsNeedingAttention` reports besides the dead ones.
+public enum AttentionScope: Sendable {
+    /// After a run: anything it left behind that is not done (backing off, leased by another process, due).
+    case stuck(now: Date)
+    /// For monitoring: waiting or abandoned since before this instant.
+    case overdue(before: Date)
 }
 
 public struct JobFilter: Sendable {

@@ -93,9 +93,15 @@ public struct PolicySection: Sendable {
 /// All policy files of a Jobs/ directory: `Jobs/policies/*.yaml`. Each file may hold
 /// a `job:` section (runner settings for one kind, named by its `kind:` key) and any
 /// number of other sections the domain reads by name.
+///
+/// A file that cannot be used (bad YAML, an unknown key, a value out of range) fails only
+/// what reads it: asking for a kind or section it defines throws its error, every other
+/// kind and section is served from the good files, and read-only commands never ask. A
+/// file too broken to tell what it defines fails every kind and section no good file defines.
 public struct PolicyBook: Sendable {
     private var jobPolicies: [String: JobPolicy] = [:]
     private var sections: [String: PolicySection] = [:]
+    public private(set) var brokenFiles: [BrokenPolicyFile] = []
     public let directory: String?
 
     public init() { directory = nil }
@@ -107,11 +113,16 @@ public struct PolicyBook: Sendable {
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             return  // No policy files: every kind runs on the documented defaults.
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder)
-            .filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") }
-            .sorted()
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: folder)
+                .filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") }
+                .sorted()
+        } catch {
+            throw JobRunnerError.invalidPolicy("\(folder): cannot be listed: \(error.localizedDescription)")
+        }
         for file in files {
-            try load(path: (folder as NSString).appendingPathComponent(file))
+            load(path: (folder as NSString).appendingPathComponent(file))
         }
     }
 
@@ -119,24 +130,46 @@ public struct PolicyBook: Sendable {
         "kind", "max_attempts", "backoff_base_seconds", "backoff_cap_seconds", "lease_seconds", "concurrency", "schedule",
     ]
 
-    private mutating func load(path: String) throws {
+    /// What one file defines, checked whole before any of it is used: a file is good or broken as a unit.
+    private struct FileContents {
+        var jobs: [String: JobPolicy] = [:]
+        var sections: [String: PolicySection] = [:]
+    }
+
+    private mutating func load(path: String) {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw JobRunnerError.invalidPolicy("\(path): cannot be read: \(error.localizedDescription)")
+            brokenFiles.append(BrokenPolicyFile(path: path, message: "\(path): cannot be read: \(error.localizedDescription)", claims: nil))
+            return
         }
         let document: Any?
         do {
             document = try Yams.load(yaml: text)
         } catch {
-            throw JobRunnerError.invalidPolicy("\(path): not valid YAML: \(error)")
+            brokenFiles.append(BrokenPolicyFile(path: path, message: "\(path): not valid YAML: \(error)", claims: Self.claims(scanning: text)))
+            return
         }
         guard let document else { return }
         guard let top = document as? [String: Any] else {
-            throw JobRunnerError.invalidPolicy("\(path): expected sections (a mapping at the top level)")
+            brokenFiles.append(BrokenPolicyFile(path: path, message: "\(path): expected sections (a mapping at the top level)", claims: nil))
+            return
         }
-        for (sectionName, raw) in top {
+        do {
+            let contents = try parse(top, path: path)
+            jobPolicies.merge(contents.jobs) { first, _ in first }
+            sections.merge(contents.sections) { first, _ in first }
+        } catch let error as JobRunnerError {
+            brokenFiles.append(BrokenPolicyFile(path: path, message: error.message, claims: Self.claims(of: top)))
+        } catch {
+            brokenFiles.append(BrokenPolicyFile(path: path, message: "\(path): \(error)", claims: Self.claims(of: top)))
+        }
+    }
+
+    private func parse(_ top: [String: Any], path: String) throws -> FileContents {
+        var contents = FileContents()
+        for (sectionName, raw) in top.sorted(by: { $0.key < $1.key }) {
             guard let mapping = raw as? [String: Any] else {
                 throw JobRunnerError.invalidPolicy("\(path): section '\(sectionName)' must be a mapping of key: value")
             }
@@ -149,14 +182,53 @@ public struct PolicyBook: Sendable {
                 guard jobPolicies[kind] == nil else {
                     throw JobRunnerError.invalidPolicy("\(path): a policy for job kind '\(kind)' is already defined in another file")
                 }
-                jobPolicies[kind] = try Self.jobPolicy(section)
+                contents.jobs[kind] = try Self.jobPolicy(section)
             } else {
                 if let existing = sections[sectionName] {
                     throw JobRunnerError.invalidPolicy("\(path): section '\(sectionName)' is already defined in \(existing.file)")
                 }
-                sections[sectionName] = section
+                contents.sections[sectionName] = section
             }
         }
+        return contents
+    }
+
+    /// What a file that parsed but failed its checks meant to define.
+    private static func claims(of top: [String: Any]) -> BrokenPolicyFile.Claims {
+        var claims = BrokenPolicyFile.Claims()
+        for (name, raw) in top {
+            if name == "job" {
+                if let kind = (raw as? [String: Any])?["kind"] as? String { claims.kinds.insert(kind) } else { return BrokenPolicyFile.Claims(unknown: true) }
+            } else {
+                claims.sections.insert(name)
+            }
+        }
+        return claims
+    }
+
+    /// What a file that is not even YAML seems to define, read off its lines: top-level
+    /// `name:` keys and a `kind:` under `job:`. Unknown when nothing can be read off.
+    private static func claims(scanning text: String) -> BrokenPolicyFile.Claims {
+        var claims = BrokenPolicyFile.Claims()
+        var inJob = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            guard !content.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
+            if let first = content.first, !first.isWhitespace {
+                guard let colon = content.firstIndex(of: ":") else { return BrokenPolicyFile.Claims(unknown: true) }
+                let name = content[..<colon].trimmingCharacters(in: .whitespaces)
+                inJob = name == "job"
+                if !inJob { claims.sections.insert(name) }
+            } else if inJob {
+                let trimmed = content.trimmingCharacters(in: .whitespaces)
+                if trimmed.hasPrefix("kind:") {
+                    let kind = trimmed.dropFirst(5).trimmingCharacters(in: CharacterSet(charactersIn: " \"'"))
+                    if !kind.isEmpty { claims.kinds.insert(kind) }
+                }
+            }
+        }
+        if text.contains("job:") && claims.kinds.isEmpty { claims.unknown = true }
+        return claims
     }
 
     private static func values(_ mapping: [String: Any], _ path: String, _ section: String) throws -> [String: PolicySection.PolicyValue] {
@@ -194,11 +266,44 @@ public struct PolicyBook: Sendable {
         return policy
     }
 
-    public func policy(for kind: String) -> JobPolicy { jobPolicies[kind] ?? JobPolicy() }
+    /// The runner's settings for `kind`: its file's, or the defaults when no file names it.
+    /// Throws the error of a broken file that defines it (or may: one too broken to tell).
+    public func policy(for kind: String) throws -> JobPolicy {
+        if let policy = jobPolicies[kind] { return policy }
+        if let broken = brokenFiles.first(where: { $0.claims?.kinds.contains(kind) ?? true })
+            ?? brokenFiles.first(where: { $0.claims?.unknown ?? false }) {
+            throw JobRunnerError.invalidPolicy(broken.message + " (needed for job kind '\(kind)')")
+        }
+        return JobPolicy()
+    }
 
     public mutating func setPolicy(_ policy: JobPolicy, for kind: String) { jobPolicies[kind] = policy }
 
-    public func section(_ name: String) -> PolicySection { sections[name] ?? .empty(name) }
+    /// The named section, or an empty one (every key at its default) when no file has it.
+    public func section(_ name: String) throws -> PolicySection {
+        if let section = sections[name] { return section }
+        if let broken = brokenFiles.first(where: { $0.claims?.sections.contains(name) ?? true })
+            ?? brokenFiles.first(where: { $0.claims?.unknown ?? false }) {
+            throw JobRunnerError.invalidPolicy(broken.message + " (needed for the '\(name)' settings)")
+        }
+        return .empty(name)
+    }
 
     public var configuredKinds: [String] { jobPolicies.keys.sorted() }
+}
+
+/// A policy file that cannot be used, and what it seems to define.
+public struct BrokenPolicyFile: Sendable, Equatable {
+    public struct Claims: Sendable, Equatable {
+        public var kinds: Set<String> = []
+        public var sections: Set<String> = []
+        /// Part of it could not be attributed (a `job:` without a readable kind).
+        public var unknown = false
+    }
+
+    public var path: String
+    /// Names the file and what is wrong in it.
+    public var message: String
+    /// Nil: nothing could be read off the file at all.
+    public var claims: Claims?
 }

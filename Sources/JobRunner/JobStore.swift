@@ -68,7 +68,24 @@ public protocol JobStore: Sendable {
     func liveJob(uniqueKey: String, in tx: Transaction) throws -> JobRecord?
     func jobs(matching filter: JobFilter) async throws -> [JobRecord]
     func steps(of jobID: JobID) async throws -> [StepRecord]
-    func countByState() async throws -> [JobState: Int]
+    func countByKindAndState() async throws -> [JobCountKey: Int]
+    /// Jobs of `kinds` (empty: every kind) a worker could claim at `now`: queued or retrying
+    /// and due, or running with a lease that ran out. What a progress display counts down.
+    func countDue(kinds: [String], now: Date) async throws -> Int
+
+    /// Stops every worker, on any machine, from claiming jobs of `kind` (running ones finish)
+    /// until `resume`. False when it was paused already (the first pause's record stays).
+    func pause(kind: String, by actor: String, reason: String?, now: Date) async throws -> Bool
+    /// False when the kind was not paused.
+    func resume(kind: String) async throws -> Bool
+    func pausedKinds() async throws -> [PausedKind]
+
+    /// Jobs an operator should hear about, oldest first, of `kinds` (empty: every kind).
+    /// Always the dead ones; with `.stuck(now:)` also every job backing off or leased and
+    /// every queued one due by `now`; with `.overdue(before:)` the waiting ones due before
+    /// that instant and the running ones whose lease ran out before it. Waiting jobs of a
+    /// paused kind are left out: nobody is meant to run them.
+    func jobsNeedingAttention(kinds: [String], _ scope: AttentionScope, limit: Int) async throws -> [JobRecord]
 
     /// For cron-style schedules: returns true exactly once per (name, slot), across
     /// processes, so overlapping `worker --once` runs enqueue a scheduled job once.
@@ -80,8 +97,23 @@ public protocol JobStore: Sendable {
     func probeEffectCount(jobID: JobID) async throws -> Int
 }
 
+/// One cell of the queue's counts.
+public struct JobCountKey: Hashable, Sendable {
+    public var kind: String
+    public var state: JobState
+
+    public init(kind: String, state: JobState) {
+        self.kind = kind
+        self.state = state
+    }
+}
+
 extension JobStore {
     public var savepointsAreCheap: Bool { true }
+
+    public func countByState() async throws -> [JobState: Int] {
+        try await countByKindAndState().reduce(into: [:]) { counts, cell in counts[cell.key.state, default: 0] += cell.value }
+    }
 
     public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws {
         _ = try markStepDone(jobID: jobID, step: step, output: output, owner: owner, now: now, in: tx)

@@ -51,12 +51,14 @@ public struct DrainSummary: Sendable, Equatable {
     public var leaseLost = 0
     public var released = 0
     public var failures: [String] = []
+    /// Kinds this run could not run (their policy file is broken).
+    public var unrunnableKinds: [String] = []
 
     public init() {}
 
     public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost + released }
-    /// What cron should see: every job this run touched finished well.
-    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 }
+    /// What cron should see: every job this run touched finished well, and no kind was left out.
+    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 && unrunnableKinds.isEmpty }
 
     mutating func add(_ outcome: JobOutcome, job: JobRecord) {
         switch outcome {
@@ -88,6 +90,11 @@ public final class Worker<Store: JobStore>: Sendable {
     private let shuttingDown = ShutdownFlag()
     private let held = HeldJobs()
     private let transactions: TransactionBatcher<Store.Transaction>
+    /// The policy of every kind this worker runs, read once.
+    private let kindPolicies: [String: JobPolicy]
+    /// Kinds left out because their policy file is broken, with its error: one bad file
+    /// stops only its own kinds, and each run reports them instead of ending green.
+    public let unrunnableKinds: [String: String]
 
     public init(
         store: Store, registry: JobRegistry<Store.Transaction>, policies: PolicyBook, clock: any TimeSource,
@@ -101,6 +108,17 @@ public final class Worker<Store: JobStore>: Sendable {
         self.options = options
         self.logger = logger
         self.events = events
+        var kindPolicies: [String: JobPolicy] = [:]
+        var unrunnable: [String: String] = [:]
+        for kind in registry.names where options.kinds?.contains(kind) ?? true {
+            do {
+                kindPolicies[kind] = try policies.policy(for: kind)
+            } catch {
+                unrunnable[kind] = "\(error)"
+            }
+        }
+        self.kindPolicies = kindPolicies
+        self.unrunnableKinds = unrunnable
         if store.savepointsAreCheap {
             self.transactions = TransactionBatcher(
                 write: { work in try await store.write(work) },
@@ -111,8 +129,11 @@ public final class Worker<Store: JobStore>: Sendable {
     }
 
     private var kindNames: [String] {
-        registry.names.filter { options.kinds?.contains($0) ?? true }
+        registry.names.filter { kindPolicies[$0] != nil }
     }
+
+    /// A kind's policy; a job of a kind this worker does not run (an unknown kind) gets the defaults.
+    private func policy(for kind: String) -> JobPolicy { kindPolicies[kind] ?? JobPolicy() }
 
     /// Runs everything due now, then returns: the `worker --once` cron mode.
     public func drain() async throws -> DrainSummary {
@@ -130,7 +151,7 @@ public final class Worker<Store: JobStore>: Sendable {
         let now = clock.now()
         var outcomes: [EnqueueOutcome] = []
         for kind in kindNames {
-            let policy = policies.policy(for: kind)
+            let policy = policy(for: kind)
             guard let schedule = policy.schedule, let slot = schedule.latestSlot(atOrBefore: now) else { continue }
             let store = self.store
             let outcome: EnqueueOutcome? = try await store.write { tx in
@@ -139,7 +160,7 @@ public final class Worker<Store: JobStore>: Sendable {
                 return try store.enqueue(request, policy: policy, now: now, in: tx)
             }
             if let outcome {
-                logger.info("scheduled job enqueued", metadata: ["kind": "\(kind)", "slot": "\(ISO8601.format(slot))", "job": "\(outcome.job.id)"])
+                logger.info("scheduled job enqueued", metadata: ["kind": "\(kind)", "slot": "\(ISO8601.format(slot))", "job": .stringConvertible(outcome.job.id)])
                 outcomes.append(outcome)
             }
         }
@@ -159,6 +180,11 @@ public final class Worker<Store: JobStore>: Sendable {
 
     private func claimAndRun(untilIdle: Bool) async throws -> DrainSummary {
         var summary = DrainSummary()
+        for (kind, error) in unrunnableKinds.sorted(by: { $0.key < $1.key }) {
+            logger.error("job kind not run: its policy cannot be used", metadata: ["kind": "\(kind)", "error": "\(error)"])
+            summary.unrunnableKinds.append(kind)
+            summary.failures.append("kind \(kind) was not run: \(error)")
+        }
         let kinds = kindNames
         guard !kinds.isEmpty else { return summary }
         try await uncancelled { try await self.enqueueScheduledJobs() }
@@ -166,7 +192,7 @@ public final class Worker<Store: JobStore>: Sendable {
         let heartbeat = startHeartbeat()
         defer { heartbeat.cancel() }
 
-        try await withThrowingTaskGroup(of: (JobRecord, JobOutcome).self) { group in
+        try await withThrowingTaskGroup(of: (JobRecord, JobOutcome, Duration).self) { group in
             var inFlight: [String: Int] = [:]
             var buffered: [ClaimedJob] = []
             var running = 0
@@ -177,16 +203,20 @@ public final class Worker<Store: JobStore>: Sendable {
                 if !stopping {
                     if running < options.concurrency && buffered.isEmpty {
                         buffered = try await uncancelled { try await self.claimBatch(kinds: kinds) }
-                        for claimed in buffered { held.add(claimed.record.id, lease: policies.policy(for: claimed.record.kind).lease) }
+                        for claimed in buffered { held.add(claimed.record.id, lease: policy(for: claimed.record.kind).lease) }
                     }
                     while !shuttingDown.isSet, running < options.concurrency,
-                          let next = buffered.firstIndex(where: { inFlight[$0.record.kind, default: 0] < policies.policy(for: $0.record.kind).concurrency }) {
+                          let next = buffered.firstIndex(where: { inFlight[$0.record.kind, default: 0] < policy(for: $0.record.kind).concurrency }) {
                         let claimed = buffered.remove(at: next)
                         running += 1
                         inFlight[claimed.record.kind, default: 0] += 1
                         // An unstructured task does not inherit cancellation: on SIGTERM the step
                         // in flight runs to its end, then the job is handed back between steps.
-                        group.addTask { (claimed.record, await Task { await self.execute(claimed) }.value) }
+                        group.addTask {
+                            let started = ContinuousClock.now
+                            let outcome = await Task { await self.execute(claimed) }.value
+                            return (claimed.record, outcome, started.duration(to: .now))
+                        }
                     }
                 }
                 if running == 0 {
@@ -198,7 +228,8 @@ public final class Worker<Store: JobStore>: Sendable {
                     }
                     continue
                 }
-                guard let (job, outcome) = try await group.next() else { break }
+                guard let (job, outcome, took) = try await group.next() else { break }
+                RunnerMetrics.finished(kind: job.kind, outcome: outcome, took: took)
                 held.remove(job.id)
                 running -= 1
                 inFlight[job.kind, default: 1] -= 1
@@ -231,7 +262,7 @@ public final class Worker<Store: JobStore>: Sendable {
         var quota: [String: Int] = [:]
         var leases: [String: TimeInterval] = [:]
         for kind in kinds {
-            let policy = policies.policy(for: kind)
+            let policy = policy(for: kind)
             quota[kind] = min(batch, policy.concurrency * 2)
             leases[kind] = policy.lease
         }
@@ -241,7 +272,7 @@ public final class Worker<Store: JobStore>: Sendable {
     private func execute(_ claimed: ClaimedJob) async -> JobOutcome {
         let job = claimed.record
         var jobLogger = logger
-        jobLogger[metadataKey: "job"] = "\(job.id)"
+        jobLogger[metadataKey: "job"] = .stringConvertible(job.id)
         jobLogger[metadataKey: "kind"] = "\(job.kind)"
         events(.started(job))
 
@@ -251,7 +282,7 @@ public final class Worker<Store: JobStore>: Sendable {
             events(.finished(job, outcome))
             return outcome
         }
-        let policy = policies.policy(for: job.kind)
+        let policy = policy(for: job.kind)
         guard let kind = registry[job.kind] else {
             let outcome = await recordFailure(job, error: JobRunnerError.unknownKind(job.kind), policy: policy, logger: jobLogger)
             events(.finished(job, outcome))
@@ -357,10 +388,10 @@ public final class Worker<Store: JobStore>: Sendable {
         do {
             let state = try await store.markFailed(jobID: job.id, owner: options.owner, error: message, retryAt: retryAt, now: now)
             if state == .retrying, let retryAt {
-                logger.warning("attempt failed; will retry", metadata: ["attempt": "\(job.attempt)", "retry_at": "\(ISO8601.format(retryAt))", "error": "\(message)"])
+                logger.warning("attempt failed; will retry", metadata: ["attempt": .stringConvertible(job.attempt), "retry_at": "\(ISO8601.format(retryAt))", "error": "\(message)"])
                 return .retrying(error: message, at: retryAt)
             }
-            logger.error("job is dead", metadata: ["attempt": "\(job.attempt)", "error": "\(message)"])
+            logger.error("job is dead", metadata: ["attempt": .stringConvertible(job.attempt), "error": "\(message)"])
             return .dead(error: message)
         } catch let storeError as JobRunnerError where storeError.isLeaseLost {
             return .leaseLost
@@ -381,7 +412,7 @@ extension Worker {
         let clock = self.clock
         let logger = self.logger
         let held = self.held
-        let shortestLease = registry.names.map { policies.policy(for: $0).lease }.min() ?? JobPolicy().lease
+        let shortestLease = kindPolicies.values.map(\.lease).min() ?? JobPolicy().lease
         let interval = max(0.2, shortestLease / 3)
         return Task {
             while !Task.isCancelled {
@@ -391,7 +422,7 @@ extension Worker {
                     do {
                         let lost = try await store.heartbeat(jobIDs: ids, owner: owner, lease: lease, now: clock.now())
                         if !lost.isEmpty {
-                            logger.warning("heartbeat found leases taken over", metadata: ["jobs": "\(lost.sorted())"])
+                            logger.warning("heartbeat found leases taken over", metadata: ["jobs": .array(lost.sorted().map { .stringConvertible($0) })])
                         }
                     } catch {
                         logger.warning("heartbeat failed; will try again", metadata: ["error": "\(error)"])

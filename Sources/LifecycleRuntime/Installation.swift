@@ -12,9 +12,10 @@ public protocol InstallationBody {
 }
 
 extension LifecycleConfiguration {
-    /// Opens the installation and runs `body` on it: the SQLite or PostgreSQL store (its
-    /// schema brought up to date, the reference app's tables only when the data map is the
-    /// reference app's), the blob store, and the policies and data map, each parsed once
+    /// Opens the installation and runs `body` on it: the SQLite or PostgreSQL store (one
+    /// `initialize()` made, refused with `.inputMissing` otherwise, without creating
+    /// anything; its schema brought up to date, the reference app's tables only when the
+    /// data map is the reference app's), the blob store, and the policies and data map, each parsed once
     /// for everything the body does. A PostgreSQL store is closed when the body returns; a
     /// SQLite file is closed once the services are released.
     ///
@@ -22,12 +23,14 @@ extension LifecycleConfiguration {
     /// body throws come back as thrown (a SQLite file found full or damaged is named);
     /// `LifecycleError(classifying:)` gives any of them a category.
     public func withInstallation<Body: InstallationBody>(_ body: Body) async throws -> Body.Output {
+        try validateLocations()
         let dataMap = Result { try DataMap(jobsDirectory: jobsDirectory) }
         // A map that cannot be read counts as the reference app's: what needs the map reports it.
         let referenceSchema = (try? dataMap.get().isReferenceApp) ?? true
         guard usesPostgres else {
             let services: LifecycleServices<SQLiteStore>
             do {
+                try refuseUnlessInstalled(try SQLiteStore.installationState(path: database), location: "SQLite file \(database)")
                 services = try await self.services(
                     around: try SQLiteStore(path: database, referenceSchema: referenceSchema), dataMap: dataMap)
             } catch {
@@ -42,11 +45,18 @@ extension LifecycleConfiguration {
         }
         let store: PostgresStore
         do {
-            store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, referenceSchema: referenceSchema)
+            store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, migrating: false)
         } catch {
             throw LifecycleError(classifying: error)
         }
         defer { store.close() }
+        do {
+            try refuseUnlessInstalled(try await store.installationState, location: store.location)
+            // An installation made by an older release is brought up to date as it is opened.
+            try await store.migrate(referenceSchema: referenceSchema)
+        } catch {
+            throw LifecycleError(classifying: error)
+        }
         let services: LifecycleServices<PostgresStore>
         do {
             services = try await self.services(around: store, dataMap: dataMap)
@@ -54,6 +64,61 @@ extension LifecycleConfiguration {
             throw LifecycleError(classifying: error)
         }
         return try await body.run(services: services)
+    }
+
+    /// Creates the installation, or brings an existing one up to date: lifecycle's own
+    /// tables, plus the reference app's when the data map is the reference app's. An app's
+    /// own database must exist already (a SQLite file is created only for the reference
+    /// app), and its data map must hold against it: `init` never starts an installation
+    /// that every later command would refuse.
+    public func initialize() async throws -> InitializeReport {
+        try validateLocations()
+        let dataMap = try DataMap(jobsDirectory: jobsDirectory)
+        let referenceSchema = dataMap.isReferenceApp
+        if !referenceSchema {
+            // Checked before lifecycle's own tables are added, against the app's tables alone.
+            let (catalog, _) = try await readCatalog()
+            _ = try DataMapPlan(map: dataMap, catalog: catalog)
+        }
+        guard usesPostgres else {
+            do {
+                let before = try SQLiteStore.installationState(path: database)
+                let store = try SQLiteStore(path: database, referenceSchema: referenceSchema)
+                return InitializeReport(
+                    database: "SQLite file \(database)", created: before != .initialised, referenceSchema: referenceSchema,
+                    migrations: try store.appliedMigrations)
+            } catch {
+                throw LifecycleError(classifying: SQLiteStoreError.classify(error, path: database) ?? error)
+            }
+        }
+        do {
+            let store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, migrating: false)
+            defer { store.close() }
+            let before = try await store.installationState
+            let migrations = try await store.migrate(referenceSchema: referenceSchema)
+            return InitializeReport(database: store.location, created: before != .initialised, referenceSchema: referenceSchema, migrations: migrations)
+        } catch {
+            throw LifecycleError(classifying: error)
+        }
+    }
+
+    /// Mistyped locations are usage errors, named before anything is opened or refused.
+    private func validateLocations() throws {
+        try BlobLocation.validate(blobs, environment: environment)
+        if usesPostgres { _ = try postgresLocation() }
+    }
+
+    private func refuseUnlessInstalled(_ state: InstallationState, location: String) throws {
+        let why: String
+        switch state {
+        case .initialised: return
+        case .missing: why = "\(location) does not exist"
+        case .uninitialised: why = "\(location) has no lifecycle tables"
+        }
+        throw LifecycleError(.inputMissing, """
+            no lifecycle installation: \(why). Pass the installation's --database (or LIFECYCLE_DATABASE), or create \
+            one there with `lifecycle init`; nothing was created
+            """)
     }
 
     /// The services around a store the caller opened itself (as `lifecycle demo` does, always
@@ -94,5 +159,19 @@ extension LifecycleConfiguration {
         let store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, migrating: false)
         defer { store.close() }
         return (try await store.catalog(), store.location)
+    }
+}
+
+/// What `initialize()` found and did.
+public struct InitializeReport: Codable, Sendable {
+    public var database: String
+    /// False when the database was an installation already (then only brought up to date).
+    public var created: Bool
+    /// Whether the reference app's tables are part of the installation.
+    public var referenceSchema: Bool
+    public var migrations: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case database, created, referenceSchema = "reference_schema", migrations
     }
 }

@@ -9,6 +9,8 @@ import Lifecycle
 public struct PurgeDrain<Store: LifecycleStore>: Sendable {
     /// What a run is doing, for a progress display.
     public enum Progress: Sendable {
+        /// After the sweep: how many purge jobs are due now (a total to count down).
+        case due(Int)
         /// A purge job started on this account.
         case started(account: String)
         /// A purge job finished; `purged` accounts are purged so far in this run.
@@ -40,6 +42,9 @@ public struct PurgeDrain<Store: LifecycleStore>: Sendable {
         limit: Int? = nil, concurrency: Int = 16, progress: @escaping @Sendable (Progress) -> Void = { _ in }
     ) async throws -> PurgeRunReport {
         let sweepReport = try await sweep.enqueueDuePurges()
+        if let due = try? await services.store.countDue(kinds: [DeletionJobs.purgeKind], now: services.clock.now()) {
+            progress(.due(limit.map { min($0, due) } ?? due))
+        }
         let summary = try await runPurges(limit: limit, concurrency: concurrency, progress: progress)
         return PurgeRunReport(sweep: sweepReport, run: summary)
     }
@@ -95,6 +100,10 @@ public struct PurgeRunSummary: Codable, Sendable {
     public var failures: [String] = []
     /// Started but handed back between steps (the process was asked to stop); the next run resumes them.
     public var handedBack: [String] = []
+
+    enum CodingKeys: String, CodingKey {
+        case purged, skipped, failures, handedBack = "handed_back"
+    }
 }
 
 /// What one run did, fed by worker events from several tasks.

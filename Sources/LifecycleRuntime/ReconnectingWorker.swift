@@ -14,7 +14,7 @@ extension Worker {
                 return try await run()
             } catch let error as PostgresStoreError where error.isUnavailable {
                 if Task.isCancelled { return DrainSummary() }
-                logger.warning("database unavailable; trying again", metadata: ["in_seconds": "\(Int(delay))", "error": "\(error.message)"])
+                logger.warning("database unavailable; trying again", metadata: ["in_seconds": .stringConvertible(Int(delay)), "error": "\(error.message)"])
                 try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
                 if Task.isCancelled { return DrainSummary() }
                 delay = min(delay * 2, 30)

@@ -41,8 +41,8 @@ public enum StoreCopier {
         if let toBlobs, URL(fileURLWithPath: toBlobs).standardizedFileURL == URL(fileURLWithPath: source.blobs).standardizedFileURL {
             throw LifecycleError(.badConfiguration, "--to-blobs is the source blob directory itself; leave it out to keep the blobs where they are")
         }
-        guard FileManager.default.fileExists(atPath: source.database) else {
-            throw LifecycleError(.inputMissing, "\(source.database): no such SQLite file to copy from")
+        guard try SQLiteStore.installationState(path: source.database) == .initialised else {
+            throw LifecycleError(.inputMissing, "\(source.database): no lifecycle installation to copy from (pass the installation's --database)")
         }
         let from = try SQLiteStore(path: source.database)
         let location: PostgresLocation
@@ -75,6 +75,10 @@ public struct CopyReport: Encodable, Sendable {
     public var tables: [TableCopyReport]
     /// Nil when the blobs were not copied.
     public var blobs: BlobCopyReport?
+
+    enum CodingKeys: String, CodingKey {
+        case source, destination, tables, blobs
+    }
 }
 
 public struct TableCopyReport: Encodable, Sendable {
@@ -104,8 +108,14 @@ enum RowCopier {
     struct Table: Sendable {
         var name: String
         var isOwn: Bool
+        /// The destination's own rows give way to the source's: the installation's settings
+        /// (its lookup secret, which the purged accounts' lookup digests were made with),
+        /// which a new installation fills in for itself when it is created.
+        var replacesDestination = false
 
-        static func own(_ name: String) -> Table { Table(name: name, isOwn: true) }
+        static func own(_ name: String, replacesDestination: Bool = false) -> Table {
+            Table(name: name, isOwn: true, replacesDestination: replacesDestination)
+        }
         static func app(_ name: String) -> Table { Table(name: name, isOwn: false) }
 
         var source: String { isOwn ? SQLiteStore.ownTable(name) : name }
@@ -122,6 +132,7 @@ enum RowCopier {
         .app("meditation_sessions"),
         .own("audit_events"), .own("exports"), .own("outbox"), .own("purge_inventory"), .own("deletion_attempts"),
         .own("subjects"), .own("purge_progress"),
+        .own("paused_kinds"), .own("holds"), .own("settings", replacesDestination: true), .own("lookup_digests"),
     ]
     /// The source's record of its own migrations: the destination has run its own.
     static let bookkeeping: Set<String> = [SQLiteStore.ownTable("migrations")]
@@ -156,6 +167,7 @@ enum RowCopier {
                     if let missing = sourceColumns.first(where: { columns[$0] == nil }) {
                         throw LifecycleError(.badInput, "the destination's \(table.name) has no column \(missing): is it at the same version as this lifecycle?")
                     }
+                    if table.replacesDestination { _ = try pg.execute(PostgresQuery(unsafeSQL: "DELETE FROM \(table.destination)")) }
                     try copyRows(of: table, columns: sourceColumns, types: columns, from: db, to: pg)
                     let expected = try sourceDigest(of: table, columns: sourceColumns, types: columns, in: db)
                     let found = try destinationDigest(of: table, columns: sourceColumns, types: columns, in: pg)

@@ -112,12 +112,14 @@ extension PostgresStore: JobStore {
             let rescued = try tx.query("""
                 SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
                 WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
+                  AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)
                 ORDER BY lease_expires_at LIMIT \(total)
                 FOR UPDATE SKIP LOCKED
                 """)
             let ready = try tx.query("""
                 SELECT j.id, j.kind, j.attempt, j.max_attempts
-                FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS q(kind, n)
+                FROM (SELECT * FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS u(kind, n)
+                      WHERE u.kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)) AS q
                 CROSS JOIN LATERAL (
                     SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle.jobs
                     WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= \(now)
@@ -305,6 +307,30 @@ extension PostgresStore: JobStore {
         }
     }
 
+    public func jobsNeedingAttention(kinds: [String], _ scope: AttentionScope, limit: Int) async throws -> [JobRecord] {
+        try await read { tx in
+            switch scope {
+            case .stuck(let now):
+                try tx.query("""
+                    SELECT * FROM lifecycle.jobs
+                    WHERE (state = 'dead' OR ((state IN ('retrying','running') OR (state = 'queued' AND run_at <= \(now)))
+                                              AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)))
+                      AND (cardinality(\(kinds)::text[]) = 0 OR kind = ANY(\(kinds)::text[]))
+                    ORDER BY updated_at, id LIMIT \(limit)
+                    """).map(JobRecord.init(row:))
+            case .overdue(let before):
+                try tx.query("""
+                    SELECT * FROM lifecycle.jobs
+                    WHERE (state = 'dead' OR (((state IN ('queued','retrying') AND run_at < \(before))
+                                               OR (state = 'running' AND lease_expires_at < \(before)))
+                                              AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)))
+                      AND (cardinality(\(kinds)::text[]) = 0 OR kind = ANY(\(kinds)::text[]))
+                    ORDER BY updated_at, id LIMIT \(limit)
+                    """).map(JobRecord.init(row:))
+            }
+        }
+    }
+
     public func steps(of jobID: JobID) async throws -> [StepRecord] {
         try await read { tx in
             try tx.query("SELECT job_id, step, output, finished_at FROM lifecycle.job_steps WHERE job_id = \(jobID) ORDER BY finished_at, step").map { row in
@@ -314,14 +340,48 @@ extension PostgresStore: JobStore {
         }
     }
 
-    public func countByState() async throws -> [JobState: Int] {
+    public func countDue(kinds: [String], now: Date) async throws -> Int {
         try await read { tx in
-            var counts: [JobState: Int] = [:]
-            for row in try tx.query("SELECT state, COUNT(*) FROM lifecycle.jobs GROUP BY state") {
-                let (state, count) = try row.decode((String, Int64).self)
-                if let state = JobState(rawValue: state) { counts[state] = Int(count) }
+            Int(try tx.query("""
+                SELECT COUNT(*) FROM lifecycle.jobs
+                WHERE ((state IN ('queued','retrying') AND run_at <= \(now)) OR (state = 'running' AND lease_expires_at < \(now)))
+                  AND (cardinality(\(kinds)::text[]) = 0 OR kind = ANY(\(kinds)::text[]))
+                """).first?.decode(Int64.self) ?? 0)
+        }
+    }
+
+    public func countByKindAndState() async throws -> [JobCountKey: Int] {
+        try await read { tx in
+            var counts: [JobCountKey: Int] = [:]
+            for row in try tx.query("SELECT kind, state, COUNT(*) FROM lifecycle.jobs GROUP BY kind, state") {
+                let (kind, state, count) = try row.decode((String, String, Int64).self)
+                if let state = JobState(rawValue: state) { counts[JobCountKey(kind: kind, state: state)] = Int(count) }
             }
             return counts
+        }
+    }
+
+    public func pause(kind: String, by actor: String, reason: String?, now: Date) async throws -> Bool {
+        try await write { tx in
+            try tx.query("""
+                INSERT INTO lifecycle.paused_kinds (kind, paused_at, paused_by, reason) VALUES (\(kind), \(now), \(actor), \(reason))
+                ON CONFLICT (kind) DO NOTHING RETURNING kind
+                """).count == 1
+        }
+    }
+
+    public func resume(kind: String) async throws -> Bool {
+        try await write { tx in
+            try tx.query("DELETE FROM lifecycle.paused_kinds WHERE kind = \(kind) RETURNING kind").count == 1
+        }
+    }
+
+    public func pausedKinds() async throws -> [PausedKind] {
+        try await read { tx in
+            try tx.query("SELECT kind, paused_at, paused_by, reason FROM lifecycle.paused_kinds ORDER BY kind").map { row in
+                let (kind, at, by, reason) = try row.decode((String, Date, String, String?).self)
+                return PausedKind(kind: kind, pausedAt: at, pausedBy: by, reason: reason)
+            }
         }
     }
 

@@ -273,6 +273,43 @@ enum Migrations {
             )
             """,
         ]),
+        // Operations: see the SQLite backend's migration of the same name.
+        Migration(name: "v6-operations", statements: [
+            """
+            CREATE TABLE lifecycle.paused_kinds (
+                kind TEXT PRIMARY KEY,
+                paused_at TIMESTAMPTZ NOT NULL,
+                paused_by TEXT NOT NULL,
+                reason TEXT
+            )
+            """,
+            """
+            CREATE TABLE lifecycle.holds (
+                id BIGSERIAL PRIMARY KEY,
+                subject_key TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                held_by TEXT NOT NULL,
+                held_at TIMESTAMPTZ NOT NULL,
+                until TIMESTAMPTZ,
+                released_at TIMESTAMPTZ,
+                released_by TEXT
+            )
+            """,
+            "CREATE UNIQUE INDEX holds_active ON lifecycle.holds (subject_key) WHERE released_at IS NULL",
+            "CREATE TABLE lifecycle.settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            // gen_random_uuid draws from the server's strong random source (PostgreSQL 13+).
+            """
+            INSERT INTO lifecycle.settings (name, value)
+            VALUES ('lookup_salt', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))
+            """,
+            """
+            CREATE TABLE lifecycle.lookup_digests (
+                digest TEXT NOT NULL,
+                subject_key TEXT NOT NULL,
+                PRIMARY KEY (digest, subject_key)
+            )
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to
@@ -588,4 +625,21 @@ enum ReferenceSchema {
         """,
         "CREATE INDEX meditation_sessions_account ON meditation_sessions(account_id)",
     ]
+}
+
+extension Migrations {
+    /// Whether lifecycle's tables are there, read without creating anything: in the
+    /// `lifecycle` schema, or (an earlier release's) `schema_migrations` with our names.
+    static func isInstalled(_ tx: PostgresTransaction) throws -> Bool {
+        if try tx.query("SELECT to_regclass('lifecycle.schema_migrations') IS NOT NULL").first?.decode(Bool.self) ?? false {
+            return true
+        }
+        let earlier = try tx.query("""
+            SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                           WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'name')
+            """).first?.decode(Bool.self) ?? false
+        guard earlier else { return false }
+        let first = all[0].name
+        return try tx.query("SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE name::text = \(first))").first?.decode(Bool.self) ?? false
+    }
 }

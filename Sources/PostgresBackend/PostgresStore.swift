@@ -53,8 +53,8 @@ public final class PostgresStore: Sendable {
 
     /// Returns the names of the applied migrations.
     @discardableResult
-    public func migrate() async throws -> [String] {
-        try await write { tx in try Migrations.migrate(tx) }
+    public func migrate(referenceSchema: Bool = true) async throws -> [String] {
+        try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema) }
     }
 
     public var appliedMigrations: [String] {
@@ -117,3 +117,10 @@ struct SendableError: Error, @unchecked Sendable {
 }
 
 extension PostgresStore: LifecycleStore {}
+
+extension PostgresStore {
+    /// Whether this database holds a lifecycle installation; changes nothing.
+    public var installationState: InstallationState {
+        get async throws { try await read { tx in try Migrations.isInstalled(tx) } ? .initialised : .uninitialised }
+    }
+}

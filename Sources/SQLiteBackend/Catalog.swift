@@ -76,3 +76,34 @@ extension SQLiteStore {
         return upper.isEmpty ? .bytes : .other
     }
 }
+
+extension SQLiteStore {
+    /// Whether `path` holds a lifecycle installation, found without writing anything
+    /// (not even the file): commands other than `lifecycle init` refuse a missing or
+    /// never-initialised database instead of silently starting an empty one there.
+    public static func installationState(path: String) throws -> InstallationState {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return .missing }
+        if isFolder.boolValue {
+            throw SQLiteStoreError(message: "cannot open the SQLite database at \(path): it is a folder, not a file")
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        do {
+            return try DatabaseQueue(path: path, configuration: configuration).read { db in
+                if try db.tableExists("lifecycle_migrations"),
+                   try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM lifecycle_migrations") ?? 0 > 0 {
+                    return .initialised
+                }
+                // A release that used GRDB's migrator recorded its migrations there.
+                if try db.tableExists("grdb_migrations"),
+                   try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1-job-runner')") ?? false {
+                    return .initialised
+                }
+                return .uninitialised
+            }
+        } catch {
+            throw SQLiteStoreError.classify(error, path: path) ?? SQLiteStoreError(message: "cannot read the SQLite database at \(path): \(error)")
+        }
+    }
+}

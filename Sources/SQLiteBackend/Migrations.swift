@@ -241,6 +241,44 @@ enum Migrations {
                 ) WITHOUT ROWID;
                 """)
         }
+
+        // Operations: kinds an operator paused, holds on accounts (kept after they end, for
+        // the audit and the purge receipt), the installation's own secret for hashing lookup
+        // values, and those hashes of purged accounts so that `audit` still finds them.
+        migrator.registerMigration("v6-operations") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_paused_kinds (
+                    kind TEXT PRIMARY KEY,
+                    paused_at DATETIME NOT NULL,
+                    paused_by TEXT NOT NULL,
+                    reason TEXT
+                ) WITHOUT ROWID;
+
+                CREATE TABLE lifecycle_holds (
+                    id INTEGER PRIMARY KEY,
+                    subject_key TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    held_by TEXT NOT NULL,
+                    held_at DATETIME NOT NULL,
+                    until DATETIME,
+                    released_at DATETIME,
+                    released_by TEXT
+                );
+                CREATE UNIQUE INDEX lifecycle_holds_active ON lifecycle_holds(subject_key) WHERE released_at IS NULL;
+
+                CREATE TABLE lifecycle_settings (
+                    name TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO lifecycle_settings (name, value) VALUES ('lookup_salt', lower(hex(randomblob(32))));
+
+                CREATE TABLE lifecycle_lookup_digests (
+                    digest TEXT NOT NULL,
+                    subject_key TEXT NOT NULL,
+                    PRIMARY KEY (digest, subject_key)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -256,10 +256,10 @@ extension SQLiteStore {
             var buried: [JobID] = []
             // Rescue first: a job whose worker died should not wait behind new work.
             let rescued = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) ORDER BY lease_expires_at LIMIT ?"),
+                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds) ORDER BY lease_expires_at LIMIT ?"),
                 arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
             let ready = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) ORDER BY run_at, id LIMIT ?"),
+                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds) ORDER BY run_at, id LIMIT ?"),
                 arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
             for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
                 let kind: String = row["kind"]
@@ -440,6 +440,29 @@ extension SQLiteStore {
         }
     }
 
+    public func jobsNeedingAttention(kinds: [String], _ scope: AttentionScope, limit: Int) async throws -> [JobRecord] {
+        let waiting: String
+        let instant: Date
+        switch scope {
+        case .stuck(let now):
+            waiting = "state IN ('retrying','running') OR (state = 'queued' AND run_at <= :instant)"
+            instant = now
+        case .overdue(let before):
+            waiting = "(state IN ('queued','retrying') AND run_at < :instant) OR (state = 'running' AND lease_expires_at < :instant)"
+            instant = before
+        }
+        let kindClause = kinds.isEmpty ? "" : "AND kind IN (\(kinds.indices.map { ":k\($0)" }.joined(separator: ",")))"
+        var arguments: [String: (any DatabaseValueConvertible)?] = ["instant": instant, "limit": limit]
+        for (index, kind) in kinds.enumerated() { arguments["k\(index)"] = kind }
+        let sql = """
+            SELECT * FROM lifecycle_jobs
+            WHERE (state = 'dead' OR ((\(waiting)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds))) \(kindClause)
+            ORDER BY updated_at, id LIMIT :limit
+            """
+        let bound = StatementArguments(arguments)
+        return try await pool.read { db in try Row.fetchAll(db, sql: sql, arguments: bound).map(JobRecord.init(row:)) }
+    }
+
     public func steps(of jobID: JobID) async throws -> [StepRecord] {
         try await pool.read { db in
             try Row.fetchAll(
@@ -448,13 +471,48 @@ extension SQLiteStore {
         }
     }
 
-    public func countByState() async throws -> [JobState: Int] {
+    public func countDue(kinds: [String], now: Date) async throws -> Int {
+        let kindClause = kinds.isEmpty ? "" : "AND kind IN (\(kinds.map { _ in "?" }.joined(separator: ",")))"
+        let arguments = StatementArguments([now, now]) + StatementArguments(kinds)
+        return try await pool.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM lifecycle_jobs
+                WHERE ((state IN ('queued','retrying') AND run_at <= ?) OR (state = 'running' AND lease_expires_at < ?)) \(kindClause)
+                """, arguments: arguments) ?? 0
+        }
+    }
+
+    public func countByKindAndState() async throws -> [JobCountKey: Int] {
         try await pool.read { db in
-            var counts: [JobState: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM lifecycle_jobs GROUP BY state") {
-                if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
+            var counts: [JobCountKey: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT kind, state, COUNT(*) AS n FROM lifecycle_jobs GROUP BY kind, state") {
+                if let state = JobState(rawValue: row["state"]) { counts[JobCountKey(kind: row["kind"], state: state)] = row["n"] }
             }
             return counts
+        }
+    }
+
+    public func pause(kind: String, by actor: String, reason: String?, now: Date) async throws -> Bool {
+        try await write { tx in
+            try tx.db.execute(
+                sql: "INSERT INTO lifecycle_paused_kinds (kind, paused_at, paused_by, reason) VALUES (?, ?, ?, ?) ON CONFLICT(kind) DO NOTHING",
+                arguments: [kind, now, actor, reason])
+            return tx.db.changesCount == 1
+        }
+    }
+
+    public func resume(kind: String) async throws -> Bool {
+        try await write { tx in
+            try tx.db.execute(sql: "DELETE FROM lifecycle_paused_kinds WHERE kind = ?", arguments: [kind])
+            return tx.db.changesCount == 1
+        }
+    }
+
+    public func pausedKinds() async throws -> [PausedKind] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT kind, paused_at, paused_by, reason FROM lifecycle_paused_kinds ORDER BY kind").map {
+                PausedKind(kind: $0["kind"], pausedAt: $0["paused_at"], pausedBy: $0["paused_by"], reason: $0["reason"])
+            }
         }
     }
 

@@ -6,8 +6,8 @@ import SQLiteBackend
 
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "accounts", abstract: "Load and inspect accounts.",
-        subcommands: [ImportAccounts.self, ShowAccount.self, SetPasswordCommand.self])
+        commandName: "accounts", abstract: "Load, inspect and hold accounts.",
+        subcommands: [ImportAccounts.self, ShowAccount.self, SetPasswordCommand.self, HoldAccount.self, UnholdAccount.self])
 }
 
 struct ImportAccounts: AsyncParsableCommand, StoreCommand {
@@ -40,7 +40,7 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
-        let progress = ProgressLine(label: "importing \(file)") { services.logger.info("\($0)") }
+        let progress = ProgressLine(label: "importing \(file)", total: Terminal.stderrIsTTY ? lineCount(file) : nil) { services.logger.info("\($0)") }
         let report: ImportReport
         do {
             report = try await importer.importFile(at: file, photosRoot: photosRoot) { line, report in
@@ -81,6 +81,10 @@ struct AccountSummary: Codable {
     var rows: [String: Int]
     var photos: [PhotoRecord]
     var openSessions: Int
+
+    enum CodingKeys: String, CodingKey {
+        case account, preferences, rows, photos, openSessions = "open_sessions"
+    }
 }
 
 /// An account of an app's own database: lifecycle's record of it and its rows per mapped table.
@@ -159,4 +163,18 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         return .ok
     }
+}
+
+/// Lines in a file (its newline bytes, plus a last line without one), read in 1 MiB
+/// chunks: the total an import's progress counts down to. Nil if it cannot be read.
+func lineCount(_ path: String) -> Int? {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+    defer { try? handle.close() }
+    var lines = 0
+    var last: UInt8 = 0x0A
+    while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+        lines += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        last = chunk.last ?? last
+    }
+    return lines + (last == 0x0A ? 0 : 1)
 }

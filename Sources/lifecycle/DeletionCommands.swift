@@ -112,10 +112,11 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
         discussion: """
             Allowed only while the account is pending deletion and before its purge date; the scheduled purge is
             cancelled in the same transaction. Sessions stay signed out: the user signs in again. Refused with
-            exit 65 once the purge date has passed or the purge has started.
+            exit 65 once the purge date has passed or the purge has started. Audited with the operator's name.
             """)
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var operatorOption: OperatorOption
     @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
 
     func run() async throws {
@@ -125,7 +126,7 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let result = try await DeletionService(services: services, directory: try await services.directory()).restore(account: account, actor: "cli")
+        let result = try await DeletionService(services: services, directory: try await services.directory()).restore(account: account, actor: operatorOption.actor)
         if options.json {
             try Terminal.printJSON(result)
         } else {
@@ -140,9 +141,10 @@ struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-password",
         abstract: "Set an account's password, read from standard input, stored as argon2id.",
-        discussion: "For accounts whose imported hash is in a format that cannot be verified. Audited, without the password.")
+        discussion: "For accounts whose imported hash is in a format that cannot be verified. Audited with the operator's name, without the password.")
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var operatorOption: OperatorOption
     @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
     @Flag(name: .customLong("password-stdin"), help: "Read the new password from standard input (required).") var passwordStdin = false
 
@@ -161,13 +163,27 @@ struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let password = try readPasswordFromStandardInput()
         let format = try await DeletionService(services: services, directory: try await services.directory())
-            .setPassword(account: account, password: password, actor: "cli")
+            .setPassword(account: account, password: password, actor: operatorOption.actor)
         if options.json {
             try Terminal.printJSON(["account": account, "hash_format": format])
         } else {
             Terminal.line("Password of account \(account) set (\(format)).")
         }
         return .ok
+    }
+}
+
+struct PurgeCommandReport: Encodable {
+    var sweep: SweepReport
+    var run: PurgeRunSummary
+    /// Purge jobs not done after the run (held by another process, backing off, dead).
+    var attention: [JobAttention]
+    var paused: PausedKind?
+    /// Due purges that wait because deletion.purge is paused.
+    var waitingForResume: Int
+
+    enum CodingKeys: String, CodingKey {
+        case sweep, run, attention, paused, waitingForResume = "waiting_for_resume"
     }
 }
 
@@ -178,13 +194,15 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         discussion: """
             Enqueues a purge job for each due account that has none (e.g. accounts imported already pending),
             runs the due purge jobs in this process, and prints how many accounts were purged, skipped (restored
-            meanwhile, or already done) and failed. Exit 0 when every purge it ran finished, 75 when some will
-            retry or are dead (`lifecycle jobs list --kind deletion.purge --state dead`). Overlapping runs are
-            safe: each account is purged exactly once.
+            meanwhile, or already done) and failed, and names the due accounts on hold (`accounts hold`), which
+            are left alone. Exit 0 when every due purge is done (held accounts apart); 75 when any purge is left
+            undone, whoever left it so: retrying, dead, held by another process, or waiting while deletion.purge
+            is paused (each named, with what to do). Overlapping runs are safe: each account is purged exactly once.
             --dry-run changes nothing and lists each due account with the rows and blobs that would go.
             """)
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var metrics: MetricsOption
     @Flag(name: .customLong("dry-run"), help: "List what would be purged; change nothing.") var dryRun = false
     @Option(help: "Purge (or list) at most this many accounts in this run.") var limit: Int?
     @Option(help: "Purges run at once in this process, at most the purge policy's concurrency (1 when --limit is given).") var concurrency: Int = 16
@@ -204,10 +222,21 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         let drain = try await PurgeDrain(services: services)
         if dryRun { return try await preview(drain) }
 
+        let registry = metrics.start()
         let runReport = try await runPurges(drain)
         let report = runReport.run
+        let store = drain.services.store
+        let now = drain.services.clock.now()
+        // A run with a limit leaves due purges queued on purpose: only what is stuck counts then.
+        let attention = try await JobAttention.stuck(in: store, kinds: [DeletionJobs.purgeKind], now: now)
+            .filter { limit == nil || $0.reason != .waiting }
+        let pause = try await store.pausedKinds().first { $0.kind == DeletionJobs.purgeKind }
+        let waitingForResume = pause == nil ? 0 : try await store.jobs(
+            matching: JobFilter(states: [.queued, .retrying], kinds: [DeletionJobs.purgeKind], limit: 100_000)
+        ).filter { $0.runAt <= now }.count
         if options.json {
-            try Terminal.printJSON(runReport)
+            try Terminal.printJSON(PurgeCommandReport(
+                sweep: runReport.sweep, run: report, attention: attention, paused: pause, waitingForResume: waitingForResume))
         } else {
             let sweepReport = runReport.sweep
             Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
@@ -219,8 +248,17 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             if !report.failures.isEmpty {
                 Terminal.note("Failed purges retry by themselves; see `lifecycle jobs list --kind \(DeletionJobs.purgeKind)` and Jobs/runbooks/deletion-and-purge.md.")
             }
+            if !sweepReport.held.isEmpty {
+                Terminal.line("\(sweepReport.held.count) due account(s) on hold, not purged: \(sweepReport.held.joined(separator: ", "))"
+                    + " (`lifecycle audit ACCOUNT` shows each hold; `lifecycle accounts unhold ACCOUNT` lifts it)")
+            }
+            reportAttention(attention)
+            if let pause, waitingForResume > 0 {
+                Terminal.note("\(waitingForResume) due purge(s) wait: " + describe(pause))
+            }
         }
-        return report.failures.isEmpty ? .ok : .tryLater
+        let status: ExitStatus = report.failures.isEmpty && attention.isEmpty && waitingForResume == 0 ? .ok : .tryLater
+        return await metrics.finish(registry, command: "purge", status: status, services: services)
     }
 
     private func preview<Store: LifecycleStore>(_ drain: PurgeDrain<Store>) async throws -> ExitStatus {
@@ -248,6 +286,7 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         defer { progress.finish() }
         return try await drain.run(limit: limit, concurrency: concurrency) { event in
             switch event {
+            case .due(let total): progress.setTotal(total)
             case .started(let account): progress.update(doing: "account \(account)")
             case .finished(let purged): progress.update(count: purged)
             }

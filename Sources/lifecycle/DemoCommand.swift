@@ -8,7 +8,11 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "A guided tour on demo accounts: import, the job runner, and each job the toolkit runs.",
-        discussion: "Uses the photos shipped in <jobs-dir>/demo/photos. Safe to run again: imports are idempotent.")
+        discussion: """
+            Uses the photos shipped in <jobs-dir>/demo/photos. Safe to run again: imports are idempotent.
+            With --json the tour's narrative goes to stderr and stdout gets what the demo left behind: the
+            installation's locations, the accounts with their states, and the jobs by kind and state.
+            """)
 
     @OptionGroup var options: GlobalOptions
 
@@ -17,6 +21,7 @@ struct DemoCommand: AsyncParsableCommand {
             let services = try await options.services()
             let tour = DemoTour(services: services, options: options)
             try await tour.run()
+            if options.json { try Terminal.printJSON(try await tour.summary()) }
             return .ok
         }
     }
@@ -26,14 +31,46 @@ struct DemoTour {
     let services: LifecycleServices<SQLiteStore>
     let options: GlobalOptions
 
+    /// The tour's narrative: on stdout, or on stderr when stdout carries the JSON summary.
+    func say(_ text: String) {
+        if options.json { Terminal.note(text) } else { Terminal.line(text) }
+    }
+
     func heading(_ text: String) {
-        Terminal.line("")
-        Terminal.line("── \(text) " + String(repeating: "─", count: max(0, 70 - text.count)))
+        say("")
+        say("── \(text) " + String(repeating: "─", count: max(0, 70 - text.count)))
+    }
+
+    struct Summary: Encodable {
+        struct AccountState: Encodable {
+            var account: String
+            var state: String
+        }
+
+        var database: String
+        var blobs: String
+        var jobsDir: String
+        var accounts: [AccountState]
+        /// Kind → state → count.
+        var jobs: [String: [String: Int]]
+
+        enum CodingKeys: String, CodingKey { case database, blobs, jobsDir = "jobs_dir", accounts, jobs }
+    }
+
+    func summary() async throws -> Summary {
+        var accounts: [Summary.AccountState] = []
+        for id in DemoAccount.ids {
+            if let account = try await services.account(id) { accounts.append(.init(account: id, state: account.state.rawValue)) }
+        }
+        var jobs: [String: [String: Int]] = [:]
+        for (cell, count) in try await services.store.countByKindAndState() { jobs[cell.kind, default: [:]][cell.state.rawValue] = count }
+        return Summary(
+            database: services.store.path, blobs: options.blobDirectory, jobsDir: options.jobsDirectory, accounts: accounts, jobs: jobs)
     }
 
     func run() async throws {
         heading("Embedded installation")
-        Terminal.line("database: \(services.store.path)   blobs: \(options.blobDirectory)   policies: \(options.jobsDirectory)/policies")
+        say("database: \(services.store.path)   blobs: \(options.blobDirectory)   policies: \(options.jobsDirectory)/policies")
         let input = try writeDemoInput()
         try await importAccounts(input)
         try await runnerTour()
@@ -41,8 +78,8 @@ struct DemoTour {
         try await exportChapter()
         try await deletionChapter()
         heading("Next")
-        Terminal.line("lifecycle accounts show ada@example.com --database \(services.store.path) --blobs \(options.blobDirectory)")
-        Terminal.line("lifecycle jobs list --database \(services.store.path)")
+        say("lifecycle accounts show ada@example.com --database \(services.store.path) --blobs \(options.blobDirectory)")
+        say("lifecycle jobs list --database \(services.store.path)")
     }
 
     /// The demo accounts as an operator would import them: JSONL plus photo files beside it.
@@ -71,10 +108,10 @@ struct DemoTour {
         heading("Import: lifecycle accounts import \(path)")
         let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
         let report = try await importer.importFile(at: path)
-        Terminal.line("imported \(report.imported.count), already present \(report.unchanged.count), refused \(report.failures.count), photos stored \(report.photosStored)")
+        say("imported \(report.imported.count), already present \(report.unchanged.count), refused \(report.failures.count), photos stored \(report.photosStored)")
         for id in report.imported + report.unchanged {
             let counts = try await services.rowCounts(accountID: id)
-            Terminal.line("  \(id): " + counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            say("  \(id): " + counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
     }
 
@@ -82,23 +119,25 @@ struct DemoTour {
         heading("Job runner: durable, resumable steps")
         let probe = try await services.enqueue(EnqueueRequest(
             kind: ProbeJobs.probeKind, payload: ProbeJobs.Payload(failAttempts: 1), uniqueKey: "demo:probe"))
-        Terminal.line("enqueued probe job #\(probe.job.id) (its middle step fails once, to show a retry)")
+        say("enqueued probe job #\(probe.job.id) (its middle step fails once, to show a retry)")
         let first = try await runWorker(services: services, once: true, concurrency: 2)
-        Terminal.line("worker --once: \(first.succeeded) succeeded, \(first.retrying) retrying → exit 75 tells cron to look")
+        say("worker --once: \(first.succeeded) succeeded, \(first.retrying) retrying → exit 75 tells cron to look")
         if let job = try await services.store.job(id: probe.job.id), job.state == .retrying {
             // Jump past the backoff as an operator would with `jobs retry`.
             _ = try await services.store.retry(jobID: job.id, now: services.clock.now())
             let second = try await runWorker(services: services, once: true, concurrency: 2)
-            Terminal.line("jobs retry \(job.id); worker --once: \(second.succeeded) succeeded → exit 0")
+            say("jobs retry \(job.id); worker --once: \(second.succeeded) succeeded → exit 0")
         }
         let steps = try await services.store.steps(of: probe.job.id).map(\.step)
         let effects = try await services.store.probeEffectCount(jobID: probe.job.id)
-        Terminal.line("job #\(probe.job.id) steps done: \(steps.joined(separator: " → ")); database-only effects recorded: \(effects) (one per database step, none repeated)")
+        say("job #\(probe.job.id) steps done: \(steps.joined(separator: " → ")); database-only effects recorded: \(effects) (one per database step, none repeated)")
     }
 }
 
 struct DemoAccount {
     var id, first, last, zone, profile, sport: String
+
+    static let ids = ["ada", "grace", "linus"]
 
     var jsonLine: String {
         let object: [String: Any] = [

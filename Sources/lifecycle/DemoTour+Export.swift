@@ -10,23 +10,23 @@ extension DemoTour {
         let export: ExportRecord
         do {
             let outcome = try await services.requestExport(ExportRequest(account: "ada"))
-            Terminal.line("export job #\(outcome.job.id) for ada (unique key \(ExportJobs.uniqueKey(accountID: "ada")): asking again returns this job)")
+            say("export job #\(outcome.job.id) for ada (unique key \(ExportJobs.uniqueKey(accountID: "ada")): asking again returns this job)")
             export = try await runExportToCompletion(services: services, jobID: outcome.job.id)
         } catch let error as LifecycleError where error.category == .tryLater {
             // Running the demo again within a day meets the rate limit, as a user would.
-            Terminal.line("refused (exit 75): \(error.message)")
+            say("refused (exit 75): \(error.message)")
             let earlier = try await services.store.read { tx in try tx.exports(accountID: "ada") }
             guard let latest = earlier.first(where: { $0.state == .ready }) else { return }
-            Terminal.line("the latest export, from an earlier run:")
+            say("the latest export, from an earlier run:")
             export = latest
         }
-        try await printReadyExport(export, services: services, json: false)
-        Terminal.line("  inside: README.txt, account.json, <table>.json + .csv, manifest.json (size + SHA-256 of every file), photos/YYYY/MM/DD/<id>.<ext>")
+        try await printReadyExport(export, services: services, json: false, say: say)
+        say("  inside: README.txt, account.json, <table>.json + .csv, manifest.json (size + SHA-256 of every file), photos/YYYY/MM/DD/<id>.<ext>")
         if let link = try services.exportLink(for: export) {
             let genuine = try await services.checkExportLink(link)
-            Terminal.line("exports verify-link <link>: \(genuine.summary)")
+            say("exports verify-link <link>: \(genuine.summary)")
             let tampered = link.replacingOccurrences(of: "expires=", with: "expires=9")
-            Terminal.line("exports verify-link <link with a later expiry>: \(try await services.checkExportLink(tampered).summary)")
+            say("exports verify-link <link with a later expiry>: \(try await services.checkExportLink(tampered).summary)")
         }
     }
 
@@ -43,7 +43,7 @@ extension DemoTour {
             }
         }
         setenv(SigningKeySource.environmentFile, path, 1)
-        Terminal.line("demo signing key: \(path) (mode 0600); a real installation sets LIFECYCLE_SIGNING_KEY or export.signing_key_file")
+        say("demo signing key: \(path) (mode 0600); a real installation sets LIFECYCLE_SIGNING_KEY or export.signing_key_file")
     }
 }
 

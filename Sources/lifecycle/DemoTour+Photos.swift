@@ -11,9 +11,9 @@ extension DemoTour {
         // already have run them, in which case this finds nothing left to queue.
         let queued = try await service.queue(account: nil)
         if queued.jobIDs.isEmpty {
-            Terminal.line("the import queued one normalisation job per profile photo, and the worker above ran them (recipe \(queued.recipe)):")
+            say("the import queued one normalisation job per profile photo, and the worker above ran them (recipe \(queued.recipe)):")
         } else {
-            Terminal.line("lifecycle photos normalize --all: \(queued.jobIDs.count) profile photo(s) to normalise under recipe \(queued.recipe), jobs queued by the import")
+            say("lifecycle photos normalize --all: \(queued.jobIDs.count) profile photo(s) to normalise under recipe \(queued.recipe), jobs queued by the import")
             _ = try await runWorker(services: services, once: true, concurrency: 2, kinds: [PhotoJobs.normalizeKind])
         }
 
@@ -28,21 +28,21 @@ extension DemoTour {
             if let job { result = try await service.result(ofJob: job.id) }
 
             let before = try Data(contentsOf: URL(fileURLWithPath: upload))
-            Terminal.line("\(accountID)  \((upload as NSString).lastPathComponent)  (job #\(job.map { "\($0.id)" } ?? "-"): \(result?.outcome.rawValue ?? "not run"))")
-            Terminal.line("    before: \(describe(before, normalizer))")
+            say("\(accountID)  \((upload as NSString).lastPathComponent)  (job #\(job.map { "\($0.id)" } ?? "-"): \(result?.outcome.rawValue ?? "not run"))")
+            say("    before: \(describe(before, normalizer))")
             guard photo.normalizationState == .normalized else {
-                Terminal.line("    \(photo.normalizationState?.rawValue ?? "pending"): \(result?.userMessage ?? photo.normalizationReason ?? "")")
+                say("    \(photo.normalizationState?.rawValue ?? "pending"): \(result?.userMessage ?? photo.normalizationReason ?? "")")
                 continue
             }
             let after = try await services.blobs.readAll(key: photo.blobKey)
-            Terminal.line("    after:  \(describe(after, normalizer))  → \(photo.blobKey)")
+            say("    after:  \(describe(after, normalizer))  → \(photo.blobKey)")
             var uploadLeft = false
             if let key = result?.original?.blobKey { uploadLeft = try await services.blobs.info(key: key) != nil }
-            Terminal.line("    upload deleted: \(uploadLeft ? "no" : "yes")")
+            say("    upload deleted: \(uploadLeft ? "no" : "yes")")
         }
 
         let again = try await service.queue(account: nil)
-        Terminal.line("lifecycle photos normalize --all again: \(again.jobIDs.count) to do (nothing is rendered twice)")
+        say("lifecycle photos normalize --all again: \(again.jobIDs.count) to do (nothing is rendered twice)")
     }
 
     /// Account id and uploaded profile photo file of each demo account, from the import file.

@@ -65,9 +65,11 @@ extension AsyncParsableCommand {
             throw error
         } catch {
             let failure = CLIFailure.from(error)
+            Terminal.release(failed: true)
             Terminal.error(failure.message)
             throw ExitCode(failure.status.rawValue)
         }
+        Terminal.release(failed: status != .ok)
         if status != .ok { throw ExitCode(status.rawValue) }
     }
 }

@@ -141,7 +141,9 @@ struct ReadyExportReport: Codable {
     }
 }
 
-func printReadyExport<Store: LifecycleStore>(_ export: ExportRecord, services: LifecycleServices<Store>, json: Bool) async throws {
+func printReadyExport<Store: LifecycleStore>(
+    _ export: ExportRecord, services: LifecycleServices<Store>, json: Bool, say: (String) -> Void = { Terminal.line($0) }
+) async throws {
     let link = try services.exportLink(for: export)
     let path = export.blobKey.flatMap { key in
         (try? (services.blobs as? FileSystemBlobStore)?.path(for: key)) ?? (services.blobs as? S3BlobStore)?.describe(key: key)
@@ -157,11 +159,11 @@ func printReadyExport<Store: LifecycleStore>(_ export: ExportRecord, services: L
         return
     }
     let omitted = export.omittedPhotos > 0 ? "; \(export.omittedPhotos) photo(s) left out, listed in manifest.json" : ""
-    Terminal.line("export \(export.id) of account \(export.accountID) is \(export.state.rawValue) (\(export.format), \(export.byteSize ?? 0) bytes\(omitted))")
-    Terminal.line("  archive: \(path ?? export.blobKey ?? "-")")
-    Terminal.line("  link:    \(link ?? "-")")
-    Terminal.line("  expires: \(export.expiresAt.map(ISO8601.format) ?? "-")")
-    if let notification { Terminal.line("  notification: \(notification)") }
+    say("export \(export.id) of account \(export.accountID) is \(export.state.rawValue) (\(export.format), \(export.byteSize ?? 0) bytes\(omitted))")
+    say("  archive: \(path ?? export.blobKey ?? "-")")
+    say("  link:    \(link ?? "-")")
+    say("  expires: \(export.expiresAt.map(ISO8601.format) ?? "-")")
+    if let notification { say("  notification: \(notification)") }
 }
 
 struct ExportsCommand: AsyncParsableCommand {
@@ -245,6 +247,10 @@ struct ExportListEntry: Codable {
     var notification: String?
     /// Only for blob stores that sign their own download URLs; absent otherwise.
     var link: String?
+
+    enum CodingKeys: String, CodingKey {
+        case export, notification, link
+    }
 }
 
 struct ExportList: Codable {

@@ -32,6 +32,9 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = ProcessInfo.processInfo.environment["LIFECYCLE_LOG_LEVEL"] ?? "info"
 
+    @Flag(help: "Print nothing when the command succeeds (for cron): what it would print is held back and shown only if it fails.")
+    var quiet = false
+
     private var environment: [String: String] { ProcessInfo.processInfo.environment }
 
     var databasePath: String { LifecycleConfiguration.Setting.database.value(given: database, environment: environment) }
@@ -48,6 +51,7 @@ struct GlobalOptions: ParsableArguments {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = logFormat
         Terminal.jsonStderr = format == .json
+        if quiet { Terminal.beQuiet() }
         LoggingBootstrap.once(format: format, level: level)
     }
 
@@ -97,6 +101,72 @@ enum LoggingBootstrap {
                 case .json: JSONLogHandler(label: label, logLevel: level)
                 }
             }
+        }
+    }
+}
+
+/// Who does an operator action, for the audit: `--operator NAME`, else
+/// `LIFECYCLE_OPERATOR`, else the Unix account running the command (`sudo`'s caller
+/// when run through sudo), so that no action is recorded as an anonymous "cli".
+struct OperatorOption: ParsableArguments {
+    @Option(name: .customLong("operator"), help: ArgumentHelp(
+        "Who does this, for the audit (env LIFECYCLE_OPERATOR; default: the Unix user).", valueName: "name"))
+    var name: String?
+
+    func validate() throws {
+        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--operator needs a name") }
+        if let name, name.count > 200 || name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } ?? false }) {
+            throw ValidationError("--operator must be one line of at most 200 characters")
+        }
+    }
+
+    /// The operator's name.
+    var operatorName: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let name { return name.trimmingCharacters(in: .whitespaces) }
+        if let named = environment["LIFECYCLE_OPERATOR"], !named.trimmingCharacters(in: .whitespaces).isEmpty {
+            return named.trimmingCharacters(in: .whitespaces)
+        }
+        if let caller = environment["SUDO_USER"], !caller.isEmpty { return caller }
+        if let entry = getpwuid(geteuid()), let user = entry.pointee.pw_name { return String(cString: user) }
+        return "uid \(geteuid())"
+    }
+
+    /// As the audit records it: `operator:NAME`, as every operator action does.
+    var actor: String { "operator:" + operatorName }
+}
+
+/// `--metrics-file`: Prometheus figures of the run for node_exporter's textfile collector.
+struct MetricsOption: ParsableArguments {
+    @Option(name: .customLong("metrics-file"), help: ArgumentHelp(
+        "Write Prometheus metrics here when the run ends (a daemon: every 15 s), for node_exporter's textfile collector (env LIFECYCLE_METRICS_FILE).",
+        valueName: "path"))
+    var path: String?
+
+    var resolvedPath: String? {
+        guard let path = path ?? ProcessInfo.processInfo.environment["LIFECYCLE_METRICS_FILE"], !path.isEmpty else { return nil }
+        return path
+    }
+
+    /// The registry, made the process' swift-metrics backend, when a file is wanted.
+    func start() -> LifecycleMetricsRegistry? {
+        resolvedPath == nil ? nil : LifecycleMetricsRegistry.bootstrapped()
+    }
+
+    /// The queue as it stands and how the run ended, written to the file. A file that
+    /// cannot be written turns a green run into exit 73: monitoring would otherwise go blind unnoticed.
+    func finish<Store: LifecycleStore>(
+        _ registry: LifecycleMetricsRegistry?, command: String, status: ExitStatus, services: LifecycleServices<Store>
+    ) async -> ExitStatus {
+        guard let registry, let path = resolvedPath else { return status }
+        do {
+            registry.recordRun(command: command, exitStatus: status.rawValue, at: services.clock.now())
+            try await registry.recordQueue(store: services.store, kinds: services.registry.names)
+            try registry.write(to: path, run: command)
+            return status
+        } catch {
+            Terminal.error(CLIFailure.from(error).message)
+            return status == .ok ? .cannotCreate : status
         }
     }
 }

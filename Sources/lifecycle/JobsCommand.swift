@@ -2,14 +2,17 @@ import ArgumentParser
 import Foundation
 import JobRunner
 import Lifecycle
+import LifecycleRuntime
 import SQLiteBackend
 
 extension JobState: ExpressibleByArgument {}
 
 struct JobsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "jobs", abstract: "List, inspect, retry and cancel jobs.",
-        subcommands: [ListJobs.self, ShowJob.self, RetryJob.self, CancelJob.self, ProbeJob.self])
+        commandName: "jobs", abstract: "List, inspect, retry, cancel and pause jobs; check the queue's health.",
+        subcommands: [
+            ListJobs.self, ShowJob.self, RetryJob.self, CancelJob.self, CheckJobs.self, PauseKind.self, ResumeKind.self, ProbeJob.self,
+        ])
 }
 
 func describe(_ job: JobRecord) -> String {
@@ -41,9 +44,13 @@ struct ListJobs: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let jobs = try await services.store.jobs(matching: JobFilter(states: state, kinds: kind, limit: limit))
+        let paused = try await services.store.pausedKinds()
         if options.json {
-            try Terminal.printJSON(jobs)
-        } else if jobs.isEmpty {
+            try Terminal.printJSON(JobList(pausedKinds: paused, jobs: jobs))
+            return .ok
+        }
+        for pause in paused { Terminal.line(describe(pause)) }
+        if jobs.isEmpty {
             Terminal.line("no jobs match")
         } else {
             for job in jobs {
@@ -55,10 +62,132 @@ struct ListJobs: AsyncParsableCommand, StoreCommand {
     }
 }
 
+struct JobList: Encodable {
+    var pausedKinds: [PausedKind]
+    var jobs: [JobRecord]
+
+    enum CodingKeys: String, CodingKey { case pausedKinds = "paused_kinds", jobs }
+}
+
+func describe(_ pause: PausedKind) -> String {
+    "paused: \(pause.kind) since \(ISO8601.format(pause.pausedAt)) by \(pause.pausedBy)" + (pause.reason.map { " (\($0))" } ?? "")
+        + "; no worker claims its jobs until `lifecycle jobs resume \(pause.kind)`"
+}
+
+/// A kind named on the command line must be one the installation runs.
+func knownKind<Store: LifecycleStore>(_ kind: String, in services: LifecycleServices<Store>) throws -> String {
+    guard services.registry[kind] != nil else {
+        throw CLIFailure(.usage, "unknown job kind '\(kind)'; known kinds: \(services.registry.names.joined(separator: ", "))")
+    }
+    return kind
+}
+
+struct CheckJobs: AsyncParsableCommand, StoreCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "For monitoring: exit 0 only when no job is dead and none is overdue.",
+        discussion: """
+            Overdue: a job due for longer than --overdue-after that no worker has claimed, or a running job whose
+            worker stopped heartbeating that long ago. Jobs of a paused kind are listed as paused, not overdue.
+            Exit 0 healthy, 75 otherwise (each job named, with what to do). --json for alerting.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Option(name: .customLong("overdue-after"), help: ArgumentHelp("Seconds a due job may wait.", valueName: "seconds"))
+    var overdueAfter: Int = 900
+
+    func validate() throws {
+        guard overdueAfter >= 0 else { throw ValidationError("--overdue-after must be 0 or more seconds") }
+    }
+
+    func run() async throws {
+        try await guarded { try await options.withServices(self) }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let health = try await QueueHealth.check(store: services.store, overdueAfter: TimeInterval(overdueAfter), now: services.clock.now())
+        if options.json {
+            try Terminal.printJSON(health)
+        } else {
+            for job in health.dead + health.overdue { Terminal.line(job.line) }
+            for pause in health.paused { Terminal.line(describe(pause)) }
+            let counts = JobState.allCases.map { "\(health.counts[$0.rawValue] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
+            Terminal.line((health.ok ? "ok" : "NOT OK: \(health.dead.count) dead, \(health.overdue.count) overdue") + " (\(counts))")
+        }
+        return health.ok ? .ok : .tryLater
+    }
+}
+
+struct PauseKind: AsyncParsableCommand, StoreCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pause",
+        abstract: "Stop every worker (on every machine) from claiming jobs of a kind, until `jobs resume`.",
+        discussion: """
+            Jobs already running finish; queued ones wait, and new ones are still enqueued. `lifecycle purge` with
+            deletion.purge paused purges nothing and says so. Shown by `jobs list` and `jobs check`.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var operatorOption: OperatorOption
+    @Argument(help: "The job kind, e.g. deletion.purge.") var kind: String
+    @Option(help: ArgumentHelp("Why (shown with the pause).", valueName: "text")) var reason: String?
+
+    func run() async throws {
+        try await guarded { try await options.withServices(self) }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let kind = try knownKind(kind, in: services)
+        let paused = try await services.store.pause(kind: kind, by: operatorOption.operatorName, reason: reason, now: services.clock.now())
+        let record = try await services.store.pausedKinds().first { $0.kind == kind }
+        if options.json {
+            try Terminal.printJSON(PauseReport(kind: kind, changed: paused, pause: record))
+        } else {
+            Terminal.line(paused ? "paused \(kind): no worker claims its jobs until `lifecycle jobs resume \(kind)`"
+                                 : "\(kind) was paused already: " + (record.map(describe) ?? ""))
+        }
+        return .ok
+    }
+}
+
+struct ResumeKind: AsyncParsableCommand, StoreCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Let workers claim jobs of a paused kind again.")
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var operatorOption: OperatorOption
+    @Argument(help: "The job kind.") var kind: String
+
+    func run() async throws {
+        try await guarded { try await options.withServices(self) }
+    }
+
+    func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let kind = try knownKind(kind, in: services)
+        let resumed = try await services.store.resume(kind: kind)
+        services.logger.notice("job kind resumed", metadata: ["kind": "\(kind)", "operator": "\(operatorOption.operatorName)", "changed": .stringConvertible(resumed)])
+        if options.json {
+            try Terminal.printJSON(PauseReport(kind: kind, changed: resumed, pause: nil))
+        } else {
+            Terminal.line(resumed ? "resumed \(kind): workers claim its jobs again" : "\(kind) was not paused")
+        }
+        return .ok
+    }
+}
+
+struct PauseReport: Encodable {
+    var kind: String
+    var changed: Bool
+    var pause: PausedKind?
+}
+
 struct JobDetail: Codable {
     var job: JobRecord
     var steps: [StepRecord]
     var pendingSteps: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case job, steps, pendingSteps = "pending_steps"
+    }
 }
 
 struct ShowJob: AsyncParsableCommand, StoreCommand {
@@ -181,7 +310,7 @@ struct ProbeJob: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let kind = noop ? ProbeJobs.noopKind : ProbeJobs.probeKind
         let payload = try JobJSON.encode(ProbeJobs.Payload(holdSeconds: hold, failAttempts: failAttempts, holdAttempts: holdAttempts))
-        let policy = services.policies.policy(for: kind)
+        let policy = try services.policies.policy(for: kind)
         let now = services.clock.now()
         let store = services.store
         var ids: [JobID] = []
@@ -207,10 +336,18 @@ struct ProbeJob: AsyncParsableCommand, StoreCommand {
             created += batch
         }
         if options.json {
-            try Terminal.printJSON(["kind": kind, "created": "\(created)", "first": "\(ids.first ?? 0)", "last": "\(ids.last ?? 0)"])
+            try Terminal.printJSON(ProbeReport(kind: kind, created: created, first: ids.first, last: ids.last))
         } else {
             Terminal.line("enqueued \(created) new \(kind) job(s) (\(ids.count - created) already queued): #\(ids.first ?? 0)…#\(ids.last ?? 0)")
         }
         return .ok
     }
+}
+
+struct ProbeReport: Encodable {
+    var kind: String
+    /// New jobs; the rest of the range were queued already under the same unique keys.
+    var created: Int
+    var first: JobID?
+    var last: JobID?
 }

@@ -23,7 +23,7 @@ struct TextLogHandler: LogHandler {
             .map { "\(TextRules.escapingControls($0.key))=\(TextRules.escapingControls("\($0.value)"))" }.joined(separator: " ")
         let message = TextRules.escapingControls("\(event.message)")
         let line = "\(ISO8601.format(Date())) \(event.level) \(label): \(message)\(fields.isEmpty ? "" : " " + fields)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        Terminal.logLine(line)
     }
 }
 
@@ -39,14 +39,31 @@ struct JSONLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var object: [String: String] = [
-            "ts": ISO8601.format(Date()), "level": "\(event.level)", "logger": label, "msg": "\(event.message)",
-        ]
+        var object: [String: JSONValue] = [:]
         for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { _, new in new }) {
-            object[key] = "\(value)"
+            object[key] = Self.json(value)
         }
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
-            FileHandle.standardError.write(data + Data("\n".utf8))
+        object["ts"] = .string(ISO8601.format(Date()))
+        object["level"] = .string("\(event.level)")
+        object["logger"] = .string(label)
+        object["msg"] = .string("\(event.message)")
+        if let line = try? JobJSON.encode(object) { Terminal.logLine(line + "\n") }
+    }
+
+    /// Numbers stay numbers and booleans booleans (`"job": 12`, not `"12"`), so a log
+    /// query can compare them; nested metadata stays nested.
+    static func json(_ value: Logger.MetadataValue) -> JSONValue {
+        switch value {
+        case .string(let text): return .string(text)
+        case .stringConvertible(let convertible):
+            switch convertible {
+            case let flag as Bool: return .bool(flag)
+            case let number as any BinaryInteger: return .number(Double(number))
+            case let number as any BinaryFloatingPoint: return .number(Double(number))
+            default: return .string(convertible.description)
+            }
+        case .array(let items): return .array(items.map(json))
+        case .dictionary(let members): return .object(members.mapValues(json))
         }
     }
 }

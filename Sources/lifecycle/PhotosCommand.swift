@@ -110,6 +110,10 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
 struct NormalizeReport: Codable {
     var queue: PhotoQueueReport
     var summary: PhotoRunSummary?
+
+    enum CodingKeys: String, CodingKey {
+        case queue, summary
+    }
 }
 
 struct NormalizePhotoFile: AsyncParsableCommand {

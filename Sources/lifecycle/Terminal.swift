@@ -1,42 +1,118 @@
 import Foundation
 import JobRunner
 
+/// Everything the CLI writes goes through here: results on stdout, messages and log lines
+/// on stderr, and on a terminal one live status line at the bottom of stderr that other
+/// lines are written above, never into. `--quiet` holds all of it back and lets it out
+/// only when the command fails, so cron mails nothing on success.
 enum Terminal {
     static var stdoutIsTTY: Bool { isatty(STDOUT_FILENO) == 1 }
     static var stderrIsTTY: Bool { isatty(STDERR_FILENO) == 1 }
-
-    /// Unbuffered, so results on stdout and messages on stderr keep their order in cron mail and pipes.
-    static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
-    }
 
     /// Set by `--log-format json`: then stderr carries only JSON objects, one per line,
     /// so a log shipper never meets a plain-text line.
     nonisolated(unsafe) static var jsonStderr = false
 
+    /// Results, one line each. Unbuffered, so results on stdout and messages on stderr keep
+    /// their order in cron mail and pipes.
+    static func line(_ text: String) {
+        output.write(text + "\n", to: .standardOutput)
+    }
+
     static func error(_ message: String) {
-        if jsonStderr { return jsonLine(level: "error", message) }
-        FileHandle.standardError.write(Data(("error: " + message + "\n").utf8))
+        if jsonStderr { return jsonLine(level: "error", message, urgent: true) }
+        output.write("error: " + message + "\n", to: .standardError, urgent: true)
     }
 
     static func note(_ message: String) {
         if jsonStderr { return jsonLine(level: "notice", message) }
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        output.write(message + "\n", to: .standardError)
     }
 
-    private static func jsonLine(level: String, _ message: String) {
+    /// A log handler's line (ends with a newline).
+    static func logLine(_ text: String) {
+        output.write(text, to: .standardError)
+    }
+
+    private static func jsonLine(level: String, _ message: String, urgent: Bool = false) {
         let object = ["ts": ISO8601.format(Date()), "level": level, "logger": "lifecycle", "msg": message]
         if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
-            FileHandle.standardError.write(data + Data("\n".utf8))
+            output.write(String(decoding: data, as: UTF8.self) + "\n", to: .standardError, urgent: urgent)
         }
     }
 
     static func printJSON<T: Encodable>(_ value: T) throws {
         line(try JobJSON.encode(value))
     }
+
+    /// `--quiet`: from now on, hold output back until `release(failed:)`.
+    static func beQuiet() { output.holdBack() }
+
+    /// At exit: a failed command lets what it held back out, in order; a successful one drops it.
+    static func release(failed: Bool) { output.release(failed: failed) }
+
+    /// The live status line (a terminal only): drawn below everything else, and cleared
+    /// before any other line is written, then drawn again under it.
+    static func setStatus(_ text: String?) { output.setStatus(text) }
+
+    static let output = Output()
 }
 
-/// Live progress on a terminal (one line rewritten in place: counts, rate, what is
+/// The one writer of the process' stdout and stderr.
+final class Output: @unchecked Sendable {
+    enum Stream { case standardOutput, standardError }
+
+    private let lock = NSLock()
+    private var status: String?
+    private var holding = false
+    private var held: [(Stream, String)] = []
+    /// What `--quiet` keeps at most: the last lines, which say how a failed run ended.
+    private let heldLimit = 2_000
+
+    func write(_ text: String, to stream: Stream, urgent: Bool = false) {
+        lock.withLock {
+            if holding && !urgent {
+                held.append((stream, text))
+                if held.count > heldLimit { held.removeFirst(held.count - heldLimit) }
+                return
+            }
+            emit(text, to: stream)
+        }
+    }
+
+    func holdBack() { lock.withLock { holding = true } }
+
+    func release(failed: Bool) {
+        lock.withLock {
+            holding = false
+            if failed { for (stream, text) in held { emit(text, to: stream) } }
+            held = []
+        }
+    }
+
+    func setStatus(_ text: String?) {
+        lock.withLock {
+            guard !holding else { return }
+            if status != nil { raw("\r\u{1B}[2K", to: .standardError) }
+            status = text
+            if let text { raw(text, to: .standardError) }
+        }
+    }
+
+    /// Under the lock: clears the status line, writes, draws it again.
+    private func emit(_ text: String, to stream: Stream) {
+        if status != nil { raw("\r\u{1B}[2K", to: .standardError) }
+        raw(text, to: stream)
+        if let status { raw(status, to: .standardError) }
+    }
+
+    private func raw(_ text: String, to stream: Stream) {
+        let handle = stream == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
+        handle.write(Data(text.utf8))
+    }
+}
+
+/// Live progress on a terminal (the status line: count, total, rate, time left, what is
 /// running); plain log lines every few seconds when stdout is not a TTY (cron).
 final class ProgressLine: @unchecked Sendable {
     private let lock = NSLock()
@@ -45,12 +121,14 @@ final class ProgressLine: @unchecked Sendable {
     private let started: Date
     private var lastDraw: Date
     private var count = 0
+    private var total: Int?
     private var current = ""
     private let logEvery: TimeInterval
     private let log: (String) -> Void
 
-    init(label: String, logEvery: TimeInterval = 10, log: @escaping (String) -> Void) {
+    init(label: String, total: Int? = nil, logEvery: TimeInterval = 10, log: @escaping (String) -> Void) {
         self.label = label
+        self.total = total
         self.live = Terminal.stdoutIsTTY && Terminal.stderrIsTTY
         started = Date()
         // A log line is news only once work has run for a while: a run that ends sooner
@@ -60,34 +138,47 @@ final class ProgressLine: @unchecked Sendable {
         self.log = log
     }
 
+    /// The total, once it is known (after a sweep, say).
+    func setTotal(_ total: Int?) { lock.withLock { self.total = total } }
+
     func update(count newCount: Int? = nil, increment: Int = 0, doing: String? = nil) {
-        lock.withLock {
+        let text: String? = lock.withLock {
             if let newCount { count = newCount }
             count += increment
             if let doing { current = doing }
             let now = Date()
-            let interval = live ? 0.1 : logEvery
-            guard now.timeIntervalSince(lastDraw) >= interval else { return }
+            guard now.timeIntervalSince(lastDraw) >= (live ? 0.1 : logEvery) else { return nil }
             lastDraw = now
-            let text = render(now)
-            if live {
-                FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
-            } else {
-                log(text)
-            }
+            return render(now)
         }
+        guard let text else { return }
+        if live { Terminal.setStatus(text) } else { log(text) }
     }
 
     private func render(_ now: Date) -> String {
         let elapsed = max(now.timeIntervalSince(started), 0.001)
         let rate = Double(count) / elapsed
-        let doing = current.isEmpty ? "" : " · \(current)"
-        return "\(label): \(count) · \(String(format: "%.1f", rate))/s · \(String(format: "%.1f", elapsed)) s\(doing)"
+        var text = "\(label): \(count)"
+        if let total, total > 0 {
+            let shown = max(total, count)
+            text += "/\(shown) (\(Int(Double(count) * 100 / Double(shown)))%)"
+        }
+        text += " · \(String(format: "%.1f", rate))/s · \(Self.duration(elapsed))"
+        if let total, total > count, rate > 0 {
+            text += " · about \(Self.duration(Double(total - count) / rate)) left"
+        }
+        if !current.isEmpty { text += " · \(current)" }
+        return text
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        if seconds < 60 { return String(format: "%.0f s", seconds.rounded(.up)) }
+        let whole = Int(seconds.rounded())
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \(whole % 3600 / 60) min"
     }
 
     func finish() {
-        lock.withLock {
-            if live { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
-        }
+        if live { Terminal.setStatus(nil) }
     }
 }

@@ -10,11 +10,15 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
         commandName: "worker",
         abstract: "Run due jobs: once (for cron) or until SIGTERM/SIGINT.",
         discussion: """
-            With --once: runs everything due, then exits 0 when every job it ran succeeded and 75 when some
-            are retrying or dead (see `lifecycle jobs list --state dead`). Overlapping runs are safe.
+            With --once: runs everything due, then exits 0 when nothing is left undone and 75 otherwise,
+            naming each job left: retrying, dead, held by another process (or one that died, until its lease
+            runs out), or due and unclaimed, whoever left it so (see `lifecycle jobs check`). Overlapping runs
+            are safe. A kind whose policy file is broken is not run, and the run exits 75 naming the file.
+            --kind runner.probe is the canary: it runs the probe jobs `jobs probe` made and touches nothing else.
             """)
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var metrics: MetricsOption
     @Flag(help: "Run what is due, then exit (cron mode).") var once = false
     @Option(help: "Jobs run at once in this process.") var concurrency: Int = 2
     @Option(help: "Only run these job kinds (repeatable).") var kind: [String] = []
@@ -32,23 +36,49 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
         for name in kind where registry[name] == nil {
             throw CLIFailure(.usage, "unknown job kind '\(name)'; known kinds: \(registry.names.joined(separator: ", "))")
         }
-        let summary = try await runWorker(services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind))
+        let figures = metrics.start()
+        var writeFigures: (@Sendable () async -> ExitStatus)?
+        if let figures {
+            let metrics = self.metrics
+            writeFigures = { await metrics.finish(figures, command: "worker", status: .ok, services: services) }
+        }
+        let summary = try await runWorker(
+            services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind), metrics: writeFigures)
+        // What this run did is half the answer: work it could not do (another process holds
+        // it, it backs off, it is dead) is named too, whoever left it so.
+        let attention = once ? try await JobAttention.stuck(in: services.store, kinds: kind, now: services.clock.now()) : []
         if options.json {
-            try Terminal.printJSON(WorkerReport(summary))
+            try Terminal.printJSON(WorkerReport(summary, attention: attention))
         } else {
             Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
                 + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
             for failure in summary.failures { Terminal.note("  " + failure) }
+            reportAttention(attention)
         }
-        return summary.allSucceeded ? .ok : .tryLater
+        let status: ExitStatus = summary.allSucceeded && attention.isEmpty ? .ok : .tryLater
+        return await metrics.finish(figures, command: "worker", status: status, services: services)
     }
 }
 
-struct WorkerReport: Codable {
+/// Names each stuck job on stderr, with where to look next.
+func reportAttention(_ attention: [JobAttention]) {
+    guard !attention.isEmpty else { return }
+    Terminal.note("not done: \(attention.count)\(attention.count == JobAttention.listLimit ? "+" : "") job(s) still need attention:")
+    for job in attention { Terminal.note("  " + job.line) }
+    Terminal.note("See `lifecycle jobs check` and Jobs/runbooks/jobs.md.")
+}
+
+struct WorkerReport: Encodable {
     var succeeded, retrying, dead, cancelled, leaseLost, released: Int
     var failures: [String]
+    var attention: [JobAttention]
 
-    init(_ summary: DrainSummary) {
+    enum CodingKeys: String, CodingKey {
+        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, failures, attention
+    }
+
+    init(_ summary: DrainSummary, attention: [JobAttention]) {
+        self.attention = attention
         succeeded = summary.succeeded
         retrying = summary.retrying
         dead = summary.dead
@@ -61,7 +91,8 @@ struct WorkerReport: Codable {
 
 /// Shared by `worker` and the commands that run their own jobs in-process (`demo`, `--wait`).
 func runWorker<Store: LifecycleStore>(
-    services: LifecycleServices<Store>, once: Bool, concurrency: Int, kinds: Set<String>? = nil
+    services: LifecycleServices<Store>, once: Bool, concurrency: Int, kinds: Set<String>? = nil,
+    metrics: (@Sendable () async -> ExitStatus)? = nil
 ) async throws -> DrainSummary {
     let progress = ProgressLine(label: "jobs finished") { services.logger.info("\($0)") }
     let worker = Worker(
@@ -76,16 +107,30 @@ func runWorker<Store: LifecycleStore>(
         }
     }
     defer { progress.finish() }
-    if once { return try await worker.drain() }
+    if once {
+        progress.setTotal(try? await services.store.countDue(kinds: kinds.map { Array($0) } ?? [], now: services.clock.now()))
+        return try await worker.drain()
+    }
 
     // Daemon: SIGTERM or SIGINT stops claiming; steps in flight finish first.
     let task = Task { try await worker.runReconnecting(logger: services.logger) }
+    // A daemon's figures are read while it runs: the file is written again every 15 s.
+    let writer = metrics.map { write in
+        Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: 15_000_000_000)
+                if Task.isCancelled { break }
+                _ = await write()
+            }
+        }
+    }
+    defer { writer?.cancel() }
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
     let sources = [SIGTERM, SIGINT].map { number in
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
-            services.logger.notice("signal received; finishing the steps in flight, then exiting", metadata: ["signal": "\(number)"])
+            services.logger.notice("signal received; finishing the steps in flight, then exiting", metadata: ["signal": .stringConvertible(number)])
             task.cancel()
         }
         source.resume()

@@ -183,7 +183,8 @@ struct CopyStoreTests {
         let destination = try await emptyDestination()
         let missing = try await copy(source, to: destination)
         #expect(missing.status == 66)
-        #expect(missing.stderr.contains("no such SQLite file"))
+        #expect(missing.stderr.contains("no lifecycle installation to copy from"))
+        #expect(!FileManager.default.fileExists(atPath: source.database))
 
         try await DeletionLines.importAccounts([DeletionLines.account(id: "x")], into: source)
         let notAURL = try await source.run(["copy-store", "--to-database", source.root + "/other.sqlite"])

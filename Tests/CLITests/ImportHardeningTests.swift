@@ -340,6 +340,7 @@ struct ImportHardeningTests {
 
     @Test func aDatabaseFileThatIsNotADatabaseExits69NamingIt() async throws {
         let workspace = try await Workspace.make(.sqlite)
+        try await workspace.ensureInitialised()
         try Data(String(repeating: "this is not a database. ", count: 400).utf8).write(to: URL(fileURLWithPath: workspace.database))
         let result = try await workspace.run(["accounts", "show", "ada"])
         #expect(result.status == 69, "\(result.stderr)")
@@ -403,6 +404,7 @@ extension Workspace {
     /// Runs a command that must end on its own within `seconds`; one that does not is
     /// killed and nil returned, so a hang fails its test instead of the whole run.
     func runWithin(seconds: TimeInterval, _ command: [String], stdinPath: String? = nil) async throws -> CommandResult? {
+        if Self.needsInstallation(command) { try await ensureInitialised() }
         let (process, out, err) = try process(command, stdinPath: stdinPath)
         let finished = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in finished.signal() }

@@ -28,7 +28,7 @@ struct PhotoNormalizeCommandTests {
     func importQueuesOneJobPerProfilePhotoAndAnyWorkerRunsThem(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
         _ = try await importFourAccounts(workspace)
-        let listed = try JobJSON.decode([JobRecord].self, from: try await workspace.run(["jobs", "list", "--json"]).stdout)
+        let listed = try ListedJobs.from(try await workspace.run(["jobs", "list", "--json"]).stdout).jobs
         let photoJobs = listed.filter { $0.kind == PhotoJobs.normalizeKind }
         #expect(photoJobs.count == 4 && photoJobs.allSatisfy { $0.state == .queued })
         #expect(Set(photoJobs.compactMap(\.uniqueKey)) == ["photo:ada.profile", "photo:grace.profile", "photo:linus.profile", "photo:mallory.profile"])

@@ -104,6 +104,8 @@ struct PostgresDrillTests {
 
     @Test func anUnreachableServerExitsSixtyNineNamingIt() async throws {
         var workspace = try Workspace()
+        // Nothing answers there, so there is no installation to make first: the command meets the dead port itself.
+        workspace.initialisesOnFirstCommand = false
         let port = try ThrowawayPostgres.freePortForTests()
         workspace.postgresURL = "postgres://lifecycle:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable"
         let result = try await workspace.run(["worker", "--once"])
@@ -129,6 +131,8 @@ struct PostgresDrillTests {
 
     @Test func anUnreachableServerIsExit69ForAccountCommandsToo() async throws {
         var workspace = try Workspace()
+        // Nothing answers there, so there is no installation to make first: the command meets the dead port itself.
+        workspace.initialisesOnFirstCommand = false
         let port = try ThrowawayPostgres.freePortForTests()
         workspace.postgresURL = "postgres://lifecycle:secret@127.0.0.1:\(port)/lifecycle?sslmode=disable"
         for command in [["accounts", "show", "ada"], ["purge", "--dry-run"], ["export", "ada"]] {

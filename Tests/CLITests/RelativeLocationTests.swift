@@ -10,17 +10,22 @@ struct RelativeLocationTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let lines = folder.appendingPathComponent("a")
         try #"{"id":"ada","email":"ada@example.com","password_hash":"$2b$04$abcdefghijklmnopqrstuu","created_at":"2025-01-02T03:04:05Z"}"#.write(to: lines, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: lifecycleBinary)
-        process.arguments = ["accounts", "import", "a", "--database", "d", "--blobs", "b", "--jobs-dir", repositoryRoot + "/Jobs"]
-        process.currentDirectoryURL = folder
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        await process.exited()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(message)")
+        func lifecycle(_ arguments: [String]) async throws -> (Int32, String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: lifecycleBinary)
+            process.arguments = arguments + ["--database", "d", "--blobs", "b", "--jobs-dir", repositoryRoot + "/Jobs"]
+            process.currentDirectoryURL = folder
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            await process.exited()
+            return (process.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        let (initialised, initMessage) = try await lifecycle(["init"])
+        #expect(initialised == 0, "\(initMessage)")
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("d").path))
+        let (status, message) = try await lifecycle(["accounts", "import", "a"])
+        #expect(status == 0, "\(message)")
     }
 }

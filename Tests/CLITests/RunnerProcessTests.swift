@@ -16,7 +16,7 @@ struct RunnerProcessTests {
         for (process, _, _) in racers { await process.exited() }
         #expect(racers.allSatisfy { $0.0.terminationStatus == 0 })
         let list = try await workspace.run(["jobs", "list", "--json", "--limit", "1000"])
-        let jobs = try JobJSON.decode([JobRecord].self, from: list.stdout)
+        let jobs = try ListedJobs.from(list.stdout).jobs
         #expect(jobs.count == 200)
         #expect(Set(jobs.compactMap(\.uniqueKey)).count == 200)
     }
@@ -39,9 +39,11 @@ struct RunnerProcessTests {
         #expect(orphaned.state == .running)
         let leaseEnd = try #require(orphaned.leaseExpiresAt)
 
-        // Before the lease runs out nobody takes the job over.
+        // Before the lease runs out nobody takes the job over, and a run says so: exit 75,
+        // naming the job and who holds it, rather than green while the work is not done.
         let early = try await workspace.run(["worker", "--once"])
-        #expect(early.status == 0)
+        #expect(early.status == 75)
+        #expect(early.stderr.contains("runner.probe job #1 is held by \(orphaned.leaseOwner ?? "?")"), "\(early.stderr)")
         #expect(try await store.job(id: 1)?.state == .running)
 
         // After it, any worker rescues the job and resumes after the finished step.
@@ -61,7 +63,12 @@ struct RunnerProcessTests {
         #expect(enqueue.status == 0)
         let workers = try (0..<2).map { _ in try workspace.process(["worker", "--once", "--concurrency", "4"]) }
         for (process, _, _) in workers { await process.exited() }
-        #expect(workers.allSatisfy { $0.0.terminationStatus == 0 })
+        // A worker that finds nothing left to claim while the other still holds jobs says so (75).
+        for (process, _, errors) in workers {
+            let stderr = try String(contentsOfFile: errors, encoding: .utf8)
+            #expect(process.terminationStatus == 0 || (process.terminationStatus == 75 && stderr.contains(" is held by ")), "\(stderr)")
+        }
+        #expect(try await workspace.run(["worker", "--once"]).status == 0)
 
         let store = try workspace.store()
         let probes = try await store.jobs(matching: JobFilter(kinds: [ProbeJobs.probeKind], limit: 2_000))

@@ -40,11 +40,31 @@ struct Workspace {
     var database: String { postgresURL ?? root + "/lifecycle.sqlite" }
     var blobs: String { root + "/blobs" }
     var jobsDirectory: String
+    /// A workspace is an installation: its first command is preceded by `lifecycle init`
+    /// (after the test has put an app's tables in place), unless the test is about a
+    /// database that was never initialised.
+    var initialisesOnFirstCommand = true
+    private let initialised = InitialisedDatabases()
 
     init(jobsDirectory: String = repositoryRoot + "/Jobs") throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         self.jobsDirectory = jobsDirectory
+    }
+
+    /// Runs `lifecycle init` once per database, for tests that start a command with `process`.
+    func ensureInitialised() async throws {
+        guard initialisesOnFirstCommand, !initialised.contains(database) else { return }
+        let result = try await runAsIs(["init"])
+        guard result.status == 0 else { throw CLITestFailure("lifecycle init failed (\(result.status)): \(result.stderr)") }
+        initialised.insert(database)
+    }
+
+    /// Commands that run without an installation (or make one).
+    static func needsInstallation(_ command: [String]) -> Bool {
+        guard let first = command.first else { return false }
+        if ["init", "demo", "map", "help", "--help", "--version", "copy-store"].contains(first) { return false }
+        return !(first == "photos" && command.dropFirst().first == "normalize-file")
     }
 
     func arguments(_ command: [String]) -> [String] {
@@ -96,6 +116,14 @@ struct Workspace {
         _ command: [String], environment: [String: String] = [:], stdin: String? = nil, stdinPath: String? = nil,
         wrapper: [String] = []
     ) async throws -> CommandResult {
+        if Self.needsInstallation(command) { try await ensureInitialised() }
+        return try await runAsIs(command, environment: environment, stdin: stdin, stdinPath: stdinPath, wrapper: wrapper)
+    }
+
+    private func runAsIs(
+        _ command: [String], environment: [String: String] = [:], stdin: String? = nil, stdinPath: String? = nil,
+        wrapper: [String] = []
+    ) async throws -> CommandResult {
         let (process, out, err) = try process(command, environment: environment, stdin: stdin, stdinPath: stdinPath, wrapper: wrapper)
         await process.exited()
         return CommandResult(
@@ -111,6 +139,15 @@ struct Workspace {
     var servesReferenceApp: Bool { (try? DataMap(jobsDirectory: jobsDirectory).isReferenceApp) ?? true }
 }
 
+/// The databases a test process has initialised, shared by a workspace's copies.
+final class InitialisedDatabases: @unchecked Sendable {
+    private let lock = NSLock()
+    private var databases: Set<String> = []
+
+    func contains(_ database: String) -> Bool { lock.withLock { databases.contains(database) } }
+    func insert(_ database: String) { _ = lock.withLock { databases.insert(database) } }
+}
+
 /// Waits for a condition another process brings about, checking every 50 ms, up to a deadline.
 func eventually(timeout: TimeInterval = 60, _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
@@ -122,3 +159,13 @@ func eventually(timeout: TimeInterval = 60, _ condition: () async throws -> Bool
 }
 
 func iso(_ date: Date) -> String { ISO8601.format(date) }
+
+/// `jobs list --json`: the paused kinds and the jobs.
+struct ListedJobs: Decodable {
+    var jobs: [JobRecord]
+    var pausedKinds: [PausedKind]
+
+    enum CodingKeys: String, CodingKey { case jobs, pausedKinds = "paused_kinds" }
+
+    static func from(_ stdout: String) throws -> ListedJobs { try JobJSON.decode(ListedJobs.self, from: stdout) }
+}

@@ -51,25 +51,51 @@ struct PolicyBookTests {
               rate_limit_hours: 24
             """])
         let book = try PolicyBook(jobsDirectory: root)
-        #expect(book.policy(for: "export").maxAttempts == 7)
-        #expect(book.policy(for: "export").lease == 120)
-        #expect(book.policy(for: "export").schedule?.expression == "0 * * * *")
+        #expect(try book.policy(for: "export").maxAttempts == 7)
+        #expect(try book.policy(for: "export").lease == 120)
+        #expect(try book.policy(for: "export").schedule?.expression == "0 * * * *")
         #expect(try book.section("export").int("rate_limit_hours", default: 1) == 24)
         // Kinds without a file run on the documented defaults.
-        #expect(book.policy(for: "other") == JobPolicy())
+        #expect(try book.policy(for: "other") == JobPolicy())
     }
 
-    @Test func aTypoInAPolicyFileIsAnErrorNamingTheKey() throws {
-        let root = try writePolicies(["purge.yaml": "job:\n  kind: purge\n  max_atempts: 3\n"])
+    @Test func aTypoInAPolicyFileIsAnErrorNamingTheKeyWhereItsKindIsNeeded() throws {
+        let root = try writePolicies(["purge.yaml": "job:\n  kind: purge\n  max_atempts: 3\npurge:\n  batch: 3\n"])
+        let book = try PolicyBook(jobsDirectory: root)
         #expect {
-            try PolicyBook(jobsDirectory: root)
+            try book.policy(for: "purge")
         } throws: { error in
             "\(error)".contains("max_atempts") && "\(error)".contains("purge.yaml")
         }
+        // The whole file is unusable, its other sections too: half a file is not applied.
+        #expect(throws: JobRunnerError.self) { try book.section("purge") }
+    }
+
+    @Test func aBrokenFileFailsOnlyWhatItDefines() throws {
+        let root = try writePolicies([
+            "noop.yaml": "job:\n  kind: runner.noop\n  concurency: 64\n",
+            "export.yaml": "job:\n  kind: export\n  max_attempts: 9\nexport:\n  rate_limit_hours: 24\n",
+            "photos.yaml": "job:\n  kind: photos.normalize\n  max_attempts: [\n",
+        ])
+        let book = try PolicyBook(jobsDirectory: root)
+        #expect(try book.policy(for: "export").maxAttempts == 9)
+        #expect(try book.section("export").int("rate_limit_hours", default: 1) == 24)
+        #expect(try book.policy(for: "deletion.purge") == JobPolicy())
+        #expect { try book.policy(for: "runner.noop") } throws: { "\($0)".contains("noop.yaml") && "\($0)".contains("concurency") }
+        // Not even YAML: what it defines is read off its lines.
+        #expect { try book.policy(for: "photos.normalize") } throws: { "\($0)".contains("photos.yaml") && "\($0)".contains("not valid YAML") }
+        #expect(book.brokenFiles.map { ($0.path as NSString).lastPathComponent }.sorted() == ["noop.yaml", "photos.yaml"])
+    }
+
+    @Test func aFileTooBrokenToTellWhatItDefinesFailsEveryKindNoGoodFileDefines() throws {
+        let root = try writePolicies(["a.yaml": "- just\n- a list\n", "export.yaml": "job:\n  kind: export\n"])
+        let book = try PolicyBook(jobsDirectory: root)
+        #expect(try book.policy(for: "export") == JobPolicy())
+        #expect { try book.policy(for: "deletion.purge") } throws: { "\($0)".contains("a.yaml") }
     }
 
     @Test func aMissingPoliciesFolderMeansDefaults() throws {
         let book = try PolicyBook(jobsDirectory: "/nonexistent-\(UUID().uuidString)")
-        #expect(book.policy(for: "anything") == JobPolicy())
+        #expect(try book.policy(for: "anything") == JobPolicy())
     }
 }

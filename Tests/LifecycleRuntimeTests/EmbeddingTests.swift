@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import JobRunner
 import Lifecycle
 import LifecycleRuntime
@@ -31,6 +32,13 @@ struct Workspace {
 
     var configuration: LifecycleConfiguration {
         LifecycleConfiguration(database: root + "/app/lifecycle.sqlite", blobs: root + "/blobs", jobsDirectory: jobs, clock: clock)
+    }
+
+    /// The configuration of an installation `initialize()` has made, as an app sets one up once.
+    func installed() async throws -> LifecycleConfiguration {
+        let configuration = self.configuration
+        _ = try await configuration.initialize()
+        return configuration
     }
 
     /// One account as an app's import would bring it: a journal entry and a file under its blob prefix.
@@ -101,14 +109,15 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
     } catch let error as LifecycleError {
         return error
     } catch {
-        return LifecycleError(.internalError, "unexpected \(type(of: error)): \(error)")
+        // What a body throws comes back as thrown; the app gives it a category like this.
+        return LifecycleError(classifying: error)
     }
 }
 
 @Suite struct EmbeddingTests {
     @Test func anAppDeletesAnAccountAndThePurgeDrainRemovesItAfterTheGracePeriod() async throws {
         let workspace = try Workspace()
-        let configuration = workspace.configuration
+        let configuration = try await workspace.installed()
 
         let imported = try await configuration.withInstallation(ImportAccounts(file: try workspace.importLine("ada")))
         #expect(imported.imported == ["ada"])
@@ -156,16 +165,19 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
             }
         }
         let workspace = try Workspace()
-        let configuration = workspace.configuration
+        let configuration = try await workspace.installed()
         _ = try await configuration.withInstallation(ImportAccounts(file: try workspace.importLine("ada")))
 
         let result = try await configuration.withInstallation(SpoilJobsThenDelete(jobs: workspace.jobs))
         #expect(result.outcome == .requested)
 
-        // Opened again, the spoilt policy file is refused before anything runs.
-        let refused = await lifecycleError { _ = try await configuration.withInstallation(Look(account: "ada")) }
+        // Opened again (with its map back), the spoilt policy file fails only what reads it, naming the file:
+        try FileManager.default.copyItem(atPath: shippedJobs + "/account-data.yaml", toPath: workspace.jobs + "/account-data.yaml")
+        // looking at the account reads no policy, a deletion request does.
+        #expect(try await configuration.withInstallation(Look(account: "ada")).account?.state == .pendingDeletion)
+        let refused = await lifecycleError { _ = try await configuration.withInstallation(RequestDeletion(account: "ada", password: password)) }
         #expect(refused?.category == .badInput)
-        #expect(refused?.message.hasPrefix("policy files in \(workspace.jobs)/policies: ") == true)
+        #expect(refused?.message.hasPrefix("\(workspace.jobs)/policies/deletion.yaml: ") == true)
     }
 
     @Test func aMapThatCannotBeReadFailsWhereItIsNeededWithItsOwnMessage() async throws {
@@ -175,8 +187,9 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
             }
         }
         let workspace = try Workspace()
+        let configuration = try await workspace.installed()
         try FileManager.default.removeItem(atPath: workspace.jobs + "/account-data.yaml")
-        let error = await lifecycleError { _ = try await workspace.configuration.withInstallation(CheckMap()) }
+        let error = await lifecycleError { _ = try await configuration.withInstallation(CheckMap()) }
         #expect(error?.category == .inputMissing)
         #expect(error?.message.hasPrefix("\(workspace.jobs)/account-data.yaml: the account data map is missing") == true)
     }
@@ -189,6 +202,22 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
         #expect(appMap != shipped)
         try appMap.write(toFile: map, atomically: true, encoding: .utf8)
 
+        // An app's own SQLite file exists before lifecycle is pointed at it.
+        try FileManager.default.createDirectory(atPath: workspace.root + "/app", withIntermediateDirectories: true)
+        _ = try await GRDB.DatabaseQueue(path: workspace.configuration.database).write { db in
+            try db.execute(sql: "CREATE TABLE users (id TEXT PRIMARY KEY, email TEXT)")
+        }
+        try """
+            version: 2
+            subject:
+              table: users
+              key: id
+              lookup: [email]
+              columns: [id, email]
+            tables: []
+            """.write(toFile: map, atomically: true, encoding: .utf8)
+        let report = try await workspace.configuration.initialize()
+        #expect(report.created && !report.referenceSchema)
         _ = try await workspace.configuration.withInstallation(Open())
         let (catalog, location) = try await workspace.configuration.readCatalog()
         #expect(location == "SQLite file \(workspace.configuration.database)")
@@ -197,7 +226,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
 
         // The reference app's map: its schema is created too.
         let reference = try Workspace()
-        _ = try await reference.configuration.withInstallation(Open())
+        _ = try await reference.installed().withInstallation(Open())
         #expect(try await reference.configuration.readCatalog().catalog.table(.init(name: "accounts")) != nil)
     }
 
@@ -227,7 +256,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
 
     @Test func aLocationThatCannotWorkIsRefusedBeforeAnythingRuns() async throws {
         let workspace = try Workspace()
-        var configuration = workspace.configuration
+        var configuration = try await workspace.installed()
         configuration.blobs = "ftp://files.example.com/blobs"
         let blobs = await lifecycleError { _ = try await configuration.withInstallation(Look(account: "ada")) }
         #expect(blobs?.category == .badConfiguration)
@@ -242,6 +271,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
         // A database path that is a folder: the SQLite file cannot be opened there.
         configuration = workspace.configuration
         configuration.database = workspace.root
+        // Named as what it is, not as a missing installation: it exists and cannot be opened.
         let folder = await lifecycleError { _ = try await configuration.withInstallation(Look(account: "ada")) }
         #expect(folder?.category == .unavailable)
         #expect(folder?.message.contains(workspace.root) == true)
@@ -253,7 +283,8 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
             _ = try await StoreCopier.copy(from: workspace.configuration, toDatabase: "postgres://lifecycle@localhost/app", toBlobs: nil)
         }
         #expect(missing?.category == .inputMissing)
-        #expect(missing?.message == "\(workspace.configuration.database): no such SQLite file to copy from")
+        #expect(missing?.message == "\(workspace.configuration.database): no lifecycle installation to copy from (pass the installation's --database)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.configuration.database))
 
         var configuration = workspace.configuration
         configuration.database = "postgres://lifecycle@localhost/source"

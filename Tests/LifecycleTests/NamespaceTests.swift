@@ -17,11 +17,11 @@ struct NamespaceTests {
     /// Lifecycle's own tables, by their name inside the namespace.
     static let ownTables: Set<String> = [
         "jobs", "job_steps", "job_schedules", "runner_probe_effects", "audit_events", "exports", "outbox", "purge_inventory",
-        "deletion_attempts", "subjects", "purge_progress",
+        "deletion_attempts", "subjects", "purge_progress", "paused_kinds", "holds", "settings", "lookup_digests",
     ]
     static let migrations = [
         "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
-        "v5-app-subjects",
+        "v5-app-subjects", "v6-operations",
     ]
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]

@@ -36,7 +36,11 @@ struct S3Installation {
         environment["AWS_ACCESS_KEY_ID"] = MotoServer.credentials.accessKeyID
         environment["AWS_SECRET_ACCESS_KEY"] = MotoServer.credentials.secretAccessKey
         self.environment = environment
+        let created = try await run(["init"])
+        guard created.status == 0 else { throw InstallationFailed(message: created.stderr) }
     }
+
+    struct InstallationFailed: Error { let message: String }
 
     struct Result {
         var status: Int32

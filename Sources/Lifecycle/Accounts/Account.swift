@@ -1,4 +1,5 @@
 import Foundation
+import JobRunner
 
 public enum AccountState: String, Sendable, Codable, CaseIterable {
     case active, pendingDeletion, purging, purged
@@ -69,6 +70,10 @@ public struct Account: Sendable, Codable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
+
+    enum CodingKeys: String, CodingKey {
+        case id, email, passwordHash = "password_hash", firstName = "first_name", lastName = "last_name", displayName = "display_name", bio, profilePhotoID = "profile_photo_id", primarySport = "primary_sport", morningReminderTime = "morning_reminder_time", timezone, subscriptionStatus = "subscription_status", integrations, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at", createdAt = "created_at", updatedAt = "updated_at"
+    }
 }
 
 public enum Theme: String, Sendable, Codable, CaseIterable { case system, light, dark }
@@ -86,6 +91,10 @@ public struct Preferences: Sendable, Codable, Equatable {
         self.fontSizeOffset = fontSizeOffset
         self.notificationsEnabled = notificationsEnabled
         self.dailyReminderTime = dailyReminderTime
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case theme, fontSizeOffset = "font_size_offset", notificationsEnabled = "notifications_enabled", dailyReminderTime = "daily_reminder_time"
     }
 }
 
@@ -127,6 +136,10 @@ public struct PhotoRecord: Sendable, Codable, Equatable {
         self.normalizationState = normalizationState
         self.normalizationReason = normalizationReason
         self.recipeVersion = recipeVersion
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, accountID = "account_id", entryID = "entry_id", role, blobKey = "blob_key", contentType = "content_type", byteSize = "byte_size", sha256, takenAt = "taken_at", createdAt = "created_at", normalizationState = "normalization_state", normalizationReason = "normalization_reason", recipeVersion = "recipe_version"
     }
 }
 
@@ -209,5 +222,29 @@ public struct AuditEvent: Sendable, Codable, Equatable {
         self.accountID = accountID
         self.outcome = outcome
         self.detail = detail
+    }
+
+    /// An event whose detail is written as one JSON object, numbers as numbers.
+    public init(at: Date, actor: String, action: String, accountID: String?, outcome: String, detail: [String: JSONValue]) {
+        self.init(at: at, actor: actor, action: action, accountID: accountID, outcome: outcome,
+                  detail: detail.isEmpty ? nil : try? JobJSON.encode(detail))
+    }
+
+    /// The detail as stored (a JSON object written as text), as a nested value for output.
+    public var detailValue: JSONValue? { detail.map(JSONValue.parsing) }
+
+    /// As `lifecycle audit --json` and the API show it: the detail nested, not as text.
+    public struct Output: Sendable, Encodable {
+        public var id: Int64?
+        public var at: Date
+        public var actor: String
+        public var action: String
+        public var account: String?
+        public var outcome: String
+        public var detail: JSONValue?
+    }
+
+    public var output: Output {
+        Output(id: id, at: at, actor: actor, action: action, account: accountID, outcome: outcome, detail: detailValue)
     }
 }

@@ -27,7 +27,7 @@ public struct DeletionPolicy: Sendable, Equatable {
     public var gracePeriod: TimeInterval { TimeInterval(graceDays) * 86_400 }
 
     public init(policies: PolicyBook) throws {
-        let section = policies.section(Self.sectionName)
+        let section = try policies.section(Self.sectionName)
         try section.requireOnly([
             "grace_days", "lockout_failures", "lockout_window_minutes", "lockout_minutes",
             "purge_blob_batch", "purge_row_batch", "sweep_batch", "batch_pause_milliseconds",

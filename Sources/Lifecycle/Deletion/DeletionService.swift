@@ -34,12 +34,20 @@ public struct DeletionRequestResult: Sendable, Codable, Equatable {
     public var sessionsRevoked: Int
     /// What to tell the person: the product message, or why nothing changed.
     public var message: String
+
+    enum CodingKeys: String, CodingKey {
+        case outcome, accountID = "account_id", state, purgeAfter = "purge_after", purgeJobID = "purge_job_id", sessionsRevoked = "sessions_revoked", message
+    }
 }
 
 public struct RestoreResult: Sendable, Codable, Equatable {
     public var accountID: String
     /// The scheduled purge this restore cancelled.
     public var cancelledJobID: JobID?
+
+    enum CodingKeys: String, CodingKey {
+        case accountID = "account_id", cancelledJobID = "cancelled_job_id"
+    }
 }
 
 /// The deletion calls an app backend makes in-process (its "Delete Account"
@@ -98,7 +106,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             let running = try tx.deletionAttemptsInFlight(accountID: id, since: now.addingTimeInterval(-lockout.window))
             if let until = lockout.lockedUntil(failureTimes: failures + running, now: now) {
                 try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.lockedOut, at: now,
-                                         detail: ["locked_until": ISO8601.format(until)]))
+                                         detail: ["locked_until": .string(ISO8601.format(until))]))
                 return .failure(LifecycleError(
                     .tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until))."))
             }
@@ -136,7 +144,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             matches = try verifier.verify(password: password, storedHash: hash)
         } catch let error as CredentialsError {
             try await audit(id, actor: "user", action: DeletionAudit.request, outcome: "unverifiable-hash", at: now,
-                            detail: ["hash_format": format, "error": error.description])
+                            detail: ["hash_format": .string(format), "error": .string(error.description)])
             if error == .hashingFailed {
                 throw LifecycleError(.unavailable, "the password of account \(id) could not be checked right now (\(error.detail)); try again")
             }
@@ -150,7 +158,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         }
         guard matches else {
             let failure = event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
-                                detail: ["hash_format": format])
+                                detail: ["hash_format": .string(format)])
             try await store.write { [self] tx in
                 try tx.recordAudit(failure)
                 try endAttempt(attempt, accountID: id, now: now, in: tx)
@@ -175,8 +183,8 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
             try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: store, now: now, in: tx)
             try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
-                "hash_format": format, "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)",
-                "purge_job": "\(job.id)",
+                "hash_format": .string(format), "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked),
+                "purge_job": .int(job.id),
             ]))
             return DeletionRequestResult(
                 outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
@@ -202,7 +210,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let now = services.clock.now()
         let id = try await existingAccount(reference).id
         let actor = "operator:\(operatorName)"
-        let detail = ["reason": reason, "immediately": "\(immediately)"]
+        let detail: [String: JSONValue] = ["reason": .string(reason), "immediately": .bool(immediately)]
         let result = try await services.store.write { [self] tx in
             guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(reference) }
             switch account.state {
@@ -220,7 +228,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 }
                 let job = try reschedulePurge(id, at: now, now: now, in: tx)
                 try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "rescheduled", at: now,
-                                         detail: detail.merging(["purge_after": ISO8601.format(now), "purge_job": "\(job.id)"]) { $1 }))
+                                         detail: detail.merging(["purge_after": .string(ISO8601.format(now)), "purge_job": .int(job.id)]) { $1 }))
                 return DeletionRequestResult(
                     outcome: .rescheduled, accountID: id, state: .pendingDeletion, purgeAfter: now, purgeJobID: job.id,
                     sessionsRevoked: 0, message: "Account \(id) will be purged by the next purge run (purge date moved to now).")
@@ -234,7 +242,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: services.store, now: now, in: tx)
                 try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "requested", at: now,
                                          detail: detail.merging([
-                                             "purge_after": ISO8601.format(purgeAfter), "sessions_revoked": "\(revoked)", "purge_job": "\(job.id)",
+                                             "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked), "purge_job": .int(job.id),
                                          ]) { $1 }))
                 let message = immediately
                     ? "Account \(id) is scheduled for deletion now: the next purge run removes it."
@@ -271,7 +279,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             }
             if let refusal {
                 try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.restore, outcome: "refused", at: now,
-                                         detail: ["state": account.state.rawValue]))
+                                         detail: ["state": .string(account.state.rawValue)]))
                 return .refused(LifecycleError(.badInput, refusal))
             }
             guard try directory.restore(id: id, now: now, in: tx) else {
@@ -285,7 +293,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 cancelled = job.id
             }
             try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.restore, outcome: "restored", at: now,
-                                     detail: ["cancelled_job": cancelled.map { "\($0)" } ?? "none"]))
+                                     detail: ["cancelled_job": cancelled.map { .int($0) } ?? .null]))
             return .restored(RestoreResult(accountID: id, cancelledJobID: cancelled))
         }
         switch decision {
@@ -320,7 +328,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(reference) }
             guard account.state == .active || account.state == .pendingDeletion else { throw purgedError(account) }
             try tx.setPasswordHash(accountID: id, hash: hash, now: now)
-            try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.setPassword, outcome: "set", at: now, detail: ["hash_format": format]))
+            try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.setPassword, outcome: "set", at: now, detail: ["hash_format": .string(format)]))
         }
         return format
     }
@@ -356,7 +364,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     }
 
     private func schedulePurge(_ id: String, at runAt: Date, now: Date, in tx: Store.Transaction) throws -> JobRecord {
-        let policy = services.policies.policy(for: DeletionJobs.purgeKind)
+        let policy = try services.policies.policy(for: DeletionJobs.purgeKind)
         return try services.store.enqueue(try DeletionJobs.purgeRequest(accountID: id, runAt: runAt), policy: policy, now: now, in: tx).job
     }
 
@@ -369,12 +377,11 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         return try schedulePurge(id, at: runAt, now: now, in: tx)
     }
 
-    private func event(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: String] = [:]) -> AuditEvent {
-        AuditEvent(at: at, actor: actor, action: action, accountID: id, outcome: outcome,
-                   detail: detail.isEmpty ? nil : try? JobJSON.encode(detail))
+    private func event(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: JSONValue] = [:]) -> AuditEvent {
+        AuditEvent(at: at, actor: actor, action: action, accountID: id, outcome: outcome, detail: detail)
     }
 
-    private func audit(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: String] = [:]) async throws {
+    private func audit(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: JSONValue] = [:]) async throws {
         let event = event(id, actor: actor, action: action, outcome: outcome, at: at, detail: detail)
         try await services.store.write { tx in try tx.recordAudit(event) }
     }

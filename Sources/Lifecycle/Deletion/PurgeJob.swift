@@ -59,9 +59,11 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         var blobs: Int
         var blobBytes: Int64
         var purgeJob: JobID
+        /// Every hold the account had (all ended, or it would not be purged).
+        var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", purgeJob = "purge_job"
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", purgeJob = "purge_job", holds
         }
     }
 
@@ -78,6 +80,10 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             return try .output(LockOutcome(outcome: outcome), finishesJob: true)
         }
         if try services.store.job(id: context.job.id, in: tx)?.cancelRequested == true { return try finish(.cancelled) }
+        // The account's row lock first (`accounts hold` takes it too): a hold either landed
+        // before this and withdraws the purge, or finds the account purging and is refused.
+        _ = try tx.account(id: id)
+        try HoldCheck.withdrawIfHeld(id, now: context.now, in: tx)
         // The compare-and-set is the check: pendingDeletion and past purge_after, or no change.
         if try !tx.beginPurge(accountID: id, now: context.now) {
             guard let account = try tx.account(id: id) else {
@@ -182,20 +188,23 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
                 for (table, count) in erased { rows[table, default: 0] += count.deleted + count.masked }
                 rows.merge(own, uniquingKeysWith: +)
             }
+            // `lifecycle audit <email>` finds the tombstone by this once the address is gone.
+            try LookupDigest.record(values: [try tx.account(id: id)?.email], key: id, in: tx)
             guard try tx.tombstone(accountID: id, purgedAt: now) else {
                 let state = try tx.account(id: id)?.state.rawValue ?? "gone"
                 throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
             }
             let receipt = Receipt(
                 rows: rows, rowsTotal: rows.values.reduce(0, +), blobs: inventory?.blobCount ?? 0,
-                blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID)
+                blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID, holds: try tx.holds(key: id))
             let detail = try JobJSON.encode(receipt)
             try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))
             return (receipt, detail)
         }
         guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
+        LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
         context.logger.notice("account purged", metadata: [
-            "account": "\(id)", "rows": "\(receipt.rowsTotal)", "blobs": "\(receipt.blobs)", "blob_bytes": "\(receipt.blobBytes)",
+            "account": "\(id)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs), "blob_bytes": .stringConvertible(receipt.blobBytes),
         ])
         return StepResult(output: detail)
     }

@@ -6,10 +6,13 @@ public struct SweepReport: Sendable, Codable, Equatable {
     public var due = 0
     /// Of those, how many had no live purge job and got one now.
     public var enqueued = 0
+    /// Of those, the accounts on hold (`accounts hold`): left alone until the hold ends.
+    public var held: [String] = []
 
-    public init(due: Int = 0, enqueued: Int = 0) {
+    public init(due: Int = 0, enqueued: Int = 0, held: [String] = []) {
         self.due = due
         self.enqueued = enqueued
+        self.held = held
     }
 }
 
@@ -21,8 +24,45 @@ public struct PurgePreview: Sendable, Codable, Equatable {
     public var rows: [String: Int]
     public var blobs: Int
     public var blobBytes: Int64
+    /// The hold in force, if any: then nothing is purged until it ends.
+    public var hold: AccountHold?
 
     public var rowsTotal: Int { rows.values.reduce(0, +) }
+
+    enum CodingKeys: String, CodingKey {
+        case accountID = "account", state, purgeAfter = "purge_after", rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", hold
+    }
+
+    public init(accountID: String, state: AccountState, purgeAfter: Date?, rows: [String: Int], blobs: Int, blobBytes: Int64, hold: AccountHold? = nil) {
+        self.accountID = accountID
+        self.state = state
+        self.purgeAfter = purgeAfter
+        self.rows = rows
+        self.blobs = blobs
+        self.blobBytes = blobBytes
+        self.hold = hold
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            accountID: try container.decode(String.self, forKey: .accountID), state: try container.decode(AccountState.self, forKey: .state),
+            purgeAfter: try container.decodeIfPresent(Date.self, forKey: .purgeAfter), rows: try container.decode([String: Int].self, forKey: .rows),
+            blobs: try container.decode(Int.self, forKey: .blobs), blobBytes: try container.decode(Int64.self, forKey: .blobBytes),
+            hold: try container.decodeIfPresent(AccountHold.self, forKey: .hold))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accountID, forKey: .accountID)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(purgeAfter, forKey: .purgeAfter)
+        try container.encode(rows, forKey: .rows)
+        try container.encode(rowsTotal, forKey: .rowsTotal)
+        try container.encode(blobs, forKey: .blobs)
+        try container.encode(blobBytes, forKey: .blobBytes)
+        try container.encodeIfPresent(hold, forKey: .hold)
+    }
 }
 
 /// Finds accounts whose purge is due and makes sure each has a purge job. Requests
@@ -65,29 +105,33 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
     public func enqueueDuePurges() async throws -> SweepReport {
         let batch = try policy.get().sweepBatch
         let store = services.store
-        let purgePolicy = services.policies.policy(for: DeletionJobs.purgeKind)
+        let purgePolicy = try services.policies.policy(for: DeletionJobs.purgeKind)
         let now = services.clock.now()
         let directory = try await directory()
         var report = SweepReport()
         var after: String?
         while true {
             let cursor = after
-            let (count, created, last) = try await store.write { tx -> (Int, Int, String?) in
+            let (count, created, held, last) = try await store.write { tx -> (Int, Int, [String], String?) in
                 let due = try directory.accountsDueForPurge(now: now, after: cursor, limit: batch, in: tx)
+                // The purge job checks again under the account's lock; this keeps a held
+                // account from getting a job that would only stand down.
+                let held = try tx.heldKeys(due.map(\.accountID), now: now)
                 var created = 0
-                for account in due {
+                for account in due where !held.contains(account.accountID) {
                     let request = try DeletionJobs.purgeRequest(accountID: account.accountID, runAt: min(account.purgeAfter ?? now, now))
                     if try store.enqueue(request, policy: purgePolicy, now: now, in: tx).created { created += 1 }
                 }
-                return (due.count, created, due.last?.accountID)
+                return (due.count, created, due.map(\.accountID).filter(held.contains), due.last?.accountID)
             }
             report.due += count
             report.enqueued += created
+            report.held += held
             guard count == batch, let last else { break }
             after = last
         }
         if report.enqueued > 0 {
-            services.logger.info("purge jobs enqueued for due accounts", metadata: ["due": "\(report.due)", "enqueued": "\(report.enqueued)"])
+            services.logger.info("purge jobs enqueued for due accounts", metadata: ["due": .stringConvertible(report.due), "enqueued": .stringConvertible(report.enqueued)])
         }
         return report
     }
@@ -120,9 +164,10 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
             let size = min(batch, limit.map { $0 - previews.count } ?? batch)
             let due = try await store.read { tx -> [PurgePreview] in
                 try directory.accountsDueForPurge(now: now, after: cursor, limit: size, in: tx).map { account in
-                    PurgePreview(
+                    let hold = try tx.openHold(key: account.accountID).flatMap { $0.isActive(at: now) ? $0 : nil }
+                    return PurgePreview(
                         accountID: account.accountID, state: account.state, purgeAfter: account.purgeAfter,
-                        rows: try count(account.accountID, tx), blobs: 0, blobBytes: 0)
+                        rows: try count(account.accountID, tx), blobs: 0, blobBytes: 0, hold: hold)
                 }
             }
             for var preview in due {

@@ -234,6 +234,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         export.completedAt = context.now
         export.expiresAt = written.expiresAt
         try tx.updateExport(export)
+        LifecycleMetrics.exportReady(bytes: verified.bytes)
         return .done
     }
 

@@ -109,7 +109,7 @@ extension LifecycleServices {
         }
         let format = request.format ?? settings.defaultFormat
         let requestedBy = request.operatorName.map { "operator:\($0)" } ?? "user"
-        let policy = policies.policy(for: ExportJobs.exportKind)
+        let policy = try policies.policy(for: ExportJobs.exportKind)
         let now = clock.now()
         let store = self.store
         return try await store.write { tx in

@@ -39,7 +39,7 @@ public struct ExportSettings: Sendable, Equatable {
     public init() {}
 
     public init(policies: PolicyBook) throws {
-        let section = policies.section(Self.sectionName)
+        let section = try policies.section(Self.sectionName)
         do {
             try section.requireOnly(Self.keys)
             rateLimitCount = try section.int("rate_limit_count", default: rateLimitCount, in: 1...1_000)

@@ -79,6 +79,10 @@ public struct ExportRecord: Sendable, Codable, Equatable {
         self.revokedAt = revokedAt
         self.expiredAt = expiredAt
     }
+
+    enum CodingKeys: String, CodingKey {
+        case id, accountID = "account_id", jobID = "job_id", format, state, requestedBy = "requested_by", cutoffAt = "cutoff_at", blobKey = "blob_key", byteSize = "byte_size", omittedPhotos = "omitted_photos", completedAt = "completed_at", expiresAt = "expires_at", revokedAt = "revoked_at", expiredAt = "expired_at"
+    }
 }
 
 /// A database value as the export writes it.

@@ -15,6 +15,10 @@ public struct ImportReport: Sendable, Codable {
     public var photosStored = 0
 
     public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case imported, unchanged, failures, photosStored = "photos_stored"
+    }
 }
 
 /// An import stopped before the end of its file by something that is not the file's
@@ -114,7 +118,7 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                 }
             } catch let failure as ValidationFailure {
                 report.failures.append(.init(line: lineNumber, reason: failure.description))
-                logger.warning("import line refused", metadata: ["line": "\(lineNumber)", "reason": "\(failure)"])
+                logger.warning("import line refused", metadata: ["line": .stringConvertible(lineNumber), "reason": "\(failure)"])
             } catch {
                 throw ImportInterrupted(line: lineNumber, report: report, underlying: error)
             }
@@ -175,7 +179,7 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
             throw error
         }
 
-        let photoJobPolicy = policies.policy(for: PhotoJobs.normalizeKind)
+        let photoJobPolicy = try policies.policy(for: PhotoJobs.normalizeKind)
         let records = staged.map(\.record)
         do {
             let created: Bool = try await store.write { tx in

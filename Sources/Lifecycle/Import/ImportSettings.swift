@@ -16,7 +16,7 @@ public struct ImportSettings: Sendable, Equatable {
     public init() {}
 
     public init(policies: PolicyBook) throws {
-        let section = policies.section(Self.sectionName)
+        let section = try policies.section(Self.sectionName)
         do {
             try section.requireOnly(Self.keys)
             maxLineBytes = try section.int("max_line_bytes", default: maxLineBytes, in: 1_024...(1 << 30))

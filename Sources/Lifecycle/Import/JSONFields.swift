@@ -1,22 +1,6 @@
 import Foundation
 import JobRunner
 
-/// A parsed JSON value that keeps booleans and numbers apart (JSONSerialization
-/// on Linux does not), so `"notifications_enabled": 1` is refused, not read as true.
-enum JSONValue: Decodable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
-        else if let number = try? container.decode(Double.self) { self = .number(number) }
-        else if let text = try? container.decode(String.self) { self = .string(text) }
-        else if let items = try? container.decode([JSONValue].self) { self = .array(items) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-}
-
 /// Typed, path-aware access to one JSON object of an import line, so every
 /// error names the exact field ("entries[2].photos[0].file: …").
 struct JSONFields {

@@ -43,7 +43,7 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     }
 
     public func enqueue(_ request: EnqueueRequest) async throws -> EnqueueOutcome {
-        let policy = policies.policy(for: request.kind)
+        let policy = try policies.policy(for: request.kind)
         let now = clock.now()
         let store = self.store
         return try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }

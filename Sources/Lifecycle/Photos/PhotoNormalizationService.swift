@@ -36,7 +36,7 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
             accountID = account.id
         }
         let selection = PhotoSelection(accountID: accountID, recipeVersion: policy.recipeVersion, includeRejected: includeRejected)
-        let jobPolicy = services.policies.policy(for: PhotoJobs.normalizeKind)
+        let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeKind)
         let store = services.store
         let limit = pageSize
         var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
@@ -151,6 +151,10 @@ public struct PhotoSummary: Sendable, Codable, Equatable {
     public var height: Int?
     public var bytes: Int64
     public var blobKey: String
+
+    enum CodingKeys: String, CodingKey {
+        case format, width, height, bytes, blobKey = "blob_key"
+    }
 }
 
 public struct PhotoJobResult: Sendable, Codable, Equatable {

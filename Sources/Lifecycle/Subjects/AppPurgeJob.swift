@@ -52,9 +52,11 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var blobBytes: Int64
         var user: String
         var purgeJob: JobID
+        /// Every hold the account had (all ended, or it would not be purged).
+        var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", user, purgeJob = "purge_job"
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", user, purgeJob = "purge_job", holds
         }
     }
 
@@ -69,6 +71,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             return try .output(LockOutcome(outcome: outcome), finishesJob: true)
         }
         if try services.store.job(id: context.job.id, in: tx)?.cancelRequested == true { return try finish(.cancelled) }
+        // Under the account's lock, which `accounts hold` takes too (PurgeJob.swift).
+        if try tx.subject(key: key) != nil { _ = try tx.lockSubject(key: key, now: context.now) }
+        try HoldCheck.withdrawIfHeld(key, now: context.now, in: tx)
         if try !tx.beginSubjectPurge(key: key, now: context.now) {
             switch try tx.subject(key: key)?.state ?? .active {
             case .purged: return try finish(.alreadyPurged)
@@ -160,6 +165,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let jobID = context.job.id
         let eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
         let done = try await eraser.erase(key: key, context: context) { tx, counts -> (Receipt, String) in
+            // `lifecycle audit <email>` finds the account by these once its values are gone.
+            let lookupValues = try data.plan.subject.lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text }
+            try LookupDigest.record(values: lookupValues, key: key, in: tx)
             let userRows = try tx.execute(sql.eraseSubject(key: key))
             var rows = try tx.takePurgeProgress(key: key)
             for (table, count) in counts {
@@ -179,14 +187,15 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             let receipt = Receipt(
                 rows: rows, rowsTotal: rows.values.reduce(0) { $0 + $1.deleted + $1.masked },
                 blobs: inventory?.blobCount ?? 0, blobBytes: inventory?.blobBytes ?? 0,
-                user: data.plan.subject.erase == .delete ? "deleted" : "masked", purgeJob: jobID)
+                user: data.plan.subject.erase == .delete ? "deleted" : "masked", purgeJob: jobID, holds: try tx.holds(key: key))
             let detail = try JobJSON.encode(receipt)
             try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
             return (receipt, detail)
         }
         guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
+        LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
         context.logger.notice("account purged", metadata: [
-            "account": "\(key)", "rows": "\(receipt.rowsTotal)", "blobs": "\(receipt.blobs)", "blob_bytes": "\(receipt.blobBytes)",
+            "account": "\(key)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs), "blob_bytes": .stringConvertible(receipt.blobBytes),
         ])
         // Encoded once: the step's output is the audited receipt.
         return StepResult(output: detail)

@@ -1,0 +1,95 @@
+import Crypto
+import Foundation
+import JobRunner
+
+/// What lets `lifecycle audit` find a purged account by the email (or other lookup value)
+/// it had, without keeping that value: the purge records a keyed hash of each lookup value
+/// under the installation's own secret, made when the installation was created. Someone
+/// holding the database without the secret cannot test guesses offline against a table
+/// of well-known addresses, as they could against a plain hash.
+public protocol LookupDigestTransaction {
+    /// The installation's secret for lookup digests.
+    func lookupSalt() throws -> String
+    func recordLookupDigests(_ digests: [String], key: String) throws
+    /// The keys of purged accounts that had a lookup value with this digest.
+    func subjectKeys(lookupDigest: String) throws -> [String]
+}
+
+public enum LookupDigest {
+    /// HMAC-SHA256 of the value as an operator would type it: trimmed, case folded (an
+    /// email's case does not make it another address).
+    public static func digest(_ value: String, salt: String) -> String {
+        let normalised = value.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let code = HMAC<SHA256>.authenticationCode(for: Data(normalised.utf8), using: SymmetricKey(data: Data(salt.utf8)))
+        return code.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Called by the purge in the transaction that erases the account, before its values go.
+    public static func record(values: [String?], key: String, in tx: some LookupDigestTransaction) throws {
+        let present = values.compactMap { $0 }.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        guard !present.isEmpty else { return }
+        let salt = try tx.lookupSalt()
+        try tx.recordLookupDigests(Array(Set(present.map { digest($0, salt: salt) })).sorted(), key: key)
+    }
+}
+
+/// Everything recorded about one account: `lifecycle audit`.
+public struct AuditReport: Sendable, Encodable {
+    public enum FoundBy: String, Sendable, Encodable {
+        /// Its key (id), or a lookup column of a row that still exists.
+        case reference
+        /// The salted hash of a lookup value the purge recorded.
+        case purgedLookup = "purged_lookup"
+    }
+
+    public var account: String
+    public var foundBy: FoundBy
+    /// Nil when lifecycle never recorded a state for it and its row is gone.
+    public var state: AccountState?
+    public var purgedAt: Date?
+    public var holds: [AccountHold]
+    public var events: [AuditEvent.Output]
+
+    enum CodingKeys: String, CodingKey {
+        case account, foundBy = "found_by", state, purgedAt = "purged_at", holds, events
+    }
+}
+
+public struct AuditTrail<Store: LifecycleStore>: Sendable {
+    public let services: LifecycleServices<Store>
+    public let directory: AccountDirectory<Store>
+
+    public init(services: LifecycleServices<Store>, directory: AccountDirectory<Store>) {
+        self.services = services
+        self.directory = directory
+    }
+
+    /// The account named by its key, a lookup column, or (once purged) a lookup value it had.
+    /// Exit 67 (`noSuchAccount`) when nothing was ever recorded under that name.
+    public func report(for reference: String) async throws -> AuditReport {
+        let directory = self.directory
+        let now = services.clock.now()
+        return try await services.store.read { tx in
+            var foundBy = AuditReport.FoundBy.reference
+            var key = try directory.find(reference, in: tx)
+            if key == nil {
+                let keys = try tx.subjectKeys(lookupDigest: LookupDigest.digest(reference, salt: try tx.lookupSalt()))
+                guard keys.count <= 1 else {
+                    throw LifecycleError(.badInput, "'\(reference)' was a lookup value of more than one purged account (\(keys.joined(separator: ", "))); name one by its key")
+                }
+                if let found = keys.first {
+                    key = found
+                    foundBy = .purgedLookup
+                }
+            }
+            // An app account purged by a map that erases the user row leaves only its key.
+            let id = key ?? reference
+            let entry = try directory.entry(id: id, in: tx, locking: false, now: now)
+            let events = try tx.auditEvents(accountID: id)
+            let holds = try tx.holds(key: id)
+            guard key != nil || entry != nil || !events.isEmpty else { throw LifecycleError.noSuchAccount(reference) }
+            return AuditReport(
+                account: id, foundBy: foundBy, state: entry?.state, purgedAt: entry?.purgedAt, holds: holds, events: events.map(\.output))
+        }
+    }
+}
