@@ -55,15 +55,17 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
-    /// `accountID` → `account_id`, `HTTPStatus` → `http_status`, `sha256` stays.
+    /// `accountID` → `account_id`, `HTTPStatus` → `http_status`, `jobIDs` → `job_ids`, `sha256` stays.
     static func snakeCase(_ key: String) -> String {
         let characters = Array(key)
         var result = ""
         for (index, character) in characters.enumerated() {
             if character.isUppercase, index > 0 {
                 let previous = characters[index - 1]
-                let next = index + 1 < characters.count ? characters[index + 1] : nil
-                if previous.isLowercase || previous.isNumber || (previous.isUppercase && (next?.isLowercase ?? false)) {
+                // An acronym ends where a word begins (HTTP|Status), not before a plural "s" (ID|s).
+                let word = characters[(index + 1)...].prefix { $0.isLowercase }
+                let startsWord = word.count > 1 || (word.count == 1 && word.first != "s")
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && startsWord) {
                     if !result.hasSuffix("_") { result.append("_") }
                 }
             }

@@ -112,3 +112,26 @@ public struct QueueHealth: Codable, Sendable {
             counts: Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, byState[$0] ?? 0) }))
     }
 }
+
+/// Due jobs of a paused kind: left on purpose by an operator, but left, so a run that
+/// finds them is not green (`worker --once`, `purge` exit 75 and name the pause).
+public struct PausedWork: Codable, Sendable, Equatable {
+    public var pause: PausedKind
+    /// Its jobs due now that no worker claims while it is paused.
+    public var due: Int
+
+    public var line: String {
+        "\(due) due \(pause.kind) job(s) wait: the kind is paused since \(ISO8601.format(pause.pausedAt)) by \(pause.pausedBy)"
+            + (pause.reason.map { " (\($0))" } ?? "") + "; `lifecycle jobs resume \(pause.kind)` lets workers claim them again"
+    }
+
+    /// Of `kinds`, those paused with jobs due at `now`.
+    public static func waiting(in store: some JobStore, kinds: [String], now: Date) async throws -> [PausedWork] {
+        var waiting: [PausedWork] = []
+        for pause in try await store.pausedKinds() where kinds.contains(pause.kind) {
+            let due = try await store.countDue(kinds: [pause.kind], now: now)
+            if due > 0 { waiting.append(PausedWork(pause: pause, due: due)) }
+        }
+        return waiting
+    }
+}

@@ -178,13 +178,8 @@ struct PurgeCommandReport: Encodable {
     var run: PurgeRunSummary
     /// Purge jobs not done after the run (held by another process, backing off, dead).
     var attention: [JobAttention]
-    var paused: PausedKind?
     /// Due purges that wait because deletion.purge is paused.
-    var waitingForResume: Int
-
-    enum CodingKeys: String, CodingKey {
-        case sweep, run, attention, paused, waitingForResume = "waiting_for_resume"
-    }
+    var paused: PausedWork?
 }
 
 struct PurgeCommand: AsyncParsableCommand, StoreCommand {
@@ -230,13 +225,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         // A run with a limit leaves due purges queued on purpose: only what is stuck counts then.
         let attention = try await JobAttention.stuck(in: store, kinds: [DeletionJobs.purgeKind], now: now)
             .filter { limit == nil || $0.reason != .waiting }
-        let pause = try await store.pausedKinds().first { $0.kind == DeletionJobs.purgeKind }
-        let waitingForResume = pause == nil ? 0 : try await store.jobs(
-            matching: JobFilter(states: [.queued, .retrying], kinds: [DeletionJobs.purgeKind], limit: 100_000)
-        ).filter { $0.runAt <= now }.count
+        let paused = try await PausedWork.waiting(in: store, kinds: [DeletionJobs.purgeKind], now: now).first
         if options.json {
-            try Terminal.printJSON(PurgeCommandReport(
-                sweep: runReport.sweep, run: report, attention: attention, paused: pause, waitingForResume: waitingForResume))
+            try Terminal.printJSON(PurgeCommandReport(sweep: runReport.sweep, run: report, attention: attention, paused: paused))
         } else {
             let sweepReport = runReport.sweep
             Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
@@ -253,11 +244,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
                     + " (`lifecycle audit ACCOUNT` shows each hold; `lifecycle accounts unhold ACCOUNT` lifts it)")
             }
             reportAttention(attention)
-            if let pause, waitingForResume > 0 {
-                Terminal.note("\(waitingForResume) due purge(s) wait: " + describe(pause))
-            }
+            if let paused { Terminal.note(paused.line) }
         }
-        let status: ExitStatus = report.failures.isEmpty && attention.isEmpty && waitingForResume == 0 ? .ok : .tryLater
+        let status: ExitStatus = report.failures.isEmpty && attention.isEmpty && paused == nil ? .ok : .tryLater
         return await metrics.finish(registry, command: "purge", status: status, services: services)
     }
 

@@ -36,9 +36,7 @@ enum Terminal {
 
     private static func jsonLine(level: String, _ message: String, urgent: Bool = false) {
         let object = ["ts": ISO8601.format(Date()), "level": level, "logger": "lifecycle", "msg": message]
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
-            output.write(String(decoding: data, as: UTF8.self) + "\n", to: .standardError, urgent: urgent)
-        }
+        if let line = try? JobJSON.encode(object) { output.write(line + "\n", to: .standardError, urgent: urgent) }
     }
 
     static func printJSON<T: Encodable>(_ value: T) throws {

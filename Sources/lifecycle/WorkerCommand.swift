@@ -47,15 +47,18 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
         // What this run did is half the answer: work it could not do (another process holds
         // it, it backs off, it is dead) is named too, whoever left it so.
         let attention = once ? try await JobAttention.stuck(in: services.store, kinds: kind, now: services.clock.now()) : []
+        // A paused kind's due jobs were left on purpose, but left: the run says so and is not green.
+        let paused = once ? try await PausedWork.waiting(in: services.store, kinds: kind.isEmpty ? registry.names : kind, now: services.clock.now()) : []
         if options.json {
-            try Terminal.printJSON(WorkerReport(summary, attention: attention))
+            try Terminal.printJSON(WorkerReport(summary, attention: attention, paused: paused))
         } else {
             Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
                 + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
             for failure in summary.failures { Terminal.note("  " + failure) }
             reportAttention(attention)
+            for waiting in paused { Terminal.note(waiting.line) }
         }
-        let status: ExitStatus = summary.allSucceeded && attention.isEmpty ? .ok : .tryLater
+        let status: ExitStatus = summary.allSucceeded && attention.isEmpty && paused.isEmpty ? .ok : .tryLater
         return await metrics.finish(figures, command: "worker", status: status, services: services)
     }
 }
@@ -71,14 +74,18 @@ func reportAttention(_ attention: [JobAttention]) {
 struct WorkerReport: Encodable {
     var succeeded, retrying, dead, cancelled, leaseLost, released: Int
     var failures: [String]
+    var unrunnableKinds: [String]
     var attention: [JobAttention]
+    var paused: [PausedWork]
 
     enum CodingKeys: String, CodingKey {
-        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, failures, attention
+        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, failures, unrunnableKinds = "unrunnable_kinds", attention, paused
     }
 
-    init(_ summary: DrainSummary, attention: [JobAttention]) {
+    init(_ summary: DrainSummary, attention: [JobAttention], paused: [PausedWork]) {
         self.attention = attention
+        self.paused = paused
+        unrunnableKinds = summary.unrunnableKinds
         succeeded = summary.succeeded
         retrying = summary.retrying
         dead = summary.dead

@@ -126,7 +126,11 @@ struct RunnerProcessTests {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["level"] != nil && object?["msg"] != nil, "not a JSON log line: \(line)")
         }
-        #expect(result.stderr.contains("\"job\":\"1\""))
+        // Numbers stay numbers, so a log query can compare them.
+        let retry = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["msg"] as? String == "attempt failed; will retry" }
+        #expect(retry?["job"] as? Int == 1 && retry?["attempt"] as? Int == 1, "\(result.stderr)")
+        #expect(retry?["kind"] as? String == "runner.probe")
     }
 
     @Test func aLongRunningWorkerFinishesItsStepHandsTheJobBackAndExitsOnSIGTERM() async throws {

@@ -36,7 +36,7 @@ public enum ExportJobs {
         _ = try store.cancel(jobID: live.id, now: now, in: tx)
         try tx.recordAudit(AuditEvent(
             at: now, actor: actor, action: "export.cancel", accountID: accountID, outcome: "cancelled",
-            detail: try JobJSON.encode(["export_job": live.id, "purge_job": purgeJob])))
+            detail: ["export_job": .int(live.id), "purge_job": .int(purgeJob)]))
     }
 
     /// The outbox key of an export's "ready" notification: one message per export.
@@ -151,7 +151,7 @@ extension LifecycleServices {
             try tx.recordAudit(AuditEvent(
                 at: now, actor: requestedBy, action: "export.request", accountID: account.id,
                 outcome: account.state == .pendingDeletion ? "queued-while-pending-deletion" : "queued",
-                detail: "job \(outcome.job.id), format \(format.rawValue)\(request.skipMissingPhotos ? ", skipping missing photos" : "")"))
+                detail: ["job": .int(outcome.job.id), "format": .string(format.rawValue), "skip_missing_photos": .bool(request.skipMissingPhotos)]))
             return ExportRequestOutcome(job: outcome.job, created: true, accountID: account.id)
         }
     }
@@ -174,7 +174,7 @@ extension LifecycleServices {
                 try tx.updateExport(export)
                 try tx.recordAudit(AuditEvent(
                     at: now, actor: "operator:\(operatorName)", action: "export.revoke", accountID: export.accountID,
-                    outcome: "revoked", detail: "export \(id)" + (reason.map { ": \($0)" } ?? "")))
+                    outcome: "revoked", detail: ["export": .string(id), "reason": reason.map(JSONValue.string) ?? .null]))
                 return export
             }
         }

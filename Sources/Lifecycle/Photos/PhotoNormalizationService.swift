@@ -141,6 +141,10 @@ public struct PhotoQueueReport: Sendable, Codable, Equatable {
         self.recipe = recipe
         self.recipeVersion = recipeVersion
     }
+
+    enum CodingKeys: String, CodingKey {
+        case recipe, recipeVersion = "recipe_version", queued, alreadyQueued = "already_queued", jobIDs = "job_ids"
+    }
 }
 
 /// A photo as stored before or after normalisation.
