@@ -8,11 +8,13 @@ APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
 	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
 	postgresql
-# The S3 tests' local server, from PyPI, in a virtual environment inside the repository
-# (ignored by git) so nothing is installed into the system's Python.
+# The S3 tests' local server and the JSON Schema checker of the CLI's --json output, from
+# PyPI, in a virtual environment inside the repository (ignored by git) so nothing is
+# installed into the system's Python.
 TOOLS_VENV := .build-tools/venv
 MOTO_SERVER := $(TOOLS_VENV)/bin/moto_server
 MOTO_REQUIREMENT := moto[server]>=5,<6
+JSONSCHEMA_REQUIREMENT := jsonschema>=4.18,<5
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
@@ -32,6 +34,10 @@ deps:
 		echo "installing $(MOTO_REQUIREMENT) into $(TOOLS_VENV)"; \
 		python3 -m venv $(TOOLS_VENV) && \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(MOTO_REQUIREMENT)'; \
+	fi
+	@if ! $(TOOLS_VENV)/bin/python -c 'import jsonschema' 2>/dev/null; then \
+		echo "installing $(JSONSCHEMA_REQUIREMENT) into $(TOOLS_VENV)"; \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(JSONSCHEMA_REQUIREMENT)'; \
 	fi
 
 build: deps
