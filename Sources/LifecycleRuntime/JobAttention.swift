@@ -52,7 +52,7 @@ public struct JobAttention: Codable, Sendable, Equatable {
     private static func account(in payload: String) -> String? {
         guard let data = payload.data(using: .utf8),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        return object["account"] as? String
+        return object["account"] as? String ?? object["accountID"] as? String
     }
 
     /// One line, naming the account, the job and what to do.

@@ -227,9 +227,10 @@ struct RetryJob: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Queue a dead or cancelled job again with a fresh attempt budget (or run a waiting one now).",
-        discussion: "Finished steps are kept: the job resumes at its first unfinished step.")
+        discussion: "Finished steps are kept: the job resumes at its first unfinished step. Audited with the operator when the job is an account's.")
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var operatorOption: OperatorOption
     @Argument(help: "Job id.") var id: String
 
     func run() async throws {
@@ -242,6 +243,7 @@ struct RetryJob: AsyncParsableCommand, StoreCommand {
             guard let job = try await services.store.retry(jobID: jobID, now: services.clock.now()) else {
                 throw CLIFailure(.dataError, "no job with id \(jobID)")
             }
+            try await auditJobAction("job.retry", job, actor: operatorOption.actor, services: services)
             if options.json { try Terminal.printJSON(job) } else { Terminal.line("queued again: \(describe(job))") }
         } catch let error as JobRunnerError {
             throw CLIFailure(.dataError, error.message)
@@ -250,12 +252,29 @@ struct RetryJob: AsyncParsableCommand, StoreCommand {
     }
 }
 
+/// An operator's retry or cancel of an account's job goes into that account's audit trail
+/// (a job without an account, such as a canary, is only logged).
+func auditJobAction<Store: LifecycleStore>(_ action: String, _ job: JobRecord, actor: String, services: LifecycleServices<Store>) async throws {
+    services.logger.notice("operator job action", metadata: [
+        "action": "\(action)", "job": .stringConvertible(job.id), "kind": "\(job.kind)", "state": "\(job.state.rawValue)", "operator": "\(actor)",
+    ])
+    guard case .object(let payload) = JSONValue.parsing(job.payload), case .string(let account)? = payload["account"] ?? payload["accountID"] else {
+        return
+    }
+    let event = AuditEvent(
+        at: services.clock.now(), actor: actor, action: action, accountID: account, outcome: job.state.rawValue,
+        detail: ["job": .int(job.id), "kind": .string(job.kind)])
+    try await services.store.write { tx in try tx.recordAudit(event) }
+}
+
 struct CancelJob: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "cancel",
-        abstract: "Cancel a job: at once if it is waiting, before its next step if it is running.")
+        abstract: "Cancel a job: at once if it is waiting, before its next step if it is running.",
+        discussion: "Audited with the operator when the job is an account's.")
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var operatorOption: OperatorOption
     @Argument(help: "Job id.") var id: String
 
     func run() async throws {
@@ -267,6 +286,7 @@ struct CancelJob: AsyncParsableCommand, StoreCommand {
         guard let job = try await services.store.cancel(jobID: jobID, now: services.clock.now()) else {
             throw CLIFailure(.dataError, "no job with id \(jobID)")
         }
+        try await auditJobAction("job.cancel", job, actor: operatorOption.actor, services: services)
         if options.json {
             try Terminal.printJSON(job)
         } else if job.state == .running {

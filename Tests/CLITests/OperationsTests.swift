@@ -89,10 +89,11 @@ struct OperationsTests {
         #expect(check.status == 75)
         #expect(check.stdout.contains(#""ok":false"#))
 
-        #expect(try await workspace.run(["jobs", "retry", "\(job)"]).status == 0)
+        #expect(try await workspace.run(["jobs", "retry", "\(job)", "--operator", "oncall"]).status == 0)
         let drained = try await workspace.run(["purge"])
         #expect(drained.status == 0, "\(drained.stderr)")
         #expect(try await workspace.state(of: "later") == "purged")
+        #expect(try await workspace.run(["audit", "later"]).stdout.contains("job.retry  queued  by operator:oncall"))
         #expect(try await workspace.run(["jobs", "check"]).status == 0)
     }
 

@@ -96,6 +96,13 @@ struct PurgeProcessTests {
         #expect(orphan.state == .running)
         let leaseEnd = try #require(orphan.leaseExpiresAt)
 
+        // While the killed process' lease runs, a run cannot take the purge over, and says
+        // so: exit 75 naming the account, never "0 purged" and green.
+        let early = try await workspace.run(["purge"])
+        #expect(early.status == 75, "\(early.stdout)\(early.stderr)")
+        #expect(early.stderr.contains("deletion.purge job #\(orphan.id) (account big) is held by \(orphan.leaseOwner ?? "?")"), "\(early.stderr)")
+        #expect(try await workspace.state(of: "big") == "purging")
+
         let rerun = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": iso(leaseEnd.addingTimeInterval(5))])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(purgeCounts(rerun.stdout)?.purged == 1)

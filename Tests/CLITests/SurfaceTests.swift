@@ -249,6 +249,7 @@ struct SurfaceTests {
         let output = run.stdout
         #expect(output.contains("\r\u{1B}[2Kjobs finished: "), "no progress line drawn")
         #expect(output.range(of: #"jobs finished: \d+/300 \(\d+%\)"#, options: .regularExpression) != nil, "no total in the progress line")
+        #expect(output.range(of: #" · about \d+ s left"#, options: .regularExpression) != nil, "no time left in the progress line")
         var logLines = 0
         // By bytes: a terminal ends lines with CRLF, which Swift counts as one Character.
         for segment in output.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).map({ String(decoding: $0, as: UTF8.self) }) {
