@@ -40,8 +40,9 @@ public enum JSONValue: Codable, Sendable, Equatable {
 
     /// The value with its object keys in snake_case (`accountID` → `account_id`,
     /// `inputSHA256` → `input_sha256`), as every `--json` shows keys. Members named in
-    /// `keepingKeysUnder` hold data as keys (a receipt's `rows`: table names), which stay as they are.
-    public func snakeCased(keepingKeysUnder dataKeyed: Set<String> = ["rows"]) -> JSONValue {
+    /// `keepingKeysUnder` hold data as keys (a receipt's `rows`, an export's `row_counts`:
+    /// table names, which may be an app's mixed-case ones), which stay as they are.
+    public func snakeCased(keepingKeysUnder dataKeyed: Set<String> = ["rows", "row_counts"]) -> JSONValue {
         switch self {
         case .array(let items): return .array(items.map { $0.snakeCased(keepingKeysUnder: dataKeyed) })
         case .object(let members):

@@ -207,27 +207,34 @@ public struct PolicyBook: Sendable {
     }
 
     /// What a file that is not even YAML seems to define, read off its lines: top-level
-    /// `name:` keys and a `kind:` under `job:`. Unknown when nothing can be read off.
+    /// `name:` keys (quoted or not) and a `kind:` under `job:`. Anything it cannot read
+    /// makes the claims unknown, which fails every kind and section no good file defines:
+    /// a guess that misses a section would hand that section's defaults to a command.
     private static func claims(scanning text: String) -> BrokenPolicyFile.Claims {
         var claims = BrokenPolicyFile.Claims()
         var inJob = false
-        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        let unquote = CharacterSet(charactersIn: " \t\"'")
+        // isNewline splits CRLF files too (a CRLF pair is one Character to Swift).
+        for line in text.split(whereSeparator: \.isNewline) {
             let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             guard !content.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
             if let first = content.first, !first.isWhitespace {
                 guard let colon = content.firstIndex(of: ":") else { return BrokenPolicyFile.Claims(unknown: true) }
-                let name = content[..<colon].trimmingCharacters(in: .whitespaces)
+                let name = content[..<colon].trimmingCharacters(in: unquote)
+                guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || "_.-".contains($0) }) else {
+                    return BrokenPolicyFile.Claims(unknown: true)
+                }
                 inJob = name == "job"
                 if !inJob { claims.sections.insert(name) }
             } else if inJob {
-                let trimmed = content.trimmingCharacters(in: .whitespaces)
-                if trimmed.hasPrefix("kind:") {
-                    let kind = trimmed.dropFirst(5).trimmingCharacters(in: CharacterSet(charactersIn: " \"'"))
+                let trimmed = content.trimmingCharacters(in: unquote)
+                if trimmed.hasPrefix("kind") {
+                    let kind = trimmed.drop { $0 != ":" }.dropFirst().trimmingCharacters(in: unquote)
                     if !kind.isEmpty { claims.kinds.insert(kind) }
                 }
             }
         }
-        if text.contains("job:") && claims.kinds.isEmpty { claims.unknown = true }
+        if text.contains("job") && claims.kinds.isEmpty { claims.unknown = true }
         return claims
     }
 
@@ -269,9 +276,13 @@ public struct PolicyBook: Sendable {
     /// The runner's settings for `kind`: its file's, or the defaults when no file names it.
     /// Throws the error of a broken file that defines it (or may: one too broken to tell).
     public func policy(for kind: String) throws -> JobPolicy {
+        // A broken file that names the kind wins over a good one that does too: which of
+        // the two was meant cannot be told.
+        if let broken = brokenFiles.first(where: { $0.claims?.kinds.contains(kind) ?? false }) {
+            throw JobRunnerError.invalidPolicy(broken.message + " (needed for job kind '\(kind)')")
+        }
         if let policy = jobPolicies[kind] { return policy }
-        if let broken = brokenFiles.first(where: { $0.claims?.kinds.contains(kind) ?? true })
-            ?? brokenFiles.first(where: { $0.claims?.unknown ?? false }) {
+        if let broken = brokenFiles.first(where: { $0.claims == nil || $0.claims?.unknown == true }) {
             throw JobRunnerError.invalidPolicy(broken.message + " (needed for job kind '\(kind)')")
         }
         return JobPolicy()
@@ -281,9 +292,11 @@ public struct PolicyBook: Sendable {
 
     /// The named section, or an empty one (every key at its default) when no file has it.
     public func section(_ name: String) throws -> PolicySection {
+        if let broken = brokenFiles.first(where: { $0.claims?.sections.contains(name) ?? false }) {
+            throw JobRunnerError.invalidPolicy(broken.message + " (needed for the '\(name)' settings)")
+        }
         if let section = sections[name] { return section }
-        if let broken = brokenFiles.first(where: { $0.claims?.sections.contains(name) ?? true })
-            ?? brokenFiles.first(where: { $0.claims?.unknown ?? false }) {
+        if let broken = brokenFiles.first(where: { $0.claims == nil || $0.claims?.unknown == true }) {
             throw JobRunnerError.invalidPolicy(broken.message + " (needed for the '\(name)' settings)")
         }
         return .empty(name)

@@ -89,26 +89,30 @@ public struct QueueHealth: Codable, Sendable {
     public var dead: [JobAttention]
     public var overdue: [JobAttention]
     public var paused: [PausedKind]
+    /// Policy files that cannot be used: their kinds are not run by any worker.
+    public var brokenPolicyFiles: [String]
     /// Jobs by state, every state named (0 when none).
     public var counts: [String: Int]
 
     enum CodingKeys: String, CodingKey {
-        case ok, checkedAt = "checked_at", overdueAfterSeconds = "overdue_after_seconds", dead, overdue, paused, counts
+        case ok, checkedAt = "checked_at", overdueAfterSeconds = "overdue_after_seconds", dead, overdue, paused
+        case brokenPolicyFiles = "broken_policy_files", counts
     }
 
-    /// Healthy when no job is dead and none has waited (or been abandoned by its worker)
-    /// longer than `overdueAfter`. A paused kind's waiting jobs are listed under `paused`,
-    /// not as overdue: an operator stopped them on purpose.
-    public static func check(store: some JobStore, overdueAfter: TimeInterval, now: Date) async throws -> QueueHealth {
+    /// Healthy when no job is dead, none has waited (or been abandoned by its worker)
+    /// longer than `overdueAfter`, and every policy file can be used. A paused kind's
+    /// waiting jobs are listed under `paused`, not as overdue: an operator stopped them on purpose.
+    public static func check(store: some JobStore, policies: PolicyBook, overdueAfter: TimeInterval, now: Date) async throws -> QueueHealth {
         let attention = try await store.jobsNeedingAttention(
             kinds: [], .overdue(before: now.addingTimeInterval(-overdueAfter)), limit: JobAttention.listLimit
         ).map(JobAttention.init)
         let byState = try await store.countByState()
         let dead = attention.filter { $0.reason == .dead }
         let overdue = attention.filter { $0.reason != .dead }
+        let broken = policies.brokenFiles.map(\.message)
         return QueueHealth(
-            ok: dead.isEmpty && overdue.isEmpty, checkedAt: now, overdueAfterSeconds: Int(overdueAfter), dead: dead, overdue: overdue,
-            paused: try await store.pausedKinds(),
+            ok: dead.isEmpty && overdue.isEmpty && broken.isEmpty, checkedAt: now, overdueAfterSeconds: Int(overdueAfter), dead: dead,
+            overdue: overdue, paused: try await store.pausedKinds(), brokenPolicyFiles: broken,
             counts: Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, byState[$0] ?? 0) }))
     }
 }

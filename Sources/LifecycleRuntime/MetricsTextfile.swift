@@ -75,10 +75,20 @@ public final class LifecycleMetricsRegistry: Sendable {
 
     /// Writes the text (labelled with `run`) where node_exporter's textfile collector reads
     /// it: to a temporary file beside it, then renamed, so the collector never reads half a file.
-    public func write(to path: String, run: String) throws {
+    ///
+    /// A process that writes once and exits (`worker --once`, `purge` from cron) starts its
+    /// counters at zero; with `accumulating` its counters and histograms are added to those
+    /// the file already holds, so they keep growing from run to run as Prometheus expects of
+    /// a counter (a series this run did not touch keeps its value). A daemon's own counters
+    /// grow for its lifetime, and it writes them as they are.
+    public func write(to path: String, run: String, accumulating: Bool = false) throws {
         let temporary = path + ".tmp.\(getpid())"
         do {
-            try Data(text(run: run).utf8).write(to: URL(fileURLWithPath: temporary))
+            var text = text(run: run)
+            if accumulating, let previous = try? String(contentsOfFile: path, encoding: .utf8) {
+                text = PrometheusText.adding(previous, to: text)
+            }
+            try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
             guard rename(temporary, path) == 0 else {
                 throw LifecycleError(.cannotCreate, "cannot move the metrics file into place at \(path): \(String(cString: strerror(errno)))")
             }
@@ -102,5 +112,78 @@ private enum Bootstrap {
             done = true
             body()
         }
+    }
+}
+
+/// The parts of Prometheus' text format that adding one run's figures to the last needs.
+enum PrometheusText {
+    struct Family {
+        var header: [String] = []
+        var type = "untyped"
+        /// Series (name with labels) → value, in the order first seen.
+        var samples: [(series: String, value: Double)] = []
+    }
+
+    static func parse(_ text: String) -> [(name: String, family: Family)] {
+        var families: [(name: String, family: Family)] = []
+        var index: [String: Int] = [:]
+        func family(_ name: String) -> Int {
+            if let existing = index[name] { return existing }
+            families.append((name, Family()))
+            index[name] = families.count - 1
+            return families.count - 1
+        }
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("#") {
+                let words = line.split(separator: " ", maxSplits: 3)
+                guard words.count >= 3, words[1] == "HELP" || words[1] == "TYPE" else { continue }
+                let at = family(String(words[2]))
+                families[at].family.header.append(String(line))
+                if words[1] == "TYPE", words.count == 4 { families[at].family.type = String(words[3]) }
+                continue
+            }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            let series = String(line[..<space])
+            let name = String(series.prefix { $0 != "{" })
+            // A histogram's _bucket, _sum and _count belong to the family its TYPE line named.
+            let owner = [name, String(name.dropLast(7)), String(name.dropLast(4)), String(name.dropLast(6))]
+                .first { index[$0] != nil && (name == $0 || families[index[$0]!].family.type == "histogram") } ?? name
+            families[family(owner)].family.samples.append((series, value))
+        }
+        return families
+    }
+
+    /// `current` with `previous`'s counters and histograms added in; gauges as `current` has them.
+    static func adding(_ previous: String, to current: String) -> String {
+        var old: [String: Double] = [:]
+        var oldFamilies: [String: Family] = [:]
+        for (name, family) in parse(previous) where family.type == "counter" || family.type == "histogram" {
+            oldFamilies[name] = family
+            for sample in family.samples { old[sample.series] = sample.value }
+        }
+        var lines: [String] = []
+        var written: Set<String> = []
+        for (name, family) in parse(current) {
+            lines += family.header
+            let accumulates = family.type == "counter" || family.type == "histogram"
+            for sample in family.samples {
+                written.insert(sample.series)
+                lines.append("\(sample.series) \(format(sample.value + (accumulates ? old[sample.series] ?? 0 : 0)))")
+            }
+            for sample in oldFamilies[name]?.samples ?? [] where !written.contains(sample.series) {
+                written.insert(sample.series)
+                lines.append("\(sample.series) \(format(sample.value))")
+            }
+            oldFamilies[name] = nil
+        }
+        for (_, family) in oldFamilies.sorted(by: { $0.key < $1.key }) {
+            lines += family.header
+            lines += family.samples.map { "\($0.series) \(format($0.value))" }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func format(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }

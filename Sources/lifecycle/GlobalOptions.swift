@@ -155,14 +155,16 @@ struct MetricsOption: ParsableArguments {
 
     /// The queue as it stands and how the run ended, written to the file. A file that
     /// cannot be written turns a green run into exit 73: monitoring would otherwise go blind unnoticed.
+    /// `final`: the process ends after this write (a cron run), so its counters are added
+    /// to the file's; a daemon's periodic writes carry its own running totals.
     func finish<Store: LifecycleStore>(
-        _ registry: LifecycleMetricsRegistry?, command: String, status: ExitStatus, services: LifecycleServices<Store>
+        _ registry: LifecycleMetricsRegistry?, command: String, status: ExitStatus, final: Bool = true, services: LifecycleServices<Store>
     ) async -> ExitStatus {
         guard let registry, let path = resolvedPath else { return status }
         do {
             registry.recordRun(command: command, exitStatus: status.rawValue, at: services.clock.now())
             try await registry.recordQueue(store: services.store, kinds: services.registry.names)
-            try registry.write(to: path, run: command)
+            try registry.write(to: path, run: command, accumulating: final)
             return status
         } catch {
             Terminal.error(CLIFailure.from(error).message)

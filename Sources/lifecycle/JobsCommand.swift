@@ -89,6 +89,7 @@ struct CheckJobs: AsyncParsableCommand, StoreCommand {
         discussion: """
             Overdue: a job due for longer than --overdue-after that no worker has claimed, or a running job whose
             worker stopped heartbeating that long ago. Jobs of a paused kind are listed as paused, not overdue.
+            A policy file that cannot be used (its kinds run nowhere) is not healthy either.
             Exit 0 healthy, 75 otherwise (each job named, with what to do). --json for alerting.
             """)
 
@@ -105,14 +106,18 @@ struct CheckJobs: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let health = try await QueueHealth.check(store: services.store, overdueAfter: TimeInterval(overdueAfter), now: services.clock.now())
+        let health = try await QueueHealth.check(
+            store: services.store, policies: services.policies, overdueAfter: TimeInterval(overdueAfter), now: services.clock.now())
         if options.json {
             try Terminal.printJSON(health)
         } else {
             for job in health.dead + health.overdue { Terminal.line(job.line) }
             for pause in health.paused { Terminal.line(describe(pause)) }
+            for file in health.brokenPolicyFiles { Terminal.line("policy file not usable (its kinds do not run): \(file)") }
             let counts = JobState.allCases.map { "\(health.counts[$0.rawValue] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
-            Terminal.line((health.ok ? "ok" : "NOT OK: \(health.dead.count) dead, \(health.overdue.count) overdue") + " (\(counts))")
+            let problems = ["\(health.dead.count) dead", "\(health.overdue.count) overdue"]
+                + (health.brokenPolicyFiles.isEmpty ? [] : ["\(health.brokenPolicyFiles.count) broken policy file(s)"])
+            Terminal.line((health.ok ? "ok" : "NOT OK: " + problems.joined(separator: ", ")) + " (\(counts))")
         }
         return health.ok ? .ok : .tryLater
     }

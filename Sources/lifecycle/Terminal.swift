@@ -64,14 +64,19 @@ final class Output: @unchecked Sendable {
     private var status: String?
     private var holding = false
     private var held: [(Stream, String)] = []
-    /// What `--quiet` keeps at most: the last lines, which say how a failed run ended.
+    private var dropped = 0
+    /// What `--quiet` keeps at least: the last lines, which say how a failed run ended.
+    /// Older ones go a batch at a time, so a long run does not shift the buffer per line.
     private let heldLimit = 2_000
 
     func write(_ text: String, to stream: Stream, urgent: Bool = false) {
         lock.withLock {
             if holding && !urgent {
                 held.append((stream, text))
-                if held.count > heldLimit { held.removeFirst(held.count - heldLimit) }
+                if held.count >= 2 * heldLimit {
+                    held.removeFirst(heldLimit)
+                    dropped += heldLimit
+                }
                 return
             }
             emit(text, to: stream)
@@ -83,8 +88,12 @@ final class Output: @unchecked Sendable {
     func release(failed: Bool) {
         lock.withLock {
             holding = false
-            if failed { for (stream, text) in held { emit(text, to: stream) } }
+            if failed {
+                if dropped > 0 { emit("(\(dropped) earlier line(s) of output not kept)\n", to: .standardError) }
+                for (stream, text) in held { emit(text, to: stream) }
+            }
             held = []
+            dropped = 0
         }
     }
 

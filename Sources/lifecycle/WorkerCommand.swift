@@ -40,7 +40,7 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
         var writeFigures: (@Sendable () async -> ExitStatus)?
         if let figures {
             let metrics = self.metrics
-            writeFigures = { await metrics.finish(figures, command: "worker", status: .ok, services: services) }
+            writeFigures = { await metrics.finish(figures, command: "worker", status: .ok, final: false, services: services) }
         }
         let summary = try await runWorker(
             services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind), metrics: writeFigures)
@@ -59,7 +59,7 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             for waiting in paused { Terminal.note(waiting.line) }
         }
         let status: ExitStatus = summary.allSucceeded && attention.isEmpty && paused.isEmpty ? .ok : .tryLater
-        return await metrics.finish(figures, command: "worker", status: status, services: services)
+        return await metrics.finish(figures, command: "worker", status: status, final: once, services: services)
     }
 }
 

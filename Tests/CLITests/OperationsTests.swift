@@ -198,8 +198,12 @@ struct OperationsTests {
         let worker = try await workspace.run(["worker", "--once", "--kind", DeletionJobs.purgeKind])
         #expect(worker.status == 0, "\(worker.stderr)")
         #expect(try await workspace.state(of: "held") == "pendingDeletion")
-        let withdrawn = try await workspace.string("SELECT last_error FROM \(workspace.ownTable("jobs")) WHERE unique_key = 'purge:held' AND state = 'cancelled'")
-        #expect(withdrawn?.contains("account held is on hold since") == true, "\(withdrawn ?? "no cancelled job")")
+        let standDown = try await workspace.string("""
+            SELECT s.output FROM \(workspace.ownTable("job_steps")) s JOIN \(workspace.ownTable("jobs")) j ON j.id = s.job_id
+            WHERE j.unique_key = 'purge:held' AND j.state = 'succeeded' AND s.step = 'lock-and-mark'
+            """)
+        #expect(standDown?.contains(#""outcome":"held""#) == true, "\(standDown ?? "no finished purge job")")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE unique_key = 'purge:held' AND state IN ('queued', 'running', 'retrying')") == 0)
 
         let unhold = try await workspace.run(["accounts", "unhold", "held", "--operator", "legal-team", "--json"])
         #expect(unhold.status == 0, "\(unhold.stderr)")
@@ -295,6 +299,11 @@ struct OperationsTests {
         #expect(worker.stderr.contains("kind runner.noop was not run"), "\(worker.stderr)")
         #expect(try await workspace.int("SELECT COUNT(*) FROM lifecycle_jobs WHERE kind = 'runner.probe' AND state = 'succeeded'") == 1)
 
+        // Monitoring hears of it even while nothing else is wrong.
+        let check = try await workspace.run(["jobs", "check"])
+        #expect(check.status == 75)
+        #expect(check.stdout.contains("policy file not usable") && check.stdout.contains("noop.yaml"), "\(check.stdout)")
+
         try "deletion: [not, a, section".write(toFile: jobs + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
         #expect(try await workspace.run(["jobs", "list"]).status == 0)
         let delete = try await workspace.run(["delete", "ada", "--operator", "x", "--reason", "y"])
@@ -347,7 +356,14 @@ struct OperationsTests {
         #expect(text.contains(#"lifecycle_jobs{run="worker",kind="deletion.purge",state="queued"} 0"#))
         #expect(text.contains(#"lifecycle_last_run_exit_status{run="worker",command="worker"} 0"#))
         #expect(text.contains("# TYPE lifecycle_job_duration_seconds histogram"))
-        #expect(!FileManager.default.fileExists(atPath: workerFile + ".tmp.\(0)"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.root).filter { $0.contains(".prom.tmp") }.isEmpty)
+
+        // A cron run's counters add to the last run's, so they grow as counters must.
+        #expect(try await workspace.run(["jobs", "probe"]).status == 0)
+        #expect(try await workspace.run(["worker", "--once", "--kind", ProbeJobs.probeKind, "--metrics-file", workerFile]).status == 0)
+        let again = try String(contentsOfFile: workerFile, encoding: .utf8)
+        #expect(again.contains(#"lifecycle_job_attempts_total{run="worker",kind="runner.probe",outcome="succeeded"} 3"#), "\(again)")
+        #expect(again.contains(#"lifecycle_job_duration_seconds_count{run="worker",kind="runner.probe"} 3"#), "\(again)")
 
         let purgeFile = workspace.root + "/purge.prom"
         #expect(try await workspace.run(["purge", "--metrics-file", purgeFile]).status == 0)

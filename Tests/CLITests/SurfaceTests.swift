@@ -205,7 +205,7 @@ struct SurfaceTests {
         let crontab = try String(contentsOfFile: cron + "/lifecycle.crontab", encoding: .utf8)
         #expect(crontab.contains("\nCRON_TZ=UTC\n"))
         let entries = crontab.split(separator: "\n").filter { $0.first == "*" || ($0.first?.isNumber ?? false) }
-        #expect(entries.count == 3)
+        #expect(entries.count == 2)
         for folder in ["lib/lifecycle", "lib/node_exporter/textfile", "log/lifecycle"] {
             try FileManager.default.createDirectory(atPath: root + "/var/" + folder, withIntermediateDirectories: true)
         }
@@ -222,12 +222,15 @@ struct SurfaceTests {
                 .replacingOccurrences(of: "/var/", with: root + "/var/")
             let run = try await Self.shell(command, in: root, environment: environment)
             #expect(run.status == 0, "\(entry)\n\(run.stdout)\(run.stderr)")
-            // --quiet: cron mails nothing when all is well.
+            // Cron mails nothing when all is well.
             #expect(run.stdout.isEmpty && run.stderr.isEmpty, "\(entry) printed: \(run.stdout)\(run.stderr)")
         }
         #expect(try String(contentsOfFile: root + "/var/lib/node_exporter/textfile/lifecycle-worker.prom", encoding: .utf8)
             .contains(#"lifecycle_jobs{run="worker",kind="runner.probe",state="succeeded"} 2"#))
-        #expect(FileManager.default.fileExists(atPath: root + "/var/lib/node_exporter/textfile/lifecycle-purge.prom"))
+        // The worker's log kept what it did, one JSON object a line.
+        let log = try String(contentsOfFile: root + "/var/log/lifecycle/worker.log", encoding: .utf8).split(separator: "\n")
+        #expect(!log.isEmpty && log.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) != nil }, "\(log)")
+        #expect(log.contains { $0.contains(#""succeeded":"#) && $0.contains(#""attention":[]"#) })
     }
 
     // MARK: The terminal

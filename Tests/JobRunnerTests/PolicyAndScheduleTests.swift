@@ -87,6 +87,29 @@ struct PolicyBookTests {
         #expect(book.brokenFiles.map { ($0.path as NSString).lastPathComponent }.sorted() == ["noop.yaml", "photos.yaml"])
     }
 
+    @Test func aBrokenFileWithWindowsLineEndingsOrQuotedKeysStillFailsEverySectionItDefines() throws {
+        let root = try writePolicies([
+            "crlf.yaml": "export:\r\n  rate_limit_hours: 24\r\ndeletion:\r\n  grace_days: 60\r\n  oops: [\r\n",
+            "quoted.yaml": "\"photos\":\n  max_side: 10\n'job':\n  \"kind\": 'photos.normalize'\n  bad: [\n",
+        ])
+        let book = try PolicyBook(jobsDirectory: root)
+        // Defaults here would purge 30 days after a request the policy gives 60.
+        #expect(throws: JobRunnerError.self) { try book.section("deletion") }
+        #expect(throws: JobRunnerError.self) { try book.section("export") }
+        #expect(throws: JobRunnerError.self) { try book.section("photos") }
+        #expect(throws: JobRunnerError.self) { try book.policy(for: "photos.normalize") }
+        #expect(try book.policy(for: "deletion.purge") == JobPolicy())
+    }
+
+    @Test func aBrokenFileNamingAKindAGoodFileDefinesMakesTheKindUnusable() throws {
+        let root = try writePolicies([
+            "a-export.yaml": "job:\n  kind: export\n  max_attempts: 9\n",
+            "b-export.yaml": "job:\n  kind: export\n  max_attempts: 2\n",
+        ])
+        let book = try PolicyBook(jobsDirectory: root)
+        #expect { try book.policy(for: "export") } throws: { "\($0)".contains("b-export.yaml") && "\($0)".contains("already defined") }
+    }
+
     @Test func aFileTooBrokenToTellWhatItDefinesFailsEveryKindNoGoodFileDefines() throws {
         let root = try writePolicies(["a.yaml": "- just\n- a list\n", "export.yaml": "job:\n  kind: export\n"])
         let book = try PolicyBook(jobsDirectory: root)

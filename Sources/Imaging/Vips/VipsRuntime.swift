@@ -33,9 +33,7 @@ enum VipsRuntime {
         // buffers that are freed and reused: caching can only return stale
         // results or pin memory across a long batch.
         vips_cache_set_max(0)
-        // One worker thread per image: a batch normalises several photos at
-        // once, and per-image threads would only fight over the same cores.
-        // An operator's VIPS_CONCURRENCY still wins.
+        // Threads per image are chosen per render (`RenderThreads`); until then one.
         if getenv("VIPS_CONCURRENCY") == nil {
             vips_concurrency_set(1)
         }
@@ -106,4 +104,31 @@ enum VipsRuntime {
         start()
         return Int(vips_tracked_get_allocs())
     }
+}
+
+/// How many threads libvips gives the next image, from the images in flight: one that
+/// has the cores to itself (a single upload, `photos normalize-file`, a job running
+/// alone) uses them all, as vipsthumbnail does; in a batch, where several images are in
+/// flight, each gets one thread and the batch spreads over the cores instead, where
+/// per-image threads would only fight over the same ones. libvips reads the setting
+/// when a render starts its thread pool, so an image already running keeps its own.
+/// An operator's VIPS_CONCURRENCY wins over both.
+enum RenderThreads {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var inFlight = 0
+    private static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    private static let operatorChoice = getenv("VIPS_CONCURRENCY") != nil
+
+    /// Runs one image's render with the threads the images in flight leave it.
+    static func render<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.withLock {
+            inFlight += 1
+            if !operatorChoice { vips_concurrency_set(Int32(inFlight == 1 ? cores : 1)) }
+        }
+        defer { lock.withLock { inFlight -= 1 } }
+        return try body()
+    }
+
+    /// The threads the next render would get (for tests and benchmarks).
+    static var nextRenderThreads: Int { lock.withLock { operatorChoice ? Int(vips_concurrency_get()) : (inFlight == 0 ? cores : 1) } }
 }

@@ -53,15 +53,18 @@ public protocol HoldTransaction {
     func heldKeys(_ keys: [String], now: Date) throws -> Set<String>
 }
 
-/// The purge's first step is withdrawn, not failed, on a held account: nothing went wrong,
-/// and the sweep starts a fresh purge once the hold ends.
+/// What the purge's first step asks, under the account's lock, before it moves the
+/// account to `purging`. A held account ends the purge job there, in the same commit
+/// that records the step (outcome `held`): nothing failed, and the job is over before
+/// the lock is let go, so an `unhold` that follows finds no live job and schedules a fresh one.
 public enum HoldCheck {
-    public static func withdrawIfHeld(_ key: String, now: Date, in tx: some HoldTransaction) throws {
-        guard let hold = try tx.openHold(key: key), hold.isActive(at: now) else { return }
-        throw JobWithdrawn(
-            "account \(key) is on hold since \(ISO8601.format(hold.heldAt)) by \(hold.heldBy): \(hold.reason)"
-                + (hold.until.map { " (until \(ISO8601.format($0)))" } ?? "")
-                + "; it is purged once the hold ends (`lifecycle accounts unhold \(key)`)")
+    public static func activeHold(_ key: String, now: Date, in tx: some HoldTransaction) throws -> AccountHold? {
+        guard let hold = try tx.openHold(key: key), hold.isActive(at: now) else { return nil }
+        return hold
+    }
+
+    public static func describe(_ hold: AccountHold) -> String {
+        "on hold since \(ISO8601.format(hold.heldAt)) by \(hold.heldBy): \(hold.reason)" + (hold.until.map { " (until \(ISO8601.format($0)))" } ?? "")
     }
 }
 

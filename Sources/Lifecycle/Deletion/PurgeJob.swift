@@ -44,6 +44,8 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             case alreadyPurged
             /// The job was cancelled (by a restore) after a worker had claimed it.
             case cancelled
+            /// The account is on hold (`accounts hold`): the sweep starts a fresh purge once it ends.
+            case held
         }
         var outcome: Value
     }
@@ -83,7 +85,10 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         // The account's row lock first (`accounts hold` takes it too): a hold either landed
         // before this and withdraws the purge, or finds the account purging and is refused.
         _ = try tx.account(id: id)
-        try HoldCheck.withdrawIfHeld(id, now: context.now, in: tx)
+        if let hold = try HoldCheck.activeHold(id, now: context.now, in: tx) {
+            context.logger.notice("purge withheld: the account is on hold", metadata: ["account": "\(id)", "hold": "\(HoldCheck.describe(hold))"])
+            return try finish(.held)
+        }
         // The compare-and-set is the check: pendingDeletion and past purge_after, or no change.
         if try !tx.beginPurge(accountID: id, now: context.now) {
             guard let account = try tx.account(id: id) else {

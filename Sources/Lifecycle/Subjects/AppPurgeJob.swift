@@ -73,7 +73,10 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         if try services.store.job(id: context.job.id, in: tx)?.cancelRequested == true { return try finish(.cancelled) }
         // Under the account's lock, which `accounts hold` takes too (PurgeJob.swift).
         if try tx.subject(key: key) != nil { _ = try tx.lockSubject(key: key, now: context.now) }
-        try HoldCheck.withdrawIfHeld(key, now: context.now, in: tx)
+        if let hold = try HoldCheck.activeHold(key, now: context.now, in: tx) {
+            context.logger.notice("purge withheld: the account is on hold", metadata: ["account": "\(key)", "hold": "\(HoldCheck.describe(hold))"])
+            return try finish(.held)
+        }
         if try !tx.beginSubjectPurge(key: key, now: context.now) {
             switch try tx.subject(key: key)?.state ?? .active {
             case .purged: return try finish(.alreadyPurged)
