@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Profile-photo normalisation: per-image time against vipsthumbnail (same recipe) and
-# ImageMagick, then a batch of 200 12 MP JPEGs through the real job on 2 cores against
-# one, with peak RSS. Every reference runs in this same script, on the same inputs.
+# Profile-photo normalisation: per-image time against vipsthumbnail (same recipe) with
+# both at their default threading (lifecycle gives a lone image every core, as
+# vipsthumbnail does), the same pinned to one thread, and ImageMagick; then a batch of 200
+# 12 MP JPEGs through the real job on 2 cores against one, with peak RSS. Every reference
+# runs in this same script, on the same inputs.
 # Called by scripts/bench.sh with LIFECYCLE_BENCH_BIN = a release `lifecycle` binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +16,10 @@ for tool in vips vipsthumbnail convert sqlite3 /usr/bin/time; do
 done
 WORK=$(mktemp -d /tmp/lifecycle-bench-photos.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-export VIPS_CONCURRENCY=1   # libvips one thread per image: what the job uses, and the same for vipsthumbnail
+unset VIPS_CONCURRENCY   # each tool's own default threading, unless a run below pins it
 JOBS_DIR=$PWD/Jobs
 
-echo "== Profile photos: per image (whole process, median of $RUNS, VIPS_CONCURRENCY=1) =="
+echo "== Profile photos: per image (whole process, median of $RUNS; default threading, and pinned to 1 thread) =="
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (anything above 0 is other work competing)"
 
 # Photo-like synthetic pictures: smooth shapes, fine texture and sensor grain per channel.
@@ -57,11 +59,15 @@ compare() {  # input
 import os, subprocess, sys, time
 runs, binary, source, work, jobs = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 recipe = f"{work}/out-vt.jpg[Q=85,strip,optimize_coding]"
+ours = [binary, "photos", "normalize-file", source, f"{work}/out-ours.jpg", "--jobs-dir", jobs]
+# vipsthumbnail with the recipe the library runs: centre crop to 1024², q85, stripped, optimised Huffman tables.
+theirs = ["vipsthumbnail", source, "-s", "1024", "-m", "centre", "-o", recipe]
+one = {"VIPS_CONCURRENCY": "1"}
 commands = {
-    "lifecycle": ({}, [binary, "photos", "normalize-file", source, f"{work}/out-ours.jpg", "--jobs-dir", jobs]),
-    # vipsthumbnail with the recipe the library runs: centre crop to 1024², q85, stripped, optimised Huffman tables.
-    "vipsthumbnail": ({}, ["vipsthumbnail", source, "-s", "1024", "-m", "centre", "-o", recipe]),
-    "vipsthumbnail-2threads": ({"VIPS_CONCURRENCY": "2"}, ["vipsthumbnail", source, "-s", "1024", "-m", "centre", "-o", recipe]),
+    "lifecycle": ({}, ours),
+    "vipsthumbnail": ({}, theirs),
+    "lifecycle-1thread": (one, ours),
+    "vipsthumbnail-1thread": (one, theirs),
     "imagemagick": ({}, ["convert", source, "-auto-orient", "-thumbnail", "1024x1024^", "-gravity", "center",
                          "-extent", "1024x1024", "-quality", "85", "-strip", f"{work}/out-im.jpg"]),
 }
@@ -89,13 +95,13 @@ for input in photo12.jpg photo10mb.png photo12.heic; do
   declare -A wall cpu rss
   while read -r name w c m; do wall[$name]=$w; cpu[$name]=$c; rss[$name]=$m; done < <(compare "$in")
   [ "$(vipsheader -f width "$WORK/out-ours.jpg")x$(vipsheader -f height "$WORK/out-ours.jpg")" = 1024x1024 ] || { echo "bad output for $input" >&2; exit 1; }
-  printf '%-14s %8s bytes | lifecycle %4s ms (cpu %4s) %3s MB | vipsthumbnail %4s ms (cpu %4s) %3s MB, 2 threads %4s ms | ImageMagick %4s ms (cpu %4s) %3s MB\n' \
+  printf '%-14s %8s bytes | lifecycle %4s ms (cpu %4s) %3s MB | vipsthumbnail %4s ms (cpu %4s) %3s MB | 1 thread: lifecycle %4s ms, vipsthumbnail %4s ms | ImageMagick %4s ms (cpu %4s) %3s MB\n' \
     "$input" "$(stat -c %s "$in")" "${wall[lifecycle]}" "${cpu[lifecycle]}" "${rss[lifecycle]}" \
-    "${wall[vipsthumbnail]}" "${cpu[vipsthumbnail]}" "${rss[vipsthumbnail]}" "${wall[vipsthumbnail-2threads]}" \
+    "${wall[vipsthumbnail]}" "${cpu[vipsthumbnail]}" "${rss[vipsthumbnail]}" "${wall[lifecycle-1thread]}" "${wall[vipsthumbnail-1thread]}" \
     "${wall[imagemagick]}" "${cpu[imagemagick]}" "${rss[imagemagick]}"
-  verdicts+=("$(printf '%-14s lifecycle/vipsthumbnail = %s (cpu %s; target ≤ 1.10)   ImageMagick/lifecycle = %s× (cpu %s×; target > 1)' \
+  verdicts+=("$(printf '%-14s lifecycle/vipsthumbnail = %s, both at their default threading (cpu %s; target ≤ 1.05); pinned to 1 thread %s   ImageMagick/lifecycle = %s×' \
     "$input" "$(ratio "${wall[lifecycle]}" "${wall[vipsthumbnail]}")" "$(ratio "${cpu[lifecycle]}" "${cpu[vipsthumbnail]}")" \
-    "$(ratio "${wall[imagemagick]}" "${wall[lifecycle]}")" "$(ratio "${cpu[imagemagick]}" "${cpu[lifecycle]}")")")
+    "$(ratio "${wall[lifecycle-1thread]}" "${wall[vipsthumbnail-1thread]}")" "$(ratio "${wall[imagemagick]}" "${wall[lifecycle]}")")")
   [ "$input" = photo12.jpg ] && vt_jpeg=${wall[vipsthumbnail]}
   unset wall cpu rss
 done
@@ -139,13 +145,17 @@ batch_run() {  # name concurrency [env...]: prints seconds and peak MB
   python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.2f} {int(sys.argv[3])/1024:.0f}')" "$start" "$end" "$kb"
   rm -rf "${WORK:?}/$name"
 }
-read -r one_s one_mb < <(batch_run one-core 1)
+# One core: one job at a time, each image pinned to one thread. Two cores: two jobs at a
+# time at the default, where each image in a batch gets one thread by itself.
+read -r one_s one_mb < <(batch_run one-core 1 VIPS_CONCURRENCY=1)
 read -r two_s two_mb < <(batch_run two-cores 2)
 read -r arena_s arena_mb < <(batch_run two-cores-arena 2 MALLOC_ARENA_MAX=2)
+read -r alone_s alone_mb < <(batch_run one-job-all-threads 1)
 per_s() { python3 -c "import sys; print(f'{int(sys.argv[1])/float(sys.argv[2]):.1f}')" "$BATCH" "$1"; }
 per_photo_ms=$(python3 -c "import sys; print(f'{float(sys.argv[1])*1000/int(sys.argv[2]):.0f}')" "$one_s" "$BATCH")
-echo "1 job at a time (--concurrency 1):  ${one_s} s  $(per_s "$one_s") photos/s  peak RSS ${one_mb} MB  (${per_photo_ms} ms per photo in the job; vipsthumbnail process ${vt_jpeg} ms)"
+echo "1 job, 1 thread (VIPS_CONCURRENCY=1): ${one_s} s  $(per_s "$one_s") photos/s  peak RSS ${one_mb} MB  (${per_photo_ms} ms per photo in the job; vipsthumbnail process ${vt_jpeg} ms)"
 echo "2 jobs at a time (2 cores):         ${two_s} s  $(per_s "$two_s") photos/s  peak RSS ${two_mb} MB"
 echo "2 jobs, MALLOC_ARENA_MAX=2:         ${arena_s} s  $(per_s "$arena_s") photos/s  peak RSS ${arena_mb} MB"
+echo "1 job at a time, default threads:   ${alone_s} s  $(per_s "$alone_s") photos/s  peak RSS ${alone_mb} MB  (each image alone gets both cores)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "2 cores / 1 core throughput = $(ratio "$one_s" "$two_s")× (target ≥ 1.8)   peak RSS ${two_mb} MB (target < 250)"

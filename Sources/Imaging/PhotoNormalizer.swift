@@ -43,7 +43,7 @@ public struct PhotoNormalizer: Sendable {
         try withBytes(data) { bytes throws(PhotoRejection) in
             let header = try readHeader(bytes)
             let side = min(policy.outputMaxSide, header.info.width, header.info.height)
-            let jpeg = try RenderThreads.render { () throws(PhotoRejection) in try render(bytes, side: side, header: header) }
+            let jpeg = try RenderThreads.shared.render { () throws(PhotoRejection) in try render(bytes, side: side, header: header) }
             return NormalizedPhoto(jpegData: jpeg, width: side, height: side, source: header.info)
         }
     }

@@ -31,10 +31,24 @@ extension ImagingTests {
             }
         }
 
-        @Test("photos normalised in parallel match the serial results")
+        @Test("an image alone gets every core, one among others a single thread")
+        func threadsFollowTheImagesInFlight() async throws {
+            let applied = AppliedThreads()
+            let threads = RenderThreads(cores: 4, pinned: false) { applied.record($0) }
+            threads.render { threads.render { threads.render {} } }
+            #expect(applied.values == [4, 1, 1])
+            threads.render {}
+            #expect(applied.values == [4, 1, 1, 4])
+            // An operator's VIPS_CONCURRENCY is left alone.
+            let pinned = RenderThreads(cores: 4, pinned: true) { applied.record($0) }
+            pinned.render {}
+            #expect(applied.values.count == 4)
+        }
+
+        @Test("photos normalised in parallel (one thread each) match the serial results (every core)")
         func parallel() async throws {
             let scratch = try Scratch()
-            let inputs = try await Self.inputs(in: scratch)
+            let inputs = try await Self.inputs(in: scratch) + [try scratch.largeJPEG(width: 2000, height: 1500)]
             let expected = try inputs.map { try normalizer.normalize($0).jpegData }
             let results = ParallelResults(count: inputs.count * 4)
             let shared = self.normalizer
@@ -116,4 +130,11 @@ private final class ParallelResults: @unchecked Sendable {
         defer { lock.unlock() }
         return slots[index]!
     }
+}
+
+final class AppliedThreads: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [Int] = []
+    func record(_ value: Int) { lock.withLock { recorded.append(value) } }
+    var values: [Int] { lock.withLock { recorded } }
 }

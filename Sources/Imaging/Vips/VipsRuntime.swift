@@ -113,22 +113,30 @@ enum VipsRuntime {
 /// per-image threads would only fight over the same ones. libvips reads the setting
 /// when a render starts its thread pool, so an image already running keeps its own.
 /// An operator's VIPS_CONCURRENCY wins over both.
-enum RenderThreads {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var inFlight = 0
-    private static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    private static let operatorChoice = getenv("VIPS_CONCURRENCY") != nil
+final class RenderThreads: @unchecked Sendable {
+    static let shared = RenderThreads(
+        cores: ProcessInfo.processInfo.activeProcessorCount, pinned: getenv("VIPS_CONCURRENCY") != nil,
+        apply: { vips_concurrency_set(Int32($0)) })
+
+    private let lock = NSLock()
+    private var inFlight = 0
+    private let cores: Int
+    private let pinned: Bool
+    private let apply: (Int) -> Void
+
+    init(cores: Int, pinned: Bool, apply: @escaping (Int) -> Void) {
+        self.cores = max(1, cores)
+        self.pinned = pinned
+        self.apply = apply
+    }
 
     /// Runs one image's render with the threads the images in flight leave it.
-    static func render<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    func render<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.withLock {
             inFlight += 1
-            if !operatorChoice { vips_concurrency_set(Int32(inFlight == 1 ? cores : 1)) }
+            if !pinned { apply(inFlight == 1 ? cores : 1) }
         }
         defer { lock.withLock { inFlight -= 1 } }
         return try body()
     }
-
-    /// The threads the next render would get (for tests and benchmarks).
-    static var nextRenderThreads: Int { lock.withLock { operatorChoice ? Int(vips_concurrency_get()) : (inFlight == 0 ? cores : 1) } }
 }
