@@ -83,6 +83,7 @@ with open(f"{work}/input/accounts.jsonl", "w") as out:
     out.write(json.dumps(account("photos-small", small_count, 0, "big")) + "\n")
     out.write(json.dumps(account("entries", 0, entries, "")) + "\n")
 PY
+lc init >/dev/null
 lc accounts import "$WORK/input/accounts.jsonl" >/dev/null
 rm -rf "$WORK/input/photos"
 
@@ -216,6 +217,7 @@ with db:
                      f"Entry {i}: tempo run, 5 × 1 km — café au lait after; notes \"easy\" {i * 7919 % 100000}")
                     for i in range(n + n // 9)))
 PY
+"$BIN" init --database "$APP/app.sqlite" --blobs "$APP/blobs" --jobs-dir "$APP/Jobs" --log-level warning >/dev/null
 app_sqlite_run() {
   timed "$1" sh -c 'sqlite3 -json "$1" "SELECT id, created_at, body FROM posts WHERE user_id = 1 ORDER BY created_at, id" > "$2"' \
     sh "$APP/app.sqlite" "$WORK/app-ref.json"

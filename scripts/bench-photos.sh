@@ -123,6 +123,7 @@ with open(folder + "/accounts.jsonl", "w") as lines:
         lines.write(json.dumps({"id": f"b{i}", "email": f"b{i}@example.com", "password_hash": "$2b$04$abcdefghijklmnopqrstuu",
                                 "profile_photo": f"photos/p{i}.jpg"}) + "\n")
 PY
+"$BIN" init --database "$WORK/template/l.sqlite" --blobs "$WORK/template/blobs" --jobs-dir "$JOBS_DIR" >/dev/null
 "$BIN" accounts import "$WORK/batch/accounts.jsonl" --database "$WORK/template/l.sqlite" --blobs "$WORK/template/blobs" \
   --jobs-dir "$JOBS_DIR" --log-level warning >/dev/null
 

@@ -34,7 +34,7 @@ echo "== Purge: $ACCOUNTS due accounts × (100 rows + 5 photo blobs), $(nproc) c
 
 # Fixtures: rows written straight into a migrated database, blobs straight into the
 # blob directory (much faster than an import), then the whole set copied for the reference.
-"$BIN" migrate --database "$WORK/ours/lifecycle.sqlite" --blobs "$WORK/ours/blobs" --jobs-dir Jobs >/dev/null
+"$BIN" init --database "$WORK/ours/lifecycle.sqlite" --blobs "$WORK/ours/blobs" --jobs-dir Jobs >/dev/null
 python3 - "$WORK/ours" "$ACCOUNTS" <<'PY'
 import os, sqlite3, sys
 root, count = sys.argv[1], int(sys.argv[2])
@@ -142,7 +142,7 @@ CREATE INDEX follows_followee ON follows(followee_id);
 CREATE INDEX messages_sender ON messages(sender_id);
 CREATE INDEX messages_recipient ON messages(recipient_id);
 SQL
-"$BIN" migrate --database "$WORK/app-ours/app.sqlite" --blobs "$WORK/app-ours/blobs" --jobs-dir "$WORK/app-ours/jobs" >/dev/null
+"$BIN" init --database "$WORK/app-ours/app.sqlite" --blobs "$WORK/app-ours/blobs" --jobs-dir "$WORK/app-ours/jobs" >/dev/null
 python3 - "$WORK/app-ours" "$n" "$WORK" <<'PY'
 import os, random, sqlite3, sys
 root, due, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]

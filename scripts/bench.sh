@@ -14,15 +14,27 @@ ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2])
 
 echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores =="
 
+# A worker that finds the queue empty while another process still holds jobs exits 75
+# (work left undone, by someone else): with several processes that is expected. What
+# counts is that every job succeeded, which each case checks.
+wait_workers() {
+  local pid status
+  for pid in "$@"; do
+    status=0; wait "$pid" || status=$?
+    [ "$status" = 0 ] || [ "$status" = 75 ] || { echo "a worker exited $status" >&2; exit 1; }
+  done
+}
+
 runner_case() {  # name, processes, kind-flag, concurrency per process
   local name=$1 processes=$2 flag=$3 concurrency=$4 db="$WORK/$1.sqlite"
+  "$BIN" init --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
   "$BIN" jobs probe $flag --count "$JOBS" --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
   local start end pids=()
   start=$(now)
   for _ in $(seq "$processes"); do
     "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
   done
-  for pid in "${pids[@]}"; do wait "$pid"; done
+  wait_workers "${pids[@]}"
   end=$(now)
   local done_count
   done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM lifecycle_jobs WHERE state='succeeded' AND kind LIKE 'runner.%'")
@@ -73,13 +85,14 @@ pg_case() {  # name, processes, concurrency per process: every case on a fresh d
   local name=$1 processes=$2 concurrency=$3
   pg -d postgres -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name"
   local url="postgres://lifecycle:$PG_PASSWORD@127.0.0.1:$PG_PORT/$name?sslmode=disable"
+  "$BIN" init --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
   "$BIN" jobs probe --noop --count "$JOBS" --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
   local start end pids=()
   start=$(now)
   for _ in $(seq "$processes"); do
     "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
   done
-  for pid in "${pids[@]}"; do wait "$pid"; done
+  wait_workers "${pids[@]}"
   end=$(now)
   local done_count
   done_count=$(pg -d "$name" -c "SELECT COUNT(*) FROM lifecycle.jobs WHERE state='succeeded' AND kind = 'runner.noop'")
