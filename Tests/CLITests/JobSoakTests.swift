@@ -26,11 +26,12 @@ struct JobSoakTests {
             try await soak.enqueueSome(round: round)
             try await soak.runAndKill()
         }
-        try await soak.drain()
-        try await soak.checkInvariants()
         let figures = "\(backend.rawValue) seed \(soak.seed): \(Self.rounds) rounds, \(soak.kills) kills, \(soak.killsMidWork) mid-work, "
             + "\(soak.requests) requests on \(soak.everyAccount.count) accounts (\(soak.exportsAsked.count) exports asked for)"
+        // Printed before the checks, so a long run's figures survive a failed one.
         print("soak: " + figures)
+        try await soak.drain()
+        try await soak.checkInvariants()
         // Most kills must land while the process held a job, or the soak proves little.
         #expect(soak.kills >= Self.rounds / 2, "\(figures)")
         #expect(soak.killsMidWork * 3 >= soak.kills * 2, "\(figures)")
@@ -192,8 +193,13 @@ final class Soak {
         let audits = try await workspace.query("SELECT action, actor, account_id, detail FROM \(workspace.ownTable("audit_events")) WHERE action = 'export.cancel'")
         for job in exportsAsked.sorted() {
             let state = try await workspace.string("SELECT state FROM \(jobs) WHERE id = ?", [.integer(Int(job))])
-            let account = try #require(try await workspace.string(
-                "SELECT account_id FROM \(workspace.ownTable("audit_events")) WHERE action = 'export.request' AND detail LIKE ?", [.text("job \(job),%")]))
+            // The request's audit record names the job in its detail ({"job": N, …}) and the account.
+            let requests = try await workspace.query(
+                "SELECT account_id, detail FROM \(workspace.ownTable("audit_events")) WHERE action = 'export.request'")
+            let account = try #require(requests.first { row in
+                guard let detail = row[1], case .object(let fields) = JSONValue.parsing(detail), case .number(let id)? = fields["job"] else { return false }
+                return Int64(id) == job
+            }?[0] ?? nil, "export job \(job) has no export.request audit record")
             let accountState = try await workspace.string("SELECT state FROM accounts WHERE id = ?", [.text(account)])
             switch state {
             case "succeeded":
