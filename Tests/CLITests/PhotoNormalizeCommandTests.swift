@@ -92,7 +92,7 @@ struct PhotoNormalizeCommandTests {
         #expect(one.stdout.contains("1 profile photo(s) of account grace@example.com to normalise under recipe v2-s1024-q85 (1 already queued)"))
         let all = try await workspace.run(["photos", "normalize", "--all", "--queue-only", "--json"])
         #expect(all.status == 0)
-        #expect(all.stdout.contains("\"alreadyQueued\":4"))
+        #expect(all.stdout.contains("\"already_queued\":4"))
         #expect(try await workspace.photoRows().allSatisfy { $0.normalizationState == .pending })
 
         let run = try await workspace.run(["photos", "normalize", "--account", "grace"])
