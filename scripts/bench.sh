@@ -32,7 +32,7 @@ runner_case() {  # name, processes, kind-flag, concurrency per process
   local start end pids=()
   start=$(now)
   for _ in $(seq "$processes"); do
-    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
+    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null 2>&1 & pids+=($!)
   done
   wait_workers "${pids[@]}"
   end=$(now)
@@ -90,7 +90,7 @@ pg_case() {  # name, processes, concurrency per process: every case on a fresh d
   local start end pids=()
   start=$(now)
   for _ in $(seq "$processes"); do
-    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null & pids+=($!)
+    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null 2>&1 & pids+=($!)
   done
   wait_workers "${pids[@]}"
   end=$(now)
