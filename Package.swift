@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.8.0"),
     ],
     targets: [
         // C libraries from Debian, one system-library target each.
@@ -131,10 +133,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `lifecycle serve`: HTTP on Hummingbird (the download links).
+        .target(
+            name: "LifecycleServer",
+            dependencies: [
+                "LifecycleRuntime", "Lifecycle", "JobRunner",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "LifecycleRuntime", "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
+                "LifecycleRuntime", "LifecycleServer", "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -171,7 +185,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "Lifecycle", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive", "ChildProcesses",
+                "Lifecycle", "LifecycleServer", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive", "ChildProcesses",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Schemas"],

@@ -127,6 +127,18 @@ struct SurfaceTests {
         _ = try await json(["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/run.jpg", workspace.root + "/out.jpg"])
         _ = try await json(["photos", "list", "--account", "ada"])
         _ = try await json(["map", "check"])
+        // The server says where it listens, then serves until SIGTERM.
+        let (server, serverOut, _) = try workspace.process(["serve", "--listen", "127.0.0.1:0", "--json"], environment: signing)
+        var listening = ""
+        _ = try await eventually(timeout: 60) {
+            listening = (try? String(contentsOfFile: serverOut, encoding: .utf8)) ?? ""
+            return listening.hasSuffix("\n") || !server.isRunning
+        }
+        kill(server.processIdentifier, SIGTERM)
+        await server.exited()
+        #expect(server.terminationStatus == 0)
+        cases.append(Case(command: "serve", definition: "serve", output: try JSONDecoder().decode(JSONValue.self, from: Data(listening.utf8))))
+        covered.insert("serve")
         let cluster = try await ThrowawayPostgres.shared()
         let destination = cluster.url(database: try await cluster.createDatabase(), pool: 2)
         _ = try await json(["copy-store", "--to-database", destination, "--to-blobs", workspace.root + "/copied-blobs"], words: 1)

@@ -1,0 +1,91 @@
+import Foundation
+import Hummingbird
+import JobRunner
+import Lifecycle
+import LifecycleRuntime
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Where `lifecycle serve` listens and what it runs beside the server.
+public struct ServeOptions: Sendable {
+    public var host: String
+    public var port: Int
+    /// Also run a job worker in the same process (exports, photos, purges as they fall due).
+    public var withWorker: Bool
+    public var workerConcurrency: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, withWorker: Bool = false, workerConcurrency: Int = 2) {
+        self.host = host
+        self.port = port
+        self.withWorker = withWorker
+        self.workerConcurrency = workerConcurrency
+    }
+}
+
+/// A request's context: Hummingbird's own plus the peer's address, for the audit's
+/// keyed hash of who downloaded.
+public struct ServerContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// `lifecycle serve`: the export download links over HTTP, on Hummingbird, shut down
+/// gracefully on SIGTERM or SIGINT (requests in flight finish; a worker in the same
+/// process finishes its steps in flight and hands its jobs back).
+public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
+    public let services: LifecycleServices<Store>
+
+    public init(services: LifecycleServices<Store>) {
+        self.services = services
+    }
+
+    public func router() -> Router<ServerContext> {
+        let router = Router(context: ServerContext.self)
+        let downloads = DownloadResponder(services: services)
+        router.get("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: true) }
+        router.head("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: false) }
+        router.get("/healthz") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
+        return router
+    }
+
+    /// Serves until SIGTERM or SIGINT. `onListening` gets the address the server bound
+    /// (port 0 picks a free one), once it accepts connections.
+    public func run(_ options: ServeOptions, onListening: @escaping @Sendable (String) -> Void) async throws {
+        var services: [any Service] = []
+        if options.withWorker {
+            services.append(WorkerService(services: self.services, concurrency: options.workerConcurrency))
+        }
+        let app = Application(
+            router: router(),
+            configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
+            services: services,
+            onServerRunning: { channel in
+                let address = channel.localAddress
+                onListening("\(address?.ipAddress ?? options.host):\(address?.port ?? options.port)")
+            },
+            logger: self.services.logger)
+        try await app.runService()
+    }
+}
+
+/// A worker beside the server, as a service of the same group: cancelled on shutdown, it
+/// stops claiming, finishes the steps in flight and hands claimed jobs back.
+struct WorkerService<Store: LifecycleStore>: Service {
+    let services: LifecycleServices<Store>
+    let concurrency: Int
+
+    func run() async throws {
+        let worker = Worker(
+            store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
+            options: WorkerOptions(concurrency: concurrency), logger: services.logger)
+        try await cancelWhenGracefulShutdown {
+            _ = try await worker.runReconnecting(logger: services.logger)
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import ChildProcesses
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import JobRunner
+import Lifecycle
+import LifecycleServer
+import Testing
+
+/// `lifecycle serve` as a browser and a download manager meet it: the real server on
+/// loopback, real exports, links as the email carries them.
+@Suite(.serialized)
+struct ServeTests {
+    static let signingKey = String(repeating: "a7", count: 32)
+
+    /// A running `lifecycle serve` on a free loopback port, stopped with SIGTERM.
+    struct Server {
+        let process: Process
+        let base: String
+
+        static func start(_ workspace: Workspace, environment: [String: String] = [:]) async throws -> Server {
+            let (process, out, err) = try workspace.process(
+                ["serve", "--listen", "127.0.0.1:0"], environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey].merging(environment) { $1 })
+            var base: String?
+            let listening = try await eventually(timeout: 60) {
+                let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+                base = text.split(separator: "\n").first { $0.hasPrefix("listening on http://") }.map { String($0.dropFirst("listening on http://".count)) }
+                return base != nil || !process.isRunning
+            }
+            guard listening, let base else {
+                throw CLITestFailure("serve did not start: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+            }
+            return Server(process: process, base: base)
+        }
+
+        /// SIGTERM: the server stops after the requests in flight and exits 0.
+        func stop() async -> Int32 {
+            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            await process.exited()
+            return process.terminationStatus
+        }
+
+        /// Peak resident memory so far, from the kernel's own count.
+        var peakRSSKilobytes: Int {
+            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+    }
+
+    struct Answer {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+
+        func header(_ name: String) -> String? { headers.first { $0.key.lowercased() == name.lowercased() }?.value }
+    }
+
+    static func request(_ url: String, method: String = "GET", headers: [String: String] = [:]) async throws -> Answer {
+        var request = URLRequest(url: try #require(URL(string: url)))
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields["\(name)"] = "\(value)" }
+        return Answer(status: http.statusCode, headers: fields, body: data)
+    }
+
+    /// An installation with one ready export of `ada`: its link (as the email carries it), id and archive path.
+    static func installationWithAnExport() async throws -> (Workspace, link: String, exportID: String, archive: String) {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 2)], into: workspace)
+        let export = try await workspace.run(["export", "ada", "--wait", "--json"], environment: ["LIFECYCLE_SIGNING_KEY": signingKey])
+        #expect(export.status == 0, "\(export.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
+        return (workspace, try #require(report["link"] as? String), try #require(report["export_id"] as? String),
+                try #require(report["archive_path"] as? String))
+    }
+
+    /// The link's path and query on this server.
+    static func local(_ link: String, on server: Server) throws -> String {
+        let components = try #require(URLComponents(string: link))
+        return "http://\(server.base)\(components.path)?\(components.query ?? "")"
+    }
+
+    @Test func theLinkDownloadsTheArchiveWithRangesHeadAndResumes() async throws {
+        let (workspace, link, exportID, archive) = try await Self.installationWithAnExport()
+        let server = try await Server.start(workspace)
+        let url = try Self.local(link, on: server)
+        let original = try Data(contentsOf: URL(fileURLWithPath: archive))
+        let size = original.count
+
+        let whole = try await Self.request(url)
+        #expect(whole.status == 200)
+        #expect(whole.body == original)
+        #expect(whole.header("Content-Length") == "\(size)")
+        #expect(whole.header("Content-Type") == "application/zip")
+        #expect(whole.header("Accept-Ranges") == "bytes")
+        #expect(whole.header("Cache-Control") == "private, no-store")
+        let disposition = try #require(whole.header("Content-Disposition"))
+        #expect(disposition.hasPrefix("attachment; filename=\"export-ada-") && disposition.hasSuffix(".zip\""), "\(disposition)")
+        let eTag = try #require(whole.header("ETag"))
+
+        let head = try await Self.request(url, method: "HEAD")
+        #expect(head.status == 200 && head.body.isEmpty)
+        #expect(head.header("Content-Length") == "\(size)" && head.header("ETag") == eTag)
+
+        for (range, expected) in [("bytes=0-0", 0...0), ("bytes=-1", (size - 1)...(size - 1)), ("bytes=-100", (size - 100)...(size - 1)),
+                                  ("bytes=100-", 100...(size - 1)), ("bytes=10-19", 10...19), ("bytes=\(size - 5)-\(size + 1000)", (size - 5)...(size - 1))] {
+            let part = try await Self.request(url, headers: ["Range": range])
+            #expect(part.status == 206, "\(range)")
+            #expect(part.body == original[expected], "\(range)")
+            #expect(part.header("Content-Range") == "bytes \(expected.lowerBound)-\(expected.upperBound)/\(size)", "\(range)")
+            #expect(part.header("Content-Length") == "\(expected.count)", "\(range)")
+        }
+        let beyond = try await Self.request(url, headers: ["Range": "bytes=\(size)-"])
+        #expect(beyond.status == 416)
+        #expect(beyond.header("Content-Range") == "bytes */\(size)")
+
+        // A download manager resumes only while the archive is the one it started on.
+        let resumed = try await Self.request(url, headers: ["Range": "bytes=200-", "If-Range": eTag])
+        #expect(resumed.status == 206 && resumed.body == original[200...])
+        let changed = try await Self.request(url, headers: ["Range": "bytes=200-", "If-Range": "\"another\""])
+        #expect(changed.status == 200 && changed.body == original)
+
+        // Every answer about the export is audited; the client only as a keyed hash.
+        let audit = try await workspace.run(["audit", "ada", "--json"])
+        let events = try #require((try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [String: Any])?["events"] as? [[String: Any]])
+        let downloads = events.filter { $0["action"] as? String == "export.download" }
+        #expect(downloads.contains { $0["outcome"] as? String == "200" && ($0["detail"] as? [String: Any])?["bytes"] as? Int == size })
+        #expect(downloads.contains { $0["outcome"] as? String == "206" })
+        #expect(downloads.contains { $0["outcome"] as? String == "416" })
+        #expect(downloads.allSatisfy { ($0["detail"] as? [String: Any])?["export"] as? String == exportID })
+        #expect(!audit.stdout.contains("127.0.0.1"))
+        #expect(downloads.allSatisfy { (($0["detail"] as? [String: Any])?["client"] as? String)?.count == 64 })
+
+        #expect(await server.stop() == 0)
+    }
+
+    @Test func forgedExpiredRevokedAndUnknownLinksAreRefusedEachWithItsStatus() async throws {
+        let (workspace, link, exportID, _) = try await Self.installationWithAnExport()
+        let server = try await Server.start(workspace)
+        let url = try Self.local(link, on: server)
+        #expect(try await Self.request(url).status == 200)
+
+        // Forged or altered: 403, whatever part was changed.
+        let signature = try #require(url.range(of: "sig=")).upperBound
+        let flipped = url.replacingCharacters(in: signature...signature, with: url[signature] == "0" ? "1" : "0")
+        let tampered = try await Self.request(flipped)
+        #expect(tampered.status == 403)
+        #expect(String(decoding: tampered.body, as: UTF8.self) == "This download link is not valid.\n")
+        let later = url.replacingOccurrences(of: "expires=", with: "expires=9")
+        #expect(try await Self.request(later).status == 403)
+        #expect(try await Self.request("http://\(server.base)/exports/\(exportID)").status == 403)
+
+        // Signed with the installation's key, for an export that does not exist: 404.
+        let signer = LinkSigner(key: Data(Self.signingKey.utf8))
+        let unknown = signer.link(base: "http://\(server.base)/exports", exportID: "no-such-export", expiresAt: Date().addingTimeInterval(3600))
+        #expect(try await Self.request(unknown).status == 404)
+        #expect(try await Self.request(unknown, method: "HEAD").status == 404)
+
+        // Revoked: 410, and stays so.
+        #expect(try await workspace.run(["exports", "revoke", exportID, "--operator", "ops"]).status == 0)
+        let revoked = try await Self.request(url)
+        #expect(revoked.status == 410)
+        #expect(String(decoding: revoked.body, as: UTF8.self).contains("expired"))
+        #expect(await server.stop() == 0)
+
+        // Past its expiry: 410 (a server whose clock is eight days on).
+        let (fresh, freshLink, _, _) = try await Self.installationWithAnExport()
+        let eightDaysOn = try await Server.start(fresh, environment: ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(8 * 86_400))])
+        #expect(try await Self.request(try Self.local(freshLink, on: eightDaysOn)).status == 410)
+        #expect(await eightDaysOn.stop() == 0)
+    }
+
+    /// A 3 GiB archive (sparse, so the test writes nothing) is streamed whole and in ranges
+    /// near its end, and the server's peak memory stays far below its size.
+    @Test func aMultiGigabyteArchiveStreamsInConstantMemory() async throws {
+        let (workspace, link, _, archive) = try await Self.installationWithAnExport()
+        let size: Int64 = 3 << 30
+        #expect(truncate(archive, off_t(size)) == 0)
+        let server = try await Server.start(workspace)
+        let url = try Self.local(link, on: server)
+
+        let tail = try await Self.request(url, headers: ["Range": "bytes=\(size - 4096)-"])
+        #expect(tail.status == 206 && tail.body.count == 4096)
+        #expect(tail.header("Content-Range") == "bytes \(size - 4096)-\(size - 1)/\(size)")
+
+        // The whole of it, counted as it arrives (curl: no test-side buffer of 3 GiB).
+        let curl = try await SurfaceTests.shell("curl -sS -o /dev/null -w '%{http_code} %{size_download}' '\(url)'", in: workspace.root)
+        #expect(curl.stdout == "200 \(size)", "\(curl.stdout)\(curl.stderr)")
+        let peak = server.peakRSSKilobytes
+        #expect(peak > 0 && peak < 200_000, "peak RSS \(peak) kB while serving \(size) bytes")
+        #expect(await server.stop() == 0)
+    }
+
+    @Test func rangeHeadersAreReadAsRFC9110Says() {
+        #expect(ByteRange.parse(nil, size: 100) == .whole)
+        #expect(ByteRange.parse("bytes=0-0", size: 100) == .part(0...0))
+        #expect(ByteRange.parse("bytes=-1", size: 100) == .part(99...99))
+        #expect(ByteRange.parse("bytes=-500", size: 100) == .part(0...99))
+        #expect(ByteRange.parse("bytes=90-", size: 100) == .part(90...99))
+        #expect(ByteRange.parse("bytes=90-200", size: 100) == .part(90...99))
+        #expect(ByteRange.parse("bytes=100-", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=-0", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=0-", size: 0) == .unsatisfiable)
+        // Malformed, reversed or several ranges: the whole file, as a server may answer.
+        for header in ["bytes=5-1", "items=0-1", "bytes=0-1,5-6", "bytes=a-b", "bytes=", "bytes=99999999999999999999-"] {
+            #expect(ByteRange.parse(header, size: 100) == .whole, "\(header)")
+        }
+    }
+}
