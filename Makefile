@@ -8,13 +8,15 @@ APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
 	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
 	postgresql curl nginx-light
-# The S3 tests' local server and the JSON Schema checker of the CLI's --json output, from
-# PyPI, in a virtual environment inside the repository (ignored by git) so nothing is
-# installed into the system's Python.
+# The S3 tests' local server, the JSON Schema checker of the CLI's --json output and
+# schemathesis (the app API against its OpenAPI document), from PyPI, in a virtual
+# environment inside the repository (ignored by git) so nothing is installed into the
+# system's Python.
 TOOLS_VENV := .build-tools/venv
 MOTO_SERVER := $(TOOLS_VENV)/bin/moto_server
 MOTO_REQUIREMENT := moto[server]>=5,<6
 JSONSCHEMA_REQUIREMENT := jsonschema>=4.18,<5
+SCHEMATHESIS_REQUIREMENT := schemathesis>=4,<5
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
@@ -38,6 +40,10 @@ deps:
 	@if ! $(TOOLS_VENV)/bin/python -c 'import jsonschema' 2>/dev/null; then \
 		echo "installing $(JSONSCHEMA_REQUIREMENT) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(JSONSCHEMA_REQUIREMENT)'; \
+	fi
+	@if [ ! -x $(TOOLS_VENV)/bin/st ]; then \
+		echo "installing $(SCHEMATHESIS_REQUIREMENT) into $(TOOLS_VENV)"; \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(SCHEMATHESIS_REQUIREMENT)'; \
 	fi
 
 build: deps

@@ -137,12 +137,15 @@ let package = Package(
         .target(
             name: "LifecycleServer",
             dependencies: [
-                "LifecycleRuntime", "Lifecycle", "JobRunner",
+                "LifecycleRuntime", "Lifecycle", "JobRunner", "Archiving",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            // The API's description, read by people, clients' generators and the tests' schemathesis run.
+            exclude: ["openapi.yaml"],
             swiftSettings: strict
         ),
         .executableTarget(

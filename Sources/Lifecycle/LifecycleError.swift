@@ -27,10 +27,13 @@ public struct LifecycleError: Error, CustomStringConvertible, Sendable {
 
     public let category: Category
     public let message: String
+    /// For `.tryLater` refusals with a known end (a rate limit, a lockout): when to ask again.
+    public let retryAt: Date?
 
-    public init(_ category: Category, _ message: String) {
+    public init(_ category: Category, _ message: String, retryAt: Date? = nil) {
         self.category = category
         self.message = message
+        self.retryAt = retryAt
     }
 
     public var description: String { message }

@@ -40,13 +40,17 @@ public struct ServerContext: RequestContext, RemoteAddressRequestContext {
 /// process finishes its steps in flight and hands its jobs back).
 public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
+    /// The app API's token; without one `/v1` is not served.
+    public let apiToken: APIToken?
 
-    public init(services: LifecycleServices<Store>) {
+    public init(services: LifecycleServices<Store>, apiToken: APIToken? = nil) {
         self.services = services
+        self.apiToken = apiToken
     }
 
     public func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
+        if let apiToken { AppAPI(services: services, token: apiToken).register(on: router) }
         let downloads = DownloadResponder(services: services)
         router.get("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: true) }
         router.head("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: false) }

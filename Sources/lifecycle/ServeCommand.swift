@@ -6,13 +6,15 @@ import LifecycleServer
 struct ServeCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve the export download links over HTTP (GET and HEAD /exports/<id>?expires=…&sig=…).",
+        abstract: "Serve the export download links and the app API over HTTP.",
         discussion: """
             Checks each link as `exports verify-link` does: 403 forged or altered, 404 no such export, 410 expired
             or revoked; streams the archive with Range, If-Range, ETag and Content-Disposition, so a download resumes
             where it stopped. Put it behind a TLS-terminating proxy (Jobs/runbooks/serve.md). Prints
             "listening on http://HOST:PORT" ({"listening": …} with --json) once it accepts connections; SIGTERM or
             SIGINT stops it after the requests in flight. --with-worker runs the job worker in the same process.
+            With an API token (--api-token-file) it also serves the app backend's API under /v1, described by
+            Sources/LifecycleServer/openapi.yaml: account state, exports, deletion with the password, restore.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -20,6 +22,10 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
     var listen: String = "127.0.0.1:8080"
     @Flag(name: .customLong("with-worker"), help: "Also run the job worker in this process.") var withWorker = false
     @Option(help: "Jobs the worker runs at once (with --with-worker).") var concurrency: Int = 2
+    @Option(name: .customLong("api-token-file"), help: ArgumentHelp(
+        "File holding the app API's bearer token, at least 32 characters (env LIFECYCLE_API_TOKEN_FILE, or LIFECYCLE_API_TOKEN itself); without one /v1 is not served.",
+        valueName: "path"))
+    var apiTokenFile: String?
 
     func validate() throws {
         _ = try endpoint()
@@ -41,11 +47,32 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         try await guarded { try await options.withServices(self) }
     }
 
+    /// The app API's token, from the file or the environment; nil when none is configured.
+    func apiToken() throws -> APIToken? {
+        let environment = ProcessInfo.processInfo.environment
+        var text: String?
+        if let path = apiTokenFile ?? environment["LIFECYCLE_API_TOKEN_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let data = FileManager.default.contents(atPath: path), data.count <= 4_096 else {
+                throw CLIFailure(.noInput, "\(path): cannot read the API token file (it must exist and hold one token)")
+            }
+            text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        } else if let value = environment["LIFECYCLE_API_TOKEN"], !value.isEmpty {
+            text = value
+        }
+        guard let text else { return nil }
+        guard let token = APIToken(text) else {
+            throw CLIFailure(.usage, "the API token must be at least 32 characters (e.g. `openssl rand -hex 32`)")
+        }
+        return token
+    }
+
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let (host, port) = try endpoint()
         // Refused now, not at the first download: without a key no link can be checked.
         if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
-        try await LifecycleHTTPServer(services: services).run(
+        let token = try apiToken()
+        if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
+        try await LifecycleHTTPServer(services: services, apiToken: token).run(
             ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency)
         ) { [json = options.json] address in
             if json {

@@ -196,6 +196,119 @@ struct ServeTests {
         #expect(await server.stop() == 0)
     }
 
+    // MARK: The app API
+
+    static let apiToken = String(repeating: "5c", count: 32)
+
+    static func api(
+        _ server: Server, _ method: String, _ path: String, body: String? = nil, token: String? = apiToken
+    ) async throws -> (status: Int, json: [String: Any], headers: [String: String]) {
+        var request = URLRequest(url: try #require(URL(string: "http://\(server.base)/v1/\(path)")))
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { headers["\(name)".lowercased()] = "\(value)" }
+        let json = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        return (http.statusCode, json, headers)
+    }
+
+    static func errorCode(_ json: [String: Any]) -> String? { (json["error"] as? [String: Any])?["code"] as? String }
+    static func errorMessage(_ json: [String: Any]) -> String? { (json["error"] as? [String: Any])?["message"] as? String }
+
+    @Test func theAppAPISpeaksTheProductsWordsWithAStatusForEachCase() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        let server = try await Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": Self.apiToken])
+
+        // The token: none, wrong, right.
+        let none = try await Self.api(server, "GET", "accounts/ada", token: nil)
+        #expect(none.status == 401 && Self.errorCode(none.json) == "unauthorized")
+        #expect(none.headers["www-authenticate"] == "Bearer")
+        #expect(try await Self.api(server, "GET", "accounts/ada", token: String(repeating: "5d", count: 32)).status == 401)
+
+        let ada = try await Self.api(server, "GET", "accounts/ada@example.com")
+        #expect(ada.status == 200 && ada.json["account"] as? String == "ada" && ada.json["state"] as? String == "active")
+        let nobody = try await Self.api(server, "GET", "accounts/nobody")
+        #expect(nobody.status == 404 && Self.errorCode(nobody.json) == "no_such_account")
+
+        // Export: 202 with the job; asking again finds the same one; the rate limit is 429 with when.
+        let export = try await Self.api(server, "POST", "accounts/ada/exports", body: #"{"format": "zip"}"#)
+        #expect(export.status == 202 && export.json["created"] as? Bool == true, "\(export.json)")
+        let job = try #require(export.json["job_id"] as? Int)
+        let again = try await Self.api(server, "POST", "accounts/ada/exports")
+        #expect(again.status == 202 && again.json["job_id"] as? Int == job && again.json["created"] as? Bool == false)
+        let badFormat = try await Self.api(server, "POST", "accounts/ada/exports", body: #"{"format": "rar"}"#)
+        #expect(badFormat.status == 400)
+        #expect(try await workspace.run(["worker", "--once"], environment: ["LIFECYCLE_SIGNING_KEY": Self.signingKey]).status == 0)
+        let listed = try await Self.api(server, "GET", "accounts/ada/exports")
+        let ready = try #require((listed.json["exports"] as? [[String: Any]])?.first)
+        #expect(ready["state"] as? String == "ready" && (ready["link"] as? String)?.contains("sig=") == true)
+        let limited = try await Self.api(server, "POST", "accounts/ada/exports")
+        #expect(limited.status == 429 && Self.errorCode(limited.json) == "try_later")
+        #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 > 3_600)
+        #expect((limited.json["error"] as? [String: Any])?["retry_at"] as? String != nil)
+
+        // Deletion: the password, the product's words, the lockout.
+        let wrong = try await Self.api(server, "POST", "accounts/ada/deletion", body: #"{"password": "guess"}"#)
+        #expect(wrong.status == 401 && Self.errorCode(wrong.json) == "incorrect_password" && Self.errorMessage(wrong.json) == "Incorrect password")
+        let deleted = try await Self.api(server, "POST", "accounts/ada/deletion", body: "{\"password\": \"\(DeletionLines.password)\"}")
+        #expect(deleted.status == 202, "\(deleted.json)")
+        #expect(deleted.json["message"] as? String == "Your account has been deleted. You have 30 days to recover it by signing in again.")
+        #expect(deleted.json["purge_after"] as? String != nil && deleted.json["purge_job_id"] as? Int != nil)
+        let twice = try await Self.api(server, "POST", "accounts/ada/deletion", body: "{\"password\": \"\(DeletionLines.password)\"}")
+        #expect(twice.status == 200 && twice.json["outcome"] as? String == "alreadyPending")
+        let pendingExport = try await Self.api(server, "POST", "accounts/ada/exports")
+        #expect(pendingExport.status == 403)
+        #expect(try await Self.api(server, "POST", "accounts/ada/deletion", body: "{}").status == 400)
+        #expect(try await Self.api(server, "POST", "accounts/ada/deletion", body: "not json").status == 400)
+        let huge = "{\"password\": \"" + String(repeating: "x", count: 70_000) + "\"}"
+        #expect(try await Self.api(server, "POST", "accounts/ada/deletion", body: huge).status == 413)
+
+        // Signing in again restores; a second restore has nothing to restore.
+        let restored = try await Self.api(server, "POST", "accounts/ada/restore")
+        #expect(restored.status == 200 && restored.json["cancelled_job_id"] as? Int != nil, "\(restored.json)")
+        #expect(try await Self.api(server, "GET", "accounts/ada").json["state"] as? String == "active")
+        let nothing = try await Self.api(server, "POST", "accounts/ada/restore")
+        #expect(nothing.status == 409 && Self.errorCode(nothing.json) == "refused")
+
+        for _ in 0..<5 { _ = try await Self.api(server, "POST", "accounts/bob/deletion", body: #"{"password": "no"}"#) }
+        let locked = try await Self.api(server, "POST", "accounts/bob/deletion", body: "{\"password\": \"\(DeletionLines.password)\"}")
+        #expect(locked.status == 429 && locked.headers["retry-after"] != nil, "\(locked.json)")
+
+        // The app is audited as the app.
+        #expect(try await workspace.run(["audit", "ada"]).stdout.contains("deletion.restore  restored  by app"))
+        #expect(await server.stop() == 0)
+
+        // Without a token the API is not served at all.
+        let plain = try await Server.start(workspace)
+        #expect(try await Self.api(plain, "GET", "accounts/ada").status == 404)
+        #expect(await plain.stop() == 0)
+    }
+
+    /// schemathesis (PyPI) generates requests from Sources/LifecycleServer/openapi.yaml and
+    /// sends them to the live server: every answer must be documented, none a 5xx.
+    @Test func theOpenAPIDocumentHoldsAgainstTheLiveServer() async throws {
+        let st = repositoryRoot + "/.build-tools/venv/bin/st"
+        #expect(FileManager.default.isExecutableFile(atPath: st), "schemathesis is missing: run make (it installs it into .build-tools/venv)")
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        let server = try await Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": Self.apiToken])
+        let run = try await SurfaceTests.shell(
+            "'\(st)' run '\(repositoryRoot)/Sources/LifecycleServer/openapi.yaml' --url 'http://\(server.base)' "
+                + "-H 'Authorization: Bearer \(Self.apiToken)' --max-examples 25 --seed 7 --workers 1 "
+                + "--checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance "
+                + "--generation-database none --no-color",
+            in: workspace.root)
+        #expect(run.status == 0, "\(run.stdout.suffix(4_000))\(run.stderr.suffix(2_000))")
+        #expect(await server.stop() == 0)
+    }
+
     @Test func rangeHeadersAreReadAsRFC9110Says() {
         #expect(ByteRange.parse(nil, size: 100) == .whole)
         #expect(ByteRange.parse("bytes=0-0", size: 100) == .part(0...0))

@@ -108,7 +108,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.lockedOut, at: now,
                                          detail: ["locked_until": .string(ISO8601.format(until))]))
                 return .failure(LifecycleError(
-                    .tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until))."))
+                    .tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until)).", retryAt: until))
             }
             return .success(try tx.beginDeletionAttempt(accountID: id, at: now))
         }

@@ -140,7 +140,7 @@ extension LifecycleServices {
                 let completions = try tx.exportCompletions(accountID: account.id, since: now.addingTimeInterval(-settings.rateLimitWindow))
                 if completions.count >= settings.rateLimitCount {
                     let next = completions[completions.count - settings.rateLimitCount].addingTimeInterval(settings.rateLimitWindow)
-                    throw LifecycleError(.tryLater, "account \(account.id) already has \(completions.count) export(s) completed in the last \(settings.rateLimitHours) hours; the next export is allowed at \(ISO8601.format(next))")
+                    throw LifecycleError(.tryLater, "account \(account.id) already has \(completions.count) export(s) completed in the last \(settings.rateLimitHours) hours; the next export is allowed at \(ISO8601.format(next))", retryAt: next)
                 }
             }
             let payload = ExportPayload(

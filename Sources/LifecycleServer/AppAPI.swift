@@ -1,0 +1,300 @@
+import Archiving
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobRunner
+import Lifecycle
+import LifecycleRuntime
+import NIOCore
+
+/// The app backend's API under `/v1` (Sources/LifecycleServer/openapi.yaml describes it):
+/// what the product's screens ask of the server, so the backend calls HTTP instead of a CLI.
+/// Every request carries `Authorization: Bearer <token>`, the token from the server's
+/// configuration, compared in constant time. Bodies and errors are JSON in the CLI's style
+/// (snake_case); an error is `{"error": {"code": …, "message": …}}`, with the product's
+/// own words where the screen shows them ("Incorrect password").
+struct AppAPI<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let token: APIToken
+
+    func register(on router: Router<ServerContext>) {
+        let api = router.group("v1").add(middleware: BearerTokenMiddleware(token: token))
+        api.get("accounts/:account") { _, context in try await Self.answer { try await self.account(context) } }
+        api.post("accounts/:account/exports") { request, context in try await Self.answer { try await self.requestExport(request, context) } }
+        api.get("accounts/:account/exports") { _, context in try await Self.answer { try await self.exports(context) } }
+        api.post("accounts/:account/deletion") { request, context in try await Self.answer { try await self.requestDeletion(request, context) } }
+        api.post("accounts/:account/restore") { _, context in try await Self.answer { try await self.restore(context) } }
+    }
+
+    // MARK: Routes
+
+    private func account(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        do {
+            let directory = try await services.directory()
+            let now = services.clock.now()
+            let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?)? in
+                guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
+                    return nil
+                }
+                return (entry, try tx.openHold(key: id).flatMap { $0.isActive(at: now) ? $0 : nil })
+            }
+            guard let (entry, hold) = found else { throw LifecycleError.noSuchAccount(reference) }
+            return (.ok, AccountStatus(account: entry.id, state: entry.state, purgeAfter: entry.purgeAfter, purgedAt: entry.purgedAt, held: hold != nil))
+        }
+    }
+
+    private func requestExport(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        let body = try await Self.decodeOptional(ExportBody.self, from: request, context: context)
+        do {
+            var format: ArchiveFormat?
+            if let name = body?.format {
+                guard let known = ArchiveFormat(rawValue: name) else {
+                    throw APIError(.badRequest, code: "bad_request", message: "format must be zip or tar.gz (got '\(name)')")
+                }
+                format = known
+            }
+            let outcome = try await services.requestExport(ExportRequest(account: reference, format: format))
+            return (.accepted, ExportAccepted(account: outcome.accountID, jobID: outcome.job.id, state: outcome.job.state.rawValue, created: outcome.created))
+        }
+    }
+
+    private func exports(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        do {
+            let directory = try await services.directory()
+            let now = services.clock.now()
+            let (id, rows) = try await services.store.read { tx -> (String, [ExportRecord]) in
+                guard let id = try directory.find(reference, in: tx), try directory.entry(id: id, in: tx, locking: false, now: now) != nil else {
+                    throw LifecycleError.noSuchAccount(reference)
+                }
+                return (id, try tx.exports(accountID: id))
+            }
+            let listed = try rows.map { export in
+                ExportListed(
+                    exportID: export.id, jobID: export.jobID, state: export.state.rawValue, format: export.format,
+                    bytes: export.byteSize, expiresAt: export.expiresAt, link: try services.exportLink(for: export))
+            }
+            return (.ok, ExportsListed(account: id, exports: listed))
+        }
+    }
+
+    private func requestDeletion(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        let body = try await Self.decode(DeletionBody.self, from: request, context: context)
+        do {
+            let result = try await DeletionService(services: services, directory: try await services.directory())
+                .requestDeletion(account: reference, password: body.password)
+            let status: HTTPResponse.Status = result.outcome == .requested ? .accepted : .ok
+            return (status, result)
+        }
+    }
+
+    private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        do {
+            let result = try await DeletionService(services: services, directory: try await services.directory())
+                .restore(account: reference, actor: "app")
+            return (.ok, result)
+        }
+    }
+
+    // MARK: Plumbing
+
+    static func account(in context: ServerContext) throws -> String {
+        guard let account = context.parameters.get("account"), !account.isEmpty, account.count <= 320 else {
+            throw APIError(.badRequest, code: "bad_request", message: "the path names no account")
+        }
+        return account
+    }
+
+    /// Runs a route's work and turns its result or refusal into JSON with the status the
+    /// refusal's category calls for.
+    static func answer(_ work: () async throws -> (HTTPResponse.Status, any Encodable)) async throws -> Response {
+        do {
+            let (status, value) = try await work()
+            return try json(status, value)
+        } catch let error as APIError {
+            return try error.response()
+        } catch {
+            return try APIError(LifecycleError(classifying: error)).response()
+        }
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ value: any Encodable) throws -> Response {
+        try jsonResponse(status, value)
+    }
+
+    /// At most 64 KiB of JSON: these bodies hold a password or a format name.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: ServerContext) async throws -> T {
+        guard let value = try await decodeOptional(type, from: request, context: context) else {
+            throw APIError(.badRequest, code: "bad_request", message: "the request needs a JSON body")
+        }
+        return value
+    }
+
+    static func decodeOptional<T: Decodable>(_ type: T.Type, from request: Request, context: ServerContext) async throws -> T? {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: 65_536)
+        } catch {
+            throw APIError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than 64 KiB")
+        }
+        guard buffer.readableBytes > 0 else { return nil }
+        do {
+            return try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
+        } catch {
+            throw APIError(.badRequest, code: "bad_request", message: "the request body is not the JSON this endpoint takes: \(Self.describe(error))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "'\(key.stringValue)' is missing"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
+        default: return "it does not parse"
+        }
+    }
+}
+
+// MARK: Bodies
+
+struct ExportBody: Decodable { var format: String? }
+
+struct DeletionBody: Decodable { var password: String }
+
+struct AccountStatus: Encodable {
+    var account: String
+    var state: Lifecycle.AccountState
+    var purgeAfter: Date?
+    var purgedAt: Date?
+    var held: Bool
+
+    enum CodingKeys: String, CodingKey { case account, state, purgeAfter = "purge_after", purgedAt = "purged_at", held }
+}
+
+struct ExportAccepted: Encodable {
+    var account: String
+    var jobID: JobID
+    var state: String
+    /// False when an export was already under way and this is it.
+    var created: Bool
+
+    enum CodingKeys: String, CodingKey { case account, jobID = "job_id", state, created }
+}
+
+struct ExportListed: Encodable {
+    var exportID: String
+    var jobID: JobID?
+    var state: String
+    var format: String
+    var bytes: Int64?
+    var expiresAt: Date?
+    var link: String?
+
+    enum CodingKeys: String, CodingKey {
+        case exportID = "export_id", jobID = "job_id", state, format, bytes, expiresAt = "expires_at", link
+    }
+}
+
+struct ExportsListed: Encodable {
+    var account: String
+    var exports: [ExportListed]
+}
+
+/// JSON in the CLI's style (snake_case keys, ISO-8601 UTC times), never cached.
+func jsonResponse(_ status: HTTPResponse.Status, _ value: any Encodable, headers extra: HTTPFields = [:]) throws -> Response {
+    let text = try JobJSON.encode(AnyEncodable(value)) + "\n"
+    var headers = extra
+    headers[.contentType] = "application/json"
+    headers[.cacheControl] = "no-store"
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+}
+
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+// MARK: Errors and the token
+
+/// A refusal as the API sends it.
+struct APIError: Error {
+    let status: HTTPResponse.Status
+    let code: String
+    let message: String
+    var retryAt: Date?
+
+    init(_ status: HTTPResponse.Status, code: String, message: String, retryAt: Date? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryAt = retryAt
+    }
+
+    /// A domain refusal, by category; the product's own sentences pass through unchanged.
+    init(_ error: LifecycleError) {
+        switch error.category {
+        case .noSuchAccount: self.init(.notFound, code: "no_such_account", message: error.message)
+        case .permissionDenied where error.message == DeletionMessages.incorrectPassword:
+            self.init(.unauthorized, code: "incorrect_password", message: error.message)
+        case .permissionDenied: self.init(.forbidden, code: "forbidden", message: error.message)
+        case .tryLater: self.init(.tooManyRequests, code: "try_later", message: error.message, retryAt: error.retryAt)
+        case .badInput: self.init(.conflict, code: "refused", message: error.message)
+        case .badConfiguration, .inputMissing, .cannotCreate, .unavailable:
+            self.init(.serviceUnavailable, code: "unavailable", message: error.message)
+        case .internalError: self.init(.internalServerError, code: "internal_error", message: "an internal error; it is in the server's log")
+        }
+    }
+
+    func response() throws -> Response {
+        struct Body: Encodable {
+            struct Detail: Encodable {
+                var code: String
+                var message: String
+                var retryAt: Date?
+                enum CodingKeys: String, CodingKey { case code, message, retryAt = "retry_at" }
+            }
+            var error: Detail
+        }
+        var headers = HTTPFields()
+        if let retryAt { headers[.retryAfter] = "\(max(1, Int(retryAt.timeIntervalSinceNow.rounded(.up))))" }
+        if status == .unauthorized, code == "unauthorized" { headers[.wwwAuthenticate] = "Bearer" }
+        return try jsonResponse(status, Body(error: .init(code: code, message: message, retryAt: retryAt)), headers: headers)
+    }
+}
+
+/// The API's shared secret, checked in constant time.
+public struct APIToken: Sendable {
+    private let key = SymmetricKey(size: .bits256)
+    private let expected: HashedAuthenticationCode<SHA256>
+
+    public init?(_ token: String) {
+        guard token.count >= 32 else { return nil }
+        expected = HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: key)
+    }
+
+    /// Both sides go through the same keyed hash, and the codes are compared in constant
+    /// time: how long a wrong guess takes says nothing about how much of it was right.
+    func matches(_ header: String?) -> Bool {
+        guard let header, header.hasPrefix("Bearer ") else { return false }
+        let presented = Data(header.dropFirst("Bearer ".count).utf8)
+        return HMAC<SHA256>.isValidAuthenticationCode(expected, authenticating: presented, using: key)
+    }
+}
+
+struct BearerTokenMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let token: APIToken
+
+    func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        guard token.matches(request.headers[.authorization]) else {
+            return try APIError(.unauthorized, code: "unauthorized", message: "this API needs Authorization: Bearer <the API token>").response()
+        }
+        return try await next(request, context)
+    }
+}
