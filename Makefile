@@ -7,7 +7,7 @@ SHELL := /bin/bash
 APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
 	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
-	postgresql curl nginx-light
+	postgresql curl nginx-light wrk
 # The S3 tests' local server, the JSON Schema checker of the CLI's --json output and
 # schemathesis (the app API against its OpenAPI document), from PyPI, in a virtual
 # environment inside the repository (ignored by git) so nothing is installed into the

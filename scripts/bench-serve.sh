@@ -2,15 +2,17 @@
 # Download throughput of a 2 GB export archive over loopback: `lifecycle serve` (the link
 # checked, the file streamed with its headers) against nginx serving the same file from
 # the same disk in the same run, best of BENCH_SERVE_RUNS interleaved rounds, with the
-# server's peak RSS. Called by scripts/bench.sh with LIFECYCLE_BENCH_BIN = a release binary.
+# server's peak RSS; then the app API's export request under wrk at about 200 requests/s,
+# with its latency percentiles. Called by scripts/bench.sh with LIFECYCLE_BENCH_BIN = a
+# release binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 RUNS=${BENCH_SERVE_RUNS:-3}
 SIZE_MB=${BENCH_SERVE_MB:-2048}
-for tool in nginx curl python3; do
-  command -v "$tool" >/dev/null || { echo "bench-serve: $tool is missing (apt: nginx-light curl)" >&2; exit 69; }
+for tool in nginx curl python3 wrk; do
+  command -v "$tool" >/dev/null || { echo "bench-serve: $tool is missing (apt: nginx-light curl wrk)" >&2; exit 69; }
 done
 WORK=$(mktemp -d /tmp/lifecycle-bench-serve.XXXXXX)
 SERVER_PID=""
@@ -77,10 +79,54 @@ done
 # The kernel's own peak for the server process, read before it stops.
 rss_mb=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER_PID/status")
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=""
+
 python3 - "$SIZE_MB" "$best_ours" "$best_nginx" "$rss_mb" <<'PY'
 import sys
 size, ours, nginx, rss = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 print(f"lifecycle serve: {ours:.2f} s  {size / ours:.0f} MB/s   peak RSS {rss} MB (the archive is {size:.0f} MB)")
 print(f"nginx (sendfile): {nginx:.2f} s  {size / nginx:.0f} MB/s")
 print(f"throughput ratio lifecycle/nginx = {nginx / ours:.2f} (target ≥ 0.80)")
+PY
+
+# The app API: POST /v1/accounts/<account>/exports at about 200 requests/s (two connections,
+# each waiting 8 ms between requests) over 500 accounts, as the "Export My Data" button
+# would; the first request of an account enqueues its export, later ones find it queued.
+python3 - "$WORK/api.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as lines:
+    for i in range(500):
+        lines.write(json.dumps({"id": f"api-{i}", "email": f"api-{i}@example.com", "password_hash": "$2b$04$abcdefghijklmnopqrstuu"}) + "\n")
+PY
+"$BIN" accounts import "$WORK/api.jsonl" --log-level warning >/dev/null
+export LIFECYCLE_API_TOKEN=$(python3 -c "import secrets; print(secrets.token_hex(32))")
+port=$(free_port)
+"$BIN" serve --listen "127.0.0.1:$port" --log-level warning > "$WORK/api.out" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do grep -q "listening on" "$WORK/api.out" 2>/dev/null && break; sleep 0.1; done
+cat > "$WORK/export.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer $LIFECYCLE_API_TOKEN"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = "{}"
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format(nil, "/v1/accounts/api-" .. (counter % 500) .. "/exports")
+end
+delay = function() return 8 end
+response = function(status) if status ~= 202 then error("status " .. status) end end
+LUA
+wrk -t 1 -c 2 -d 10s --latency -s "$WORK/export.lua" "http://127.0.0.1:$port" > "$WORK/wrk.out" 2>&1
+kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=""
+python3 - "$WORK/wrk.out" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+def ms(value, unit): return float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+p = {m.group(1): ms(m.group(2), m.group(3)) for m in re.finditer(r"^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)", text, re.M)}
+rate = re.search(r"Requests/sec:\s+([\d.]+)", text)
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+if not p or not rate:
+    sys.exit("wrk printed no latency figures:\n" + text)
+print(f"API POST /v1/accounts/<account>/exports: {float(rate.group(1)):.0f} requests/s, p50 {p['50']:.2f} ms, p90 {p['90']:.2f} ms, p99 {p['99']:.2f} ms (target p99 < 10 ms at 200/s)"
+      + (f", {errors.group(1)} non-2xx" if errors else ""))
 PY
