@@ -7,9 +7,10 @@ SHELL := /bin/bash
 APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
 	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
-	postgresql curl nginx-light wrk
+	postgresql curl nginx-light wrk chromium tesseract-ocr tesseract-ocr-eng
 # The S3 tests' local server, the JSON Schema checker of the CLI's --json output and
-# schemathesis (the app API against its OpenAPI document), from PyPI, in a virtual
+# schemathesis (the app API against its OpenAPI document) and websockets (drives headless
+# Chromium over its DevTools protocol for the dashboard test), from PyPI, in a virtual
 # environment inside the repository (ignored by git) so nothing is installed into the
 # system's Python.
 TOOLS_VENV := .build-tools/venv
@@ -17,6 +18,7 @@ MOTO_SERVER := $(TOOLS_VENV)/bin/moto_server
 MOTO_REQUIREMENT := moto[server]>=5,<6
 JSONSCHEMA_REQUIREMENT := jsonschema>=4.18,<5
 SCHEMATHESIS_REQUIREMENT := schemathesis>=4,<5
+WEBSOCKETS_REQUIREMENT := websockets>=13,<16
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
@@ -44,6 +46,10 @@ deps:
 	@if [ ! -x $(TOOLS_VENV)/bin/st ]; then \
 		echo "installing $(SCHEMATHESIS_REQUIREMENT) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(SCHEMATHESIS_REQUIREMENT)'; \
+	fi
+	@if ! $(TOOLS_VENV)/bin/python -c 'import websockets' 2>/dev/null; then \
+		echo "installing $(WEBSOCKETS_REQUIREMENT) into $(TOOLS_VENV)"; \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(WEBSOCKETS_REQUIREMENT)'; \
 	fi
 
 build: deps

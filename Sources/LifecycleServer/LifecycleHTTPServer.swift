@@ -42,15 +42,19 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
     /// The app API's token; without one `/v1` is not served.
     public let apiToken: APIToken?
+    /// Who may open `/ops`.
+    public let opsAccess: OpsAccess
 
-    public init(services: LifecycleServices<Store>, apiToken: APIToken? = nil) {
+    public init(services: LifecycleServices<Store>, apiToken: APIToken? = nil, opsAccess: OpsAccess = OpsAccess(token: nil)!) {
         self.services = services
         self.apiToken = apiToken
+        self.opsAccess = opsAccess
     }
 
     public func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         if let apiToken { AppAPI(services: services, token: apiToken).register(on: router) }
+        OpsDashboard(services: services, access: opsAccess).register(on: router)
         let downloads = DownloadResponder(services: services)
         router.get("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: true) }
         router.head("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: false) }

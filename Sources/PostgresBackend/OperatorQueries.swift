@@ -60,3 +60,25 @@ extension PostgresTransaction: LookupDigestTransaction {
         try query("SELECT subject_key FROM lifecycle.lookup_digests WHERE digest = \(lookupDigest) ORDER BY subject_key").map { try $0.decode(String.self) }
     }
 }
+
+extension PostgresTransaction: OverviewTransaction {
+    public func openHolds(limit: Int) throws -> [AccountHold] {
+        try query("SELECT * FROM lifecycle.holds WHERE released_at IS NULL ORDER BY held_at DESC, id DESC LIMIT \(limit)").map(Self.hold)
+    }
+
+    public func latestAuditEvents(action: String, limit: Int) throws -> [AuditEvent] {
+        try query("SELECT * FROM lifecycle.audit_events WHERE action = \(action) ORDER BY id DESC LIMIT \(limit)").map { row in
+            let c = Columns(row)
+            return AuditEvent(
+                id: Int64(try c.int("id")), at: try c.date("at"), actor: try c.text("actor"), action: try c.text("action"),
+                accountID: try c.optionalText("account_id"), outcome: try c.text("outcome"), detail: try c.optionalText("detail"))
+        }
+    }
+
+    public func exportVolume() throws -> [ExportVolume] {
+        try query("SELECT state, COUNT(*)::int8, COALESCE(SUM(byte_size), 0)::int8 FROM lifecycle.exports GROUP BY state ORDER BY state").map { row in
+            let (state, count, bytes) = try row.decode((String, Int64, Int64).self)
+            return ExportVolume(state: state, count: Int(count), bytes: bytes)
+        }
+    }
+}

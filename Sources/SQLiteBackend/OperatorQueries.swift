@@ -66,3 +66,23 @@ extension SQLiteTransaction: LookupDigestTransaction {
         try String.fetchAll(db, sql: "SELECT subject_key FROM lifecycle_lookup_digests WHERE digest = ? ORDER BY subject_key", arguments: [lookupDigest])
     }
 }
+
+extension SQLiteTransaction: OverviewTransaction {
+    public func openHolds(limit: Int) throws -> [AccountHold] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM lifecycle_holds WHERE released_at IS NULL ORDER BY held_at DESC, id DESC LIMIT ?", arguments: [limit]
+        ).map(Self.hold)
+    }
+
+    public func latestAuditEvents(action: String, limit: Int) throws -> [AuditEvent] {
+        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_audit_events WHERE action = ? ORDER BY id DESC LIMIT ?", arguments: [action, limit]).map {
+            AuditEvent(id: $0["id"], at: $0["at"], actor: $0["actor"], action: $0["action"], accountID: $0["account_id"],
+                       outcome: $0["outcome"], detail: $0["detail"])
+        }
+    }
+
+    public func exportVolume() throws -> [ExportVolume] {
+        try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n, COALESCE(SUM(byte_size), 0) AS bytes FROM lifecycle_exports GROUP BY state ORDER BY state")
+            .map { ExportVolume(state: $0["state"], count: $0["n"], bytes: $0["bytes"]) }
+    }
+}

@@ -15,6 +15,9 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
             SIGINT stops it after the requests in flight. --with-worker runs the job worker in the same process.
             With an API token (--api-token-file) it also serves the app backend's API under /v1, described by
             Sources/LifecycleServer/openapi.yaml: account state, exports, deletion with the password, restore.
+            /ops is the operator's page (jobs, dead jobs with retry, pause and resume, holds, the last purges,
+            exports): with --ops-token-file the token is the HTTP Basic password, without one it answers this
+            machine only.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -26,6 +29,11 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         "File holding the app API's bearer token, at least 32 characters (env LIFECYCLE_API_TOKEN_FILE, or LIFECYCLE_API_TOKEN itself); without one /v1 is not served.",
         valueName: "path"))
     var apiTokenFile: String?
+    @Option(name: .customLong("ops-token-file"), help: ArgumentHelp(
+        "File holding the operator token for /ops, the HTTP Basic password (env LIFECYCLE_OPS_TOKEN_FILE or LIFECYCLE_OPS_TOKEN); without one /ops answers this machine only.",
+        valueName: "path"))
+    var opsTokenFile: String?
+    @OptionGroup var operatorOption: OperatorOption
 
     func validate() throws {
         _ = try endpoint()
@@ -47,23 +55,34 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         try await guarded { try await options.withServices(self) }
     }
 
-    /// The app API's token, from the file or the environment; nil when none is configured.
-    func apiToken() throws -> APIToken? {
+    /// A token from its file option, else its `…_FILE` variable, else the variable holding it; nil when none.
+    static func token(file: String?, variable: String, what: String) throws -> String? {
         let environment = ProcessInfo.processInfo.environment
         var text: String?
-        if let path = apiTokenFile ?? environment["LIFECYCLE_API_TOKEN_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+        if let path = file ?? environment[variable + "_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let data = FileManager.default.contents(atPath: path), data.count <= 4_096 else {
-                throw CLIFailure(.noInput, "\(path): cannot read the API token file (it must exist and hold one token)")
+                throw CLIFailure(.noInput, "\(path): cannot read the \(what) file (it must exist and hold one token)")
             }
             text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        } else if let value = environment["LIFECYCLE_API_TOKEN"], !value.isEmpty {
+        } else if let value = environment[variable], !value.isEmpty {
             text = value
         }
-        guard let text else { return nil }
-        guard let token = APIToken(text) else {
-            throw CLIFailure(.usage, "the API token must be at least 32 characters (e.g. `openssl rand -hex 32`)")
+        if let text, text.count < 32 {
+            throw CLIFailure(.usage, "the \(what) must be at least 32 characters (e.g. `openssl rand -hex 32`)")
         }
-        return token
+        return text
+    }
+
+    func apiToken() throws -> APIToken? {
+        try Self.token(file: apiTokenFile, variable: "LIFECYCLE_API_TOKEN", what: "API token").flatMap(APIToken.init)
+    }
+
+    func opsAccess() throws -> OpsAccess {
+        let token = try Self.token(file: opsTokenFile, variable: "LIFECYCLE_OPS_TOKEN", what: "operator token")
+        guard let access = OpsAccess(token: token, operatorName: operatorOption.operatorName) else {
+            throw CLIFailure(.usage, "the operator token must be at least 32 characters (e.g. `openssl rand -hex 32`)")
+        }
+        return access
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
@@ -72,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
         let token = try apiToken()
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
-        try await LifecycleHTTPServer(services: services, apiToken: token).run(
+        try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: try opsAccess()).run(
             ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency)
         ) { [json = options.json] address in
             if json {

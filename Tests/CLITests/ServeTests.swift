@@ -309,6 +309,101 @@ struct ServeTests {
         #expect(await server.stop() == 0)
     }
 
+    /// The operator's page as a person uses it: headless Chromium (Debian's) loads `/ops`,
+    /// retries a dead purge and pauses a kind from the keyboard; the database says both
+    /// happened, and the screenshots, read back by OCR (tesseract), show the job rows.
+    @Test(arguments: Backend.allCases)
+    func theDashboardRetriesADeadJobAndPausesAKindInABrowser(_ backend: Backend) async throws {
+        let python = repositoryRoot + "/.build-tools/venv/bin/python"
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "chromium is missing: run make (it installs it)")
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/tesseract"), "tesseract is missing: run make (it installs it)")
+        let workspace = try await Workspace.make(backend)
+        try await DeletionLines.importAccounts(
+            [DeletionLines.account(id: "done", pendingSince: DeletionLines.past), DeletionLines.account(id: "stuck", pendingSince: DeletionLines.past),
+             DeletionLines.account(id: "kept")],
+            into: workspace)
+        #expect(try await workspace.run(["purge", "--limit", "1"]).status == 0)
+        #expect(try await workspace.run(["accounts", "hold", "kept", "--reason", "litigation 2026-17", "--operator", "legal"]).status == 0)
+        #expect(try await workspace.run(["export", "kept", "--wait"], environment: ["LIFECYCLE_SIGNING_KEY": Self.signingKey]).status == 0)
+        let job = try await workspace.int("SELECT id FROM \(workspace.ownTable("jobs")) WHERE unique_key = 'purge:stuck'")
+        try await workspace.execute(
+            "UPDATE \(workspace.ownTable("jobs")) SET state = 'dead', attempt = max_attempts, last_error = 'blob store unavailable', finished_at = ? WHERE id = ?",
+            [.date(Date()), .integer(job)])
+        let server = try await Server.start(workspace, environment: ["LIFECYCLE_OPERATOR": "oncall"])
+
+        let shots = workspace.root + "/ops"
+        let drive = try await SurfaceTests.shell(
+            "'\(python)' '\(repositoryRoot)/Tests/CLITests/Browser/drive.py' /usr/bin/chromium 'http://\(server.base)' \(job) export '\(shots)'",
+            in: workspace.root)
+        #expect(drive.status == 0, "\(drive.stdout)\(drive.stderr.suffix(3_000))")
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(drive.stdout.utf8)) as? [String: String])
+        let loaded = try #require(seen["loaded"]), afterRetry = try #require(seen["after_retry"]), afterPause = try #require(seen["after_pause"])
+        #expect(loaded.contains("Retry job #\(job)") && loaded.contains("blob store unavailable") && loaded.contains("stuck"))
+        #expect(loaded.contains("done") && loaded.contains("rows_total"), "the last purge and its receipt are listed")
+        #expect(loaded.contains("litigation 2026-17") && loaded.contains("legal"), "the hold is listed")
+        #expect(loaded.contains("ready\t1"), "the export is counted: \(loaded)")
+        #expect(!afterRetry.contains("Retry job #\(job)") && afterRetry.contains("No dead job."))
+        #expect(afterPause.contains("paused by oncall") && afterPause.contains("Resume export"))
+
+        // What the page did is in the database, not only on the page.
+        #expect(try await workspace.string("SELECT state FROM \(workspace.ownTable("jobs")) WHERE id = ?", [.integer(job)]) == "queued")
+        let check = try await workspace.run(["jobs", "check", "--json"])
+        #expect(check.stdout.contains(#""kind":"export""#) && check.stdout.contains("oncall"), "\(check.stdout)")
+        #expect(try await workspace.run(["audit", "stuck"]).stdout.contains("job.retry"))
+
+        // The screenshots show the rows: OCR finds the dead job's button, then the pause.
+        for (name, words) in [("loaded", ["#\(job) | deletion.purge | stuck", "blob store unavailable"]), ("paused", ["paused by oncall", "No dead job."])] {
+            let png = try #require(FileManager.default.contents(atPath: "\(shots)-\(name).png"))
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
+            let text = try await runTool("/usr/bin/tesseract", ["\(shots)-\(name).png", "-", "--psm", "3"])
+            for word in words { #expect(text.contains(word), "\(name) screenshot, OCR: \(text.prefix(2_000))") }
+        }
+        #expect(await server.stop() == 0)
+        #expect(try await workspace.run(["purge"]).status == 0)
+        #expect(try await workspace.state(of: "stuck") == "purged", "the retried job ran")
+    }
+
+    /// curl, for the page's Basic challenge (Foundation's URLSession waits on a 401 that asks for Basic).
+    /// The status and the answer's head and body, as curl -i shows them.
+    static func curl(_ arguments: [String]) async throws -> (status: Int, text: String) {
+        let output = try await runTool("/usr/bin/curl", ["-si", "--max-time", "30", "-w", "\n%{http_code}"] + arguments)
+        let status = Int(output.split(separator: "\n").last ?? "") ?? 0
+        return (status, output)
+    }
+
+    /// With a token the page asks for it; without one it answers this machine only, and
+    /// never what a proxy forwards. Forms posted from another site are refused.
+    @Test func theDashboardNeedsItsTokenAndRefusesCrossSiteForms() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let opsToken = String(repeating: "0f", count: 32)
+        let guarded = try await Server.start(workspace, environment: ["LIFECYCLE_OPS_TOKEN": opsToken])
+        let page = "http://\(guarded.base)/ops"
+        let bare = try await Self.curl([page])
+        #expect(bare.status == 401 && bare.text.contains("WWW-Authenticate: Basic realm=\"lifecycle operations\""), "\(bare.text)")
+        #expect(try await Self.curl(["-u", "oncall:wrong", page]).status == 401)
+        let opened = try await Self.curl(["-u", "oncall:\(opsToken)", page])
+        #expect(opened.status == 200 && opened.text.contains("Pause export"))
+        #expect(opened.text.contains("Content-Security-Policy: default-src 'none'"))
+        let pause = page + "/kinds/export/pause"
+        #expect(try await Self.curl(["-u", "oncall:\(opsToken)", "-X", "POST", "-H", "Origin: https://evil.example", pause]).status == 403)
+        #expect(try await Self.curl(["-u", "oncall:\(opsToken)", "-X", "POST", "-H", "Sec-Fetch-Site: cross-site", pause]).status == 403)
+        #expect(try await Self.curl(["-X", "POST", "-d", "reason=x", pause]).status == 401)
+        #expect(try await workspace.run(["jobs", "check", "--json"]).stdout.contains(#""paused":[]"#), "nothing was paused")
+        // A terminal browser's POST (no Origin, no Sec-Fetch-Site) with the token is taken.
+        let taken = try await Self.curl(["-u", "oncall:\(opsToken)", "-X", "POST", "-d", "reason=disk+full", pause])
+        #expect(taken.status == 303 && taken.text.contains("Location: /ops#jobs"))
+        #expect(try await workspace.run(["jobs", "check", "--json"]).stdout.contains(#""reason":"disk full""#))
+        #expect(await guarded.stop() == 0)
+
+        let local = try await Server.start(workspace)
+        #expect(try await Self.curl(["http://\(local.base)/ops"]).status == 200)
+        #expect(try await Self.curl(["-H", "X-Forwarded-For: 203.0.113.9", "http://\(local.base)/ops"]).status == 401)
+        #expect(await local.stop() == 0)
+        let short = try await workspace.run(["serve", "--listen", "127.0.0.1:0"], environment: ["LIFECYCLE_OPS_TOKEN": "short", "LIFECYCLE_SIGNING_KEY": Self.signingKey])
+        #expect(short.status == 64 && short.stderr.contains("operator token must be at least 32 characters"))
+    }
+
     @Test func rangeHeadersAreReadAsRFC9110Says() {
         #expect(ByteRange.parse(nil, size: 100) == .whole)
         #expect(ByteRange.parse("bytes=0-0", size: 100) == .part(0...0))

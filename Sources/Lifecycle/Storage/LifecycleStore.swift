@@ -40,7 +40,7 @@ public protocol AccountTransaction {
 /// step's domain writes and its done-mark share a transaction.
 public protocol LifecycleStore: JobStore
 where Transaction: AccountTransaction & ExportTransaction & DeletionTransaction & PhotoTransaction
-    & GeneratedSQLTransaction & SubjectTransaction & HoldTransaction & LookupDigestTransaction {
+    & GeneratedSQLTransaction & SubjectTransaction & HoldTransaction & LookupDigestTransaction & OverviewTransaction {
     func read<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
     /// Where the data lives, for messages ("SQLite file ./lifecycle.sqlite").
     var location: String { get }

@@ -1,0 +1,285 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JobRunner
+import Lifecycle
+import LifecycleRuntime
+import NIOCore
+
+/// `/ops`: the operator's page, as Oban Web and River UI give theirs. Jobs by kind and
+/// state, dead jobs with their errors and a retry button, paused kinds with pause and
+/// resume, holds, the last purges with their receipts, export volume. Server-rendered
+/// HTML with plain forms: no script, no build chain, usable from the keyboard and in a
+/// terminal browser. Reached with the operator token (HTTP Basic, any user name) or, with
+/// none configured, from this machine only. Actions are POSTs refused from other origins,
+/// audited with the operator the page was given as.
+struct OpsDashboard<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let access: OpsAccess
+
+    func register(on router: Router<ServerContext>) {
+        let ops = router.group("ops").add(middleware: OpsAccessMiddleware(access: access))
+        ops.get("") { _, _ in try await self.page() }
+        ops.post("jobs/:id/retry") { _, context in try await self.retry(context) }
+        ops.post("kinds/:kind/pause") { request, context in try await self.pause(request, context) }
+        ops.post("kinds/:kind/resume") { _, context in try await self.resume(context) }
+    }
+
+    // MARK: The page
+
+    private func page() async throws -> Response {
+        let store = services.store
+        let now = services.clock.now()
+        let counts = try await store.countByKindAndState()
+        let paused = try await store.pausedKinds()
+        let dead = try await store.jobs(matching: JobFilter(states: [.dead], limit: 100))
+        let (holds, purges, volume) = try await store.read { tx in
+            (try tx.openHolds(limit: 100), try tx.latestAuditEvents(action: DeletionAudit.purge, limit: 20), try tx.exportVolume())
+        }
+        let kinds = Set(services.registry.names).union(counts.keys.map(\.kind)).sorted()
+        var html = HTMLPage(title: "lifecycle · operations")
+        html.line("<p>As of \(h(ISO8601.format(now))). <a href=\"/ops\">Reload</a></p>")
+
+        html.line("<h2 id=\"jobs\">Jobs by kind and state</h2>")
+        html.line("<table><caption>Jobs by kind and state</caption><thead><tr><th scope=\"col\">kind</th>"
+            + JobState.allCases.map { "<th scope=\"col\">\(h($0.rawValue))</th>" }.joined() + "<th scope=\"col\">paused</th></tr></thead><tbody>")
+        for kind in kinds {
+            let cells = JobState.allCases.map { "<td>\(counts[JobCountKey(kind: kind, state: $0)] ?? 0)</td>" }.joined()
+            let pause = paused.first { $0.kind == kind }
+            let action = pause == nil
+                ? form("/ops/kinds/\(path(kind))/pause", button: "Pause \(kind)", extra: "<label>reason <input name=\"reason\" maxlength=\"200\"></label>")
+                : form("/ops/kinds/\(path(kind))/resume", button: "Resume \(kind)")
+            html.line("<tr id=\"kind-\(h(kind))\"><th scope=\"row\">\(h(kind))</th>\(cells)<td>\(pause.map { "paused by \(h($0.pausedBy))" } ?? "no") \(action)</td></tr>")
+        }
+        html.line("</tbody></table>")
+
+        html.line("<h2 id=\"dead\">Dead jobs</h2>")
+        if dead.isEmpty { html.line("<p>No dead job.</p>") } else {
+            html.line("<table><caption>Dead jobs, newest first</caption><thead><tr><th scope=\"col\">job</th><th scope=\"col\">kind</th>"
+                + "<th scope=\"col\">account</th><th scope=\"col\">attempts</th><th scope=\"col\">last error</th><th scope=\"col\">action</th></tr></thead><tbody>")
+            for job in dead {
+                let account = JobAttention(job).account ?? "-"
+                html.line("<tr id=\"job-\(job.id)\"><th scope=\"row\">#\(job.id)</th><td>\(h(job.kind))</td><td>\(h(account))</td>"
+                    + "<td>\(job.attempt)/\(job.maxAttempts)</td><td>\(h(job.lastError ?? "-"))</td>"
+                    + "<td>\(form("/ops/jobs/\(job.id)/retry", button: "Retry job #\(job.id)"))</td></tr>")
+            }
+            html.line("</tbody></table>")
+        }
+
+        html.line("<h2 id=\"paused\">Paused kinds</h2>")
+        if paused.isEmpty { html.line("<p>No kind is paused.</p>") } else {
+            html.line("<ul>" + paused.map { pause in
+                "<li>\(h(pause.kind)) since \(h(ISO8601.format(pause.pausedAt))) by \(h(pause.pausedBy))\(pause.reason.map { ": " + h($0) } ?? "")</li>"
+            }.joined() + "</ul>")
+        }
+
+        html.line("<h2 id=\"holds\">Holds</h2>")
+        if holds.isEmpty { html.line("<p>No account is on hold.</p>") } else {
+            html.line("<table><caption>Accounts on hold</caption><thead><tr><th scope=\"col\">account</th><th scope=\"col\">since</th>"
+                + "<th scope=\"col\">by</th><th scope=\"col\">until</th><th scope=\"col\">reason</th></tr></thead><tbody>")
+            for hold in holds {
+                html.line("<tr><th scope=\"row\">\(h(hold.account))</th><td>\(h(ISO8601.format(hold.heldAt)))</td><td>\(h(hold.heldBy))</td>"
+                    + "<td>\(h(hold.until.map(ISO8601.format) ?? "lifted by hand"))</td><td>\(h(hold.reason))</td></tr>")
+            }
+            html.line("</tbody></table>")
+        }
+
+        html.line("<h2 id=\"purges\">Last purges</h2>")
+        if purges.isEmpty { html.line("<p>No account purged yet.</p>") } else {
+            html.line("<table><caption>The last purges and their receipts</caption><thead><tr><th scope=\"col\">account</th>"
+                + "<th scope=\"col\">at</th><th scope=\"col\">receipt</th></tr></thead><tbody>")
+            for event in purges {
+                let receipt = event.detailValue.flatMap { try? JobJSON.encode($0) } ?? "-"
+                html.line("<tr><th scope=\"row\">\(h(event.accountID ?? "-"))</th><td>\(h(ISO8601.format(event.at)))</td><td><code>\(h(receipt))</code></td></tr>")
+            }
+            html.line("</tbody></table>")
+        }
+
+        html.line("<h2 id=\"exports\">Exports</h2>")
+        if volume.isEmpty { html.line("<p>No export yet.</p>") } else {
+            html.line("<table><caption>Exports by state</caption><thead><tr><th scope=\"col\">state</th><th scope=\"col\">exports</th>"
+                + "<th scope=\"col\">archive bytes</th></tr></thead><tbody>")
+            for row in volume {
+                html.line("<tr><th scope=\"row\">\(h(row.state))</th><td>\(row.count)</td><td>\(row.bytes)</td></tr>")
+            }
+            html.line("</tbody></table>")
+        }
+        return html.response()
+    }
+
+    // MARK: Actions
+
+    private func retry(_ context: ServerContext) async throws -> Response {
+        guard let id = context.parameters.get("id").flatMap(JobID.init) else { return HTMLPage.message(.notFound, "No such job.") }
+        do {
+            guard let job = try await services.store.retry(jobID: id, now: services.clock.now()) else {
+                return HTMLPage.message(.notFound, "No job #\(id).")
+            }
+            try await recordJobAction("job.retry", job)
+        } catch let error as JobRunnerError {
+            return HTMLPage.message(.conflict, error.message)
+        }
+        return Self.backToPage("#dead")
+    }
+
+    private func pause(_ request: Request, _ context: ServerContext) async throws -> Response {
+        guard let kind = context.parameters.get("kind"), services.registry[kind] != nil else { return HTMLPage.message(.notFound, "No such job kind.") }
+        let form = try await request.body.collect(upTo: 4_096)
+        let reason = Self.formValue("reason", in: String(buffer: form)).flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+        _ = try await services.store.pause(kind: kind, by: access.operatorName, reason: reason, now: services.clock.now())
+        services.logger.notice("job kind paused from the dashboard", metadata: ["kind": "\(kind)", "operator": "\(access.operatorName)"])
+        return Self.backToPage("#jobs")
+    }
+
+    private func resume(_ context: ServerContext) async throws -> Response {
+        guard let kind = context.parameters.get("kind"), services.registry[kind] != nil else { return HTMLPage.message(.notFound, "No such job kind.") }
+        _ = try await services.store.resume(kind: kind)
+        services.logger.notice("job kind resumed from the dashboard", metadata: ["kind": "\(kind)", "operator": "\(access.operatorName)"])
+        return Self.backToPage("#jobs")
+    }
+
+    /// An account's job retried from the page goes into that account's audit, as `jobs retry` does.
+    private func recordJobAction(_ action: String, _ job: JobRecord) async throws {
+        guard let account = JobAttention(job).account else { return }
+        let event = AuditEvent(
+            at: services.clock.now(), actor: "operator:" + access.operatorName, action: action, accountID: account, outcome: job.state.rawValue,
+            detail: ["job": .int(job.id), "kind": .string(job.kind), "from": .string("dashboard")])
+        try await services.store.write { tx in try tx.recordAudit(event) }
+    }
+
+    /// POST, then a redirect back: reloading the page repeats nothing.
+    static func backToPage(_ anchor: String) -> Response {
+        Response(status: .seeOther, headers: [.location: "/ops" + anchor, .cacheControl: "no-store"])
+    }
+
+    /// One field of an `application/x-www-form-urlencoded` body.
+    static func formValue(_ name: String, in body: String) -> String? {
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == name else { continue }
+            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }
+        return nil
+    }
+
+    private func form(_ action: String, button: String, extra: String = "") -> String {
+        "<form method=\"post\" action=\"\(h(action))\">\(extra) <button type=\"submit\">\(h(button))</button></form>"
+    }
+
+    private func path(_ segment: String) -> String {
+        segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? segment
+    }
+}
+
+/// Text into HTML: every character that could open markup is escaped.
+func h(_ text: String) -> String {
+    var escaped = ""
+    escaped.reserveCapacity(text.count)
+    for character in text {
+        switch character {
+        case "&": escaped += "&amp;"
+        case "<": escaped += "&lt;"
+        case ">": escaped += "&gt;"
+        case "\"": escaped += "&quot;"
+        case "'": escaped += "&#39;"
+        default: escaped.append(character)
+        }
+    }
+    return escaped
+}
+
+struct HTMLPage {
+    private var body: [String] = []
+    let title: String
+
+    init(title: String) { self.title = title }
+
+    mutating func line(_ html: String) { body.append(html) }
+
+    func response(status: HTTPResponse.Status = .ok) -> Response {
+        let document = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(h(title))</title>
+            <style>body{font:15px/1.4 system-ui,sans-serif;margin:1.5em;max-width:80em}table{border-collapse:collapse;margin:.5em 0 1.5em}
+            th,td{border:1px solid #999;padding:.25em .6em;text-align:left;vertical-align:top}caption{text-align:left;font-weight:600}
+            form{display:inline}button{margin:.1em}code{font-size:13px}</style></head>
+            <body><h1>\(h(title))</h1>
+            \(body.joined(separator: "\n"))
+            </body></html>
+
+            """
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: document)))
+    }
+
+    static func message(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        var page = HTMLPage(title: "lifecycle · operations")
+        page.line("<p>\(h(text))</p><p><a href=\"/ops\">Back to the dashboard</a></p>")
+        return page.response(status: status)
+    }
+}
+
+/// Who may open `/ops`: with a token, whoever gives it as the HTTP Basic password (any
+/// user name); without one, only clients on this machine, not through a proxy.
+public struct OpsAccess: Sendable {
+    private let key = SymmetricKey(size: .bits256)
+    private let expected: HashedAuthenticationCode<SHA256>?
+    /// What actions from the page are recorded as.
+    public let operatorName: String
+
+    public init?(token: String?, operatorName: String = "dashboard") {
+        if let token {
+            guard token.count >= 32 else { return nil }
+            expected = HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: key)
+        } else {
+            expected = nil
+        }
+        self.operatorName = operatorName
+    }
+
+    func allows(authorization: String?, peer: SocketAddress?, forwarded: Bool) -> Bool {
+        guard let expected else {
+            // A reverse proxy on this machine connects from loopback for everyone; what it
+            // forwards is not from this machine, so without a token it is refused.
+            guard !forwarded, let address = peer?.ipAddress else { return false }
+            return address == "127.0.0.1" || address == "::1" || address.hasPrefix("127.")
+        }
+        guard let authorization, authorization.hasPrefix("Basic "),
+              let decoded = Data(base64Encoded: String(authorization.dropFirst("Basic ".count))),
+              let colon = decoded.firstIndex(of: UInt8(ascii: ":")) else { return false }
+        let password = decoded[decoded.index(after: colon)...]
+        return HMAC<SHA256>.isValidAuthenticationCode(expected, authenticating: Data(password), using: key)
+    }
+}
+
+struct OpsAccessMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let access: OpsAccess
+
+    func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        let forwarded = ["Forwarded", "X-Forwarded-For", "X-Real-IP"].contains { request.headers[HTTPField.Name($0)!] != nil }
+        guard access.allows(authorization: request.headers[.authorization], peer: context.remoteAddress, forwarded: forwarded) else {
+            var response = HTMLPage.message(.unauthorized, "The operations page needs the operator token (as the password), or a browser on this machine.")
+            response.headers[.wwwAuthenticate] = "Basic realm=\"lifecycle operations\""
+            return response
+        }
+        // A form posted from another site (cross-site request forgery) is refused; browsers
+        // say where a POST comes from, and terminal browsers send neither header.
+        if request.method == .post {
+            if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
+                return HTMLPage.message(.forbidden, "Actions are taken from the operations page itself.")
+            }
+            if let origin = request.headers[HTTPField.Name("Origin")!], let host = request.head.authority,
+               origin != "http://\(host)", origin != "https://\(host)" {
+                return HTMLPage.message(.forbidden, "Actions are taken from the operations page itself.")
+            }
+        }
+        return try await next(request, context)
+    }
+}
