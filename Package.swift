@@ -137,7 +137,7 @@ let package = Package(
         .target(
             name: "LifecycleServer",
             dependencies: [
-                "LifecycleRuntime", "Lifecycle", "JobRunner", "Archiving",
+                "LifecycleRuntime", "Lifecycle", "JobRunner", "Archiving", "Imaging",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -76,4 +76,13 @@ public struct PhotoRejection: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     public var description: String { "photo rejected (\(code)): \(operatorDetail)" }
+
+    /// The uploader's message for a stored rejection reason (`<code>: <detail>`, as the
+    /// normalisation job records it).
+    public static func userMessage(forReason reason: String) -> String {
+        let code = reason.prefix { $0 != ":" }
+        let known: [Code] = [.tooLarge, .unsupportedType, .dimensionsTooLarge, .corrupt]
+        let match = known.first { $0.description == code } ?? .corrupt
+        return PhotoRejection(code: match, operatorDetail: "").userMessage
+    }
 }

@@ -2,6 +2,7 @@ import Archiving
 import Crypto
 import Foundation
 import HTTPTypes
+import Imaging
 import Hummingbird
 import JobRunner
 import Lifecycle
@@ -25,6 +26,12 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         api.get("accounts/:account/exports") { _, context in try await Self.answer { try await self.exports(context) } }
         api.post("accounts/:account/deletion") { request, context in try await Self.answer { try await self.requestDeletion(request, context) } }
         api.post("accounts/:account/restore") { _, context in try await Self.answer { try await self.restore(context) } }
+        api.put("accounts/:account/photo") { request, context in
+            var response = try await Self.answer { try await self.uploadPhoto(request, context) }
+            // A refusal may leave the body unread: the connection is not reused.
+            if response.status.code >= 400 { response.headers[.connection] = "close" }
+            return response
+        }
     }
 
     // MARK: Routes
@@ -34,14 +41,18 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         do {
             let directory = try await services.directory()
             let now = services.clock.now()
-            let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?)? in
+            let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?, PhotoRecord?)? in
                 guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
                     return nil
                 }
-                return (entry, try tx.openHold(key: id).flatMap { $0.isActive(at: now) ? $0 : nil })
+                // The reference schema's profile photo; an app's own schema keeps its photos itself.
+                let photo = directory.isReferenceApp ? try tx.account(id: id)?.profilePhotoID.flatMap { try tx.photo(id: $0) } : nil
+                return (entry, try tx.openHold(key: id).flatMap { $0.isActive(at: now) ? $0 : nil }, photo)
             }
-            guard let (entry, hold) = found else { throw LifecycleError.noSuchAccount(reference) }
-            return (.ok, AccountStatus(account: entry.id, state: entry.state, purgeAfter: entry.purgeAfter, purgedAt: entry.purgedAt, held: hold != nil))
+            guard let (entry, hold, photo) = found else { throw LifecycleError.noSuchAccount(reference) }
+            return (.ok, AccountStatus(
+                account: entry.id, state: entry.state, purgeAfter: entry.purgeAfter, purgedAt: entry.purgedAt, held: hold != nil,
+                profilePhoto: photo.map(ProfilePhotoStatus.init)))
         }
     }
 
@@ -99,6 +110,40 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
                 .restore(account: reference, actor: "app")
             return (.ok, result)
         }
+    }
+
+    /// The photo's bytes are the body. Refused at once when `Content-Length` is over the
+    /// limit, else while streaming at the first byte past it, or at its first bytes when
+    /// they are not a JPEG, PNG or HEIC; the connection is then closed, the rest unread.
+    /// 202 once stored and queued; the normalisation job then makes it the product's JPEG.
+    private func uploadPhoto(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        let upload = ProfilePhotoUpload(services: services)
+        let limit = try upload.maxBytes()
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw Self.tooLarge(limit)
+        }
+        let accountID = try await upload.checkAccount(reference)
+        let spool = try PhotoUploadSpool()
+        let staged: StagedPhotoUpload
+        do {
+            staged = try await spool.fill(from: request.body, limit: limit)
+        } catch PhotoUploadSpool.Refusal.tooLarge {
+            throw Self.tooLarge(limit)
+        } catch PhotoUploadSpool.Refusal.unsupportedType(let type) {
+            services.logger.info("photo upload refused by type", metadata: ["account": "\(accountID)", "content_type": "\(type)"])
+            throw APIError(
+                .unsupportedMediaType, code: "unsupported_photo_type", message: PhotoRejection.unsupportedType(type).userMessage)
+        } catch PhotoUploadSpool.Refusal.empty {
+            throw APIError(.badRequest, code: "bad_request", message: "the request body is empty: send the photo's bytes")
+        }
+        let accepted = try await upload.accept(account: accountID, staged: staged)
+        spool.taken = true
+        return (.accepted, accepted)
+    }
+
+    static func tooLarge(_ limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "photo_too_large", message: PhotoRejection.tooLarge(byteCount: limit + 1, limit: limit).userMessage)
     }
 
     // MARK: Plumbing
@@ -172,8 +217,27 @@ struct AccountStatus: Encodable {
     var purgeAfter: Date?
     var purgedAt: Date?
     var held: Bool
+    var profilePhoto: ProfilePhotoStatus?
 
-    enum CodingKeys: String, CodingKey { case account, state, purgeAfter = "purge_after", purgedAt = "purged_at", held }
+    enum CodingKeys: String, CodingKey {
+        case account, state, purgeAfter = "purge_after", purgedAt = "purged_at", held, profilePhoto = "profile_photo"
+    }
+}
+
+/// Where the account's profile photo stands: `pending` until its job has run, then
+/// `normalized`, or `rejected` with the message the uploader is shown.
+struct ProfilePhotoStatus: Encodable {
+    var photoID: String
+    var state: String
+    var message: String?
+
+    init(_ photo: PhotoRecord) {
+        photoID = photo.id
+        state = (photo.normalizationState ?? .pending).rawValue
+        message = photo.normalizationState == .rejected ? PhotoRejection.userMessage(forReason: photo.normalizationReason ?? "") : nil
+    }
+
+    enum CodingKeys: String, CodingKey { case photoID = "photo_id", state, message }
 }
 
 struct ExportAccepted: Encodable {

@@ -243,11 +243,13 @@ public struct OpsAccess: Sendable {
         self.operatorName = operatorName
     }
 
-    func allows(authorization: String?, peer: SocketAddress?, forwarded: Bool) -> Bool {
+    func allows(authorization: String?, peer: SocketAddress?, host: String?, forwarded: Bool) -> Bool {
         guard let expected else {
             // A reverse proxy on this machine connects from loopback for everyone; what it
-            // forwards is not from this machine, so without a token it is refused.
-            guard !forwarded, let address = peer?.ipAddress else { return false }
+            // forwards is not from this machine, so without a token it is refused. The Host
+            // must name loopback too: a page whose domain was made to resolve to 127.0.0.1
+            // (DNS rebinding) reaches the port but not under this name.
+            guard !forwarded, let address = peer?.ipAddress, let host, Self.isLoopbackHost(host) else { return false }
             return address == "127.0.0.1" || address == "::1" || address.hasPrefix("127.")
         }
         guard let authorization, authorization.hasPrefix("Basic "),
@@ -255,6 +257,18 @@ public struct OpsAccess: Sendable {
               let colon = decoded.firstIndex(of: UInt8(ascii: ":")) else { return false }
         let password = decoded[decoded.index(after: colon)...]
         return HMAC<SHA256>.isValidAuthenticationCode(expected, authenticating: Data(password), using: key)
+    }
+
+    /// `127.0.0.1`, `localhost` or `[::1]`, with or without a port.
+    static func isLoopbackHost(_ authority: String) -> Bool {
+        var name = authority.lowercased()
+        if name.hasPrefix("[") {
+            guard let end = name.firstIndex(of: "]") else { return false }
+            name = String(name[name.index(after: name.startIndex)..<end])
+            return name == "::1"
+        }
+        if let colon = name.lastIndex(of: ":") { name = String(name[..<colon]) }
+        return name == "localhost" || name == "127.0.0.1"
     }
 }
 
@@ -264,7 +278,8 @@ struct OpsAccessMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
         let forwarded = ["Forwarded", "X-Forwarded-For", "X-Real-IP"].contains { request.headers[HTTPField.Name($0)!] != nil }
-        guard access.allows(authorization: request.headers[.authorization], peer: context.remoteAddress, forwarded: forwarded) else {
+        guard access.allows(
+            authorization: request.headers[.authorization], peer: context.remoteAddress, host: request.head.authority, forwarded: forwarded) else {
             var response = HTMLPage.message(.unauthorized, "The operations page needs the operator token (as the password), or a browser on this machine.")
             response.headers[.wwwAuthenticate] = "Basic realm=\"lifecycle operations\""
             return response

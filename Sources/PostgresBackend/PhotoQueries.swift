@@ -41,4 +41,8 @@ extension PostgresTransaction: PhotoTransaction {
     public func markRejected(photoID: String, reason: String) throws {
         try execute("UPDATE photos SET normalization_state = 'rejected', normalization_reason = \(reason) WHERE id = \(photoID)")
     }
+
+    public func deletePhotos(ids: [String]) throws {
+        for id in ids { try execute("DELETE FROM photos WHERE id = \(id)") }
+    }
 }

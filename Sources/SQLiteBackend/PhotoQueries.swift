@@ -61,6 +61,10 @@ extension SQLiteTransaction: PhotoTransaction {
             sql: "UPDATE photos SET normalization_state = 'rejected', normalization_reason = ? WHERE id = ?",
             arguments: [reason, photoID])
     }
+
+    public func deletePhotos(ids: [String]) throws {
+        for id in ids { try db.execute(sql: "DELETE FROM photos WHERE id = ?", arguments: [id]) }
+    }
 }
 
 /// The v1 reference schema already has the photo columns normalisation needs

@@ -246,3 +246,53 @@ final class StagedBlobStore: BlobStore, @unchecked Sendable {
         try inner.downloadURL(key: key, expiresAt: expiresAt, now: now)
     }
 }
+
+/// Profile photos uploaded one over another (the API's `PUT …/photo`), their jobs run
+/// together in whatever order the workers take them: the newest is the profile photo, a
+/// rejected newest leaves the one before in storage, and once a newer one succeeds
+/// every replaced row and file is gone.
+struct ProfilePhotoReplacementTests {
+    @Test(arguments: Backend.allCases)
+    func uploadsOverEachOtherLeaveTheNewestAndNothingElse(_ backend: Backend) async throws {
+        try await uploadsOverEachOtherLeaveTheNewestAndNothingElse(store: try await backend.makeStore())
+    }
+
+    private func uploadsOverEachOtherLeaveTheNewestAndNothingElse<Store: LifecycleStore>(store: Store) async throws {
+        let fixture = try PhotoFixture(store: store)
+        try await fixture.addAccount("ada", upload: try PhotoUpload.jpeg)
+        let upload = ProfilePhotoUpload(services: fixture.services)
+        func put(_ data: Data) async throws -> String {
+            let path = fixture.directory + "/upload-\(UUID().uuidString)"
+            try data.write(to: URL(fileURLWithPath: path))
+            let staged = StagedPhotoUpload(path: path, size: Int64(data.count), sha256: photoSHA256(data), contentType: ContentSniffer.contentType(of: data))
+            return try await upload.accept(account: try await upload.checkAccount("ada@example.com"), staged: staged).photoID
+        }
+        func profiles() async throws -> [PhotoRecord] {
+            try await store.read { tx in try tx.photos(accountID: "ada").filter { $0.role == .profile } }
+        }
+        func current() async throws -> String? { try await store.read { tx in try tx.account(id: "ada")?.profilePhotoID } }
+
+        // A good one, then a damaged one over it: the damaged one is current and rejected,
+        // the good one (and the imported one) stay in storage.
+        let good = try await put(try PhotoUpload.png)
+        let damaged = try await put(try PhotoUpload.truncatedJPEG)
+        #expect(try await current() == damaged)
+        let first = try await fixture.drain()
+        #expect(first.dead == 0)
+        #expect(try await fixture.photo(damaged).normalizationState == .rejected)
+        #expect(try await fixture.photo(good).normalizationState == .normalized)
+        #expect(Set(try await profiles().map(\.id)) == ["ada.profile", good, damaged])
+
+        // Two good ones at once: whichever job runs first, only the newest is left.
+        _ = try await put(try PhotoUpload.heic)
+        let newest = try await put(try PhotoUpload.jpegWithGPS)
+        let second = try await fixture.drain()
+        #expect(second.dead == 0 && second.succeeded == 2)
+        let left = try await profiles()
+        #expect(left.map(\.id) == [newest] && left.first?.normalizationState == .normalized)
+        #expect(try await current() == newest)
+        let files = Set(try fixture.blobStamps("ada").keys)
+        let rendered = try #require(left.first?.blobKey).dropFirst("accounts/ada/".count)
+        #expect(files == [String(rendered), "photos/ada-p1"], "replaced uploads and renders are deleted: \(files.sorted())")
+    }
+}

@@ -44,7 +44,7 @@ struct PhotoJobTests {
             #expect(try await fixture.store.read { tx in try tx.account(id: upload.account)?.profilePhotoID } == id)
             let job = try #require(try await fixture.jobs(photo: id).first)
             #expect(job.state == .succeeded && job.attempt == 1)
-            #expect(try await fixture.stepNames(ofJob: job.id) == ["validate", "render", "switch", "delete-original"])
+            #expect(try await fixture.stepNames(ofJob: job.id) == ["validate", "render", "switch", "delete-original", "retire-replaced", "delete-replaced"])
 
             // Entry photos are kept as uploaded, GPS and all: only profile photos are normalised.
             let entry = try await fixture.photo("\(upload.account)-p1")

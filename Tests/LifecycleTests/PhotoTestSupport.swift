@@ -126,7 +126,7 @@ struct PhotoFixture<Store: LifecycleStore> {
     }
 
     func stepNames(ofJob id: JobID) async throws -> [String] {
-        let order = ["validate", "render", "switch", "delete-original"]
+        let order = ["validate", "render", "switch", "delete-original", "retire-replaced", "delete-replaced"]
         return try await store.steps(of: id).map(\.step).sorted { order.firstIndex(of: $0)! < order.firstIndex(of: $1)! }
     }
 

@@ -19,6 +19,13 @@ import JobRunner
 ///    records the step: the app sees the upload or the JPEG, never neither.
 /// 4. `delete-original` — deletes the upload, so no original with its GPS tags
 ///    stays on the server. Deleting a deleted key changes nothing.
+/// 5. `retire-replaced` — a photo uploaded over an earlier one (the API's upload) ends
+///    that one: if this photo is the account's profile photo, the rows of its other
+///    profile photos go, in the transaction that records the step, with their keys in
+///    its output; if a newer upload has replaced this one meanwhile, it is this row that
+///    goes. A retired photo's own job, if still running, finds its row gone and removes
+///    what it rendered (the `switch` step's abandoned path).
+/// 6. `delete-replaced` — deletes the blobs step 5 recorded.
 ///
 /// One photo per job keeps memory bounded however many photos are queued: a
 /// worker holds at most its concurrency's worth of photos at once.
@@ -32,6 +39,8 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             JobStep("render", external: render),
             JobStep("switch", database: switchToRendered),
             JobStep("delete-original", external: deleteOriginal),
+            JobStep("retire-replaced", database: retireReplaced),
+            JobStep("delete-replaced", external: deleteReplaced),
         ])
     }
 
@@ -54,6 +63,10 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             return try .output(Validation(end: .init(reason: .upToDate)), finishesJob: true)
         }
         guard let stored = try await services.blobs.info(key: photo.blobKey) else {
+            // Replaced by a newer upload since it was read: that upload's job removed it.
+            if try await services.store.read({ tx in try tx.photo(id: photoID) }) == nil {
+                return try .output(Validation(end: .init(reason: .gone)), finishesJob: true)
+            }
             throw PermanentJobFailure(
                 "profile photo \(photo.id) of account \(photo.accountID): its blob \(photo.blobKey) is missing, so there is nothing to normalise; restore the upload and `lifecycle jobs retry \(context.job.id)` (Jobs/runbooks/photos.md)")
         }
@@ -125,10 +138,13 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
               let rendered = try context.output(of: "render", as: Rendering.self)?.rendered else {
             throw PermanentJobFailure("job \(context.job.id): validate or render recorded no output; `lifecycle jobs show \(context.job.id)`")
         }
-        guard let photo = try tx.photo(id: photoID), let account = try tx.account(id: photo.accountID),
-              account.state == .active || account.state == .pendingDeletion else {
-            // The account went into its purge meanwhile: leave the rows to it, and let
-            // the next step remove the JPEG this job added under the account's prefix.
+        // The account's row is locked first (PostgreSQL: FOR UPDATE), then the photo read:
+        // a newer upload's job retiring this photo holds the same lock, so the photo read
+        // here is never one it has just deleted.
+        guard let account = try tx.account(id: original.accountID), account.state == .active || account.state == .pendingDeletion,
+              let photo = try tx.photo(id: photoID) else {
+            // The account went into its purge meanwhile, or a newer upload retired this
+            // photo: leave the rows, and let the next step remove the JPEG this job added.
             return try .output(Switch(abandoned: true))
         }
         guard photo.blobKey == original.key else {
@@ -157,6 +173,49 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         guard original.key != rendered.blobKey else { return .done }
         try await services.blobs.delete(keys: [original.key])
         return try .output(Cleanup(deleted: original.key))
+    }
+
+    // MARK: 5. retire-replaced
+
+    private func retireReplaced(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
+        let photoID = try context.payload(PhotoPayload.self).photo
+        guard let original = try context.output(of: "validate", as: Validation.self)?.original,
+              try context.output(of: "switch", as: Switch.self)?.abandoned == false else {
+            return try .output(Retired(account: nil, photos: [], keys: []))
+        }
+        // Account first, under its lock, as in `switch`.
+        guard let account = try tx.account(id: original.accountID), account.state == .active || account.state == .pendingDeletion,
+              let photo = try tx.photo(id: photoID) else {
+            return try .output(Retired(account: original.accountID, photos: [], keys: []))
+        }
+        let profiles = try tx.photos(accountID: account.id).filter { $0.role == .profile }
+        let retired: [PhotoRecord]
+        if account.profilePhotoID == photoID {
+            retired = profiles.filter { $0.id != photoID }
+        } else if let current = account.profilePhotoID, profiles.first(where: { $0.id == current })?.normalizationState == .normalized {
+            // Replaced, and the replacement is done: this one is no longer wanted. While the
+            // replacement is pending (or was rejected) this one stays, so the account keeps a
+            // photo; the replacement's own job retires it when it succeeds.
+            retired = [photo]
+        } else {
+            retired = []
+        }
+        try tx.deletePhotos(ids: retired.map(\.id))
+        return try .output(Retired(account: account.id, photos: retired.map(\.id), keys: retired.map(\.blobKey)))
+    }
+
+    // MARK: 6. delete-replaced
+
+    private func deleteReplaced(_ context: StepContext) async throws -> StepResult {
+        guard let retired = try context.output(of: "retire-replaced", as: Retired.self) else {
+            throw PermanentJobFailure("job \(context.job.id): retire-replaced recorded no output; `lifecycle jobs show \(context.job.id)`")
+        }
+        // Only files under the account's own prefix: a row naming another account's file
+        // must never have this job delete it.
+        guard let account = retired.account else { return .done }
+        let owned = retired.keys.filter { BlobKey.isValid($0) && $0.hasPrefix(BlobKey.accountPrefix(account)) }
+        if !owned.isEmpty { try await services.blobs.delete(keys: owned) }
+        return .done
     }
 
     // MARK: - Helpers
@@ -253,4 +312,10 @@ struct Switch: Codable, Sendable {
 
 struct Cleanup: Codable, Sendable {
     var deleted: String
+}
+
+struct Retired: Codable, Sendable {
+    var account: String?
+    var photos: [String]
+    var keys: [String]
 }

@@ -48,4 +48,7 @@ public protocol PhotoTransaction {
 
     /// Marks the photo rejected with the reason operators read; its blob stays as uploaded.
     func markRejected(photoID: String, reason: String) throws
+
+    /// Removes photo rows (a profile photo replaced by a newer one); their blobs are the caller's.
+    func deletePhotos(ids: [String]) throws
 }
