@@ -143,6 +143,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             // The API's description, read by people, clients' generators and the tests' schemathesis run.
             exclude: ["openapi.yaml"],

@@ -509,6 +509,14 @@ struct ServeTests {
 
         let local = try await Server.start(workspace)
         #expect(try await Self.curl(["http://\(local.base)/ops"]).status == 200)
+        // Read in a terminal browser, as on a server over SSH: the tables and the buttons are there as text.
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/w3m"), "w3m is missing: run make (it installs it)")
+        let terminal = try await runTool("/usr/bin/w3m", ["-dump", "-cols", "160", "http://\(local.base)/ops"])
+        #expect(terminal.contains("Jobs by kind and state") && terminal.contains("Resume export") && terminal.contains("paused by "), "\(terminal)")
+        #expect(terminal.contains("No dead job.") && terminal.contains("No account is on hold."))
+        // Its Host must name loopback: a rebound domain reaches the port, not the page.
+        #expect(try await Self.curl(["-H", "Host: evil.example:8080", "http://\(local.base)/ops"]).status == 401)
+        #expect(try await Self.curl(["-H", "Host: localhost", "http://\(local.base)/ops"]).status == 200)
         #expect(try await Self.curl(["-H", "X-Forwarded-For: 203.0.113.9", "http://\(local.base)/ops"]).status == 401)
         #expect(await local.stop() == 0)
         let short = try await workspace.run(["serve", "--listen", "127.0.0.1:0"], environment: ["LIFECYCLE_OPS_TOKEN": "short", "LIFECYCLE_SIGNING_KEY": Self.signingKey])
