@@ -192,7 +192,7 @@ let package = Package(
                 "Lifecycle", "LifecycleServer", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive", "ChildProcesses",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            exclude: ["Schemas"],
+            exclude: ["Schemas", "Browser"],
             swiftSettings: strict
         ),
     ]
