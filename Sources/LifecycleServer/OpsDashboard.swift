@@ -41,31 +41,28 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
         var html = HTMLPage(title: "lifecycle · operations")
         html.line("<p>As of \(h(ISO8601.format(now))). <a href=\"/ops\">Reload</a></p>")
 
-        html.line("<h2 id=\"jobs\">Jobs by kind and state</h2>")
-        html.line("<table><caption>Jobs by kind and state</caption><thead><tr><th scope=\"col\">kind</th>"
-            + JobState.allCases.map { "<th scope=\"col\">\(h($0.rawValue))</th>" }.joined() + "<th scope=\"col\">paused</th></tr></thead><tbody>")
-        for kind in kinds {
-            let cells = JobState.allCases.map { "<td>\(counts[JobCountKey(kind: kind, state: $0)] ?? 0)</td>" }.joined()
-            let pause = paused.first { $0.kind == kind }
-            let action = pause == nil
-                ? form("/ops/kinds/\(path(kind))/pause", button: "Pause \(kind)", extra: "<label>reason <input name=\"reason\" maxlength=\"200\"></label>")
-                : form("/ops/kinds/\(path(kind))/resume", button: "Resume \(kind)")
-            html.line("<tr id=\"kind-\(h(kind))\"><th scope=\"row\">\(h(kind))</th>\(cells)<td>\(pause.map { "paused by \(h($0.pausedBy))" } ?? "no") \(action)</td></tr>")
-        }
-        html.line("</tbody></table>")
+        html.section(
+            id: "jobs", title: "Jobs by kind and state", caption: "Jobs by kind and state",
+            columns: ["kind"] + JobState.allCases.map(\.rawValue) + ["paused"],
+            rows: kinds.map { kind in
+                let cells = JobState.allCases.map { "<td>\(counts[JobCountKey(kind: kind, state: $0)] ?? 0)</td>" }.joined()
+                let pause = paused.first { $0.kind == kind }
+                let action = pause == nil
+                    ? form("/ops/kinds/\(path(kind))/pause", button: "Pause \(kind)", extra: "<label>reason <input name=\"reason\" maxlength=\"200\"></label>")
+                    : form("/ops/kinds/\(path(kind))/resume", button: "Resume \(kind)")
+                return "<tr id=\"kind-\(h(kind))\"><th scope=\"row\">\(h(kind))</th>\(cells)<td>\(pause.map { "paused by \(h($0.pausedBy))" } ?? "no") \(action)</td></tr>"
+            },
+            whenEmpty: "No job kind is registered.")
 
-        html.line("<h2 id=\"dead\">Dead jobs</h2>")
-        if dead.isEmpty { html.line("<p>No dead job.</p>") } else {
-            html.line("<table><caption>Dead jobs, newest first</caption><thead><tr><th scope=\"col\">job</th><th scope=\"col\">kind</th>"
-                + "<th scope=\"col\">account</th><th scope=\"col\">attempts</th><th scope=\"col\">last error</th><th scope=\"col\">action</th></tr></thead><tbody>")
-            for job in dead {
-                let account = JobAttention(job).account ?? "-"
-                html.line("<tr id=\"job-\(job.id)\"><th scope=\"row\">#\(job.id)</th><td>\(h(job.kind))</td><td>\(h(account))</td>"
+        html.section(
+            id: "dead", title: "Dead jobs", caption: "Dead jobs, newest first",
+            columns: ["job", "kind", "account", "attempts", "last error", "action"],
+            rows: dead.map { job in
+                "<tr id=\"job-\(job.id)\"><th scope=\"row\">#\(job.id)</th><td>\(h(job.kind))</td><td>\(h(JobAttention(job).account ?? "-"))</td>"
                     + "<td>\(job.attempt)/\(job.maxAttempts)</td><td>\(h(job.lastError ?? "-"))</td>"
-                    + "<td>\(form("/ops/jobs/\(job.id)/retry", button: "Retry job #\(job.id)"))</td></tr>")
-            }
-            html.line("</tbody></table>")
-        }
+                    + "<td>\(form("/ops/jobs/\(job.id)/retry", button: "Retry job #\(job.id)"))</td></tr>"
+            },
+            whenEmpty: "No dead job.")
 
         html.line("<h2 id=\"paused\">Paused kinds</h2>")
         if paused.isEmpty { html.line("<p>No kind is paused.</p>") } else {
@@ -74,37 +71,26 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
             }.joined() + "</ul>")
         }
 
-        html.line("<h2 id=\"holds\">Holds</h2>")
-        if holds.isEmpty { html.line("<p>No account is on hold.</p>") } else {
-            html.line("<table><caption>Accounts on hold</caption><thead><tr><th scope=\"col\">account</th><th scope=\"col\">since</th>"
-                + "<th scope=\"col\">by</th><th scope=\"col\">until</th><th scope=\"col\">reason</th></tr></thead><tbody>")
-            for hold in holds {
-                html.line("<tr><th scope=\"row\">\(h(hold.account))</th><td>\(h(ISO8601.format(hold.heldAt)))</td><td>\(h(hold.heldBy))</td>"
-                    + "<td>\(h(hold.until.map(ISO8601.format) ?? "lifted by hand"))</td><td>\(h(hold.reason))</td></tr>")
-            }
-            html.line("</tbody></table>")
-        }
+        html.section(
+            id: "holds", title: "Holds", caption: "Accounts on hold", columns: ["account", "since", "by", "until", "reason"],
+            rows: holds.map { hold in
+                "<tr><th scope=\"row\">\(h(hold.account))</th><td>\(h(ISO8601.format(hold.heldAt)))</td><td>\(h(hold.heldBy))</td>"
+                    + "<td>\(h(hold.until.map(ISO8601.format) ?? "lifted by hand"))</td><td>\(h(hold.reason))</td></tr>"
+            },
+            whenEmpty: "No account is on hold.")
 
-        html.line("<h2 id=\"purges\">Last purges</h2>")
-        if purges.isEmpty { html.line("<p>No account purged yet.</p>") } else {
-            html.line("<table><caption>The last purges and their receipts</caption><thead><tr><th scope=\"col\">account</th>"
-                + "<th scope=\"col\">at</th><th scope=\"col\">receipt</th></tr></thead><tbody>")
-            for event in purges {
+        html.section(
+            id: "purges", title: "Last purges", caption: "The last purges and their receipts", columns: ["account", "at", "receipt"],
+            rows: purges.map { event in
                 let receipt = event.detailValue.flatMap { try? JobJSON.encode($0) } ?? "-"
-                html.line("<tr><th scope=\"row\">\(h(event.accountID ?? "-"))</th><td>\(h(ISO8601.format(event.at)))</td><td><code>\(h(receipt))</code></td></tr>")
-            }
-            html.line("</tbody></table>")
-        }
+                return "<tr><th scope=\"row\">\(h(event.accountID ?? "-"))</th><td>\(h(ISO8601.format(event.at)))</td><td><code>\(h(receipt))</code></td></tr>"
+            },
+            whenEmpty: "No account purged yet.")
 
-        html.line("<h2 id=\"exports\">Exports</h2>")
-        if volume.isEmpty { html.line("<p>No export yet.</p>") } else {
-            html.line("<table><caption>Exports by state</caption><thead><tr><th scope=\"col\">state</th><th scope=\"col\">exports</th>"
-                + "<th scope=\"col\">archive bytes</th></tr></thead><tbody>")
-            for row in volume {
-                html.line("<tr><th scope=\"row\">\(h(row.state))</th><td>\(row.count)</td><td>\(row.bytes)</td></tr>")
-            }
-            html.line("</tbody></table>")
-        }
+        html.section(
+            id: "exports", title: "Exports", caption: "Exports by state", columns: ["state", "exports", "archive bytes"],
+            rows: volume.map { "<tr><th scope=\"row\">\(h($0.state))</th><td>\($0.count)</td><td>\($0.bytes)</td></tr>" },
+            whenEmpty: "No export yet.")
         return html.response()
     }
 
@@ -196,6 +182,16 @@ struct HTMLPage {
     init(title: String) { self.title = title }
 
     mutating func line(_ html: String) { body.append(html) }
+
+    /// A heading, then a table with a caption and column headers over `rows` (each a whole
+    /// `<tr>`, already escaped), or a sentence saying there is nothing.
+    mutating func section(id: String, title: String, caption: String, columns: [String], rows: [String], whenEmpty: String) {
+        line("<h2 id=\"\(h(id))\">\(h(title))</h2>")
+        guard !rows.isEmpty else { return line("<p>\(h(whenEmpty))</p>") }
+        line("<table><caption>\(h(caption))</caption><thead><tr>" + columns.map { "<th scope=\"col\">\(h($0))</th>" }.joined() + "</tr></thead><tbody>")
+        rows.forEach { line($0) }
+        line("</tbody></table>")
+    }
 
     func response(status: HTTPResponse.Status = .ok) -> Response {
         let document = """
