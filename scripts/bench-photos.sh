@@ -107,6 +107,26 @@ for input in photo12.jpg photo10mb.png photo12.heic; do
 done
 printf '%s\n' "${verdicts[@]}"
 
+# What a process costs around the pixels (exec, dynamic linking, libvips and module
+# start-up, policy files, argument parsing, writing the file): a 64×64 JPEG, whose render
+# is negligible.
+vips black "$WORK/tiny.v" 64 64 --bands 3 && vips copy "$WORK/tiny.v" "$WORK/tiny.jpg" && rm -f "$WORK/tiny.v"
+read -r startup_ours startup_vt < <(python3 - "$RUNS" "$BIN" "$WORK" "$JOBS_DIR" <<'PY'
+import subprocess, sys, time
+runs, binary, work, jobs = int(sys.argv[1]) * 3, sys.argv[2], sys.argv[3], sys.argv[4]
+commands = [[binary, "photos", "normalize-file", f"{work}/tiny.jpg", f"{work}/tiny-ours.jpg", "--jobs-dir", jobs],
+            ["vipsthumbnail", f"{work}/tiny.jpg", "-s", "1024>", "-m", "centre", "-o", f"{work}/tiny-vt.jpg[Q=85,strip,optimize_coding]"]]
+samples = [[], []]
+for _ in range(runs):
+    for i, command in enumerate(commands):
+        start = time.perf_counter()
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        samples[i].append((time.perf_counter() - start) * 1000)
+print(*(f"{sorted(s)[len(s) // 2]:.1f}" for s in samples))
+PY
+)
+echo "start-up and fixed cost (64×64 JPEG, whole process, median of $((RUNS * 3))): lifecycle ${startup_ours} ms, vipsthumbnail ${startup_vt} ms"
+
 echo
 echo "== Profile photos: $BATCH 12 MP JPEGs through lifecycle photos normalize --all (import, then the job) =="
 python3 - "$WORK/photo12.jpg" "$WORK/batch" "$BATCH" <<'PY'

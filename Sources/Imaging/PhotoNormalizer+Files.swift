@@ -36,16 +36,39 @@ extension PhotoNormalizer {
 
     /// Refuses an oversized regular file by its size, without reading it,
     /// and never reads more than one byte past the limit from anything else
-    /// (a pipe, a file still growing).
+    /// (a pipe, a file still growing). A regular file is read in one buffer
+    /// sized from its length: Foundation's `FileHandle.read(upToCount:)` reads
+    /// 4 KB per system call and grows its buffer as it goes, which for a 10 MB
+    /// PNG costs more than a tenth of the whole normalisation's margin.
     private func readInput(at path: String) throws -> Data {
         let limit = policy.maxInputBytes
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
         var status = stat()
-        if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int(status.st_size) > limit {
+        guard fstat(descriptor, &status) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let isRegular = (status.st_mode & S_IFMT) == S_IFREG
+        if isRegular, Int(status.st_size) > limit {
             throw PhotoRejection.tooLarge(byteCount: Int(status.st_size), limit: limit)
         }
-        return try handle.read(upToCount: limit + 1) ?? Data()
+        // One byte past the limit tells "at the limit" from "over it".
+        let ceiling = limit + 1
+        var data = Data(count: isRegular ? min(Int(status.st_size) + 1, ceiling) : min(1 << 20, ceiling))
+        var filled = 0
+        while filled < ceiling {
+            if filled == data.count { data.count = min(data.count * 2, ceiling) }
+            let count = data.withUnsafeMutableBytes { buffer in
+                read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        data.count = filled
+        return data
     }
 
     private func writeReplacing(_ data: Data, at path: String) throws {

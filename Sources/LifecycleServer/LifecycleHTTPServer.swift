@@ -71,7 +71,7 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
         }
         let app = Application(
             router: router(),
-            server: .http1(additionalChannelHandlers: [ConnectionCloseInstaller()]),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionCloseInstaller()])),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
             services: services,
             onServerRunning: { channel in

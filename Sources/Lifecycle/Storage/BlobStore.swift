@@ -84,7 +84,7 @@ extension BlobStore {
 
     public func readAll(key: String) async throws -> Data {
         var data = Data()
-        try await read(key: key, chunkSize: 1 << 16) { chunk in data.append(contentsOf: chunk) }
+        try await read(key: key, chunkSize: 1 << 20) { chunk in data.append(contentsOf: chunk) }
         return data
     }
 }
