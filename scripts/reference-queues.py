@@ -21,11 +21,12 @@ import asyncio, sys
 import asyncpg
 from pgqueuer.db import AsyncpgDriver
 from pgqueuer.qm import QueueManager
+from pgqueuer.queries import Queries
 from pgqueuer.types import QueueExecutionMode
 
 async def main(dsn):
     connection = await asyncpg.connect(dsn)
-    manager = QueueManager(AsyncpgDriver(connection))
+    manager = QueueManager(Queries(AsyncpgDriver(connection)))
 
     @manager.entrypoint("noop")
     async def noop(job):

@@ -35,6 +35,13 @@ public protocol JobStore: Sendable {
     /// `markStepDone` then `markSucceeded`, for a job's last step: a backend may do both in one statement.
     func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws
 
+    /// The done-marks of several jobs' steps (a group commit's), each fenced by its lease
+    /// as `markStepDone` and `markLastStepDone` fence theirs. Returns one entry per mark, in
+    /// order: nil where the lease was lost (that mark is not written), else whether
+    /// cancellation was requested. A backend where a statement costs a round trip writes
+    /// them all in one; the caller abandons the transaction if any entry is nil.
+    func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?]
+
     /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running
     /// with an expired lease) to `owner`: at most `quota[kind]` of each kind, each
     /// for `leases[kind]` seconds. A rescued job on its last attempt goes `dead`.
@@ -97,6 +104,27 @@ public protocol JobStore: Sendable {
     func probeEffectCount(jobID: JobID) async throws -> Int
 }
 
+/// A finished step's done-mark, as the runner hands it to the store.
+public struct StepMark: Sendable, Equatable {
+    public var jobID: JobID
+    public var step: String
+    public var output: String?
+    /// The job's last step (or one that ends the job early): the job is marked succeeded too.
+    public var finishesJob: Bool
+    /// The lease holder the mark is fenced by.
+    public var owner: String
+    public var now: Date
+
+    public init(jobID: JobID, step: String, output: String?, finishesJob: Bool, owner: String, now: Date) {
+        self.jobID = jobID
+        self.step = step
+        self.output = output
+        self.finishesJob = finishesJob
+        self.owner = owner
+        self.now = now
+    }
+}
+
 /// One cell of the queue's counts.
 public struct JobCountKey: Hashable, Sendable {
     public var kind: String
@@ -118,6 +146,20 @@ extension JobStore {
     public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws {
         _ = try markStepDone(jobID: jobID, step: step, output: output, owner: owner, now: now, in: tx)
         try markSucceeded(jobID: jobID, owner: owner, now: now, in: tx)
+    }
+
+    public func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?] {
+        try marks.map { mark in
+            do {
+                if mark.finishesJob {
+                    try markLastStepDone(jobID: mark.jobID, step: mark.step, output: mark.output, owner: mark.owner, now: mark.now, in: tx)
+                    return false
+                }
+                return try markStepDone(jobID: mark.jobID, step: mark.step, output: mark.output, owner: mark.owner, now: mark.now, in: tx)
+            } catch let error as JobRunnerError where error.isLeaseLost {
+                return nil
+            }
+        }
     }
 }
 

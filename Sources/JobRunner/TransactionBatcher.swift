@@ -7,15 +7,26 @@ import Foundation
 /// own savepoint, or, where a savepoint costs a round trip to a server, the pieces run
 /// bare and, when one throws, the transaction is abandoned and every piece runs again
 /// in a transaction of its own. A piece returns once the transaction holding it commits.
+///
+/// A job step's piece ends in a done-mark (`StepMark`). Where savepoints are cheap the
+/// mark is written inside the piece's savepoint; where they are not, the marks of every
+/// piece in the transaction are written by one statement (`markAll`) just before the
+/// commit, so a batch of steps costs one round trip for its marks instead of one each.
 public final class TransactionBatcher<Transaction>: @unchecked Sendable {
-    public typealias Pieces = @Sendable (Transaction) throws -> [(any Error)?]
+    /// A piece's outcome: for a step, whether cancellation of its job was requested.
+    public typealias Outcome = Result<Bool, any Error>
+    public typealias Pieces = @Sendable (Transaction) throws -> [Outcome]
+    public typealias MarkAll = @Sendable (Transaction, [StepMark]) throws -> [Bool?]
+
     private struct Pending {
-        let work: @Sendable (Transaction) throws -> Void
-        let continuation: CheckedContinuation<Void, any Error>
+        /// Returns the piece's done-mark, or nil for a piece that is not a step.
+        let work: @Sendable (Transaction) throws -> StepMark?
+        let continuation: CheckedContinuation<Bool, any Error>
     }
 
-    private let write: @Sendable (@escaping Pieces) async throws -> [(any Error)?]
+    private let write: @Sendable (@escaping Pieces) async throws -> [Outcome]
     private let savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
+    private let markAll: MarkAll?
     private let lock = NSLock()
     private var pending: [Pending] = []
     private var flushScheduled = false
@@ -23,28 +34,54 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// `write` runs its closure in one write transaction and commits it (rolls back if it
     /// throws); `savepoint` runs a piece so that throwing undoes that piece's writes alone,
     /// or is nil to rerun pieces alone instead. Pieces must then be safe to run twice,
-    /// which job steps are: a rolled-back run left nothing behind.
+    /// which job steps are: a rolled-back run left nothing behind. `markAll` writes
+    /// done-marks, fenced by their leases: for each mark, nil when the lease was lost,
+    /// else whether cancellation was requested. Without it only `run` may be used.
     public init(
-        write: @escaping @Sendable (@escaping Pieces) async throws -> [(any Error)?],
-        savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
+        write: @escaping @Sendable (@escaping Pieces) async throws -> [Outcome],
+        savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?,
+        markAll: MarkAll? = nil
     ) {
         self.write = write
         self.savepoint = savepoint
+        self.markAll = markAll
     }
 
     public func run<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         let box = ResultBox<T>()
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        _ = try await enqueue { tx in
+            box.value = try body(tx)
+            return nil
+        }
+        guard let value = box.value else { preconditionFailure("a batched transaction piece succeeded without a result") }
+        return value
+    }
+
+    /// Runs a job step's piece: `body`'s writes, then the done-mark it returns, committed
+    /// together. Returns `body`'s value and whether cancellation of the job was requested;
+    /// throws `JobRunnerError.leaseLost` (having undone `body`'s writes) when the lease was lost.
+    public func runStep<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> (T, StepMark)) async throws -> (T, cancelRequested: Bool) {
+        precondition(markAll != nil, "a TransactionBatcher runs steps only with a markAll")
+        let box = ResultBox<T>()
+        let cancelRequested = try await enqueue { tx in
+            let (value, mark) = try body(tx)
+            box.value = value
+            return mark
+        }
+        guard let value = box.value else { preconditionFailure("a batched step succeeded without a result") }
+        return (value, cancelRequested)
+    }
+
+    private func enqueue(_ work: @escaping @Sendable (Transaction) throws -> StepMark?) async throws -> Bool {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
             let startFlush = lock.withLock {
-                pending.append(Pending(work: { tx in box.value = try body(tx) }, continuation: continuation))
+                pending.append(Pending(work: work, continuation: continuation))
                 if flushScheduled { return false }
                 flushScheduled = true
                 return true
             }
             if startFlush { Task { await self.flush() } }
         }
-        guard let value = box.value else { preconditionFailure("a batched transaction piece succeeded without a result") }
-        return value
     }
 
     /// Pieces waiting for the next transaction.
@@ -63,20 +100,29 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             }
             guard !batch.isEmpty else { return }
             let works = batch.map(\.work)
-            let failures: [(any Error)?]
+            let outcomes: [Outcome]
             do {
-                failures = try await run(works)
+                outcomes = try await run(works)
             } catch {
-                failures = Array(repeating: error, count: batch.count)
+                outcomes = Array(repeating: .failure(error), count: batch.count)
             }
-            for (item, failure) in zip(batch, failures) {
-                if let failure { item.continuation.resume(throwing: failure) } else { item.continuation.resume() }
+            for (item, outcome) in zip(batch, outcomes) {
+                item.continuation.resume(with: outcome)
             }
         }
     }
 
-    /// What each piece threw, or throws what the transaction as a whole did (it did not commit).
-    private func run(_ works: [@Sendable (Transaction) throws -> Void]) async throws -> [(any Error)?] {
+    /// Writes one piece's mark where it stands (inside its savepoint, or alone in its transaction).
+    private func markOne(_ mark: StepMark?, in tx: Transaction) throws -> Bool {
+        guard let mark else { return false }
+        guard let markAll else { preconditionFailure("a step piece without a markAll") }
+        let results = try markAll(tx, [mark])
+        guard results.count == 1, let cancelRequested = results[0] else { throw JobRunnerError.leaseLost(mark.jobID) }
+        return cancelRequested
+    }
+
+    /// Each piece's outcome, or throws what the transaction as a whole did (it did not commit).
+    private func run(_ works: [@Sendable (Transaction) throws -> StepMark?]) async throws -> [Outcome] {
         if let only = works.first, works.count == 1 {
             // Alone in its transaction, a piece needs no savepoint: its failure rolls
             // the whole transaction back, which is all it wrote.
@@ -85,38 +131,47 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         if let savepoint {
             return try await write { tx in
                 works.map { work in
+                    var cancelRequested = false
                     do {
-                        try savepoint(tx) { try work(tx) }
-                        return nil
+                        try savepoint(tx) { cancelRequested = try self.markOne(try work(tx), in: tx) }
+                        return .success(cancelRequested)
                     } catch {
-                        return error
+                        return .failure(error)
                     }
                 }
             }
         }
         do {
             return try await write { tx in
-                for work in works { try work(tx) }
-                return Array(repeating: nil, count: works.count)
+                let marks = try works.map { try $0(tx) }
+                var outcomes = [Outcome](repeating: .success(false), count: works.count)
+                let marked = marks.indices.filter { marks[$0] != nil }
+                guard !marked.isEmpty else { return outcomes }
+                guard let markAll = self.markAll else { preconditionFailure("a step piece without a markAll") }
+                let results = try markAll(tx, marked.map { marks[$0]! })
+                for (index, result) in zip(marked, results) {
+                    // A lost lease leaves that piece's writes in this transaction: give it up,
+                    // and every piece runs again alone below.
+                    guard let result else { throw JobRunnerError.leaseLost(marks[index]!.jobID) }
+                    outcomes[index] = .success(result)
+                }
+                return outcomes
             }
         } catch {
             // One piece failed (or the commit did): nothing of this batch stayed, so each
             // piece gets a transaction of its own and its own outcome.
-            var failures: [(any Error)?] = []
-            for work in works { failures.append(await alone(work)) }
-            return failures
+            var outcomes: [Outcome] = []
+            for work in works { outcomes.append(await alone(work)) }
+            return outcomes
         }
     }
 
-    private func alone(_ work: @escaping @Sendable (Transaction) throws -> Void) async -> (any Error)? {
+    private func alone(_ work: @escaping @Sendable (Transaction) throws -> StepMark?) async -> Outcome {
         do {
-            _ = try await write { tx in
-                try work(tx)
-                return [nil]
-            }
-            return nil
+            let outcomes = try await write { tx in [.success(try self.markOne(try work(tx), in: tx))] }
+            return outcomes[0]
         } catch {
-            return error
+            return .failure(error)
         }
     }
 }

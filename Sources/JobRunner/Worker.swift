@@ -119,13 +119,13 @@ public final class Worker<Store: JobStore>: Sendable {
         }
         self.kindPolicies = kindPolicies
         self.unrunnableKinds = unrunnable
+        var savepoint: (@Sendable (Store.Transaction, () throws -> Void) throws -> Void)?
         if store.savepointsAreCheap {
-            self.transactions = TransactionBatcher(
-                write: { work in try await store.write(work) },
-                savepoint: { tx, body in try store.savepoint(in: tx, body) })
-        } else {
-            self.transactions = TransactionBatcher(write: { work in try await store.write(work) }, savepoint: nil)
+            savepoint = { tx, body in try store.savepoint(in: tx, body) }
         }
+        self.transactions = TransactionBatcher(
+            write: { work in try await store.write(work) }, savepoint: savepoint,
+            markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
     }
 
     private var kindNames: [String] {
@@ -307,25 +307,22 @@ public final class Worker<Store: JobStore>: Sendable {
                     job: job, outputs: outputs, now: clock.now(), logger: jobLogger,
                     progress: { [events] text in events(.message(job, text)) })
                 let clock = self.clock
-                let finish: @Sendable (StepResult, Store.Transaction) throws -> Bool = { result, tx in
+                let stepName = step.name
+                let mark: @Sendable (StepResult) -> StepMark = { result in
                     // The step's own clock reading is its start; `jobs show` should say when it ended.
-                    let now = clock.now()
-                    if isLast || result.finishesJob {
-                        try store.markLastStepDone(jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
-                        return false
-                    }
-                    return try store.markStepDone(
-                        jobID: job.id, step: step.name, output: result.output, owner: owner, now: now, in: tx)
+                    StepMark(
+                        jobID: job.id, step: stepName, output: result.output, finishesJob: isLast || result.finishesJob,
+                        owner: owner, now: clock.now())
                 }
                 let result: StepResult
                 let cancelRequested: Bool
                 switch step.body {
                 case .database(let body):
-                    // The step's writes and its done-mark share a savepoint inside a transaction
-                    // that other jobs' steps may share too: they commit or vanish together.
-                    (result, cancelRequested) = try await transactions.run { tx in
+                    // The step's writes and its done-mark commit together, in a transaction that
+                    // other jobs' steps may share too; a failure undoes this step's part alone.
+                    (result, cancelRequested) = try await transactions.runStep { tx in
                         let result = try body(context, tx)
-                        return (result, try finish(result, tx))
+                        return (result, mark(result))
                     }
                 case .external(let body):
                     result = try await body(context)
@@ -334,7 +331,7 @@ public final class Worker<Store: JobStore>: Sendable {
                         cancelRequested = false
                     } else {
                         // A crash before the batch commits only repeats an idempotent step.
-                        cancelRequested = try await transactions.run { tx in try finish(result, tx) }
+                        (_, cancelRequested) = try await transactions.runStep { _ in ((), mark(result)) }
                     }
                 }
                 outputs[step.name] = .some(result.output)

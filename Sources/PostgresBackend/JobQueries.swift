@@ -98,6 +98,46 @@ extension PostgresStore: JobStore {
         guard !rows.isEmpty else { throw JobRunnerError.leaseLost(jobID) }
     }
 
+    public func markStepsDone(_ marks: [StepMark], in tx: PostgresTransaction) throws -> [Bool?] {
+        guard !marks.isEmpty else { return [] }
+        // One statement for a whole group commit's marks. The fence locks the rows still
+        // leased to their owner (in id order, as every other multi-row lock here is taken);
+        // a job missing from it lost its lease and gets no mark. The locked rows hold off a
+        // rescue until this commits, as markStepDone's lock does.
+        let ids = marks.map(\.jobID)
+        let steps = marks.map(\.step)
+        let outputs = marks.map { $0.output ?? "" }
+        let hasOutput = marks.map { $0.output != nil }
+        let finishes = marks.map(\.finishesJob)
+        let owners = marks.map(\.owner)
+        let times = marks.map(\.now)
+        let rows = try tx.query("""
+            WITH m AS (
+                SELECT * FROM unnest(\(ids)::int8[], \(steps)::text[], \(outputs)::text[], \(hasOutput)::bool[], \(finishes)::bool[],
+                                     \(owners)::text[], \(times)::timestamptz[]) AS m(id, step, output, has_output, finishes, owner, at)
+            ), fence AS (
+                SELECT jobs.id, jobs.cancel_requested FROM lifecycle.jobs JOIN m ON m.id = jobs.id
+                WHERE jobs.lease_owner = m.owner AND jobs.state = 'running'
+                ORDER BY jobs.id FOR NO KEY UPDATE OF jobs
+            ), done AS (
+                UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = m.at, updated_at = m.at
+                FROM m JOIN fence ON fence.id = m.id
+                WHERE jobs.id = m.id AND m.finishes
+            ), mark AS (
+                INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at)
+                SELECT m.id, m.step, CASE WHEN m.has_output THEN m.output END, m.at FROM m JOIN fence ON fence.id = m.id
+            )
+            SELECT id, cancel_requested FROM fence
+            """)
+        var fenced: [JobID: Bool] = [:]
+        for row in rows {
+            let (id, cancelRequested) = try row.decode((Int64, Bool).self)
+            fenced[id] = cancelRequested
+        }
+        // A finishing mark ends the job, so a cancel request no longer matters to it.
+        return marks.map { mark in fenced[mark.jobID].map { mark.finishesJob ? false : $0 } }
+    }
+
     public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
         let wanted = quota.filter { $0.value > 0 }
         guard !wanted.isEmpty else { return [] }

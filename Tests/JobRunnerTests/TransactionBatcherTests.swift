@@ -54,4 +54,68 @@ struct TransactionBatcherTests {
         }
         try await check(try await backend.makeStore())
     }
+
+    /// Steps of several jobs share a transaction whose done-marks are written together (one
+    /// statement on PostgreSQL): a job whose lease was lost meanwhile gets neither its
+    /// step's writes nor its mark, and the others commit with theirs.
+    @Test(arguments: Backend.allCases)
+    func aLostLeaseInAGroupCommitUndoesOnlyThatStep(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
+            if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
+            let batcher = TransactionBatcher<S.Transaction>(
+                write: { try await store.write($0) }, savepoint: savepoint,
+                markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
+            _ = try await store.write { tx in
+                try (0..<6).map { _ in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id }
+            }
+            let jobs = try await store.claim(quota: [ProbeJobs.noopKind: 6], leases: [ProbeJobs.noopKind: 60], owner: "A", now: epoch).map(\.record.id)
+            try #require(jobs.count == 6)
+            let lost = jobs[3]
+            @Sendable func step(_ job: JobID, finishing: Bool) -> @Sendable (S.Transaction) throws -> ((), StepMark) {
+                { tx in
+                    try store.recordProbeEffect(jobID: job, step: "write", now: epoch, in: tx)
+                    return ((), StepMark(jobID: job, step: "write", output: "out \(job)", finishesJob: finishing, owner: "A", now: epoch))
+                }
+            }
+            let gate = DispatchSemaphore(value: 0)
+            let first = Task {
+                try await batcher.runStep { tx in
+                    gate.wait()
+                    return try step(jobs[0], finishing: true)(tx)
+                }
+            }
+            let rest = Task {
+                try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
+                    for (index, job) in jobs.dropFirst().enumerated() {
+                        group.addTask {
+                            do {
+                                _ = try await batcher.runStep(step(job, finishing: index % 2 == 0))
+                                return (job, true)
+                            } catch let error as JobRunnerError where error.isLeaseLost {
+                                return (job, false)
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
+                }
+            }
+            while batcher.waiting < 5 { await Task.yield() }
+            // The lease of one queued step's job ends before its transaction runs.
+            try await store.release(jobID: lost, owner: "A", now: epoch)
+            gate.signal()
+            _ = try await first.value
+            let outcomes = try await rest.value
+            #expect(outcomes.filter { !$0.value }.map(\.key) == [lost])
+            for job in jobs {
+                #expect(try await store.probeEffectCount(jobID: job) == (job == lost ? 0 : 1))
+                let steps = try await store.steps(of: job)
+                #expect(steps.map(\.output) == (job == lost ? [] : ["out \(job)"]))
+            }
+            var states: [JobState?] = []
+            for job in jobs { states.append(try await store.job(id: job)?.state) }
+            #expect(states == [.succeeded, .succeeded, .running, .queued, .running, .succeeded])
+        }
+        try await check(try await backend.makeStore())
+    }
 }
