@@ -21,8 +21,22 @@ public protocol JobStore: Sendable {
     /// shared transaction's pieces bare and, if one throws, each again alone.
     var savepointsAreCheap: Bool { get }
 
+    /// Returns when a job may have become due (one was enqueued), or after `timeout` seconds,
+    /// or when the calling task is cancelled: an idle worker's wait between claims. A backend
+    /// without notifications just sleeps.
+    func waitForWork(timeout: TimeInterval) async
+
+    /// Sets up what `waitForWork` listens to, before a long-running worker's first claim,
+    /// so nothing enqueued after that claim goes unheard.
+    func startWatchingForWork() async
+
     /// Idempotent by unique key: a live job with the same key is returned, not duplicated.
     func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: Transaction) throws -> EnqueueOutcome
+
+    /// Many jobs at once, all under `policy` (one kind's, typically), in request order:
+    /// one statement where the backend can, rather than one per job. A request with a
+    /// unique key is enqueued as `enqueue` does it (a live job with the key is returned).
+    func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: Transaction) throws -> [EnqueuedJob]
 
     /// Records a finished step, fenced by the lease: throws `JobRunnerError.leaseLost`
     /// when another worker now holds the job, which rolls back the step's own writes.
@@ -104,6 +118,17 @@ public protocol JobStore: Sendable {
     func probeEffectCount(jobID: JobID) async throws -> Int
 }
 
+/// A job `enqueue(many:)` made, or found live under the request's unique key.
+public struct EnqueuedJob: Sendable, Equatable {
+    public var id: JobID
+    public var created: Bool
+
+    public init(id: JobID, created: Bool) {
+        self.id = id
+        self.created = created
+    }
+}
+
 /// A finished step's done-mark, as the runner hands it to the store.
 public struct StepMark: Sendable, Equatable {
     public var jobID: JobID
@@ -139,6 +164,12 @@ public struct JobCountKey: Hashable, Sendable {
 extension JobStore {
     public var savepointsAreCheap: Bool { true }
 
+    public func waitForWork(timeout: TimeInterval) async {
+        try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
+    }
+
+    public func startWatchingForWork() async {}
+
     public func countByState() async throws -> [JobState: Int] {
         try await countByKindAndState().reduce(into: [:]) { counts, cell in counts[cell.key.state, default: 0] += cell.value }
     }
@@ -146,6 +177,13 @@ extension JobStore {
     public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws {
         _ = try markStepDone(jobID: jobID, step: step, output: output, owner: owner, now: now, in: tx)
         try markSucceeded(jobID: jobID, owner: owner, now: now, in: tx)
+    }
+
+    public func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: Transaction) throws -> [EnqueuedJob] {
+        try requests.map { request in
+            let outcome = try enqueue(request, policy: policy, now: now, in: tx)
+            return EnqueuedJob(id: outcome.job.id, created: outcome.created)
+        }
     }
 
     public func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?] {

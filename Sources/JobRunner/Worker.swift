@@ -189,6 +189,7 @@ public final class Worker<Store: JobStore>: Sendable {
         guard !kinds.isEmpty else { return summary }
         try await uncancelled { try await self.enqueueScheduledJobs() }
         var lastScheduleCheck = clock.now()
+        if !untilIdle { await store.startWatchingForWork() }
         let heartbeat = startHeartbeat()
         defer { heartbeat.cancel() }
 
@@ -221,7 +222,7 @@ public final class Worker<Store: JobStore>: Sendable {
                 }
                 if running == 0 {
                     if untilIdle || stopping { break }
-                    try? await Task.sleep(nanoseconds: UInt64(options.pollInterval * 1_000_000_000))
+                    await store.waitForWork(timeout: options.pollInterval)
                     if clock.now().timeIntervalSince(lastScheduleCheck) >= 30 {
                         try await uncancelled { try await self.enqueueScheduledJobs() }
                         lastScheduleCheck = clock.now()

@@ -47,7 +47,7 @@ extension PostgresStore: JobStore {
                 INSERT INTO lifecycle.jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
                 VALUES (\(request.kind), \(request.payload), \(request.uniqueKey), 'queued', 0, \(maxAttempts), \(request.runAt ?? now), \(now), \(now))
                 ON CONFLICT (unique_key) WHERE state IN ('queued','running','retrying') DO NOTHING
-                RETURNING *
+                RETURNING *, pg_notify(\(JobNotifications.channel), '') IS NULL AS notified
                 """)
             if let row = inserted.first { return EnqueueOutcome(job: try JobRecord(row: row), created: true) }
             if let key = request.uniqueKey, let live = try liveJob(uniqueKey: key, in: tx) {
@@ -55,6 +55,57 @@ extension PostgresStore: JobStore {
             }
         }
         throw PostgresStoreError.query("enqueue of \(request.kind) with unique key \(request.uniqueKey ?? "-") kept racing; try again", sqlState: nil)
+    }
+
+    public func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: PostgresTransaction) throws -> [EnqueuedJob] {
+        var enqueued = [EnqueuedJob?](repeating: nil, count: requests.count)
+        var plain: [Int] = []
+        for (index, request) in requests.enumerated() {
+            if request.uniqueKey != nil {
+                let outcome = try enqueue(request, policy: policy, now: now, in: tx)
+                enqueued[index] = EnqueuedJob(id: outcome.job.id, created: outcome.created)
+            } else {
+                plain.append(index)
+            }
+        }
+        // Up to 10,000 rows per statement: arrays of that size stay well inside one message.
+        for chunk in stride(from: 0, to: plain.count, by: 10_000).map({ Array(plain[$0..<min($0 + 10_000, plain.count)]) }) {
+            let kinds = chunk.map { requests[$0].kind }
+            let payloads = chunk.map { requests[$0].payload }
+            let attempts = chunk.map { Int32(requests[$0].maxAttempts ?? policy.maxAttempts) }
+            let runAts = chunk.map { requests[$0].runAt ?? now }
+            // Ids come from the sequence in row order, so sorted they match the requests.
+            let ids = try tx.query("""
+                WITH inserted AS (
+                    INSERT INTO lifecycle.jobs (kind, payload, state, attempt, max_attempts, run_at, created_at, updated_at)
+                    SELECT r.kind, r.payload, 'queued', 0, r.max_attempts, r.run_at, \(now), \(now)
+                    FROM unnest(\(kinds)::text[], \(payloads)::text[], \(attempts)::int4[], \(runAts)::timestamptz[])
+                         WITH ORDINALITY AS r(kind, payload, max_attempts, run_at, n)
+                    ORDER BY r.n
+                    RETURNING id
+                )
+                SELECT id FROM inserted ORDER BY id
+                """).map { try $0.decode(Int64.self) }
+            guard ids.count == chunk.count else {
+                throw PostgresStoreError.query("bulk enqueue stored \(ids.count) of \(chunk.count) jobs", sqlState: nil)
+            }
+            for (index, id) in zip(chunk, ids) { enqueued[index] = EnqueuedJob(id: id, created: true) }
+        }
+        if !plain.isEmpty { try notifyWorkers(in: tx) }
+        return enqueued.map { $0! }
+    }
+
+    public func waitForWork(timeout: TimeInterval) async {
+        await notifications.wait(timeout: timeout)
+    }
+
+    public func startWatchingForWork() async {
+        await notifications.start()
+    }
+
+    /// Wakes the idle workers listening on any machine once this transaction commits.
+    func notifyWorkers(in tx: PostgresTransaction) throws {
+        try tx.query("SELECT pg_notify(\(JobNotifications.channel), '')")
     }
 
     public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: PostgresTransaction) throws -> Bool {
@@ -261,6 +312,7 @@ extension PostgresStore: JobStore {
                   lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now)
                 WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 """)
+            try self.notifyWorkers(in: tx)
         }
     }
 
@@ -313,6 +365,7 @@ extension PostgresStore: JobStore {
             case .running, .succeeded:
                 throw JobRunnerError.notRetryable(jobID, job.state)
             }
+            try self.notifyWorkers(in: tx)
             return try self.job(id: jobID, in: tx)
         }
     }

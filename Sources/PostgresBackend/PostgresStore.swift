@@ -14,6 +14,7 @@ public final class PostgresStore: Sendable {
 
     public let server: PostgresLocation
     let pool: ConnectionPool
+    let notifications: JobNotifications
     let logger: Logger
 
     public var location: String { server.description }
@@ -26,9 +27,11 @@ public final class PostgresStore: Sendable {
     ) async throws {
         self.server = server
         self.logger = logger
+        let configuration = try server.connectionConfiguration()
         pool = ConnectionPool(
-            configuration: try server.connectionConfiguration(), maxConnections: server.maxConnections,
+            configuration: configuration, maxConnections: server.maxConnections,
             location: server.description, logger: logger)
+        notifications = JobNotifications(configuration: configuration, logger: logger)
         if migrating {
             _ = try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema) }
         } else {
@@ -42,12 +45,14 @@ public final class PostgresStore: Sendable {
     }
 
     deinit {
+        notifications.shutdown()
         pool.shutdown()
     }
 
     /// Closes the idle connections now instead of whenever the last reference goes;
     /// connections still in use close as they are given back.
     public func close() {
+        notifications.shutdown()
         pool.shutdown()
     }
 

@@ -221,6 +221,23 @@ extension SQLiteStore {
         return EnqueueOutcome(job: job, created: true)
     }
 
+    public func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: SQLiteTransaction) throws -> [EnqueuedJob] {
+        // One cached INSERT per row, without reading each job back: in-process SQLite has
+        // no round trip to save, only the per-row work.
+        let insert = try tx.db.cachedStatement(sql: """
+            INSERT INTO lifecycle_jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
+            VALUES (?, ?, NULL, 'queued', 0, ?, ?, ?, ?)
+            """)
+        return try requests.map { request in
+            if request.uniqueKey != nil {
+                let outcome = try enqueue(request, policy: policy, now: now, in: tx)
+                return EnqueuedJob(id: outcome.job.id, created: outcome.created)
+            }
+            try insert.execute(arguments: [request.kind, request.payload, request.maxAttempts ?? policy.maxAttempts, request.runAt ?? now, now, now])
+            return EnqueuedJob(id: tx.db.lastInsertedRowID, created: true)
+        }
+    }
+
     public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: SQLiteTransaction) throws -> Bool {
         // Cached statements: these run once per step of every job, the runner's hot path.
         // A read is fence enough: this runs inside the write transaction, which SQLite

@@ -49,6 +49,24 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
         return try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }
     }
 
+    /// Many jobs in one transaction, in request order: one statement per kind on PostgreSQL
+    /// rather than one per job. Requests with a unique key behave as in `enqueue`.
+    public func enqueue(many requests: [EnqueueRequest]) async throws -> [EnqueuedJob] {
+        var indicesByKind: [String: [Int]] = [:]
+        for (index, request) in requests.enumerated() { indicesByKind[request.kind, default: []].append(index) }
+        let groups = try indicesByKind.map { kind, indices in (indices, try self.policies.policy(for: kind)) }
+        let now = clock.now()
+        let store = self.store
+        return try await store.write { tx in
+            var enqueued = [EnqueuedJob?](repeating: nil, count: requests.count)
+            for (indices, policy) in groups {
+                let jobs = try store.enqueue(many: indices.map { requests[$0] }, policy: policy, now: now, in: tx)
+                for (index, job) in zip(indices, jobs) { enqueued[index] = job }
+            }
+            return enqueued.map { $0! }
+        }
+    }
+
     /// The reference app's data map, checked against the tables the database really has.
     /// An app's own database (a map without `app: reference`) is refused with a clear error
     /// by what needs the reference schema (photo normalisation), rather than failing in SQL.

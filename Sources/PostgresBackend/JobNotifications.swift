@@ -1,0 +1,140 @@
+import Foundation
+import Logging
+import NIOPosix
+import PostgresNIO
+
+/// Wakes an idle worker as soon as a job is enqueued, instead of at its next poll: every
+/// enqueue sends `NOTIFY lifecycle_jobs` (delivered when its transaction commits), and one
+/// connection per store LISTENs. Polling stays as the fallback (jobs whose backoff or
+/// delay runs out, leases that expire, a listening connection that is down), so a lost
+/// notification costs latency, never a job.
+final class JobNotifications: @unchecked Sendable {
+    static let channel = "lifecycle_jobs"
+
+    private let configuration: PostgresConnection.Configuration
+    private let logger: Logger
+    private let lock = NSLock()
+    /// A notification came while nobody waited: the next wait returns at once, so one
+    /// that lands between a worker's empty claim and its wait is not slept through.
+    private var pending = false
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+    private var listener: Task<Void, Never>?
+    private var connection: PostgresConnection?
+    private var isShutDown = false
+
+    init(configuration: PostgresConnection.Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Opens the listening connection if it is not open; returns once LISTEN is in place
+    /// (or failed: then waits fall back to polling, and the next call tries again).
+    func start() async {
+        let ready: Task<Void, Never>? = lock.withLock {
+            guard !isShutDown, listener == nil else { return nil }
+            let (stream, continuation) = AsyncStream<Void>.makeStream()
+            listener = Task { [weak self] in
+                await self?.listen(onReady: { continuation.yield(); continuation.finish() })
+                continuation.finish()
+                self?.lock.withLock { self?.listener = nil }
+            }
+            return Task { for await _ in stream { break } }
+        }
+        await ready?.value
+    }
+
+    /// Returns when a job was enqueued since the last wait returned, or after `timeout`
+    /// seconds, or when the calling task is cancelled.
+    func wait(timeout: TimeInterval) async {
+        await start()
+        let id: UInt64 = lock.withLock {
+            nextWaiter += 1
+            return nextWaiter
+        }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
+            self?.resume(id)
+        }
+        defer { timer.cancel() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now: Bool = lock.withLock {
+                    if pending || Task.isCancelled {
+                        pending = false
+                        return true
+                    }
+                    waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            resume(id)
+        }
+    }
+
+    func shutdown() {
+        let (task, open): (Task<Void, Never>?, PostgresConnection?) = lock.withLock {
+            isShutDown = true
+            return (listener, connection)
+        }
+        task?.cancel()
+        // Ends the notification sequence the listener is reading.
+        open.map { connection in connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+        lock.withLock { waiters }.keys.forEach(resume)
+    }
+
+    private func resume(_ id: UInt64) {
+        lock.withLock { waiters.removeValue(forKey: id) }?.resume()
+    }
+
+    private func wakeEveryone() {
+        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
+            if waiters.isEmpty { pending = true }
+            defer { waiters = [:] }
+            return Array(waiters.values)
+        }
+        woken.forEach { $0.resume() }
+    }
+
+    private func listen(onReady: @escaping @Sendable () -> Void) async {
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0, logger: logger
+            ).get()
+        } catch {
+            logger.debug("cannot open the connection that listens for new jobs; polling instead", metadata: ["error": "\(String(reflecting: error))"])
+            onReady()
+            return
+        }
+        let stillWanted = lock.withLock {
+            self.connection = connection
+            return !isShutDown
+        }
+        defer {
+            lock.withLock { self.connection = nil }
+            connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        }
+        guard stillWanted else {
+            onReady()
+            return
+        }
+        do {
+            try await connection.listen(on: Self.channel) { notifications in
+                onReady()
+                // Work enqueued before LISTEN took effect sent its notification to nobody.
+                wakeEveryone()
+                for try await _ in notifications {
+                    wakeEveryone()
+                }
+            }
+        } catch {
+            if !Task.isCancelled {
+                logger.debug("listening for new jobs stopped; polling until it is back", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            onReady()
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import JobRunner
+import Testing
+
+/// Bulk enqueue, and an idle worker woken by an enqueue rather than by its next poll.
+struct EnqueueAndWakeTests {
+    @Test(arguments: Backend.allCases)
+    func bulkEnqueueKeepsRequestOrderAndHonoursUniqueKeys(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let live = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.noopKind, uniqueKey: "k1"), now: epoch).job
+            let later = epoch.addingTimeInterval(3_600)
+            let requests = [
+                EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"i":0}"#),
+                EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"i":1}"#, uniqueKey: "k1"),
+                EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"i":2}"#),
+                EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"i":3}"#, uniqueKey: "k2"),
+                EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"i":4}"#, runAt: later, maxAttempts: 7),
+            ] + (5..<300).map { EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"i":\#($0)}"#) }
+            var fourAttempts = JobPolicy()
+            fourAttempts.maxAttempts = 4
+            let policy = fourAttempts
+            let enqueued = try await store.write { tx in try store.enqueue(many: requests, policy: policy, now: epoch, in: tx) }
+            try #require(enqueued.count == requests.count)
+            #expect(enqueued[1] == EnqueuedJob(id: live.id, created: false))
+            #expect(enqueued.enumerated().allSatisfy { $0.offset == 1 || $0.element.created })
+            #expect(Set(enqueued.map(\.id)).count == requests.count)
+            for (index, job) in enqueued.enumerated() where index != 1 {
+                let record = try #require(try await store.job(id: job.id))
+                #expect(record.payload == requests[index].payload)
+                #expect(record.state == .queued)
+                #expect(record.uniqueKey == requests[index].uniqueKey)
+                #expect(record.maxAttempts == (index == 4 ? 7 : 4))
+                #expect(record.runAt == (index == 4 ? later : epoch))
+            }
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    /// PostgreSQL only: SQLite has no notifications and its idle workers poll.
+    @Test func anIdleWorkerStartsAnEnqueuedJobWithoutWaitingForItsPoll() async throws {
+        let store = try await Backend.postgres.makeStore()
+        func check<S: JobStore>(_ store: S) async throws {
+            let (finished, sink) = AsyncStream<JobID>.makeStream()
+            // A poll interval far longer than the test allows: only a notification wakes it in time.
+            let worker = Worker(
+                store: store, registry: JobRegistry([ProbeJobs.noop(store: store)]), policies: PolicyBook(), clock: SystemTimeSource(),
+                options: WorkerOptions(concurrency: 2, pollInterval: 600),
+                events: { event in if case .finished(let job, .succeeded) = event { sink.yield(job.id) } })
+            let running = Task { try await worker.run() }
+            for round in 1...3 {
+                // Each round's job is enqueued after the previous one finished, when the
+                // worker has found the queue empty and gone back to waiting.
+                let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"round":\#(round)}"#), now: Date()).job
+                let waiter = Task { () -> JobID? in
+                    for await id in finished { return id }
+                    return nil
+                }
+                let deadline = Task {
+                    try await Task.sleep(nanoseconds: 60_000_000_000)
+                    waiter.cancel()
+                }
+                let done = await waiter.value
+                deadline.cancel()
+                #expect(done == job.id, "round \(round): the job did not start within 60 s although the worker was idle")
+            }
+            running.cancel()
+            _ = try await running.value
+        }
+        try await check(store)
+    }
+}
