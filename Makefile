@@ -19,12 +19,15 @@ MOTO_REQUIREMENT := moto[server]>=5,<6
 JSONSCHEMA_REQUIREMENT := jsonschema>=4.18,<5
 SCHEMATHESIS_REQUIREMENT := schemathesis>=4,<5
 WEBSOCKETS_REQUIREMENT := websockets>=13,<16
+# `make bench` only: the job queues the runner is measured against, in the same venv.
+PGQUEUER_REQUIREMENT := pgqueuer==1.6.0
+HUEY_REQUIREMENT := huey>=2.5,<3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
 DEMO_DIR := demo
 
-.PHONY: deps build run test bench clean
+.PHONY: deps bench-deps build run test bench clean
 
 deps:
 	@missing=$$(for package in $(APT_PACKAGES); do \
@@ -52,6 +55,16 @@ deps:
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(WEBSOCKETS_REQUIREMENT)'; \
 	fi
 
+bench-deps: deps
+	@if ! $(TOOLS_VENV)/bin/python -c 'import pgqueuer, asyncpg' 2>/dev/null; then \
+		echo "installing $(PGQUEUER_REQUIREMENT) into $(TOOLS_VENV)"; \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(PGQUEUER_REQUIREMENT)'; \
+	fi
+	@if [ ! -x $(TOOLS_VENV)/bin/huey_consumer ]; then \
+		echo "installing $(HUEY_REQUIREMENT) into $(TOOLS_VENV)"; \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(HUEY_REQUIREMENT)'; \
+	fi
+
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
 
@@ -64,7 +77,7 @@ test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	SWIFT_BUILD_FLAGS='$(SWIFT_BUILD_FLAGS)' scripts/test.sh
 
-bench: deps
+bench: bench-deps
 	scripts/bench.sh
 
 clean:

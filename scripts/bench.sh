@@ -12,7 +12,14 @@ seconds() { python3 -c "import sys; print(f'{float(sys.argv[1]):.3f}')" "$1"; }
 now() { date +%s.%N; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$1" "$2"; }
 
-echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores =="
+REFERENCE="$PWD/.build-tools/venv/bin/python scripts/reference-queues.py"
+best() { printf '%s\n' "$@" | sort -n | tail -1; }
+rate() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.0f}')" "$1" "$2"; }
+# The three-step probe runs at the no-op job's concurrency, so the two differ only in
+# their steps: a copy of Jobs/ whose probe policy allows 64 at once.
+cp -r Jobs "$WORK/jobs"
+sed -i 's/^  concurrency: .*/  concurrency: 64/' "$WORK/jobs/policies/runner.yaml"
+grep -q '^  concurrency: 64' "$WORK/jobs/policies/runner.yaml" || { echo "bench: cannot set the probe's concurrency" >&2; exit 1; }
 
 # A worker that finds the queue empty while another process still holds jobs exits 75
 # (work left undone, by someone else): with several processes that is expected. What
@@ -25,28 +32,89 @@ wait_workers() {
   done
 }
 
-runner_case() {  # name, processes, kind-flag, concurrency per process
-  local name=$1 processes=$2 flag=$3 concurrency=$4 db="$WORK/$1.sqlite"
-  "$BIN" init --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
-  "$BIN" jobs probe $flag --count "$JOBS" --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
+# drain STORE-ARGS COUNT-SQL PROCESSES KIND-FLAG JOB-COUNT: enqueue (not timed), start the
+# workers at once, time until all exit, check every job succeeded; prints jobs/s.
+drain() {
+  local store=$1 count_sql=$2 processes=$3 flag=$4 jobs=$5
+  # shellcheck disable=SC2086
+  "$BIN" jobs probe $flag --count "$jobs" $store >/dev/null
   local start end pids=()
   start=$(now)
   for _ in $(seq "$processes"); do
-    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$db" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null 2>&1 & pids+=($!)
+    # shellcheck disable=SC2086
+    "$BIN" worker --once --concurrency 64 --log-level warning $store >/dev/null 2>&1 & pids+=($!)
   done
   wait_workers "${pids[@]}"
   end=$(now)
   local done_count
-  done_count=$(sqlite3 "$db" "SELECT COUNT(*) FROM lifecycle_jobs WHERE state='succeeded' AND kind LIKE 'runner.%'")
-  [ "$done_count" = "$JOBS" ] || { echo "only $done_count of $JOBS jobs succeeded" >&2; exit 1; }
-  python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end"
+  done_count=$(eval "$count_sql")
+  [ "$done_count" = "$jobs" ] || { echo "only $done_count of $jobs jobs succeeded ($store)" >&2; exit 1; }
+  python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$jobs" "$start" "$end"
 }
 
-# No-op jobs wait on nothing, so Jobs/policies/noop.yaml lets 64 run at once per process.
-noop1=$(runner_case noop-1p 1 --noop 64)
-noop2=$(runner_case noop-2p 2 --noop 64)
-noop4=$(runner_case noop-4p 4 --noop 64)
-probe1=$(runner_case probe-1p 1 "" 4)
+# latency STORE-ARGS WAITING-SQL DELAYS-SQL: a long-running worker, idle; 100 jobs enqueued
+# one at a time by separate processes (an app's requests); prints p50 and p99 of the time
+# from a job's enqueue to its start (its claim), in ms.
+latency() {
+  local store=$1 waiting_sql=$2 delays_sql=$3 worker
+  # shellcheck disable=SC2086
+  "$BIN" worker --concurrency 4 --log-level warning $store >/dev/null 2>&1 & worker=$!
+  for _ in $(seq 100); do
+    # shellcheck disable=SC2086
+    "$BIN" jobs probe --noop --one-by-one --count 1 $store >/dev/null
+  done
+  until [ "$(eval "$waiting_sql")" = 0 ]; do :; done
+  kill -TERM "$worker"; wait "$worker" || true
+  eval "$delays_sql" | python3 -c '
+import sys
+delays = sorted(float(line) for line in sys.stdin if line.strip())
+assert len(delays) == 100, f"{len(delays)} jobs measured, expected 100"
+pick = lambda q: delays[min(len(delays) - 1, int(q * len(delays)))]
+print(f"{pick(0.5):.1f} {pick(0.99):.1f}")'
+}
+
+# peak_rss STORE-ARGS COUNT-SQL JOBS: one worker process draining JOBS no-op jobs; prints MB.
+peak_rss() {
+  local store=$1 count_sql=$2 jobs=$3
+  # shellcheck disable=SC2086
+  "$BIN" jobs probe --noop --count "$jobs" $store >/dev/null
+  # shellcheck disable=SC2086
+  /usr/bin/time -f %M -o "$WORK/rss" "$BIN" worker --once --concurrency 64 --log-level warning $store >/dev/null 2>&1
+  local done_count
+  done_count=$(eval "$count_sql")
+  [ "$done_count" -ge "$jobs" ] || { echo "only $done_count of $jobs jobs succeeded ($store)" >&2; exit 1; }
+  python3 -c "import sys; print(f'{int(open(sys.argv[1]).read().split()[-1])/1024:.0f}')" "$WORK/rss"
+}
+
+# enqueue_rates STORE-ARGS: bulk (JOBS in one call) and single (2,000 one by one) jobs/s,
+# timed inside the process (start-up and connecting excluded, as for pgqueuer's figures).
+enqueue_rates() {
+  local store=$1 bulk single
+  # shellcheck disable=SC2086
+  bulk=$("$BIN" jobs probe --noop --count "$JOBS" --json $store | python3 -c 'import json,sys; r=json.load(sys.stdin); print(round(r["created"]/r["seconds"]))')
+  # shellcheck disable=SC2086
+  single=$("$BIN" jobs probe --noop --one-by-one --count 2000 --json $store | python3 -c 'import json,sys; r=json.load(sys.stdin); print(round(r["created"]/r["seconds"]))')
+  echo "$bulk $single"
+}
+
+echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores, $JOBS jobs per drain =="
+sqlite_store() {  # NAME: a fresh SQLite installation; prints its arguments
+  local db="$WORK/$1.sqlite"
+  "$BIN" init --database "$db" --blobs "$WORK/blobs" --jobs-dir "$WORK/jobs" >/dev/null
+  echo "--database $db --blobs $WORK/blobs --jobs-dir $WORK/jobs"
+}
+sqlite_count() { echo "sqlite3 $WORK/$1.sqlite \"SELECT COUNT(*) FROM lifecycle_jobs WHERE state='succeeded' AND kind LIKE 'runner.%'\""; }
+noop1=$(drain "$(sqlite_store noop-1p)" "$(sqlite_count noop-1p)" 1 --noop "$JOBS")
+noop2=$(drain "$(sqlite_store noop-2p)" "$(sqlite_count noop-2p)" 2 --noop "$JOBS")
+noop4=$(drain "$(sqlite_store noop-4p)" "$(sqlite_count noop-4p)" 4 --noop "$JOBS")
+probe1=$(drain "$(sqlite_store probe-1p)" "$(sqlite_count probe-1p)" 1 "" "$JOBS")
+huey1=$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 1)
+huey2=$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 2)
+read -r sqlite_bulk sqlite_single < <(enqueue_rates "$(sqlite_store enqueue)")
+read -r sqlite_p50 sqlite_p99 < <(latency "$(sqlite_store latency)" \
+  "sqlite3 $WORK/latency.sqlite \"SELECT COUNT(*) FROM lifecycle_jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
+  "sqlite3 $WORK/latency.sqlite \"SELECT (julianday(started_at) - julianday(created_at)) * 86400000.0 FROM lifecycle_jobs WHERE kind = 'runner.noop'\"")
+sqlite_rss=$(peak_rss "$(sqlite_store rss)" "$(sqlite_count rss)" 100000)
 
 # Reference floor: the same two writes per job (claim, then done), each its own
 # transaction, issued by the sqlite3 shell with no runner around them, on a table of
@@ -65,42 +133,47 @@ PY
 start=$(now); sqlite3 "$floor_db" < "$WORK/floor.sql" >/dev/null; end=$(now)
 floor=$(python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end")
 
-# A probe job adds two database steps, each committed with its done-mark in its own transaction.
-per_step_us=$(python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{(1e6/b-1e6/a)/2:.0f}')" "$noop1" "$probe1")
-echo "no-op single-step jobs, 1 worker process:   $noop1 jobs/s   (target ≥ 5000)"
-echo "no-op single-step jobs, 2 worker processes: $noop2 jobs/s"
-echo "no-op single-step jobs, 4 worker processes: $noop4 jobs/s"
-echo "sqlite3 shell, claim + done UPDATEs only:    $floor jobs/s   → runner/floor = $(ratio "$noop1" "$floor")"
-echo "three-step probe jobs, 1 process:           $probe1 jobs/s   → each extra checkpointed database step ≈ ${per_step_us} µs"
+echo "no-op jobs, 1 / 2 / 4 worker processes:     $noop1 / $noop2 / $noop4 jobs/s"
+echo "huey (SqliteHuey, process workers), 1 / 2:  $huey1 / $huey2 jobs/s   → best/best = $(ratio "$(best "$noop1" "$noop2" "$noop4")" "$(best "$huey1" "$huey2")")× (target ≥ 2.5)"
+echo "sqlite3 shell, claim + done UPDATEs only:    $floor jobs/s   → runner (1 process)/floor = $(ratio "$noop1" "$floor")"
+echo "three-step jobs (2 database steps + no-op), 1 process, same concurrency (64): $probe1 jobs/s → three-step/one-step = $(ratio "$probe1" "$noop1") (target ≥ 0.5)"
+echo "enqueue: bulk $sqlite_bulk jobs/s, one by one $sqlite_single jobs/s"
+echo "enqueue → start on an idle worker (polls every 1 s; no notifications on SQLite): p50 $sqlite_p50 ms, p99 $sqlite_p99 ms"
+echo "peak RSS of one worker draining 100,000 jobs: $sqlite_rss MB"
 
 echo
-echo "== Job runner on PostgreSQL 15 (throwaway loopback cluster, default durability), $(nproc) cores =="
+echo "== Job runner on PostgreSQL 15 (throwaway loopback cluster, default durability), $(nproc) cores, $JOBS jobs per drain =="
 PG_BIN=${LIFECYCLE_PG_BIN:-/usr/lib/postgresql/15/bin}
 cluster=$(scripts/pg-cluster.sh start "$WORK/pg")
 eval "$cluster"
 trap 'scripts/pg-cluster.sh stop "$WORK/pg" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 pg() { PGOPTIONS="-c client_min_messages=warning" PGPASSWORD=$PG_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U lifecycle -qAt "$@"; }
-
-pg_case() {  # name, processes, concurrency per process: every case on a fresh database
-  local name=$1 processes=$2 concurrency=$3
-  pg -d postgres -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name"
-  local url="postgres://lifecycle:$PG_PASSWORD@127.0.0.1:$PG_PORT/$name?sslmode=disable"
-  "$BIN" init --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
-  "$BIN" jobs probe --noop --count "$JOBS" --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null
-  local start end pids=()
-  start=$(now)
-  for _ in $(seq "$processes"); do
-    "$BIN" worker --once --concurrency "$concurrency" --log-level warning --database "$url" --blobs "$WORK/blobs" --jobs-dir Jobs >/dev/null 2>&1 & pids+=($!)
-  done
-  wait_workers "${pids[@]}"
-  end=$(now)
-  local done_count
-  done_count=$(pg -d "$name" -c "SELECT COUNT(*) FROM lifecycle.jobs WHERE state='succeeded' AND kind = 'runner.noop'")
-  [ "$done_count" = "$JOBS" ] || { echo "only $done_count of $JOBS jobs succeeded on PostgreSQL" >&2; exit 1; }
-  python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$JOBS" "$start" "$end"
+pg_database() {  # NAME: a fresh database; prints its URL
+  pg -d postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1"
+  echo "postgres://lifecycle:$PG_PASSWORD@127.0.0.1:$PG_PORT/$1?sslmode=disable"
 }
-pg4=$(pg_case noop_pg_4p 4 64)
-pg1=$(pg_case noop_pg_1p 1 64)
+pg_store() {  # NAME: a fresh installation in a fresh database; prints its arguments
+  local url
+  url=$(pg_database "$1")
+  "$BIN" init --database "$url" --blobs "$WORK/blobs" --jobs-dir "$WORK/jobs" >/dev/null
+  echo "--database $url --blobs $WORK/blobs --jobs-dir $WORK/jobs"
+}
+pg_count() { echo "pg -d $1 -c \"SELECT COUNT(*) FROM lifecycle.jobs WHERE state='succeeded' AND kind LIKE 'runner.%'\""; }
+pg1=$(drain "$(pg_store noop_1p)" "$(pg_count noop_1p)" 1 --noop "$JOBS")
+pg2=$(drain "$(pg_store noop_2p)" "$(pg_count noop_2p)" 2 --noop "$JOBS")
+pg4=$(drain "$(pg_store noop_4p)" "$(pg_count noop_4p)" 4 --noop "$JOBS")
+pgprobe1=$(drain "$(pg_store probe_1p)" "$(pg_count probe_1p)" 1 "" "$JOBS")
+pgq_dsn="postgresql://lifecycle:$PG_PASSWORD@127.0.0.1:$PG_PORT/pgqueuer"
+pg_database pgqueuer >/dev/null
+pgq1=$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 1)
+pgq2=$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 2)
+pgq4=$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 4)
+read -r pg_bulk pg_single < <(enqueue_rates "$(pg_store enqueue)")
+read -r pgq_bulk pgq_single < <($REFERENCE pgqueuer-enqueue "$pgq_dsn" "$JOBS" 2000)
+read -r pg_p50 pg_p99 < <(latency "$(pg_store latency)" \
+  "pg -d latency -c \"SELECT COUNT(*) FROM lifecycle.jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
+  "pg -d latency -c \"SELECT EXTRACT(EPOCH FROM started_at - created_at) * 1000 FROM lifecycle.jobs WHERE kind = 'runner.noop'\"")
+pg_rss=$(peak_rss "$(pg_store rss)" "$(pg_count rss)" 100000)
 
 # Reference floor: pgbench doing only the claim and done UPDATEs, each its own
 # transaction, on 4 connections, with no runner around them.
@@ -118,9 +191,14 @@ COMMIT;
 SQL
 pg_floor=$(PGPASSWORD=$PG_PASSWORD "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U lifecycle -n -c 4 -j 2 -t $((JOBS / 4)) \
   -D jobs="$JOBS" -f "$WORK/floor.pgbench" floor 2>/dev/null | awk '/^tps/ { printf "%.0f", $3 }')
-echo "no-op single-step jobs, 4 worker processes: $pg4 jobs/s   (target ≥ 3000; SQLite, same run, 4 processes: $noop4, 1 process: $noop1)"
-echo "no-op single-step jobs, 1 worker process:   $pg1 jobs/s"
-echo "pgbench, claim + done UPDATEs only, 4 conns: $pg_floor jobs/s   → runner/floor = $(ratio "$pg4" "$pg_floor")"
+echo "no-op jobs, 1 / 2 / 4 worker processes:     $pg1 / $pg2 / $pg4 jobs/s"
+echo "pgqueuer (asyncpg, batch 10), 1 / 2 / 4:    $pgq1 / $pgq2 / $pgq4 jobs/s   → best/best = $(ratio "$(best "$pg1" "$pg2" "$pg4")" "$(best "$pgq1" "$pgq2" "$pgq4")")× (target ≥ 1.2)"
+echo "pgbench, claim + done UPDATEs only, 4 conns: $pg_floor jobs/s   → runner (4 processes)/floor = $(ratio "$pg4" "$pg_floor")"
+echo "three-step jobs (2 database steps + no-op), 1 process, same concurrency (64): $pgprobe1 jobs/s → three-step/one-step = $(ratio "$pgprobe1" "$pg1") (target ≥ 0.5)"
+echo "enqueue, bulk:       $pg_bulk jobs/s, pgqueuer $pgq_bulk → $(ratio "$pg_bulk" "$pgq_bulk")× (target ≥ 1)"
+echo "enqueue, one by one: $pg_single jobs/s, pgqueuer $pgq_single → $(ratio "$pg_single" "$pgq_single")× (target ≥ 1)"
+echo "enqueue → start on an idle worker (LISTEN/NOTIFY): p50 $pg_p50 ms, p99 $pg_p99 ms (target p99 ≤ 20)"
+echo "peak RSS of one worker draining 100,000 jobs: $pg_rss MB"
 scripts/pg-cluster.sh stop "$WORK/pg" >/dev/null 2>&1 || true
 
 for extra in scripts/bench-*.sh; do

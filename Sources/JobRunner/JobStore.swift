@@ -21,6 +21,10 @@ public protocol JobStore: Sendable {
     /// shared transaction's pieces bare and, if one throws, each again alone.
     var savepointsAreCheap: Bool { get }
 
+    /// How many of a worker's group-commit transactions may be open at once: 1 where the
+    /// database has one writer; more where each waits on round trips to a server.
+    var concurrentWriteTransactions: Int { get }
+
     /// Returns when a job may have become due (one was enqueued), or after `timeout` seconds,
     /// or when the calling task is cancelled: an idle worker's wait between claims. A backend
     /// without notifications just sleeps.
@@ -32,6 +36,10 @@ public protocol JobStore: Sendable {
 
     /// Idempotent by unique key: a live job with the same key is returned, not duplicated.
     func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date, in tx: Transaction) throws -> EnqueueOutcome
+
+    /// One job, committed on its own (`enqueue(_:policy:now:in:)` in a transaction of its
+    /// own, unless the backend can do it in fewer round trips).
+    func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date) async throws -> EnqueueOutcome
 
     /// Many jobs at once, all under `policy` (one kind's, typically), in request order:
     /// one statement where the backend can, rather than one per job. A request with a
@@ -163,6 +171,7 @@ public struct JobCountKey: Hashable, Sendable {
 
 extension JobStore {
     public var savepointsAreCheap: Bool { true }
+    public var concurrentWriteTransactions: Int { 1 }
 
     public func waitForWork(timeout: TimeInterval) async {
         try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
@@ -177,6 +186,10 @@ extension JobStore {
     public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws {
         _ = try markStepDone(jobID: jobID, step: step, output: output, owner: owner, now: now, in: tx)
         try markSucceeded(jobID: jobID, owner: owner, now: now, in: tx)
+    }
+
+    public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date) async throws -> EnqueueOutcome {
+        try await write { tx in try self.enqueue(request, policy: policy, now: now, in: tx) }
     }
 
     public func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: Transaction) throws -> [EnqueuedJob] {

@@ -27,9 +27,10 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     private let write: @Sendable (@escaping Pieces) async throws -> [Outcome]
     private let savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
     private let markAll: MarkAll?
+    private let maxTransactions: Int
     private let lock = NSLock()
     private var pending: [Pending] = []
-    private var flushScheduled = false
+    private var openTransactions = 0
 
     /// `write` runs its closure in one write transaction and commits it (rolls back if it
     /// throws); `savepoint` runs a piece so that throwing undoes that piece's writes alone,
@@ -37,14 +38,19 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// which job steps are: a rolled-back run left nothing behind. `markAll` writes
     /// done-marks, fenced by their leases: for each mark, nil when the lease was lost,
     /// else whether cancellation was requested. Without it only `run` may be used.
+    /// `maxTransactions` shared transactions may be open at once: one for a database with
+    /// a single writer; more where each is a connection to a server, so pieces keep
+    /// arriving into a new transaction while earlier ones wait on their round trips.
     public init(
         write: @escaping @Sendable (@escaping Pieces) async throws -> [Outcome],
         savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?,
-        markAll: MarkAll? = nil
+        markAll: MarkAll? = nil,
+        maxTransactions: Int = 1
     ) {
         self.write = write
         self.savepoint = savepoint
         self.markAll = markAll
+        self.maxTransactions = max(1, maxTransactions)
     }
 
     public func run<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
@@ -76,8 +82,8 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
             let startFlush = lock.withLock {
                 pending.append(Pending(work: work, continuation: continuation))
-                if flushScheduled { return false }
-                flushScheduled = true
+                if openTransactions >= maxTransactions { return false }
+                openTransactions += 1
                 return true
             }
             if startFlush { Task { await self.flush() } }
@@ -87,12 +93,13 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// Pieces waiting for the next transaction.
     var waiting: Int { lock.withLock { pending.count } }
 
-    /// One flush at a time: work that arrives while a transaction is open goes into the next one.
+    /// Up to `maxTransactions` flushes at a time: work that arrives while they are all open
+    /// goes into the next transaction.
     private func flush() async {
         while true {
             let batch: [Pending] = lock.withLock {
                 if pending.isEmpty {
-                    flushScheduled = false
+                    openTransactions -= 1
                     return []
                 }
                 defer { pending = [] }

@@ -125,7 +125,8 @@ public final class Worker<Store: JobStore>: Sendable {
         }
         self.transactions = TransactionBatcher(
             write: { work in try await store.write(work) }, savepoint: savepoint,
-            markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
+            markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
+            maxTransactions: store.concurrentWriteTransactions)
     }
 
     private var kindNames: [String] {

@@ -102,6 +102,22 @@ public final class PostgresStore: Sendable {
         return try result.mapError { $0.error }.get()
     }
 
+    /// One statement on a pooled connection outside any explicit transaction, so it commits
+    /// by itself: one round trip, and no thread of the transaction pool.
+    func autocommit(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) async throws -> [PostgresRow] {
+        let connection = try await pool.acquire()
+        do {
+            let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger, file: file, line: line)
+            let rows = try await future.get().rows
+            pool.release(connection, reusable: true)
+            return rows
+        } catch {
+            // A failed statement outside a transaction leaves the connection as it was.
+            pool.release(connection, reusable: !connection.isClosed)
+            throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
+        }
+    }
+
     public func accountTables() async throws -> [String] {
         try await read { tx in
             // The app's tables only: lifecycle's own (the `lifecycle` schema) are not for the

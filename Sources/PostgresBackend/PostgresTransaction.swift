@@ -14,6 +14,8 @@ public struct PostgresTransaction {
     let logger: Logger
     /// Read transactions take no row locks.
     public let isReadOnly: Bool
+    /// Writes sent with `executeDeferred` whose outcome is not yet known.
+    private let deferred = DeferredWrites()
 
     /// Runs one statement and returns its rows. Values go in as bind parameters
     /// through `PostgresQuery`'s interpolation, never into the SQL text.
@@ -28,11 +30,39 @@ public struct PostgresTransaction {
         try result(query, file: file, line: line).metadata.rows ?? 0
     }
 
+    /// Sends a write whose result nothing here needs, without waiting for it: the connection
+    /// runs it in order with this transaction's other statements, and this thread goes on
+    /// (one thread wake-up fewer per statement). Its failure fails the transaction: the next
+    /// statement that waits, or the commit, throws its error.
+    public func executeDeferred(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) {
+        deferred.add(connection.query(query, logger: logger, file: file, line: line), at: "\(file):\(line)")
+    }
+
+    /// Waits for the deferred writes; throws the first one's error.
+    func settleDeferred() throws {
+        for (future, place) in deferred.takeAll() {
+            do {
+                _ = try future.wait()
+            } catch {
+                throw PostgresStoreError.from(error, location: location, doing: "query at \(place)")
+            }
+        }
+    }
+
+    /// Waits for the deferred writes and forgets their outcome: the savepoint they were
+    /// sent in is being rolled back.
+    func discardDeferred() {
+        for (future, _) in deferred.takeAll() { _ = try? future.wait() }
+    }
+
     private func result(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresQueryResult {
         do {
             let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger, file: file, line: line)
             return try future.wait()
         } catch {
+            // A deferred write that failed aborted the transaction: its error says why, where
+            // this statement's would only say that the transaction is aborted.
+            try settleDeferred()
             throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
         }
     }
@@ -62,7 +92,9 @@ public struct PostgresTransaction {
         }
         let outcome: Result<T, any Error>
         do {
-            outcome = .success(try body(tx))
+            let value = try body(tx)
+            try tx.settleDeferred()
+            outcome = .success(value)
         } catch {
             outcome = .failure(error)
         }
@@ -82,6 +114,23 @@ public struct PostgresTransaction {
                 // A connection whose transaction state is unknown must not be reused.
                 return (outcome, false)
             }
+        }
+    }
+}
+
+/// The deferred writes of one transaction, in the order they were sent.
+final class DeferredWrites: @unchecked Sendable {
+    private let lock = NSLock()
+    private var writes: [(EventLoopFuture<PostgresQueryResult>, String)] = []
+
+    func add(_ write: EventLoopFuture<PostgresQueryResult>, at place: String) {
+        lock.withLock { writes.append((write, place)) }
+    }
+
+    func takeAll() -> [(EventLoopFuture<PostgresQueryResult>, String)] {
+        lock.withLock {
+            defer { writes = [] }
+            return writes
         }
     }
 }

@@ -36,6 +36,20 @@ struct EnqueueAndWakeTests {
         try await check(try await backend.makeStore())
     }
 
+    @Test(arguments: Backend.allCases)
+    func aJobEnqueuedOnItsOwnHonoursItsUniqueKey(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let first = try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind, uniqueKey: "solo"), policy: JobPolicy(), now: epoch)
+            let again = try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind, uniqueKey: "solo"), policy: JobPolicy(), now: epoch)
+            let plain = try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"p":1}"#), policy: JobPolicy(), now: epoch)
+            #expect(first.created && !again.created && plain.created)
+            #expect(again.job == first.job)
+            #expect(plain.job.id != first.job.id && plain.job.payload == #"{"p":1}"#)
+            #expect(try await store.job(id: plain.job.id) == plain.job)
+        }
+        try await check(try await backend.makeStore())
+    }
+
     /// PostgreSQL only: SQLite has no notifications and its idle workers poll.
     @Test func anIdleWorkerStartsAnEnqueuedJobWithoutWaitingForItsPoll() async throws {
         let store = try await Backend.postgres.makeStore()

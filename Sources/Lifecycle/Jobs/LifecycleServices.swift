@@ -45,8 +45,7 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     public func enqueue(_ request: EnqueueRequest) async throws -> EnqueueOutcome {
         let policy = try policies.policy(for: request.kind)
         let now = clock.now()
-        let store = self.store
-        return try await store.write { tx in try store.enqueue(request, policy: policy, now: now, in: tx) }
+        return try await store.enqueue(request, policy: policy, now: now)
     }
 
     /// Many jobs in one transaction, in request order: one statement per kind on PostgreSQL
