@@ -70,10 +70,16 @@ final class PhotoFolder: Sendable {
     func open(_ relative: String) throws(Refusal) -> OpenedFile {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         let flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
-        let fd: Int32
+        var fd: Int32 = -1
         switch resolution {
         case .kernel:
-            fd = accountlifecycle_openat2(descriptor, relative, flags, UInt64(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS))
+            // The kernel gives up a RESOLVE_BENEATH walk through ".." with EAGAIN when any
+            // rename or mount happens anywhere meanwhile, and openat2(2) says to retry.
+            var attempts = 0
+            repeat {
+                fd = accountlifecycle_openat2(descriptor, relative, flags, UInt64(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS))
+                attempts += 1
+            } while fd < 0 && (errno == EAGAIN || errno == EINTR) && attempts < 100
         case .componentWalk:
             fd = Self.walk(from: descriptor, relative, flags: flags)
         }
