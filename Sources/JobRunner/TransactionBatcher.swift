@@ -156,6 +156,9 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
                 guard !marked.isEmpty else { return outcomes }
                 guard let markAll = self.markAll else { preconditionFailure("a step piece without a markAll") }
                 let results = try markAll(tx, marked.map { marks[$0]! })
+                guard results.count == marked.count else {
+                    preconditionFailure("markAll answered \(results.count) of \(marked.count) marks")
+                }
                 for (index, result) in zip(marked, results) {
                     // A lost lease leaves that piece's writes in this transaction: give it up,
                     // and every piece runs again alone below.

@@ -19,7 +19,9 @@ final class JobNotifications: @unchecked Sendable {
     private var pending = false
     private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextWaiter: UInt64 = 0
+    private var timers: [UInt64: Task<Void, Never>] = [:]
     private var listener: Task<Void, Never>?
+    private var lastFailure: Date?
     private var connection: PostgresConnection?
     private var isShutDown = false
 
@@ -29,34 +31,50 @@ final class JobNotifications: @unchecked Sendable {
     }
 
     /// Opens the listening connection if it is not open; returns once LISTEN is in place
-    /// (or failed: then waits fall back to polling, and the next call tries again).
+    /// (or failed: then waits fall back to polling, and a later wait tries again).
     func start() async {
-        let ready: Task<Void, Never>? = lock.withLock {
+        await startListener()?.value
+    }
+
+    /// Starts the listener unless it runs, or failed less than `retryDelay` ago; returns a
+    /// task that ends once LISTEN is in place or the attempt failed, or nil if none started.
+    private func startListener() -> Task<Void, Never>? {
+        lock.withLock {
             guard !isShutDown, listener == nil else { return nil }
+            if let lastFailure, Date().timeIntervalSince(lastFailure) < Self.retryDelay { return nil }
             let (stream, continuation) = AsyncStream<Void>.makeStream()
             listener = Task { [weak self] in
                 await self?.listen(onReady: { continuation.yield(); continuation.finish() })
                 continuation.finish()
-                self?.lock.withLock { self?.listener = nil }
+                self?.listenerEnded()
             }
             return Task { for await _ in stream { break } }
         }
-        await ready?.value
+    }
+
+    /// A listener that stopped (connection lost, server gone) is started again by a later
+    /// wait, at most this often, so an unreachable server is not dialled on every poll.
+    private static let retryDelay: TimeInterval = 5
+
+    private func listenerEnded() {
+        lock.withLock {
+            listener = nil
+            lastFailure = isShutDown ? nil : Date()
+        }
     }
 
     /// Returns when a job was enqueued since the last wait returned, or after `timeout`
-    /// seconds, or when the calling task is cancelled.
+    /// seconds, or when the calling task is cancelled. One waiter at a time per store is
+    /// what a worker makes; with several, a notification that lands while one waits and
+    /// another is between its empty claim and its wait reaches only the first, and the
+    /// second finds the job at its next poll.
     func wait(timeout: TimeInterval) async {
-        await start()
+        // A listener that is down is reconnected in the background: this wait polls meanwhile.
+        _ = startListener()
         let id: UInt64 = lock.withLock {
             nextWaiter += 1
             return nextWaiter
         }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
-            self?.resume(id)
-        }
-        defer { timer.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now: Bool = lock.withLock {
@@ -67,11 +85,22 @@ final class JobNotifications: @unchecked Sendable {
                     waiters[id] = continuation
                     return false
                 }
-                if now { continuation.resume() }
+                if now {
+                    continuation.resume()
+                    return
+                }
+                // Started only once the waiter is registered, so the timeout cannot fire
+                // into an empty slot and leave the wait to the next notification.
+                let timer = Task { [weak self] in
+                    try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
+                    self?.resume(id)
+                }
+                lock.withLock { timers[id] = timer }
             }
         } onCancel: {
             resume(id)
         }
+        lock.withLock { timers.removeValue(forKey: id) }?.cancel()
     }
 
     func shutdown() {
