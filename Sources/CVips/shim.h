@@ -1,11 +1,6 @@
 #ifndef CVIPS_SHIM_H
 #define CVIPS_SHIM_H
 
-/* dladdr and Dl_info are GNU extensions. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <dlfcn.h>
 #include <vips/vips.h>
 #include <gmodule.h>
 
@@ -147,16 +142,6 @@ cvips_load_module(const char *path)
 	if (!module)
 		return g_module_error();
 	g_module_make_resident(module);
-	return NULL;
-}
-
-/* The file the dynamic linker mapped libvips from, or NULL. */
-static inline const char *
-cvips_library_path(void)
-{
-	Dl_info info;
-	if (dladdr((void *) vips_init, &info) && info.dli_fname)
-		return info.dli_fname;
 	return NULL;
 }
 
