@@ -73,8 +73,7 @@ extension PostgresStore: JobStore {
             if let row = try await autocommit(Self.insertJob(request, policy: policy, now: now)).first {
                 return EnqueueOutcome(job: try JobRecord(row: row), created: true)
             }
-            if let key = request.uniqueKey,
-               let row = try await autocommit("SELECT * FROM lifecycle.jobs WHERE unique_key = \(key) AND state IN ('queued','running','retrying')").first {
+            if let key = request.uniqueKey, let row = try await autocommit(Self.liveJob(uniqueKey: key)).first {
                 return EnqueueOutcome(job: try JobRecord(row: row), created: false)
             }
         }
@@ -417,8 +416,11 @@ extension PostgresStore: JobStore {
     }
 
     public func liveJob(uniqueKey: String, in tx: PostgresTransaction) throws -> JobRecord? {
-        try tx.query("SELECT * FROM lifecycle.jobs WHERE unique_key = \(uniqueKey) AND state IN ('queued','running','retrying')")
-            .first.map(JobRecord.init(row:))
+        try tx.query(Self.liveJob(uniqueKey: uniqueKey)).first.map(JobRecord.init(row:))
+    }
+
+    private static func liveJob(uniqueKey: String) -> PostgresQuery {
+        "SELECT * FROM lifecycle.jobs WHERE unique_key = \(uniqueKey) AND state IN ('queued','running','retrying')"
     }
 
     public func jobs(matching filter: JobFilter) async throws -> [JobRecord] {

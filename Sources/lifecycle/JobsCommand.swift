@@ -366,8 +366,7 @@ struct ProbeJob: AsyncParsableCommand, StoreCommand {
                 created += batch
             }
         }
-        let elapsed = started.duration(to: .now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = started.duration(to: .now).seconds
         if options.json {
             try Terminal.printJSON(ProbeReport(kind: kind, created: created, first: ids.first, last: ids.last, seconds: seconds))
         } else {

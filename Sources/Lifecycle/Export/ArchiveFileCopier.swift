@@ -208,7 +208,7 @@ struct WriteThrottle {
 }
 
 extension Duration {
-    var seconds: Double {
+    public var seconds: Double {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }

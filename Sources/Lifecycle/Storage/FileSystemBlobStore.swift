@@ -124,18 +124,29 @@ public struct FileSystemBlobStore: BlobStore {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw BlobStoreError.fileSystem(errno, "cannot read '\(source)'") }
         defer { close(input) }
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { chunk.deallocate() }
         try writeDurably(to: destination) { output in
-            while true {
-                let count = Glibc.read(input, chunk.baseAddress, chunk.count)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    throw BlobStoreError.fileSystem(errno, "cannot read '\(source)'")
-                }
-                if count == 0 { return }
-                try Self.writeAll(UnsafeRawBufferPointer(rebasing: chunk[0..<count]), to: output, path: destination)
+            try Self.readChunks(of: input, size: 1 << 20, failure: "cannot read '\(source)'") { chunk in
+                try Self.writeAll(chunk, to: output, path: destination)
             }
+        }
+    }
+
+    /// Reads `descriptor` to its end by read(2) into one buffer of `size` bytes, handing
+    /// each chunk to `body`: FileHandle would read a regular file 4 KB per system call and
+    /// copy each chunk into a fresh Data.
+    private static func readChunks(
+        of descriptor: Int32, size: Int, failure: @autoclosure () -> String, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let count = Glibc.read(descriptor, chunk.baseAddress, chunk.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BlobStoreError.fileSystem(errno, failure())
+            }
+            if count == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
         }
     }
 
@@ -150,25 +161,13 @@ public struct FileSystemBlobStore: BlobStore {
 
     public func read(key: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) async throws {
         let file = try path(for: key)
-        // read(2) straight into one buffer: FileHandle reads a regular file 4 KB per
-        // system call and copies each chunk into a fresh Data.
         let input = open(file, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { throw BlobStoreError.notFound(key) }
             throw BlobStoreError.fileSystem(errno, "cannot read blob '\(key)'")
         }
         defer { close(input) }
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: max(chunkSize, 1), alignment: 16)
-        defer { chunk.deallocate() }
-        while true {
-            let count = Glibc.read(input, chunk.baseAddress, chunk.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw BlobStoreError.fileSystem(errno, "cannot read blob '\(key)'")
-            }
-            if count == 0 { return }
-            try body(UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
-        }
+        try Self.readChunks(of: input, size: chunkSize, failure: "cannot read blob '\(key)'", body)
     }
 
     public func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
