@@ -166,7 +166,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "CArchive", "ChildProcesses"], swiftSettings: strict),
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
-        .testTarget(name: "JobRunnerTests", dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "ChildProcesses"], swiftSettings: strict),
+        .testTarget(
+            name: "JobRunnerTests",
+            dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
         .testTarget(
             name: "LifecycleTests",
             dependencies: [

@@ -84,12 +84,11 @@ public struct PostgresTransaction {
         _ body: (PostgresTransaction) throws -> T
     ) -> (Result<T, any Error>, reusable: Bool) {
         let tx = PostgresTransaction(connection: connection, location: location, logger: logger, isReadOnly: readOnly)
-        do {
-            // A read sees one snapshot throughout, as a SQLite read transaction does.
-            try tx.execute(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
-        } catch {
-            return (.failure(error), false)
-        }
+        // Sent ahead of the body's first statement rather than waited for: one round trip
+        // and one thread wake-up fewer per transaction. BEGIN fails only with its connection,
+        // and then so does that statement (or the commit), with BEGIN's error.
+        // A read sees one snapshot throughout, as a SQLite read transaction does.
+        tx.executeDeferred(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
         let outcome: Result<T, any Error>
         do {
             let value = try body(tx)

@@ -3,18 +3,26 @@ import GRDB
 import Lifecycle
 
 extension Account {
+    /// The columns `init(row:)` reads, in its order: by position, because GRDB's lookup by
+    /// name compares lowercased names column by column, and the purge reads each account.
+    static let sqliteColumns = """
+        id, email, password_hash, first_name, last_name, display_name, bio, profile_photo_id, primary_sport, \
+        morning_reminder_time, timezone, subscription_status, integration_whoop, integration_strava, \
+        integration_apple_health, integration_fitness, state, deletion_requested_at, purge_after, purged_at, created_at, updated_at
+        """
+
     init(row: Row) {
         self.init(
-            id: row["id"], email: row["email"], passwordHash: row["password_hash"], firstName: row["first_name"],
-            lastName: row["last_name"], displayName: row["display_name"], bio: row["bio"],
-            profilePhotoID: row["profile_photo_id"], primarySport: row["primary_sport"],
-            morningReminderTime: row["morning_reminder_time"], timezone: row["timezone"],
-            subscriptionStatus: row["subscription_status"],
+            id: row[0], email: row[1], passwordHash: row[2], firstName: row[3],
+            lastName: row[4], displayName: row[5], bio: row[6],
+            profilePhotoID: row[7], primarySport: row[8],
+            morningReminderTime: row[9], timezone: row[10],
+            subscriptionStatus: row[11],
             integrations: Integrations(
-                whoop: row["integration_whoop"], strava: row["integration_strava"],
-                appleHealth: row["integration_apple_health"], fitness: row["integration_fitness"]),
-            state: AccountState(rawValue: row["state"]) ?? .active, deletionRequestedAt: row["deletion_requested_at"],
-            purgeAfter: row["purge_after"], purgedAt: row["purged_at"], createdAt: row["created_at"], updatedAt: row["updated_at"])
+                whoop: row[12], strava: row[13],
+                appleHealth: row[14], fitness: row[15]),
+            state: AccountState(rawValue: row[16]) ?? .active, deletionRequestedAt: row[17],
+            purgeAfter: row[18], purgedAt: row[19], createdAt: row[20], updatedAt: row[21])
     }
 }
 
@@ -33,11 +41,11 @@ extension PhotoRecord {
 
 extension SQLiteTransaction: AccountTransaction {
     public func account(id: String) throws -> Account? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM accounts WHERE id = ?"), arguments: [id]).map(Account.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Account.sqliteColumns) FROM accounts WHERE id = ?"), arguments: [id]).map(Account.init(row:))
     }
 
     public func account(email: String) throws -> Account? {
-        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE email = ?", arguments: [email]).map(Account.init(row:))
+        try Row.fetchOne(db, sql: "SELECT \(Account.sqliteColumns) FROM accounts WHERE email = ?", arguments: [email]).map(Account.init(row:))
     }
 
     public func preferences(accountID: String) throws -> Preferences? {
@@ -153,7 +161,7 @@ extension SQLiteTransaction: AccountTransaction {
 
     public func recordAudit(_ event: AuditEvent) throws {
         try db.cachedStatement(sql: "INSERT INTO lifecycle_audit_events (at, actor, action, account_id, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)")
-            .execute(arguments: [event.at, event.actor, event.action, event.accountID, event.outcome, event.detail])
+            .execute(arguments: [event.at.stored, event.actor, event.action, event.accountID, event.outcome, event.detail])
     }
 
     public func auditEvents(accountID: String) throws -> [AuditEvent] {

@@ -49,7 +49,7 @@ extension SQLiteTransaction: GeneratedSQLTransaction {
             case .real(let number): number
             case .text(let text): text
             case .boolean(let flag): flag
-            case .timestamp(let date): date
+            case .timestamp(let date): date.stored
             case .bytes(let data): data
             }
         })

@@ -66,13 +66,20 @@ extension SQLiteStore {
     /// SQLite's type affinity rules (datatype3.html §3.1), refined for the names apps use
     /// for dates and booleans, which SQLite itself stores as text or numbers.
     static func kind(ofDeclared type: String) -> SchemaCatalog.ColumnKind {
-        let upper = type.uppercased()
-        if upper.contains("BOOL") { return .boolean }
-        if upper.contains("DATE") || upper.contains("TIME") { return .timestamp }
-        if upper.contains("INT") { return .integer }
-        if upper.contains("CHAR") || upper.contains("CLOB") || upper.contains("TEXT") { return .text }
-        if upper.contains("BLOB") { return .bytes }
-        if upper.contains("REAL") || upper.contains("FLOA") || upper.contains("DOUB") || upper.contains("NUM") || upper.contains("DEC") { return .real }
+        // Byte search, not Foundation's `contains`, which goes through CFString with a
+        // locale: every purge's tombstone classifies the accounts table's columns again.
+        let upper = Array(type.uppercased().utf8)
+        func has(_ part: String) -> Bool {
+            let needle = Array(part.utf8)
+            guard needle.count <= upper.count else { return false }
+            return (0...(upper.count - needle.count)).contains { upper[$0..<$0 + needle.count].elementsEqual(needle) }
+        }
+        if has("BOOL") { return .boolean }
+        if has("DATE") || has("TIME") { return .timestamp }
+        if has("INT") { return .integer }
+        if has("CHAR") || has("CLOB") || has("TEXT") { return .text }
+        if has("BLOB") { return .bytes }
+        if has("REAL") || has("FLOA") || has("DOUB") || has("NUM") || has("DEC") { return .real }
         return upper.isEmpty ? .bytes : .other
     }
 }

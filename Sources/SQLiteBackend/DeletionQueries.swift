@@ -75,7 +75,7 @@ extension SQLiteTransaction: DeletionTransaction {
                 WHERE state IN ('pendingDeletion', 'purging') AND purge_after <= ? AND id > ?
                 ORDER BY id LIMIT ?
                 """,
-            arguments: [now, after ?? "", limit]
+            arguments: [now.stored, after ?? "", limit]
         ).map { DuePurge(accountID: $0["id"], state: AccountState(rawValue: $0["state"]) ?? .purging, purgeAfter: $0["purge_after"]) }
     }
 
@@ -96,7 +96,7 @@ extension SQLiteTransaction: DeletionTransaction {
     }
 
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {
-        try db.cachedStatement(sql: "INSERT INTO lifecycle_purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING").execute(arguments: [accountID, try JobJSON.encode(rows), at])
+        try db.cachedStatement(sql: "INSERT INTO lifecycle_purge_inventory (account_ref, rows, started_at) VALUES (?, ?, ?) ON CONFLICT(account_ref) DO NOTHING").execute(arguments: [accountID, try JobJSON.encode(rows), at.stored])
     }
 
     public func recordBlobInventory(accountID: String, count: Int, bytes: Int64) throws {

@@ -177,13 +177,20 @@ public final class SQLiteStore: LifecycleStore, Sendable {
 // MARK: - Job queue
 
 extension JobRecord {
+    /// The columns `init(row:)` reads, in its order: by position, because a claim decodes
+    /// a row per job and GRDB's lookup by name compares lowercased names column by column.
+    static let sqliteColumns = """
+        id, kind, payload, unique_key, state, attempt, max_attempts, run_at, lease_owner, lease_expires_at, \
+        last_error, cancel_requested, created_at, updated_at, finished_at
+        """
+
     init(row: Row) {
         self.init(
-            id: row["id"], kind: row["kind"], payload: row["payload"], uniqueKey: row["unique_key"],
-            state: JobState(rawValue: row["state"]) ?? .dead, attempt: row["attempt"], maxAttempts: row["max_attempts"],
-            runAt: row["run_at"], leaseOwner: row["lease_owner"], leaseExpiresAt: row["lease_expires_at"],
-            lastError: row["last_error"], cancelRequested: row["cancel_requested"], createdAt: row["created_at"],
-            updatedAt: row["updated_at"], finishedAt: row["finished_at"])
+            id: row[0], kind: row[1], payload: row[2], uniqueKey: row[3],
+            state: JobState(rawValue: row[4]) ?? .dead, attempt: row[5], maxAttempts: row[6],
+            runAt: row[7], leaseOwner: row[8], leaseExpiresAt: row[9],
+            lastError: row[10], cancelRequested: row[11], createdAt: row[12],
+            updatedAt: row[13], finishedAt: row[14])
     }
 }
 
@@ -233,7 +240,7 @@ extension SQLiteStore {
                 let outcome = try enqueue(request, policy: policy, now: now, in: tx)
                 return EnqueuedJob(id: outcome.job.id, created: outcome.created)
             }
-            try insert.execute(arguments: [request.kind, request.payload, request.maxAttempts ?? policy.maxAttempts, request.runAt ?? now, now, now])
+            try insert.execute(arguments: [request.kind, request.payload, request.maxAttempts ?? policy.maxAttempts, (request.runAt ?? now).stored, now.stored, now.stored])
             return EnqueuedJob(id: tx.db.lastInsertedRowID, created: true)
         }
     }
@@ -250,7 +257,7 @@ extension SQLiteStore {
         }
         // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
         try tx.db.cachedStatement(sql: "INSERT INTO lifecycle_job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [jobID, step, output, now])
+            .execute(arguments: [jobID, step, output, now.stored])
         return cancelRequested
     }
 
@@ -258,7 +265,7 @@ extension SQLiteStore {
         try tx.db.cachedStatement(sql: """
             UPDATE lifecycle_jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
             WHERE id = ? AND lease_owner = ? AND state = 'running'
-            """).execute(arguments: [now, now, jobID, owner])
+            """).execute(arguments: [now.stored, now.stored, jobID, owner])
         guard tx.db.changesCount == 1 else { throw JobRunnerError.leaseLost(jobID) }
     }
 
@@ -274,16 +281,16 @@ extension SQLiteStore {
             // Rescue first: a job whose worker died should not wait behind new work.
             let rescued = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds) ORDER BY lease_expires_at LIMIT ?"),
-                arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
+                arguments: StatementArguments([now.stored]) + StatementArguments(kinds) + [total])
             let ready = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds) ORDER BY run_at, id LIMIT ?"),
-                arguments: StatementArguments([now]) + StatementArguments(kinds) + [total])
+                arguments: StatementArguments([now.stored]) + StatementArguments(kinds) + [total])
             for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
-                let kind: String = row["kind"]
+                let kind: String = row[1]
                 guard let left = remaining[kind], left > 0 else { continue }
-                let id: JobID = row["id"]
-                let attempt: Int = row["attempt"]
-                let maxAttempts: Int = row["max_attempts"]
+                let id: JobID = row[0]
+                let attempt: Int = row[2]
+                let maxAttempts: Int = row[3]
                 if isRescue && attempt >= maxAttempts {
                     try db.execute(
                         sql: """
@@ -291,7 +298,7 @@ extension SQLiteStore {
                               last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
                             WHERE id = ?
                             """,
-                        arguments: [now, now, id])
+                        arguments: [now.stored, now.stored, id])
                     buried.append(id)
                     remaining[kind] = left - 1
                     continue
@@ -301,18 +308,18 @@ extension SQLiteStore {
                     UPDATE lifecycle_jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
                       started_at = COALESCE(started_at, ?), updated_at = ?
                     WHERE id = ?
-                    """).execute(arguments: [owner, now.addingTimeInterval(lease), now, now, id])
+                    """).execute(arguments: [owner, now.addingTimeInterval(lease).stored, now.stored, now.stored, id])
                 claimedIDs.append(id)
                 remaining[kind] = left - 1
             }
             let all = claimedIDs + buried
             guard !all.isEmpty else { return [] }
             let idMarks = databaseQuestionMarks(count: all.count)
-            let records = try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_jobs WHERE id IN (\(idMarks))", arguments: StatementArguments(all))
+            let records = try Row.fetchAll(db, sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE id IN (\(idMarks))", arguments: StatementArguments(all))
                 .map(JobRecord.init(row:))
             var steps: [JobID: [String: String?]] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT job_id, step, output FROM lifecycle_job_steps WHERE job_id IN (\(idMarks))", arguments: StatementArguments(all)) {
-                steps[row["job_id"], default: [:]][row["step"]] = .some(row["output"])
+                steps[row[0], default: [:]][row[1]] = .some(row[2])
             }
             let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
             return all.compactMap { id in byID[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
@@ -324,7 +331,7 @@ extension SQLiteStore {
         return try await pool.write { db in
             try db.execute(
                 sql: "UPDATE lifecycle_jobs SET lease_expires_at = ? WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND lease_owner = ? AND state = 'running'",
-                arguments: StatementArguments([now.addingTimeInterval(lease)]) + StatementArguments(jobIDs) + [owner])
+                arguments: StatementArguments([now.addingTimeInterval(lease).stored]) + StatementArguments(jobIDs) + [owner])
             return try JobID.fetchSet(
                 db,
                 sql: "SELECT id FROM lifecycle_jobs WHERE id IN (\(databaseQuestionMarks(count: jobIDs.count))) AND state = 'running' AND lease_owner <> ?",
@@ -344,7 +351,7 @@ extension SQLiteStore {
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     RETURNING state
                     """,
-                arguments: [retryAt, retryAt, String(error.prefix(4_000)), now, retryAt, now, jobID, owner])
+                arguments: [retryAt?.stored, retryAt?.stored, String(error.prefix(4_000)), now.stored, retryAt?.stored, now.stored, jobID, owner])
             else { throw JobRunnerError.leaseLost(jobID) }
             return JobState(rawValue: row[0]) ?? .dead
         }
@@ -358,7 +365,7 @@ extension SQLiteStore {
                       lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
-                arguments: [now, jobID, owner])
+                arguments: [now.stored, jobID, owner])
         }
     }
 
@@ -370,7 +377,7 @@ extension SQLiteStore {
                         last_error = COALESCE(?, last_error)
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
-                arguments: [now, now, reason, jobID, owner])
+                arguments: [now.stored, now.stored, reason, jobID, owner])
         }
     }
 
@@ -384,9 +391,9 @@ extension SQLiteStore {
         case .queued, .retrying:
             try tx.db.execute(
                 sql: "UPDATE lifecycle_jobs SET state = 'cancelled', finished_at = ?, updated_at = ? WHERE id = ?",
-                arguments: [now, now, jobID])
+                arguments: [now.stored, now.stored, jobID])
         case .running:
-            try tx.db.execute(sql: "UPDATE lifecycle_jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now, jobID])
+            try tx.db.execute(sql: "UPDATE lifecycle_jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?", arguments: [now.stored, jobID])
         case .succeeded, .dead, .cancelled:
             break
         }
@@ -408,10 +415,10 @@ extension SQLiteStore {
                         UPDATE lifecycle_jobs SET state = 'queued', attempt = 0, run_at = ?, cancel_requested = 0, finished_at = NULL, updated_at = ?
                         WHERE id = ?
                         """,
-                    arguments: [now, now, jobID])
+                    arguments: [now.stored, now.stored, jobID])
             case .queued, .retrying:
                 // "Retry" on a waiting job means: run it now instead of after its backoff.
-                try db.execute(sql: "UPDATE lifecycle_jobs SET run_at = ?, updated_at = ? WHERE id = ?", arguments: [now, now, jobID])
+                try db.execute(sql: "UPDATE lifecycle_jobs SET run_at = ?, updated_at = ? WHERE id = ?", arguments: [now.stored, now.stored, jobID])
             case .running, .succeeded:
                 throw JobRunnerError.notRetryable(jobID, job.state)
             }
@@ -424,12 +431,12 @@ extension SQLiteStore {
     }
 
     public func job(id: JobID, in tx: SQLiteTransaction) throws -> JobRecord? {
-        try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT * FROM lifecycle_jobs WHERE id = ?"), arguments: [id]).map(JobRecord.init(row:))
+        try Row.fetchOne(tx.db.cachedStatement(sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE id = ?"), arguments: [id]).map(JobRecord.init(row:))
     }
 
     public func liveJob(uniqueKey: String, in tx: SQLiteTransaction) throws -> JobRecord? {
         try Row.fetchOne(
-            tx.db.cachedStatement(sql: "SELECT * FROM lifecycle_jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')"),
+            tx.db.cachedStatement(sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')"),
             arguments: [uniqueKey]).map(JobRecord.init(row:))
     }
 
@@ -450,7 +457,7 @@ extension SQLiteStore {
         }
         let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         arguments += [filter.limit]
-        let sql = "SELECT * FROM lifecycle_jobs \(whereClause) ORDER BY id DESC LIMIT ?"
+        let sql = "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs \(whereClause) ORDER BY id DESC LIMIT ?"
         let finalArguments = arguments
         return try await pool.read { db in
             try Row.fetchAll(db, sql: sql, arguments: finalArguments).map(JobRecord.init(row:))
@@ -472,7 +479,7 @@ extension SQLiteStore {
         var arguments: [String: (any DatabaseValueConvertible)?] = ["instant": instant, "limit": limit]
         for (index, kind) in kinds.enumerated() { arguments["k\(index)"] = kind }
         let sql = """
-            SELECT * FROM lifecycle_jobs
+            SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs
             WHERE (state = 'dead' OR ((\(waiting)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds))) \(kindClause)
             ORDER BY updated_at, id LIMIT :limit
             """
@@ -490,7 +497,7 @@ extension SQLiteStore {
 
     public func countDue(kinds: [String], now: Date) async throws -> Int {
         let kindClause = kinds.isEmpty ? "" : "AND kind IN (\(kinds.map { _ in "?" }.joined(separator: ",")))"
-        let arguments = StatementArguments([now, now]) + StatementArguments(kinds)
+        let arguments = StatementArguments([now.stored, now.stored]) + StatementArguments(kinds)
         return try await pool.read { db in
             try Int.fetchOne(db, sql: """
                 SELECT COUNT(*) FROM lifecycle_jobs
@@ -513,7 +520,7 @@ extension SQLiteStore {
         try await write { tx in
             try tx.db.execute(
                 sql: "INSERT INTO lifecycle_paused_kinds (kind, paused_at, paused_by, reason) VALUES (?, ?, ?, ?) ON CONFLICT(kind) DO NOTHING",
-                arguments: [kind, now, actor, reason])
+                arguments: [kind, now.stored, actor, reason])
             return tx.db.changesCount == 1
         }
     }
@@ -546,7 +553,7 @@ extension SQLiteStore {
 
     public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: SQLiteTransaction) throws {
         try tx.db.execute(
-            sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)", arguments: [jobID, step, now])
+            sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)", arguments: [jobID, step, now.stored])
     }
 
     public func probeEffectCount(jobID: JobID) async throws -> Int {

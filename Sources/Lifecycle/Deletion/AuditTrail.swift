@@ -21,7 +21,7 @@ public enum LookupDigest {
     public static func digest(_ value: String, salt: String) -> String {
         let normalised = value.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
         let code = HMAC<SHA256>.authenticationCode(for: Data(normalised.utf8), using: SymmetricKey(data: Data(salt.utf8)))
-        return code.map { String(format: "%02x", $0) }.joined()
+        return FileDigest.hex(code)
     }
 
     /// Called by the purge in the transaction that erases the account, before its values go.

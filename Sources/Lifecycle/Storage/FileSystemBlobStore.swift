@@ -273,7 +273,17 @@ public enum FileDigest {
         return (hex(hasher.finalize()), size)
     }
 
+    /// Lowercase hex. By table rather than `String(format:)`, which goes through
+    /// CoreFoundation's format parser once per byte: the purge hashes every account's
+    /// lookup values and blob keys with it.
     public static func hex(_ digest: some Sequence<UInt8>) -> String {
-        digest.map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(digest.underestimatedCount * 2)
+        for byte in digest {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }

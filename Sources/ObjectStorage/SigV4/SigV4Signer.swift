@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Lifecycle
 
 /// AWS Signature Version 4, in S3's flavour: the path is URI-encoded once and never
 /// normalised (`a//b` and `a/./b` are different keys), and the payload is either its
@@ -137,15 +138,7 @@ public struct SigV4Signer: Sendable {
         return (canonical, names.joined(separator: ";"))
     }
 
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String { FileDigest.hex(bytes) }
 
     public static func sha256Hex(_ data: some DataProtocol) -> String { hex(SHA256.hash(data: data)) }
 }
