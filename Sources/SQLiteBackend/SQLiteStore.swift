@@ -102,6 +102,12 @@ public final class SQLiteStore: LifecycleStore, Sendable {
                 // touched, as many again as the commit itself. In memory they cost at most
                 // the pages one transaction changes; readers keep file-backed sorts.
                 try db.execute(sql: "PRAGMA temp_store = MEMORY")
+                // The commit that takes the log past this many pages copies it into the file
+                // and syncs it, on the one writer thread. A purge or a drain rewrites the same
+                // pages (queue rows, index leaves) commit after commit: every 4,000 pages rather
+                // than SQLite's 1,000 copies each of them once instead of four times (purges
+                // measured 5-8 % faster), for a log of at most about 16 MB.
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 4000")
             }
         }
         let pool: DatabasePool
