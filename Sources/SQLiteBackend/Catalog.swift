@@ -18,8 +18,11 @@ extension SQLiteStore {
         }
         var configuration = Configuration()
         configuration.readonly = true
+        configuration.busyMode = .timeout(SQLiteStore.defaultBusyTimeout)
         do {
-            return try DatabaseQueue(path: path, configuration: configuration).read { db in try catalog(db) }
+            return try SQLiteStore.retryingBusy(timeout: SQLiteStore.defaultBusyTimeout) {
+                try DatabaseQueue(path: path, configuration: configuration).read { db in try catalog(db) }
+            }
         } catch {
             throw SQLiteStoreError.classify(error, path: path) ?? SQLiteStoreError(message: "cannot read the SQLite database at \(path): \(error)")
         }
@@ -96,21 +99,30 @@ extension SQLiteStore {
         }
         var configuration = Configuration()
         configuration.readonly = true
+        // Workers started together each look here first, while another may be closing the
+        // file (copying its log in): wait for that as every other connection does.
+        configuration.busyMode = .timeout(SQLiteStore.defaultBusyTimeout)
         do {
-            return try DatabaseQueue(path: path, configuration: configuration).read { db in
-                if try db.tableExists("lifecycle_migrations"),
-                   try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM lifecycle_migrations") ?? 0 > 0 {
-                    return .initialised
-                }
-                // A release that used GRDB's migrator recorded its migrations there.
-                if try db.tableExists("grdb_migrations"),
-                   try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1-job-runner')") ?? false {
-                    return .initialised
-                }
-                return .uninitialised
+            return try SQLiteStore.retryingBusy(timeout: SQLiteStore.defaultBusyTimeout) {
+                try installationState(of: DatabaseQueue(path: path, configuration: configuration))
             }
         } catch {
             throw SQLiteStoreError.classify(error, path: path) ?? SQLiteStoreError(message: "cannot read the SQLite database at \(path): \(error)")
+        }
+    }
+
+    private static func installationState(of queue: DatabaseQueue) throws -> InstallationState {
+        try queue.read { db in
+            if try db.tableExists("lifecycle_migrations"),
+               try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM lifecycle_migrations") ?? 0 > 0 {
+                return .initialised
+            }
+            // A release that used GRDB's migrator recorded its migrations there.
+            if try db.tableExists("grdb_migrations"),
+               try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1-job-runner')") ?? false {
+                return .initialised
+            }
+            return .uninitialised
         }
     }
 }

@@ -72,7 +72,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
     /// reference app's.
     public let referenceSchema: Bool
 
-    public init(path: String, busyTimeout: TimeInterval = 30, referenceSchema: Bool = true) throws {
+    public init(path: String, busyTimeout: TimeInterval = SQLiteStore.defaultBusyTimeout, referenceSchema: Bool = true) throws {
         self.path = path
         self.referenceSchema = referenceSchema
         let directory = PathText.parent(path)
@@ -112,7 +112,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         }
         let pool: DatabasePool
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            pool = try Self.retryingBusy(timeout: busyTimeout) { try DatabasePool(path: path, configuration: configuration) }
         } catch {
             throw SQLiteStoreError.classify(error, path: path)
                 ?? SQLiteStoreError(message: "cannot open the SQLite database at \(path): \(error)")
@@ -127,6 +127,29 @@ public final class SQLiteStore: LifecycleStore, Sendable {
             throw SQLiteStoreError.classify(error, path: path) ?? error
         }
     }
+
+    /// Opening reads the schema, and SQLite can answer that read SQLITE_BUSY at once, not
+    /// after the busy timeout, while another process holds the file for a moment: the last
+    /// connection of a process that exits copies the log into the file and removes it, and
+    /// a process that finds the log of a killed one rebuilds its index. Both take moments,
+    /// so a process started alongside others tries again, up to `timeout`, instead of
+    /// ending with "database is locked".
+    static func retryingBusy<T>(timeout: TimeInterval, _ open: () throws -> T) throws -> T {
+        let deadline = Date().addingTimeInterval(timeout)
+        var pause = 0.005
+        while true {
+            do {
+                return try open()
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && Date() < deadline {
+                Thread.sleep(forTimeInterval: pause)
+                pause = min(pause * 2, 0.1)
+            }
+        }
+    }
+
+    /// How long a command waits for another process's hold on the file: a checkpoint, a
+    /// write transaction (writers take turns), a log recovery.
+    public static let defaultBusyTimeout: TimeInterval = 30
 
     /// Serialised across processes with a lock file: two processes starting on a
     /// fresh file must not both apply the same migration.
