@@ -15,8 +15,12 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPServerResponsePart
 
     private var closeAfterResponse = false
+    /// The answer that closes the connection is out: the rest of the request is dropped.
+    private var draining = false
+    static let lingering = TimeAmount.seconds(5)
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if draining { return }
         if case .head(var head) = unwrapInboundIn(data), !head.isKeepAlive, !head.headers.contains(name: "connection") {
             // The framework ends its connection loop on a request that says close.
             head.headers.add(name: "connection", value: "close")
@@ -40,7 +44,20 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.cascade(to: promise)
             let channel = context.channel
-            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            // A lingering close, as nginx's: the client may still be sending the body this
+            // answer refused. Closing with its bytes unread makes the kernel reset the
+            // connection, and the reset can reach the client before it has read the answer
+            // (curl: "failed sending data", exit 55, and no 413). So only the sending side is
+            // shut; what still arrives is read and dropped until the client closes, for at
+            // most `lingering`.
+            draining = true
+            written.futureResult.whenComplete { result in
+                guard case .success = result else { return channel.close(promise: nil) }
+                let shut = channel.eventLoop.makePromise(of: Void.self)
+                shut.futureResult.whenFailure { _ in channel.close(promise: nil) }
+                channel.close(mode: .output, promise: shut)
+                channel.eventLoop.scheduleTask(in: Self.lingering) { channel.close(promise: nil) }
+            }
             context.writeAndFlush(data, promise: written)
         }
     }

@@ -454,10 +454,15 @@ struct ServeTests {
         huge.count = 10_485_760
         try huge.write(to: URL(fileURLWithPath: workspace.root + "/ten-mb.jpg"))
 
-        for file in ["ten-mb-plus-one.jpg", "huge.jpg"] {
-            for chunked in [false, true] {
-                let answer = try await Self.upload(server, workspace.root + "/" + file, chunked: chunked)
-                #expect(answer.status == 413 && Self.errorMessage(answer.json) == RefusedPhoto.tooLarge, "\(file) chunked \(chunked): \(answer.text)")
+        // Several rounds: the client is still sending when the answer comes, and a server that
+        // closed with the body unread reset the connection, now and then before curl had read
+        // the 413 (curl exit 55).
+        for round in 1...5 {
+            for file in ["ten-mb-plus-one.jpg", "huge.jpg"] {
+                for chunked in [false, true] {
+                    let answer = try await Self.upload(server, workspace.root + "/" + file, chunked: chunked)
+                    #expect(answer.status == 413 && Self.errorMessage(answer.json) == RefusedPhoto.tooLarge, "round \(round), \(file) chunked \(chunked): \(answer.text)")
+                }
             }
         }
         let sent = try await runTool("/usr/bin/curl", [
