@@ -16,12 +16,19 @@ extension SQLiteStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw SQLiteStoreError(message: "there is no SQLite database at \(path)")
         }
+        return try readOnly(path: path) { db in try catalog(db) }
+    }
+
+    /// One read of the file at `path` on a read-only connection of its own. Workers started
+    /// together each look first, while another may be closing the file (copying its log
+    /// in): it waits for that as every other connection does.
+    static func readOnly<T>(path: String, _ body: @escaping (Database) throws -> T) throws -> T {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(SQLiteStore.defaultBusyTimeout)
         do {
             return try SQLiteStore.retryingBusy(timeout: SQLiteStore.defaultBusyTimeout) {
-                try DatabaseQueue(path: path, configuration: configuration).read { db in try catalog(db) }
+                try DatabaseQueue(path: path, configuration: configuration).read(body)
             }
         } catch {
             throw SQLiteStoreError.classify(error, path: path) ?? SQLiteStoreError(message: "cannot read the SQLite database at \(path): \(error)")
@@ -97,22 +104,7 @@ extension SQLiteStore {
         if isFolder.boolValue {
             throw SQLiteStoreError(message: "cannot open the SQLite database at \(path): it is a folder, not a file")
         }
-        var configuration = Configuration()
-        configuration.readonly = true
-        // Workers started together each look here first, while another may be closing the
-        // file (copying its log in): wait for that as every other connection does.
-        configuration.busyMode = .timeout(SQLiteStore.defaultBusyTimeout)
-        do {
-            return try SQLiteStore.retryingBusy(timeout: SQLiteStore.defaultBusyTimeout) {
-                try installationState(of: DatabaseQueue(path: path, configuration: configuration))
-            }
-        } catch {
-            throw SQLiteStoreError.classify(error, path: path) ?? SQLiteStoreError(message: "cannot read the SQLite database at \(path): \(error)")
-        }
-    }
-
-    private static func installationState(of queue: DatabaseQueue) throws -> InstallationState {
-        try queue.read { db in
+        return try readOnly(path: path) { db in
             if try db.tableExists("lifecycle_migrations"),
                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM lifecycle_migrations") ?? 0 > 0 {
                 return .initialised

@@ -102,13 +102,13 @@ public struct SigV4Signer: Sendable {
 
     private func finish(_ canonicalRequest: String, _ stamp: AmzDate) -> (stringToSign: String, signature: String) {
         let stringToSign = [
-            Self.algorithm, stamp.full, scope(stamp), Self.hex(SHA256.hash(data: Data(canonicalRequest.utf8))),
+            Self.algorithm, stamp.full, scope(stamp), FileDigest.hex(SHA256.hash(data: Data(canonicalRequest.utf8))),
         ].joined(separator: "\n")
         var key = SymmetricKey(data: Data("AWS4\(credentials.secretAccessKey)".utf8))
         for part in [stamp.day, region, service, "aws4_request"] {
             key = SymmetricKey(data: Data(HMAC<SHA256>.authenticationCode(for: Data(part.utf8), using: key)))
         }
-        let signature = Self.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
+        let signature = FileDigest.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
         return (stringToSign, signature)
     }
 
@@ -138,9 +138,7 @@ public struct SigV4Signer: Sendable {
         return (canonical, names.joined(separator: ";"))
     }
 
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String { FileDigest.hex(bytes) }
-
-    public static func sha256Hex(_ data: some DataProtocol) -> String { hex(SHA256.hash(data: data)) }
+    public static func sha256Hex(_ data: some DataProtocol) -> String { FileDigest.hex(SHA256.hash(data: data)) }
 }
 
 /// `20150830T123600Z` and `20150830`, in UTC whatever the process's time zone.
