@@ -298,10 +298,30 @@ extension SQLiteStore {
         guard tx.db.changesCount == 1 else { throw JobRunnerError.leaseLost(jobID) }
     }
 
+    // INDEXED BY in the claim's two lookups: SQLite's planner, without statistics, prefers
+    // the (kind, state) index for both, then reads and sorts every row of the kind in that
+    // state on each claim, however few it takes (a backlog of 100,000 drained at a third of
+    // the rate). Named, an index that cannot serve the query fails the statement instead.
+
+    /// Running jobs of some kinds whose lease ran out, longest expired first.
+    static func expiredLeasesSQL(kinds: Int) -> String {
+        """
+        SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs INDEXED BY lifecycle_jobs_leased
+        WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(databaseQuestionMarks(count: kinds)))
+          AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds)
+        ORDER BY lease_expires_at LIMIT ?
+        """
+    }
+
+    /// One kind's due jobs, oldest first.
+    static let dueOfKindSQL = """
+        SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle_jobs INDEXED BY lifecycle_jobs_ready
+        WHERE kind = ? AND state IN ('queued','retrying') AND run_at <= ? ORDER BY run_at, id LIMIT ?
+        """
+
     public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
         guard !quota.isEmpty else { return [] }
         let kinds = Array(quota.keys)
-        let placeholders = databaseQuestionMarks(count: kinds.count)
         let total = quota.values.reduce(0, +)
         return try await pool.write { db in
             var remaining = quota
@@ -309,11 +329,21 @@ extension SQLiteStore {
             var buried: [JobID] = []
             // Rescue first: a job whose worker died should not wait behind new work.
             let rescued = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state = 'running' AND lease_expires_at < ? AND kind IN (\(placeholders)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds) ORDER BY lease_expires_at LIMIT ?"),
+                db.cachedStatement(sql: Self.expiredLeasesSQL(kinds: kinds.count)),
                 arguments: StatementArguments([now.stored]) + StatementArguments(kinds) + [total])
-            let ready = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, kind, attempt, max_attempts FROM lifecycle_jobs WHERE state IN ('queued','retrying') AND run_at <= ? AND kind IN (\(placeholders)) AND kind NOT IN (SELECT kind FROM lifecycle_paused_kinds) ORDER BY run_at, id LIMIT ?"),
-                arguments: StatementArguments([now.stored]) + StatementArguments(kinds) + [total])
+            // Each kind's oldest due jobs, read in index order and merged: the same jobs one
+            // query over every kind would pick, oldest first, each kind up to its quota.
+            let paused = try Set(String.fetchAll(db.cachedStatement(sql: "SELECT kind FROM lifecycle_paused_kinds")))
+            let readyByKind = try db.cachedStatement(sql: Self.dueOfKindSQL)
+            var ready: [Row] = []
+            for kind in kinds.sorted() where !paused.contains(kind) {
+                ready += try Row.fetchAll(readyByKind, arguments: [kind, now.stored, quota[kind]])
+            }
+            // Dates are stored as fixed-width text, so text order is time order.
+            ready.sort { a, b in
+                let (runA, runB): (String, String) = (a[4], b[4])
+                return runA != runB ? runA < runB : (a[0] as JobID) < (b[0] as JobID)
+            }
             for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
                 let kind: String = row[1]
                 guard let left = remaining[kind], left > 0 else { continue }

@@ -19,10 +19,14 @@ struct NamespaceTests {
         "jobs", "job_steps", "job_schedules", "runner_probe_effects", "audit_events", "exports", "outbox", "purge_inventory",
         "deletion_attempts", "subjects", "purge_progress", "paused_kinds", "holds", "settings", "lookup_digests",
     ]
-    static let migrations = [
-        "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
-        "v5-app-subjects", "v6-operations",
-    ]
+    /// Every migration, in order. SQLite has one of its own: its ready index took the
+    /// shape PostgreSQL's always had.
+    static func migrations(of store: some LifecycleStore) -> [String] {
+        [
+            "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
+            "v5-app-subjects", "v6-operations",
+        ] + (store is SQLiteStore ? ["v7-ready-by-kind"] : [])
+    }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
 
@@ -42,7 +46,7 @@ struct NamespaceTests {
         #expect(Set(tables.filter(\.isOwn).map(\.name)) == Self.ownTables.union([bookkeeping]))
         // Index and sequence names share the namespace with the app's too.
         #expect(try await Catalog.objectsOutsideNamespace(store).isEmpty)
-        #expect(try await Catalog.appliedMigrations(store) == Self.migrations)
+        #expect(try await Catalog.appliedMigrations(store) == Self.migrations(of: store))
         #expect(try await store.accountTables() == Self.accountTables)
     }
 
@@ -81,7 +85,7 @@ struct NamespaceTests {
     private func theAppsOwnTablesOfTheSameNamesAreLeftAlone(store: some LifecycleStore, appRecord: String) async throws {
         #expect(try await Catalog.texts(store, "SELECT title FROM jobs") == ["barista"])
         #expect(try await Catalog.texts(store, appRecord) == ["app-v1"])
-        #expect(try await Catalog.appliedMigrations(store) == Self.migrations)
+        #expect(try await Catalog.appliedMigrations(store) == Self.migrations(of: store))
         let job = try await store.write { tx in
             try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: deletionEpoch, in: tx)
         }
@@ -133,7 +137,7 @@ struct NamespaceTests {
         let tables = try await Catalog.tables(store)
         #expect(Set(tables.filter { !$0.isOwn }.map(\.name)) == Self.referenceTables)
         #expect(try await Catalog.objectsOutsideNamespace(store).isEmpty)
-        #expect(try await Catalog.appliedMigrations(store) == Self.migrations)
+        #expect(try await Catalog.appliedMigrations(store) == Self.migrations(of: store))
         #expect(try await Catalog.integrityProblems(store).isEmpty)
         #expect(try await store.accountTables() == Self.accountTables)
 

@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import JobRunner
+@testable import SQLiteBackend
+import Testing
+
+@Suite struct ClaimTests {
+    /// One claim over several kinds takes the oldest due jobs first, each kind up to its
+    /// quota, and none of a paused kind or of one not yet due.
+    @Test(arguments: Backend.allCases)
+    func aClaimTakesTheOldestDueJobsOfEachKindUpToItsQuota(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let (a, b, paused) = ("test.a", "test.b", "test.paused")
+            var byOffset: [Int: JobID] = [:]
+            // Enqueued newest first, so id order and time order disagree.
+            for (kind, offset) in [(a, 7), (b, 6), (a, 5), (b, 4), (a, 3), (b, 2), (a, 1), (paused, 0), (a, 20)] {
+                let request = EnqueueRequest(kind: kind, payload: "{}", runAt: epoch.addingTimeInterval(Double(offset)))
+                byOffset[offset] = try await enqueue(store, request, now: epoch).job.id
+            }
+            _ = try await store.pause(kind: paused, by: "test", reason: nil, now: epoch)
+            let claimed = try await store.claim(
+                quota: [a: 2, b: 3, paused: 5], leases: [a: 60, b: 60, paused: 60], owner: "A", now: epoch.addingTimeInterval(10))
+            #expect(claimed.map(\.record.id) == [1, 2, 3, 4, 6].map { byOffset[$0]! })
+            #expect(claimed.allSatisfy { $0.record.state == .running && $0.record.leaseOwner == "A" })
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    /// The claim's lookups read the queue in index order and stop at their limit. Without
+    /// the index names SQLite's planner chose the (kind, state) index, then read and sorted
+    /// every queued job of the kind on each claim. Checked with planner statistics present
+    /// too (an operator may run ANALYZE), over a queue with finished and waiting jobs.
+    @Test func theClaimReadsTheQueueInIndexOrderWithoutSorting() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("claim-plan-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory + "/test.sqlite")
+        let requests = (0..<400).map { EnqueueRequest(kind: $0 % 2 == 0 ? "test.a" : "test.b", payload: "{}") }
+        let enqueued = try await store.write { tx in try store.enqueue(many: requests, policy: JobPolicy(), now: epoch, in: tx) }
+        let claimed = try await store.claim(quota: ["test.a": 100, "test.b": 100], leases: ["test.a": 60, "test.b": 60], owner: "A", now: epoch)
+        #expect(claimed.count == 200)
+        for job in claimed.prefix(150) {
+            try await store.write { tx in try store.markSucceeded(jobID: job.record.id, owner: "A", now: epoch, in: tx) }
+        }
+        #expect(enqueued.count == 400)
+
+        let queue = try DatabaseQueue(path: directory + "/test.sqlite")
+        for analysed in [false, true] {
+            if analysed { try await queue.write { db in try db.execute(sql: "ANALYZE") } }
+            let plans = try await queue.read { db in
+                // Unbound parameters are NULL, which leaves the plan as it is.
+                try [SQLiteStore.dueOfKindSQL, SQLiteStore.expiredLeasesSQL(kinds: 2)].map { sql in
+                    let nulls = StatementArguments([String?](repeating: nil, count: sql.filter { $0 == "?" }.count))
+                    return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: nulls).map { $0["detail"] as String }
+                }
+            }
+            #expect(plans[0].contains { $0.contains("USING INDEX lifecycle_jobs_ready (kind=? AND run_at<?)") }, "\(plans[0])")
+            #expect(plans[1].contains { $0.contains("USING INDEX lifecycle_jobs_leased (lease_expires_at<?)") }, "\(plans[1])")
+            for plan in plans {
+                #expect(!plan.contains { $0.contains("TEMP B-TREE") || $0.hasPrefix("SCAN") }, "analysed: \(analysed), \(plan)")
+            }
+        }
+    }
+}
