@@ -59,9 +59,10 @@ public protocol JobStore: Sendable {
 
     /// The done-marks of several jobs' steps (a group commit's), each fenced by its lease
     /// as `markStepDone` and `markLastStepDone` fence theirs. Returns one entry per mark, in
-    /// order: nil where the lease was lost (that mark is not written), else whether
+    /// order: nil where the lease was lost (nothing of that mark is written), else whether
     /// cancellation was requested. A backend where a statement costs a round trip writes
-    /// them all in one; the caller abandons the transaction if any entry is nil.
+    /// them all in one. The caller abandons the transaction when a nil entry's step wrote
+    /// anything besides its mark.
     func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?]
 
     /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running

@@ -8,19 +8,29 @@ import Foundation
 /// bare and, when one throws, the transaction is abandoned and every piece runs again
 /// in a transaction of its own. A piece returns once the transaction holding it commits.
 ///
-/// A job step's piece ends in a done-mark (`StepMark`). Where savepoints are cheap the
-/// mark is written inside the piece's savepoint; where they are not, the marks of every
-/// piece in the transaction are written by one statement (`markAll`) just before the
-/// commit, so a batch of steps costs one round trip for its marks instead of one each.
+/// A job step's piece ends in a done-mark (`StepMark`). The marks of every piece in a
+/// transaction are written together (`markAll`) after the pieces' own writes, so a batch
+/// of steps costs one statement (one round trip to a server) for its marks, not one or
+/// more each. A step that wrote nothing but its mark (an outside step's) needs no
+/// savepoint: `markAll` writes nothing for a mark whose lease was lost, so that piece
+/// alone fails. A lost lease behind a step that wrote more abandons the transaction, and
+/// each piece runs again alone.
 public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// A piece's outcome: for a step, whether cancellation of its job was requested.
     public typealias Outcome = Result<Bool, any Error>
     public typealias Pieces = @Sendable (Transaction) throws -> [Outcome]
     public typealias MarkAll = @Sendable (Transaction, [StepMark]) throws -> [Bool?]
 
+    /// What a piece does inside the transaction.
+    private enum Work: Sendable {
+        /// Writes, then returns the piece's done-mark, or nil for a piece that is not a step.
+        case writes(@Sendable (Transaction) throws -> StepMark?)
+        /// Only a done-mark: a step whose work was done outside the database.
+        case markOnly(StepMark)
+    }
+
     private struct Pending {
-        /// Returns the piece's done-mark, or nil for a piece that is not a step.
-        let work: @Sendable (Transaction) throws -> StepMark?
+        let work: Work
         let continuation: CheckedContinuation<Bool, any Error>
     }
 
@@ -34,10 +44,12 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     /// `write` runs its closure in one write transaction and commits it (rolls back if it
     /// throws); `savepoint` runs a piece so that throwing undoes that piece's writes alone,
-    /// or is nil to rerun pieces alone instead. Pieces must then be safe to run twice,
-    /// which job steps are: a rolled-back run left nothing behind. `markAll` writes
-    /// done-marks, fenced by their leases: for each mark, nil when the lease was lost,
-    /// else whether cancellation was requested. Without it only `run` may be used.
+    /// or is nil to rerun pieces alone instead. Pieces must be safe to run twice (also
+    /// with savepoints: a step that wrote and then lost its lease sends the whole batch
+    /// round again), which job steps are: a rolled-back run left nothing behind. `markAll`
+    /// writes done-marks, fenced by their leases: for each mark, nil when the lease was
+    /// lost (and nothing of it written), else whether cancellation was requested. Without
+    /// it only `run` may be used.
     /// `maxTransactions` shared transactions may be open at once: one for a database with
     /// a single writer; more where each is a connection to a server, so pieces keep
     /// arriving into a new transaction while earlier ones wait on their round trips.
@@ -55,10 +67,10 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     public func run<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         let box = ResultBox<T>()
-        _ = try await enqueue { tx in
+        _ = try await enqueue(.writes { tx in
             box.value = try body(tx)
             return nil
-        }
+        })
         guard let value = box.value else { preconditionFailure("a batched transaction piece succeeded without a result") }
         return value
     }
@@ -69,16 +81,24 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     public func runStep<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> (T, StepMark)) async throws -> (T, cancelRequested: Bool) {
         precondition(markAll != nil, "a TransactionBatcher runs steps only with a markAll")
         let box = ResultBox<T>()
-        let cancelRequested = try await enqueue { tx in
+        let cancelRequested = try await enqueue(.writes { tx in
             let (value, mark) = try body(tx)
             box.value = value
             return mark
-        }
+        })
         guard let value = box.value else { preconditionFailure("a batched step succeeded without a result") }
         return (value, cancelRequested)
     }
 
-    private func enqueue(_ work: @escaping @Sendable (Transaction) throws -> StepMark?) async throws -> Bool {
+    /// Writes the done-mark of a step that wrote nothing else (its work was outside the
+    /// database). Returns whether cancellation of the job was requested; throws
+    /// `JobRunnerError.leaseLost` when the lease was lost.
+    public func runMark(_ mark: StepMark) async throws -> Bool {
+        precondition(markAll != nil, "a TransactionBatcher writes marks only with a markAll")
+        return try await enqueue(.markOnly(mark))
+    }
+
+    private func enqueue(_ work: Work) async throws -> Bool {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
             let startFlush = lock.withLock {
                 pending.append(Pending(work: work, continuation: continuation))
@@ -119,7 +139,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         }
     }
 
-    /// Writes one piece's mark where it stands (inside its savepoint, or alone in its transaction).
+    /// Writes one piece's mark in the piece's own transaction.
     private func markOne(_ mark: StepMark?, in tx: Transaction) throws -> Bool {
         guard let mark else { return false }
         guard let markAll else { preconditionFailure("a step piece without a markAll") }
@@ -129,29 +149,33 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     }
 
     /// Each piece's outcome, or throws what the transaction as a whole did (it did not commit).
-    private func run(_ works: [@Sendable (Transaction) throws -> StepMark?]) async throws -> [Outcome] {
+    private func run(_ works: [Work]) async throws -> [Outcome] {
         if let only = works.first, works.count == 1 {
             // Alone in its transaction, a piece needs no savepoint: its failure rolls
             // the whole transaction back, which is all it wrote.
             return [await alone(only)]
         }
-        if let savepoint {
-            return try await write { tx in
-                works.map { work in
-                    var cancelRequested = false
-                    do {
-                        try savepoint(tx) { cancelRequested = try self.markOne(try work(tx), in: tx) }
-                        return .success(cancelRequested)
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-            }
-        }
         do {
             return try await write { tx in
-                let marks = try works.map { try $0(tx) }
                 var outcomes = [Outcome](repeating: .success(false), count: works.count)
+                var marks = [StepMark?](repeating: nil, count: works.count)
+                for (index, work) in works.enumerated() {
+                    switch work {
+                    case .markOnly(let mark):
+                        marks[index] = mark
+                    case .writes(let body):
+                        guard let savepoint = self.savepoint else {
+                            // Without savepoints a failure here abandons the batch (below).
+                            marks[index] = try body(tx)
+                            continue
+                        }
+                        do {
+                            try savepoint(tx) { marks[index] = try body(tx) }
+                        } catch {
+                            outcomes[index] = .failure(error)
+                        }
+                    }
+                }
                 let marked = marks.indices.filter { marks[$0] != nil }
                 guard !marked.isEmpty else { return outcomes }
                 guard let markAll = self.markAll else { preconditionFailure("a step piece without a markAll") }
@@ -160,10 +184,17 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
                     preconditionFailure("markAll answered \(results.count) of \(marked.count) marks")
                 }
                 for (index, result) in zip(marked, results) {
-                    // A lost lease leaves that piece's writes in this transaction: give it up,
-                    // and every piece runs again alone below.
-                    guard let result else { throw JobRunnerError.leaseLost(marks[index]!.jobID) }
-                    outcomes[index] = .success(result)
+                    let jobID = marks[index]!.jobID
+                    if let result {
+                        outcomes[index] = .success(result)
+                    } else if case .markOnly = works[index] {
+                        // Nothing of this piece was written: it alone fails.
+                        outcomes[index] = .failure(JobRunnerError.leaseLost(jobID))
+                    } else {
+                        // A lost lease leaves that piece's writes in this transaction: give it up,
+                        // and every piece runs again alone below.
+                        throw JobRunnerError.leaseLost(jobID)
+                    }
                 }
                 return outcomes
             }
@@ -176,9 +207,14 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         }
     }
 
-    private func alone(_ work: @escaping @Sendable (Transaction) throws -> StepMark?) async -> Outcome {
+    private func alone(_ work: Work) async -> Outcome {
         do {
-            let outcomes = try await write { tx in [.success(try self.markOne(try work(tx), in: tx))] }
+            let outcomes: [Outcome] = try await write { tx in
+                switch work {
+                case .markOnly(let mark): return [.success(try self.markOne(mark, in: tx))]
+                case .writes(let body): return [.success(try self.markOne(try body(tx), in: tx))]
+                }
+            }
             return outcomes[0]
         } catch {
             return .failure(error)

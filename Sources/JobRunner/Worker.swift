@@ -333,7 +333,7 @@ public final class Worker<Store: JobStore>: Sendable {
                         cancelRequested = false
                     } else {
                         // A crash before the batch commits only repeats an idempotent step.
-                        (_, cancelRequested) = try await transactions.runStep { _ in ((), mark(result)) }
+                        cancelRequested = try await transactions.runMark(mark(result))
                     }
                 }
                 outputs[step.name] = .some(result.output)

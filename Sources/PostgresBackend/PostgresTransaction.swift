@@ -30,6 +30,24 @@ public struct PostgresTransaction {
         try result(query, file: file, line: line).metadata.rows ?? 0
     }
 
+    /// Runs one statement, giving up on its answer after `limit`.
+    func execute(_ query: PostgresQuery, within limit: TimeAmount, file: String = #fileID, line: Int = #line) throws {
+        let location = self.location
+        let eventLoop = connection.eventLoop
+        let answer = eventLoop.makePromise(of: PostgresQueryResult.self)
+        let timeout = eventLoop.scheduleTask(in: limit) {
+            answer.fail(PostgresStoreError.unavailable(
+                "\(location): the server did not answer within \(limit.nanoseconds / 1_000_000_000) s (query at \(file):\(line))"))
+        }
+        connection.query(query, logger: logger, file: file, line: line).cascade(to: answer)
+        defer { timeout.cancel() }
+        do {
+            _ = try answerOrClosed(answer.futureResult)
+        } catch {
+            throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
+        }
+    }
+
     /// Sends a write whose result nothing here needs, without waiting for it: the connection
     /// runs it in order with this transaction's other statements, and this thread goes on
     /// (one thread wake-up fewer per statement). Its failure fails the transaction: the next
@@ -42,7 +60,7 @@ public struct PostgresTransaction {
     func settleDeferred() throws {
         for (future, place) in deferred.takeAll() {
             do {
-                _ = try future.wait()
+                _ = try answerOrClosed(future)
             } catch {
                 throw PostgresStoreError.from(error, location: location, doing: "query at \(place)")
             }
@@ -52,19 +70,39 @@ public struct PostgresTransaction {
     /// Waits for the deferred writes and forgets their outcome: the savepoint they were
     /// sent in is being rolled back.
     func discardDeferred() {
-        for (future, _) in deferred.takeAll() { _ = try? future.wait() }
+        for (future, _) in deferred.takeAll() { _ = try? answerOrClosed(future) }
     }
 
     private func result(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresQueryResult {
         do {
-            let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger, file: file, line: line)
-            return try future.wait()
+            return try answerOrClosed(connection.query(query, logger: logger, file: file, line: line))
         } catch {
             // A deferred write that failed aborted the transaction: its error says why, where
             // this statement's would only say that the transaction is aborted.
             try settleDeferred()
             throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
         }
+    }
+
+    /// Waits for a statement's answer, or until its connection is closed. A statement queued
+    /// behind another one (a deferred BEGIN) on a connection the server cuts at that moment
+    /// is sometimes never failed by the driver: its wait would last for ever, and a worker
+    /// would hang after a failover instead of reconnecting.
+    private func answerOrClosed<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Answer<T>()
+        future.whenComplete { result in
+            answer.result = result
+            answered.signal()
+        }
+        while answered.wait(timeout: .now() + .seconds(1)) == .timedOut {
+            // Closed and still unanswered after a further second: no answer can come now.
+            if connection.isClosed, answered.wait(timeout: .now() + .seconds(1)) == .timedOut {
+                throw PostgresStoreError.unavailable("\(location): the server closed the connection before answering")
+            }
+        }
+        guard let result = answer.result else { preconditionFailure("answered without a result") }
+        return try result.get()
     }
 
     /// Threads that run transaction bodies. A body holds its thread for the whole
@@ -106,11 +144,17 @@ public struct PostgresTransaction {
                 return (.failure(error), !connection.isClosed)
             }
         case .failure:
+            // A connection the server has closed has nothing to roll back. Nor does a
+            // connection that does not answer a ROLLBACK within a while (seen after the
+            // server cut it mid-transaction: the statement was queued and never failed):
+            // closing it ends the transaction on the server as surely.
+            guard !connection.isClosed else { return (outcome, false) }
             do {
-                try tx.execute("ROLLBACK")
+                try tx.execute("ROLLBACK", within: .seconds(30))
                 return (outcome, true)
             } catch {
                 // A connection whose transaction state is unknown must not be reused.
+                connection.close().whenComplete { _ in }
                 return (outcome, false)
             }
         }
@@ -132,4 +176,9 @@ final class DeferredWrites: @unchecked Sendable {
             return writes
         }
     }
+}
+
+/// A statement's result, written before the semaphore is signalled and read after the wait.
+private final class Answer<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
 }

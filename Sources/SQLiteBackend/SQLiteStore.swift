@@ -214,12 +214,18 @@ extension JobRecord {
         """
 
     init(row: Row) {
+        var dates = StoredDate.Reader()
+        self.init(row: row, dates: &dates)
+    }
+
+    /// Reads the row's dates through `dates`, which a batch of rows shares.
+    init(row: Row, dates: inout StoredDate.Reader) {
         self.init(
             id: row[0], kind: row[1], payload: row[2], uniqueKey: row[3],
             state: JobState(rawValue: row[4]) ?? .dead, attempt: row[5], maxAttempts: row[6],
-            runAt: row[7], leaseOwner: row[8], leaseExpiresAt: row[9],
-            lastError: row[10], cancelRequested: row[11], createdAt: row[12],
-            updatedAt: row[13], finishedAt: row[14])
+            runAt: dates.date(row[7]) ?? row[7], leaseOwner: row[8], leaseExpiresAt: dates.date(row[9]),
+            lastError: row[10], cancelRequested: row[11], createdAt: dates.date(row[12]) ?? row[12],
+            updatedAt: dates.date(row[13]) ?? row[13], finishedAt: dates.date(row[14]))
     }
 }
 
@@ -290,6 +296,64 @@ extension SQLiteStore {
         return cancelRequested
     }
 
+    // A group commit's statements differ only in how many jobs they carry: their texts are
+    // built once per count, not once per commit.
+    private static let markFenceSQL = SQLTextByCount { count in
+        """
+        SELECT id, cancel_requested FROM lifecycle_jobs
+        WHERE id IN (\(databaseQuestionMarks(count: count))) AND lease_owner = ? AND state = 'running'
+        """
+    }
+    private static let markStepsSQL = SQLTextByCount { count in
+        """
+        INSERT INTO lifecycle_job_steps (job_id, step, output, finished_at)
+        VALUES \(repeatElement("(?, ?, ?, ?)", count: count).joined(separator: ", "))
+        """
+    }
+    private static let markFinishedSQL = SQLTextByCount { count in
+        """
+        UPDATE lifecycle_jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
+          finished_at = m.column2, updated_at = m.column2
+        FROM (VALUES \(repeatElement("(?, ?)", count: count).joined(separator: ", "))) AS m
+        WHERE lifecycle_jobs.id = m.column1
+        """
+    }
+
+    /// A group commit's marks in three statements instead of three per mark: the per-statement
+    /// work (binding, stepping, resetting) on the one writer thread is what a drain waits on.
+    /// Fenced as `markStepDone` is; a mark whose lease was lost writes nothing.
+    public func markStepsDone(_ marks: [StepMark], in tx: SQLiteTransaction) throws -> [Bool?] {
+        // 4 parameters a row stays far below SQLite's limit of 32,766.
+        let chunk = 512
+        guard marks.count <= chunk else {
+            return try stride(from: 0, to: marks.count, by: chunk).flatMap {
+                try markStepsDone(Array(marks[$0..<min($0 + chunk, marks.count)]), in: tx)
+            }
+        }
+        var fenced: [JobID: Bool] = [:]
+        for (owner, group) in Dictionary(grouping: marks, by: \.owner) {
+            let rows = try Row.fetchCursor(
+                tx.db.cachedStatement(sql: Self.markFenceSQL(group.count)), arguments: StatementArguments(group.map(\.jobID)) + [owner])
+            while let row = try rows.next() { fenced[row[0]] = row[1] }
+        }
+        let written = marks.filter { fenced[$0.jobID] != nil }
+        if !written.isEmpty {
+            var steps = StatementArguments()
+            for mark in written { steps += [mark.jobID, mark.step, mark.output, mark.now.stored] }
+            // A plain INSERT: a second done-mark for the same step fails, and the caller
+            // abandons the transaction.
+            try tx.db.cachedStatement(sql: Self.markStepsSQL(written.count)).execute(arguments: steps)
+        }
+        let finishing = written.filter(\.finishesJob)
+        if !finishing.isEmpty {
+            var times = StatementArguments()
+            for mark in finishing { times += [mark.jobID, mark.now.stored] }
+            try tx.db.cachedStatement(sql: Self.markFinishedSQL(finishing.count)).execute(arguments: times)
+        }
+        // A finishing mark ends the job, so a cancel request no longer matters to it.
+        return marks.map { mark in fenced[mark.jobID].map { mark.finishesJob ? false : $0 } }
+    }
+
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: SQLiteTransaction) throws {
         try tx.db.cachedStatement(sql: """
             UPDATE lifecycle_jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
@@ -344,12 +408,14 @@ extension SQLiteStore {
                 let (runA, runB): (String, String) = (a[4], b[4])
                 return runA != runB ? runA < runB : (a[0] as JobID) < (b[0] as JobID)
             }
+            var claimedByLease: [TimeInterval: [JobID]] = [:]
             for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
                 let kind: String = row[1]
                 guard let left = remaining[kind], left > 0 else { continue }
                 let id: JobID = row[0]
                 let attempt: Int = row[2]
                 let maxAttempts: Int = row[3]
+                remaining[kind] = left - 1
                 if isRescue && attempt >= maxAttempts {
                     try db.execute(
                         sql: """
@@ -359,28 +425,36 @@ extension SQLiteStore {
                             """,
                         arguments: [now.stored, now.stored, id])
                     buried.append(id)
-                    remaining[kind] = left - 1
                     continue
                 }
-                let lease = leases[kind] ?? JobPolicy().lease
-                try db.cachedStatement(sql: """
-                    UPDATE lifecycle_jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
-                      started_at = COALESCE(started_at, ?), updated_at = ?
-                    WHERE id = ?
-                    """).execute(arguments: [owner, now.addingTimeInterval(lease).stored, now.stored, now.stored, id])
                 claimedIDs.append(id)
-                remaining[kind] = left - 1
+                claimedByLease[leases[kind] ?? JobPolicy().lease, default: []].append(id)
             }
             let all = claimedIDs + buried
             guard !all.isEmpty else { return [] }
-            let idMarks = databaseQuestionMarks(count: all.count)
-            let records = try Row.fetchAll(db, sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE id IN (\(idMarks))", arguments: StatementArguments(all))
-                .map(JobRecord.init(row:))
+            // One statement per lease length leases the jobs and hands back their rows.
+            var rows: [Row] = []
+            for (lease, ids) in claimedByLease {
+                rows += try Row.fetchAll(db, sql: """
+                    UPDATE lifecycle_jobs SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
+                      started_at = COALESCE(started_at, ?), updated_at = ?
+                    WHERE id IN (\(databaseQuestionMarks(count: ids.count)))
+                    RETURNING \(JobRecord.sqliteColumns)
+                    """, arguments: [owner, now.addingTimeInterval(lease).stored, now.stored, now.stored] + StatementArguments(ids))
+            }
+            if !buried.isEmpty {
+                rows += try Row.fetchAll(
+                    db, sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE id IN (\(databaseQuestionMarks(count: buried.count)))",
+                    arguments: StatementArguments(buried))
+            }
             var steps: [JobID: [String: String?]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT job_id, step, output FROM lifecycle_job_steps WHERE job_id IN (\(idMarks))", arguments: StatementArguments(all)) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT job_id, step, output FROM lifecycle_job_steps WHERE job_id IN (\(databaseQuestionMarks(count: all.count)))",
+                arguments: StatementArguments(all)) {
                 steps[row[0], default: [:]][row[1]] = .some(row[2])
             }
-            let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
+            var dates = StoredDate.Reader()
+            let byID = Dictionary(uniqueKeysWithValues: rows.map { row in (row[0] as JobID, JobRecord(row: row, dates: &dates)) })
             return all.compactMap { id in byID[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
         }
     }
@@ -618,6 +692,24 @@ extension SQLiteStore {
     public func probeEffectCount(jobID: JobID) async throws -> Int {
         try await pool.read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM lifecycle_runner_probe_effects WHERE job_id = ?", arguments: [jobID]) ?? 0
+        }
+    }
+}
+
+/// An SQL text for each count of rows it carries, built on first use.
+final class SQLTextByCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var texts: [Int: String] = [:]
+    private let build: @Sendable (Int) -> String
+
+    init(_ build: @escaping @Sendable (Int) -> String) { self.build = build }
+
+    func callAsFunction(_ count: Int) -> String {
+        lock.withLock {
+            if let text = texts[count] { return text }
+            let text = build(count)
+            texts[count] = text
+            return text
         }
     }
 }

@@ -28,6 +28,18 @@ import Testing
         #expect(mismatches.isEmpty, "\(mismatches.count) dates differ, first: \(mismatches.prefix(5))")
     }
 
+    /// Reading through the per-batch reader gives GRDB's reading, repeated texts included.
+    @Test func theReaderReadsWhatGRDBReads() {
+        var reader = StoredDate.Reader()
+        let values: [DatabaseValue] = [
+            "2026-11-26 08:30:00.500".databaseValue, "2000-12-28 02:16:38.057".databaseValue, "2026-11-26 08:30:00.500".databaseValue,
+            "2026-11-26 08:30:00".databaseValue, "2000-12-28 02:16:38.057".databaseValue, 1_764_000_000.databaseValue, .null,
+        ]
+        for value in values {
+            #expect(reader.date(value) == Date.fromDatabaseValue(value), "\(value)")
+        }
+    }
+
     /// Stored to the nearest millisecond, as GRDB stores it, and read back as that instant.
     @Test func readsBackAsTheNearestMillisecond() throws {
         let date = Date(timeIntervalSince1970: 1_764_000_000.4567)

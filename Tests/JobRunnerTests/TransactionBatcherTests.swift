@@ -18,12 +18,17 @@ struct TransactionBatcherTests {
             // The first piece holds its transaction open until the others are queued behind
             // it, so those five are certain to share the next transaction.
             let gate = DispatchSemaphore(value: 0)
+            let entered = Entered()
             let first = Task {
                 try await batcher.run { tx in
+                    entered.set()
                     gate.wait()
                     try store.recordProbeEffect(jobID: jobs[0], step: "write", now: epoch, in: tx)
                 }
             }
+            // Alone in its transaction before the others are queued, or it could take some
+            // of them in with it.
+            while !entered.isSet { await Task.yield() }
             let failing = jobs[3]
             let rest = Task {
                 try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
@@ -72,6 +77,10 @@ struct TransactionBatcherTests {
             let jobs = try await store.claim(quota: [ProbeJobs.noopKind: 6], leases: [ProbeJobs.noopKind: 60], owner: "A", now: epoch).map(\.record.id)
             try #require(jobs.count == 6)
             let lost = jobs[3]
+            // Its lease ends before its step's transaction runs (the fence is read there). Not
+            // while the first piece holds the transaction below: on SQLite that piece holds the
+            // one writer, which the release would wait for.
+            try await store.release(jobID: lost, owner: "A", now: epoch)
             @Sendable func step(_ job: JobID, finishing: Bool) -> @Sendable (S.Transaction) throws -> ((), StepMark) {
                 { tx in
                     try store.recordProbeEffect(jobID: job, step: "write", now: epoch, in: tx)
@@ -79,12 +88,15 @@ struct TransactionBatcherTests {
                 }
             }
             let gate = DispatchSemaphore(value: 0)
+            let entered = Entered()
             let first = Task {
                 try await batcher.runStep { tx in
+                    entered.set()
                     gate.wait()
                     return try step(jobs[0], finishing: true)(tx)
                 }
             }
+            while !entered.isSet { await Task.yield() }
             let rest = Task {
                 try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
                     for (index, job) in jobs.dropFirst().enumerated() {
@@ -101,8 +113,6 @@ struct TransactionBatcherTests {
                 }
             }
             while batcher.waiting < 5 { await Task.yield() }
-            // The lease of one queued step's job ends before its transaction runs.
-            try await store.release(jobID: lost, owner: "A", now: epoch)
             gate.signal()
             _ = try await first.value
             let outcomes = try await rest.value
@@ -118,4 +128,87 @@ struct TransactionBatcherTests {
         }
         try await check(try await backend.makeStore())
     }
+
+    /// An outside step's done-mark shares the transaction without a savepoint: when its job's
+    /// lease was lost, nothing of it is written, so it alone fails, and the database steps
+    /// beside it commit once each (the batch is not sent round again).
+    @Test(arguments: Backend.allCases)
+    func aLostLeaseBehindAnOutsideStepFailsOnlyThatMark(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
+            if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
+            let batcher = TransactionBatcher<S.Transaction>(
+                write: { try await store.write($0) }, savepoint: savepoint,
+                markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
+            _ = try await store.write { tx in
+                try (0..<6).map { _ in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id }
+            }
+            let jobs = try await store.claim(quota: [ProbeJobs.noopKind: 6], leases: [ProbeJobs.noopKind: 60], owner: "A", now: epoch).map(\.record.id)
+            try #require(jobs.count == 6)
+            let lost = jobs[3]
+            try await store.release(jobID: lost, owner: "A", now: epoch)
+            let runs = RunCounts()
+            let gate = DispatchSemaphore(value: 0)
+            let entered = Entered()
+            let first = Task {
+                try await batcher.run { _ in
+                    entered.set()
+                    gate.wait()
+                }
+            }
+            while !entered.isSet { await Task.yield() }
+            let rest = Task {
+                try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
+                    for job in jobs.dropFirst() {
+                        group.addTask {
+                            do {
+                                let mark = StepMark(jobID: job, step: "step", output: nil, finishesJob: true, owner: "A", now: epoch)
+                                if job == lost || job == jobs[4] {
+                                    _ = try await batcher.runMark(mark)
+                                } else {
+                                    _ = try await batcher.runStep { tx in
+                                        runs.add(job)
+                                        try store.recordProbeEffect(jobID: job, step: "step", now: epoch, in: tx)
+                                        return ((), mark)
+                                    }
+                                }
+                                return (job, true)
+                            } catch let error as JobRunnerError where error.isLeaseLost {
+                                return (job, false)
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
+                }
+            }
+            while batcher.waiting < 5 { await Task.yield() }
+            gate.signal()
+            try await first.value
+            let outcomes = try await rest.value
+            #expect(outcomes.filter { !$0.value }.map(\.key) == [lost])
+            #expect(runs.counts == [jobs[1]: 1, jobs[2]: 1, jobs[5]: 1])
+            var states: [JobState?] = []
+            for job in jobs { states.append(try await store.job(id: job)?.state) }
+            #expect(states == [.running, .succeeded, .succeeded, .queued, .succeeded, .succeeded])
+            #expect(try await store.steps(of: lost).isEmpty)
+            #expect(try await store.probeEffectCount(jobID: jobs[2]) == 1)
+        }
+        try await check(try await backend.makeStore())
+    }
+}
+
+/// How many times each job's step body ran.
+private final class RunCounts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: [JobID: Int] = [:]
+    var counts: [JobID: Int] { lock.withLock { value } }
+    func add(_ job: JobID) { lock.withLock { value[job, default: 0] += 1 } }
+}
+
+/// Set by the piece that holds a transaction open once it is inside it.
+private final class Entered: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }
