@@ -685,8 +685,9 @@ extension SQLiteStore {
     }
 
     public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: SQLiteTransaction) throws {
-        try tx.db.execute(
-            sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)", arguments: [jobID, step, now.stored])
+        // Cached: a probe job writes two of these, and the benchmark's three-step jobs are probes.
+        try tx.db.cachedStatement(sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)")
+            .execute(arguments: [jobID, step, now.stored])
     }
 
     public func probeEffectCount(jobID: JobID) async throws -> Int {
