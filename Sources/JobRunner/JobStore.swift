@@ -46,23 +46,17 @@ public protocol JobStore: Sendable {
     /// unique key is enqueued as `enqueue` does it (a live job with the key is returned).
     func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: Transaction) throws -> [EnqueuedJob]
 
-    /// Records a finished step, fenced by the lease: throws `JobRunnerError.leaseLost`
-    /// when another worker now holds the job, which rolls back the step's own writes.
-    /// Returns whether cancellation was requested meanwhile.
-    func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws -> Bool
-
-    /// Marks the job succeeded, fenced by the lease like `markStepDone`.
+    /// Marks the job succeeded, fenced by the lease: throws `JobRunnerError.leaseLost` when
+    /// another worker now holds the job.
     func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: Transaction) throws
 
-    /// `markStepDone` then `markSucceeded`, for a job's last step: a backend may do both in one statement.
-    func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws
-
-    /// The done-marks of several jobs' steps (a group commit's), each fenced by its lease
-    /// as `markStepDone` and `markLastStepDone` fence theirs. Returns one entry per mark, in
-    /// order: nil where the lease was lost (nothing of that mark is written), else whether
-    /// cancellation was requested. A backend where a statement costs a round trip writes
-    /// them all in one. The caller abandons the transaction when a nil entry's step wrote
-    /// anything besides its mark.
+    /// The done-marks of several jobs' steps (a group commit's): each records its step as
+    /// finished, and a job's last step's also marks the job succeeded. Each is fenced by its
+    /// lease, and holds off a rescue of its job until the transaction commits. Returns one
+    /// entry per mark, in order: nil where the lease was lost (nothing of that mark is
+    /// written), else whether cancellation was requested. A second mark of the same step
+    /// fails the statement. The caller abandons the transaction when a nil entry's step
+    /// wrote anything besides its mark.
     func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?]
 
     /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running
@@ -184,11 +178,6 @@ extension JobStore {
         try await countByKindAndState().reduce(into: [:]) { counts, cell in counts[cell.key.state, default: 0] += cell.value }
     }
 
-    public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: Transaction) throws {
-        _ = try markStepDone(jobID: jobID, step: step, output: output, owner: owner, now: now, in: tx)
-        try markSucceeded(jobID: jobID, owner: owner, now: now, in: tx)
-    }
-
     public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date) async throws -> EnqueueOutcome {
         try await write { tx in try self.enqueue(request, policy: policy, now: now, in: tx) }
     }
@@ -197,20 +186,6 @@ extension JobStore {
         try requests.map { request in
             let outcome = try enqueue(request, policy: policy, now: now, in: tx)
             return EnqueuedJob(id: outcome.job.id, created: outcome.created)
-        }
-    }
-
-    public func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?] {
-        try marks.map { mark in
-            do {
-                if mark.finishesJob {
-                    try markLastStepDone(jobID: mark.jobID, step: mark.step, output: mark.output, owner: mark.owner, now: mark.now, in: tx)
-                    return false
-                }
-                return try markStepDone(jobID: mark.jobID, step: mark.step, output: mark.output, owner: mark.owner, now: mark.now, in: tx)
-            } catch let error as JobRunnerError where error.isLeaseLost {
-                return nil
-            }
         }
     }
 }

@@ -145,24 +145,6 @@ extension PostgresStore: JobStore {
         try tx.query("SELECT pg_notify(\(JobNotifications.channel), '')")
     }
 
-    public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: PostgresTransaction) throws -> Bool {
-        // One round trip for the fence and the mark: this runs once per step of every job.
-        // The row lock holds off a rescue until this commits (a rescue that got there
-        // first leaves no row to lock); a lock rather than an update leaves no dead tuple per step.
-        // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
-        let rows = try tx.query("""
-            WITH fence AS (
-                SELECT id, cancel_requested FROM lifecycle.jobs WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
-                FOR NO KEY UPDATE
-            ), mark AS (
-                INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM fence
-            )
-            SELECT cancel_requested FROM fence
-            """)
-        guard let row = rows.first else { throw JobRunnerError.leaseLost(jobID) }
-        return try row.decode(Bool.self)
-    }
-
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: PostgresTransaction) throws {
         let changed = try tx.execute("""
             UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
@@ -171,27 +153,12 @@ extension PostgresStore: JobStore {
         guard changed == 1 else { throw JobRunnerError.leaseLost(jobID) }
     }
 
-    public func markLastStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: PostgresTransaction) throws {
-        // Fence, done-mark and success in one round trip: a no-op job's whole completion.
-        let rows = try tx.query("""
-            WITH done AS (
-                UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now)
-                WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING id
-            ), mark AS (
-                INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at) SELECT id, \(step)::text, \(output)::text, \(now) FROM done
-            )
-            SELECT id FROM done
-            """)
-        guard !rows.isEmpty else { throw JobRunnerError.leaseLost(jobID) }
-    }
-
     public func markStepsDone(_ marks: [StepMark], in tx: PostgresTransaction) throws -> [Bool?] {
         guard !marks.isEmpty else { return [] }
         // One statement for a whole group commit's marks. The fence locks the rows still
         // leased to their owner (in id order, as every other multi-row lock here is taken);
         // a job missing from it lost its lease and gets no mark. The locked rows hold off a
-        // rescue until this commits, as markStepDone's lock does.
+        // rescue until this commits; a lock rather than an update leaves no dead tuple per step.
         let ids = marks.map(\.jobID)
         let steps = marks.map(\.step)
         let outputs = marks.map { $0.output ?? "" }

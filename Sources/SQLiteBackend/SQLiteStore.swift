@@ -280,22 +280,6 @@ extension SQLiteStore {
         }
     }
 
-    public func markStepDone(jobID: JobID, step: String, output: String?, owner: String, now: Date, in tx: SQLiteTransaction) throws -> Bool {
-        // Cached statements: these run once per step of every job, the runner's hot path.
-        // A read is fence enough: this runs inside the write transaction, which SQLite
-        // serialises, so no rescue can take the job between this check and the commit.
-        // Leaving the job row alone keeps a step's commit from rewriting its page.
-        let fence = try tx.db.cachedStatement(
-            sql: "SELECT cancel_requested FROM lifecycle_jobs WHERE id = ? AND lease_owner = ? AND state = 'running'")
-        guard let cancelRequested = try Bool.fetchOne(fence, arguments: [jobID, owner]) else {
-            throw JobRunnerError.leaseLost(jobID)
-        }
-        // A plain INSERT: a second done-mark for the same step fails and rolls its effects back.
-        try tx.db.cachedStatement(sql: "INSERT INTO lifecycle_job_steps (job_id, step, output, finished_at) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [jobID, step, output, now.stored])
-        return cancelRequested
-    }
-
     // A group commit's statements differ only in how many jobs they carry: their texts are
     // built once per count, not once per commit.
     private static let markFenceSQL = SQLTextByCount { count in
@@ -321,7 +305,9 @@ extension SQLiteStore {
 
     /// A group commit's marks in three statements instead of three per mark: the per-statement
     /// work (binding, stepping, resetting) on the one writer thread is what a drain waits on.
-    /// Fenced as `markStepDone` is; a mark whose lease was lost writes nothing.
+    /// A read is fence enough: this runs inside the write transaction, which SQLite
+    /// serialises, so no rescue can take a job between the check and the commit. Leaving
+    /// the row of a job that is not finishing alone keeps its page out of the commit.
     public func markStepsDone(_ marks: [StepMark], in tx: SQLiteTransaction) throws -> [Bool?] {
         // 4 parameters a row stays far below SQLite's limit of 32,766.
         let chunk = 512

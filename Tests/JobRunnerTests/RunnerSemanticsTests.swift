@@ -139,7 +139,7 @@ struct RunnerSemanticsTests {
             #expect(claimed.map(\.record.id) == [job.id])
             try await store.write { tx in
                 try store.recordProbeEffect(jobID: job.id, step: "record-start", now: epoch, in: tx)
-                _ = try store.markStepDone(jobID: job.id, step: "record-start", output: nil, owner: "A", now: epoch, in: tx)
+                try markStepDone(store, job.id, step: "record-start", owner: "A", in: tx)
             }
 
             // While A's lease holds, nobody else may take the job.
@@ -163,7 +163,7 @@ struct RunnerSemanticsTests {
             await #expect(throws: JobRunnerError.self) {
                 try await store.write { tx in
                     try store.recordProbeEffect(jobID: job.id, step: "late", now: epoch, in: tx)
-                    _ = try store.markStepDone(jobID: job.id, step: "late", output: nil, owner: "A", now: epoch, in: tx)
+                    try markStepDone(store, job.id, step: "late", owner: "A", in: tx)
                 }
             }
             #expect(try await store.probeEffectCount(jobID: job.id) == 2)

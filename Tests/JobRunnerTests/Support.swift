@@ -34,3 +34,9 @@ func enqueue<S: JobStore>(_ store: S, _ request: EnqueueRequest, policy: JobPoli
 func probePayload(hold: Double = 0, failAttempts: Int = 0) throws -> String {
     try JobJSON.encode(ProbeJobs.Payload(holdSeconds: hold, failAttempts: failAttempts))
 }
+
+/// One step's done-mark, as a worker writes it: throws when the job's lease was lost.
+func markStepDone<S: JobStore>(_ store: S, _ job: JobID, step: String, owner: String, in tx: S.Transaction) throws {
+    let mark = StepMark(jobID: job, step: step, output: nil, finishesJob: false, owner: owner, now: epoch)
+    guard try store.markStepsDone([mark], in: tx) != [nil] else { throw JobRunnerError.leaseLost(job) }
+}
