@@ -27,6 +27,14 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         case writes(@Sendable (Transaction) throws -> StepMark?)
         /// Only a done-mark: a step whose work was done outside the database.
         case markOnly(StepMark)
+
+        /// Runs the piece's writes, if it has any, and returns its done-mark.
+        func perform(in tx: Transaction) throws -> StepMark? {
+            switch self {
+            case .writes(let body): return try body(tx)
+            case .markOnly(let mark): return mark
+            }
+        }
     }
 
     private struct Pending {
@@ -160,20 +168,16 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
                 var outcomes = [Outcome](repeating: .success(false), count: works.count)
                 var marks = [StepMark?](repeating: nil, count: works.count)
                 for (index, work) in works.enumerated() {
-                    switch work {
-                    case .markOnly(let mark):
-                        marks[index] = mark
-                    case .writes(let body):
-                        guard let savepoint = self.savepoint else {
-                            // Without savepoints a failure here abandons the batch (below).
-                            marks[index] = try body(tx)
-                            continue
-                        }
-                        do {
-                            try savepoint(tx) { marks[index] = try body(tx) }
-                        } catch {
-                            outcomes[index] = .failure(error)
-                        }
+                    // A piece with only a mark writes nothing it would need a savepoint to undo.
+                    guard case .writes = work, let savepoint = self.savepoint else {
+                        // Without savepoints a failure here abandons the batch (below).
+                        marks[index] = try work.perform(in: tx)
+                        continue
+                    }
+                    do {
+                        try savepoint(tx) { marks[index] = try work.perform(in: tx) }
+                    } catch {
+                        outcomes[index] = .failure(error)
                     }
                 }
                 let marked = marks.indices.filter { marks[$0] != nil }
@@ -209,12 +213,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     private func alone(_ work: Work) async -> Outcome {
         do {
-            let outcomes: [Outcome] = try await write { tx in
-                switch work {
-                case .markOnly(let mark): return [.success(try self.markOne(mark, in: tx))]
-                case .writes(let body): return [.success(try self.markOne(try body(tx), in: tx))]
-                }
-            }
+            let outcomes = try await write { tx in [.success(try self.markOne(try work.perform(in: tx), in: tx))] }
             return outcomes[0]
         } catch {
             return .failure(error)

@@ -8,27 +8,18 @@ struct TransactionBatcherTests {
     @Test(arguments: Backend.allCases)
     func aFailingPieceUndoesOnlyItsOwnWritesInASharedTransaction(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
-            let batcher: TransactionBatcher<S.Transaction> =
-                store.savepointsAreCheap
-                ? TransactionBatcher(write: { try await store.write($0) }, savepoint: { tx, body in try store.savepoint(in: tx, body) })
-                : TransactionBatcher(write: { try await store.write($0) }, savepoint: nil)
+            let batcher = stepBatcher(store)
             let jobs = try await store.write { tx in
                 try (0..<6).map { _ in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id }
             }
-            // The first piece holds its transaction open until the others are queued behind
-            // it, so those five are certain to share the next transaction.
-            let gate = DispatchSemaphore(value: 0)
-            let entered = Entered()
+            let gate = TransactionGate()
             let first = Task {
                 try await batcher.run { tx in
-                    entered.set()
-                    gate.wait()
+                    gate.hold()
                     try store.recordProbeEffect(jobID: jobs[0], step: "write", now: epoch, in: tx)
                 }
             }
-            // Alone in its transaction before the others are queued, or it could take some
-            // of them in with it.
-            while !entered.isSet { await Task.yield() }
+            await gate.waitUntilHeld()
             let failing = jobs[3]
             let rest = Task {
                 try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
@@ -48,8 +39,7 @@ struct TransactionBatcherTests {
                     return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
                 }
             }
-            while batcher.waiting < 5 { await Task.yield() }
-            gate.signal()
+            await gate.open(onceQueued: 5, in: batcher)
             try await first.value
             let outcomes = try await rest.value
             #expect(outcomes.filter { !$0.value }.map(\.key) == [failing])
@@ -66,16 +56,8 @@ struct TransactionBatcherTests {
     @Test(arguments: Backend.allCases)
     func aLostLeaseInAGroupCommitUndoesOnlyThatStep(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
-            var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
-            if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
-            let batcher = TransactionBatcher<S.Transaction>(
-                write: { try await store.write($0) }, savepoint: savepoint,
-                markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
-            _ = try await store.write { tx in
-                try (0..<6).map { _ in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id }
-            }
-            let jobs = try await store.claim(quota: [ProbeJobs.noopKind: 6], leases: [ProbeJobs.noopKind: 60], owner: "A", now: epoch).map(\.record.id)
-            try #require(jobs.count == 6)
+            let batcher = stepBatcher(store)
+            let jobs = try await sixClaimedJobs(store)
             let lost = jobs[3]
             // Its lease ends before its step's transaction runs (the fence is read there). Not
             // while the first piece holds the transaction below: on SQLite that piece holds the
@@ -87,16 +69,14 @@ struct TransactionBatcherTests {
                     return ((), StepMark(jobID: job, step: "write", output: "out \(job)", finishesJob: finishing, owner: "A", now: epoch))
                 }
             }
-            let gate = DispatchSemaphore(value: 0)
-            let entered = Entered()
+            let gate = TransactionGate()
             let first = Task {
                 try await batcher.runStep { tx in
-                    entered.set()
-                    gate.wait()
+                    gate.hold()
                     return try step(jobs[0], finishing: true)(tx)
                 }
             }
-            while !entered.isSet { await Task.yield() }
+            await gate.waitUntilHeld()
             let rest = Task {
                 try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
                     for (index, job) in jobs.dropFirst().enumerated() {
@@ -112,8 +92,7 @@ struct TransactionBatcherTests {
                     return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
                 }
             }
-            while batcher.waiting < 5 { await Task.yield() }
-            gate.signal()
+            await gate.open(onceQueued: 5, in: batcher)
             _ = try await first.value
             let outcomes = try await rest.value
             #expect(outcomes.filter { !$0.value }.map(\.key) == [lost])
@@ -135,28 +114,14 @@ struct TransactionBatcherTests {
     @Test(arguments: Backend.allCases)
     func aLostLeaseBehindAnOutsideStepFailsOnlyThatMark(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
-            var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
-            if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
-            let batcher = TransactionBatcher<S.Transaction>(
-                write: { try await store.write($0) }, savepoint: savepoint,
-                markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
-            _ = try await store.write { tx in
-                try (0..<6).map { _ in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id }
-            }
-            let jobs = try await store.claim(quota: [ProbeJobs.noopKind: 6], leases: [ProbeJobs.noopKind: 60], owner: "A", now: epoch).map(\.record.id)
-            try #require(jobs.count == 6)
+            let batcher = stepBatcher(store)
+            let jobs = try await sixClaimedJobs(store)
             let lost = jobs[3]
             try await store.release(jobID: lost, owner: "A", now: epoch)
             let runs = RunCounts()
-            let gate = DispatchSemaphore(value: 0)
-            let entered = Entered()
-            let first = Task {
-                try await batcher.run { _ in
-                    entered.set()
-                    gate.wait()
-                }
-            }
-            while !entered.isSet { await Task.yield() }
+            let gate = TransactionGate()
+            let first = Task { try await batcher.run { _ in gate.hold() } }
+            await gate.waitUntilHeld()
             let rest = Task {
                 try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
                     for job in jobs.dropFirst() {
@@ -181,8 +146,7 @@ struct TransactionBatcherTests {
                     return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
                 }
             }
-            while batcher.waiting < 5 { await Task.yield() }
-            gate.signal()
+            await gate.open(onceQueued: 5, in: batcher)
             try await first.value
             let outcomes = try await rest.value
             #expect(outcomes.filter { !$0.value }.map(\.key) == [lost])
@@ -205,10 +169,48 @@ private final class RunCounts: @unchecked Sendable {
     func add(_ job: JobID) { lock.withLock { value[job, default: 0] += 1 } }
 }
 
-/// Set by the piece that holds a transaction open once it is inside it.
-private final class Entered: @unchecked Sendable {
+/// The batcher a worker builds over `store`: savepoints where they are cheap, done-marks
+/// written by the store.
+private func stepBatcher<S: JobStore>(_ store: S) -> TransactionBatcher<S.Transaction> {
+    var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
+    if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
+    return TransactionBatcher(
+        write: { try await store.write($0) }, savepoint: savepoint,
+        markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
+}
+
+/// Six no-op jobs, leased to worker "A" for a minute.
+private func sixClaimedJobs<S: JobStore>(_ store: S) async throws -> [JobID] {
+    _ = try await store.write { tx in
+        try (0..<6).map { _ in try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id }
+    }
+    let jobs = try await store.claim(quota: [ProbeJobs.noopKind: 6], leases: [ProbeJobs.noopKind: 60], owner: "A", now: epoch).map(\.record.id)
+    try #require(jobs.count == 6)
+    return jobs
+}
+
+/// Holds a batcher's transaction open from inside one of its pieces, so that the pieces
+/// queued meanwhile are certain to share the next transaction.
+private final class TransactionGate: @unchecked Sendable {
     private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+    private var held = false
+    private let opened = DispatchSemaphore(value: 0)
+
+    /// Called by the holding piece, inside its transaction: waits there until `open`.
+    func hold() {
+        lock.withLock { held = true }
+        opened.wait()
+    }
+
+    /// Returns once the holding piece is inside its transaction, alone: queued any earlier,
+    /// the other pieces could be taken into that transaction with it.
+    func waitUntilHeld() async {
+        while !lock.withLock({ held }) { await Task.yield() }
+    }
+
+    /// Lets the held transaction go once `count` pieces are queued behind it.
+    func open<Transaction>(onceQueued count: Int, in batcher: TransactionBatcher<Transaction>) async {
+        while batcher.waiting < count { await Task.yield() }
+        opened.signal()
+    }
 }
