@@ -12,6 +12,11 @@ public protocol JobStore: Sendable {
     /// Runs `body` in one write transaction; commits if it returns, rolls back if it throws.
     func write<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
 
+    /// `write`, for a caller that already gathers many pieces into each transaction (the
+    /// runner's group commits): where `write` itself shares transactions between callers,
+    /// this one skips that, and the hand-offs it costs on every commit.
+    func writeUnshared<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
+
     /// Runs `body` so that its writes can be undone alone (a savepoint): the runner commits
     /// several jobs' steps in one transaction, and one step's failure must not undo the others.
     /// Rethrows what `body` throws, after rolling back its writes.
@@ -63,6 +68,10 @@ public protocol JobStore: Sendable {
     /// with an expired lease) to `owner`: at most `quota[kind]` of each kind, each
     /// for `leases[kind]` seconds. A rescued job on its last attempt goes `dead`.
     func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob]
+
+    /// `claim`, inside a write transaction shared with other work: on a store with one writer
+    /// the runner's claims ride its group commits instead of each paying a commit of its own.
+    func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: Transaction) throws -> [ClaimedJob]
 
     /// Extends the leases `owner` still holds; returns the ids another worker has taken
     /// over since (its lease ran out and a claim rescued the job). A job that finished or
@@ -167,6 +176,10 @@ public struct JobCountKey: Hashable, Sendable {
 extension JobStore {
     public var savepointsAreCheap: Bool { true }
     public var concurrentWriteTransactions: Int { 1 }
+
+    public func writeUnshared<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
+        try await write(body)
+    }
 
     public func waitForWork(timeout: TimeInterval) async {
         try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))

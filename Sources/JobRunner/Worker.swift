@@ -76,6 +76,12 @@ public struct DrainSummary: Sendable, Equatable {
     }
 }
 
+/// What the worker loop waits on: a job that ended, or a claim that came back.
+private enum LoopEvent: Sendable {
+    case finished(JobRecord, JobOutcome, Duration)
+    case claimed(Result<[ClaimedJob], any Error>)
+}
+
 /// Claims due jobs and runs their unfinished steps in order. Any number of workers,
 /// in one process or many, can share a store: claims are atomic, leases fence every
 /// step's done-mark, and an expired lease lets another worker resume the job.
@@ -90,6 +96,9 @@ public final class Worker<Store: JobStore>: Sendable {
     private let shuttingDown = ShutdownFlag()
     private let held = HeldJobs()
     private let transactions: TransactionBatcher<Store.Transaction>
+    /// Claims ride the group commits where the store has one writer: a claim then costs no
+    /// commit, and no turn on the writer, of its own.
+    private let claimsInGroupCommits: Bool
     /// The policy of every kind this worker runs, read once.
     private let kindPolicies: [String: JobPolicy]
     /// Kinds left out because their policy file is broken, with its error: one bad file
@@ -123,10 +132,14 @@ public final class Worker<Store: JobStore>: Sendable {
         if store.savepointsAreCheap {
             savepoint = { tx, body in try store.savepoint(in: tx, body) }
         }
+        claimsInGroupCommits = store.concurrentWriteTransactions == 1
         self.transactions = TransactionBatcher(
-            write: { work in try await store.write(work) }, savepoint: savepoint,
+            write: { work in try await store.writeUnshared(work) }, savepoint: savepoint,
             markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
-            maxTransactions: store.concurrentWriteTransactions)
+            maxTransactions: store.concurrentWriteTransactions,
+            // A store with one writer runs its transactions in turn: the next one waits its
+            // turn there and takes what has arrived by then.
+            takesPiecesWhenStarted: claimsInGroupCommits)
     }
 
     private var kindNames: [String] {
@@ -194,18 +207,31 @@ public final class Worker<Store: JobStore>: Sendable {
         let heartbeat = startHeartbeat()
         defer { heartbeat.cancel() }
 
-        try await withThrowingTaskGroup(of: (JobRecord, JobOutcome, Duration).self) { group in
+        try await withThrowingTaskGroup(of: LoopEvent.self) { group in
             var inFlight: [String: Int] = [:]
             var buffered: [ClaimedJob] = []
             var running = 0
             var stopping = false
+            var claiming = false
+            // False after a claim found nothing, until a job finishes or the idle wait ends:
+            // nothing new can be due sooner, and claiming again at once would only spin.
+            var mayClaim = true
 
             while true {
                 if Task.isCancelled || shuttingDown.isSet { stopping = true }
                 if !stopping {
-                    if running < options.concurrency && buffered.isEmpty {
-                        buffered = try await uncancelled { try await self.claimBatch(kinds: kinds) }
-                        for claimed in buffered { held.add(claimed.record.id, lease: policy(for: claimed.record.kind).lease) }
+                    // The next batch is claimed while this one's jobs run, before the buffer is
+                    // empty: the loop then never stops starting jobs to wait on the writer.
+                    if mayClaim && !claiming && running + buffered.count <= options.concurrency * 3 / 2 {
+                        claiming = true
+                        let buffer = buffered
+                        group.addTask {
+                            do {
+                                return .claimed(.success(try await self.uncancelled { try await self.claimBatch(kinds: kinds, buffered: buffer) }))
+                            } catch {
+                                return .claimed(.failure(error))
+                            }
+                        }
                     }
                     while !shuttingDown.isSet, running < options.concurrency,
                           let next = buffered.firstIndex(where: { inFlight[$0.record.kind, default: 0] < policy(for: $0.record.kind).concurrency }) {
@@ -217,25 +243,40 @@ public final class Worker<Store: JobStore>: Sendable {
                         group.addTask {
                             let started = ContinuousClock.now
                             let outcome = await Task { await self.execute(claimed) }.value
-                            return (claimed.record, outcome, started.duration(to: .now))
+                            return .finished(claimed.record, outcome, started.duration(to: .now))
                         }
                     }
                 }
-                if running == 0 {
-                    if untilIdle || stopping { break }
-                    await store.waitForWork(timeout: options.pollInterval)
-                    if clock.now().timeIntervalSince(lastScheduleCheck) >= 30 {
-                        try await uncancelled { try await self.enqueueScheduledJobs() }
-                        lastScheduleCheck = clock.now()
+                if running == 0 && !claiming {
+                    if stopping { break }
+                    if !mayClaim {
+                        // Nothing runs and the last claim found nothing.
+                        if untilIdle { break }
+                        await store.waitForWork(timeout: options.pollInterval)
+                        if clock.now().timeIntervalSince(lastScheduleCheck) >= 30 {
+                            try await uncancelled { try await self.enqueueScheduledJobs() }
+                            lastScheduleCheck = clock.now()
+                        }
                     }
+                    mayClaim = true
                     continue
                 }
-                guard let (job, outcome, took) = try await group.next() else { break }
-                RunnerMetrics.finished(kind: job.kind, outcome: outcome, took: took)
-                held.remove(job.id)
-                running -= 1
-                inFlight[job.kind, default: 1] -= 1
-                summary.add(outcome, job: job)
+                guard let event = try await group.next() else { break }
+                switch event {
+                case .claimed(let result):
+                    claiming = false
+                    let claimed = try result.get()
+                    if claimed.isEmpty { mayClaim = false }
+                    for job in claimed { held.add(job.record.id, lease: policy(for: job.record.kind).lease) }
+                    buffered += claimed
+                case .finished(let job, let outcome, let took):
+                    RunnerMetrics.finished(kind: job.kind, outcome: outcome, took: took)
+                    held.remove(job.id)
+                    running -= 1
+                    inFlight[job.kind, default: 1] -= 1
+                    summary.add(outcome, job: job)
+                    mayClaim = true
+                }
             }
             // Claimed but never started: hand them back now rather than after the lease expires.
             for claimed in buffered {
@@ -258,17 +299,25 @@ public final class Worker<Store: JobStore>: Sendable {
 
     /// Claims several jobs per transaction so one claim feeds several executions:
     /// the per-job transaction count is what limits throughput on SQLite. Jobs wait
-    /// in the buffer while their kind is at its concurrency limit.
-    private func claimBatch(kinds: [String]) async throws -> [ClaimedJob] {
-        let batch = options.concurrency * 2
+    /// in the buffer while their kind is at its concurrency limit; a kind's buffered
+    /// jobs count against what the next claim takes of it.
+    private func claimBatch(kinds: [String], buffered: [ClaimedJob]) async throws -> [ClaimedJob] {
+        let batch = options.concurrency * 2 - buffered.count
+        guard batch > 0 else { return [] }
+        var waiting: [String: Int] = [:]
+        for job in buffered { waiting[job.record.kind, default: 0] += 1 }
         var quota: [String: Int] = [:]
         var leases: [String: TimeInterval] = [:]
         for kind in kinds {
             let policy = policy(for: kind)
-            quota[kind] = min(batch, policy.concurrency * 2)
+            let room = min(batch, policy.concurrency * 2 - waiting[kind, default: 0])
+            guard room > 0 else { continue }
+            quota[kind] = room
             leases[kind] = policy.lease
         }
-        return try await store.claim(quota: quota, leases: leases, owner: options.owner, now: clock.now())
+        let (store, owner, now, wanted, leaseLengths) = (store, options.owner, clock.now(), quota, leases)
+        guard claimsInGroupCommits else { return try await store.claim(quota: wanted, leases: leaseLengths, owner: owner, now: now) }
+        return try await transactions.run { tx in try store.claim(quota: wanted, leases: leaseLengths, owner: owner, now: now, in: tx) }
     }
 
     private func execute(_ claimed: ClaimedJob) async -> JobOutcome {

@@ -194,94 +194,96 @@ extension PostgresStore: JobStore {
     }
 
     public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
+        try await write { tx in try self.claim(quota: quota, leases: leases, owner: owner, now: now, in: tx) }
+    }
+
+    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: PostgresTransaction) throws -> [ClaimedJob] {
         let wanted = quota.filter { $0.value > 0 }
         guard !wanted.isEmpty else { return [] }
         let kinds = Array(wanted.keys)
         let counts = kinds.map { Int64(wanted[$0]!) }
         let total = counts.reduce(0, +)
         let defaultLease = JobPolicy().lease
-        return try await write { tx in
-            // The claim looks rows up by a batch of ids (the ones it just locked, their steps).
-            // On a queue table that filled faster than autovacuum analyses it, the default
-            // random_page_cost prices 128 index probes above reading the whole table, which
-            // the planner then does, milliseconds per claim; 1.1 is the usual SSD setting.
-            tx.executeDeferred("SET LOCAL random_page_cost = 1.1")
-            // SKIP LOCKED: rows another worker is claiming right now are passed over,
-            // not waited for, so claims on many machines never queue behind each other.
-            // Rescue first: a job whose worker died should not wait behind new work.
-            let rescued = try tx.query("""
-                SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
-                WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
-                  AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)
-                ORDER BY lease_expires_at LIMIT \(total)
+        // The claim looks rows up by a batch of ids (the ones it just locked, their steps).
+        // On a queue table that filled faster than autovacuum analyses it, the default
+        // random_page_cost prices 128 index probes above reading the whole table, which
+        // the planner then does, milliseconds per claim; 1.1 is the usual SSD setting.
+        tx.executeDeferred("SET LOCAL random_page_cost = 1.1")
+        // SKIP LOCKED: rows another worker is claiming right now are passed over,
+        // not waited for, so claims on many machines never queue behind each other.
+        // Rescue first: a job whose worker died should not wait behind new work.
+        let rescued = try tx.query("""
+            SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
+            WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
+              AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)
+            ORDER BY lease_expires_at LIMIT \(total)
+            FOR UPDATE SKIP LOCKED
+            """)
+        let ready = try tx.query("""
+            SELECT j.id, j.kind, j.attempt, j.max_attempts
+            FROM (SELECT * FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS u(kind, n)
+                  WHERE u.kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)) AS q
+            CROSS JOIN LATERAL (
+                SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle.jobs
+                WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= \(now)
+                ORDER BY run_at, id LIMIT q.n
                 FOR UPDATE SKIP LOCKED
-                """)
-            let ready = try tx.query("""
-                SELECT j.id, j.kind, j.attempt, j.max_attempts
-                FROM (SELECT * FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS u(kind, n)
-                      WHERE u.kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)) AS q
-                CROSS JOIN LATERAL (
-                    SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle.jobs
-                    WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= \(now)
-                    ORDER BY run_at, id LIMIT q.n
-                    FOR UPDATE SKIP LOCKED
-                ) j
-                ORDER BY j.run_at, j.id
-                """)
-            var remaining = wanted
-            var claimIDs: [Int64] = []
-            var claimLeases: [Double] = []
-            var buried: [Int64] = []
-            for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
-                let (id, kind, attempt, maxAttempts) = try row.decode((Int64, String, Int32, Int32).self)
-                guard let left = remaining[kind], left > 0 else { continue }
-                remaining[kind] = left - 1
-                if isRescue && attempt >= maxAttempts {
-                    buried.append(id)
-                } else {
-                    claimIDs.append(id)
-                    claimLeases.append(leases[kind] ?? defaultLease)
-                }
+            ) j
+            ORDER BY j.run_at, j.id
+            """)
+        var remaining = wanted
+        var claimIDs: [Int64] = []
+        var claimLeases: [Double] = []
+        var buried: [Int64] = []
+        for (row, isRescue) in rescued.map({ ($0, true) }) + ready.map({ ($0, false) }) {
+            let (id, kind, attempt, maxAttempts) = try row.decode((Int64, String, Int32, Int32).self)
+            guard let left = remaining[kind], left > 0 else { continue }
+            remaining[kind] = left - 1
+            if isRescue && attempt >= maxAttempts {
+                buried.append(id)
+            } else {
+                claimIDs.append(id)
+                claimLeases.append(leases[kind] ?? defaultLease)
             }
-            var records: [JobID: JobRecord] = [:]
-            if !claimIDs.isEmpty {
-                for row in try tx.query("""
-                    UPDATE lifecycle.jobs SET state = 'running', attempt = attempt + 1, lease_owner = \(owner),
-                      lease_expires_at = \(now)::timestamptz + make_interval(secs => c.lease),
-                      started_at = COALESCE(started_at, \(now)), updated_at = \(now)
-                    FROM unnest(\(claimIDs)::int8[], \(claimLeases)::float8[]) AS c(id, lease)
-                    WHERE jobs.id = c.id
-                    RETURNING jobs.*
-                    """) {
-                    let record = try JobRecord(row: row)
-                    records[record.id] = record
-                }
-            }
-            if !buried.isEmpty {
-                for row in try tx.query("""
-                    UPDATE lifecycle.jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
-                      last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
-                    WHERE id = ANY(\(buried))
-                    RETURNING *
-                    """) {
-                    let record = try JobRecord(row: row)
-                    records[record.id] = record
-                }
-            }
-            let all = claimIDs + buried
-            guard !all.isEmpty else { return [] }
-            var steps: [JobID: [String: String?]] = [:]
-            // Joined to the ids rather than `job_id = ANY(…)`: while the table is young and not yet
-            // analysed, the planner takes a batch of ids for most of it and scans it whole.
-            for row in try tx.query("""
-                SELECT s.job_id, s.step, s.output FROM unnest(\(claimIDs)::int8[]) AS c(id)
-                JOIN lifecycle.job_steps s ON s.job_id = c.id
-                """) {
-                let (jobID, step, output) = try row.decode((Int64, String, String?).self)
-                steps[jobID, default: [:]][step] = .some(output)
-            }
-            return all.compactMap { id in records[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
         }
+        var records: [JobID: JobRecord] = [:]
+        if !claimIDs.isEmpty {
+            for row in try tx.query("""
+                UPDATE lifecycle.jobs SET state = 'running', attempt = attempt + 1, lease_owner = \(owner),
+                  lease_expires_at = \(now)::timestamptz + make_interval(secs => c.lease),
+                  started_at = COALESCE(started_at, \(now)), updated_at = \(now)
+                FROM unnest(\(claimIDs)::int8[], \(claimLeases)::float8[]) AS c(id, lease)
+                WHERE jobs.id = c.id
+                RETURNING jobs.*
+                """) {
+                let record = try JobRecord(row: row)
+                records[record.id] = record
+            }
+        }
+        if !buried.isEmpty {
+            for row in try tx.query("""
+                UPDATE lifecycle.jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, finished_at = \(now), updated_at = \(now),
+                  last_error = 'worker lost (lease expired) during the final attempt' || COALESCE(' after: ' || last_error, '')
+                WHERE id = ANY(\(buried))
+                RETURNING *
+                """) {
+                let record = try JobRecord(row: row)
+                records[record.id] = record
+            }
+        }
+        let all = claimIDs + buried
+        guard !all.isEmpty else { return [] }
+        var steps: [JobID: [String: String?]] = [:]
+        // Joined to the ids rather than `job_id = ANY(…)`: while the table is young and not yet
+        // analysed, the planner takes a batch of ids for most of it and scans it whole.
+        for row in try tx.query("""
+            SELECT s.job_id, s.step, s.output FROM unnest(\(claimIDs)::int8[]) AS c(id)
+            JOIN lifecycle.job_steps s ON s.job_id = c.id
+            """) {
+            let (jobID, step, output) = try row.decode((Int64, String, String?).self)
+            steps[jobID, default: [:]][step] = .some(output)
+        }
+        return all.compactMap { id in records[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
     }
 
     public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {

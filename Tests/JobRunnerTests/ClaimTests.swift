@@ -60,4 +60,22 @@ import Testing
             }
         }
     }
+
+    /// A job changes state when it is claimed and when it finishes, and SQLite rewrites every
+    /// index whose columns or condition name the state: only the claim's own two lookups may.
+    /// The unique key's lookup, which keeps a key unique among live jobs, still uses an index.
+    @Test func onlyTheClaimsTwoIndexesNameAJobsState() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("job-indexes-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory + "/test.sqlite")
+        let (naming, plan) = try await store.read { tx in
+            let indexes = try Row.fetchAll(
+                tx.db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'lifecycle_jobs' AND sql IS NOT NULL")
+            let naming = indexes.filter { ($0["sql"] as String).contains("state") }.map { $0["name"] as String }.sorted()
+            let plan = try Row.fetchAll(tx.db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.liveJobSQL, arguments: ["key"]).map { $0["detail"] as String }
+            return (naming, plan)
+        }
+        #expect(naming == ["lifecycle_jobs_leased", "lifecycle_jobs_ready"])
+        #expect(plan.contains { $0.contains("USING INDEX lifecycle_jobs_unique_key (unique_key=?)") }, "\(plan)")
+    }
 }

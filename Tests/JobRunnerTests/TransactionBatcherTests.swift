@@ -50,6 +50,29 @@ struct TransactionBatcherTests {
         try await check(try await backend.makeStore())
     }
 
+    /// A piece alone in its transaction that fails is not run again: rolling the transaction
+    /// back undid everything it wrote.
+    @Test(arguments: Backend.allCases)
+    func aLonePieceThatFailsRunsOnceAndLeavesNothing(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let batcher = stepBatcher(store)
+            let job = try await store.write { tx in
+                try store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch, in: tx).job.id
+            }
+            let runs = RunCounts()
+            await #expect(throws: InducedRollback.self) {
+                try await batcher.run { tx in
+                    runs.add(job)
+                    try store.recordProbeEffect(jobID: job, step: "write", now: epoch, in: tx)
+                    throw InducedRollback()
+                }
+            }
+            #expect(runs.counts[job] == 1)
+            #expect(try await store.probeEffectCount(jobID: job) == 0)
+        }
+        try await check(try await backend.makeStore())
+    }
+
     /// Steps of several jobs share a transaction whose done-marks are written together (one
     /// statement on PostgreSQL): a job whose lease was lost meanwhile gets neither its
     /// step's writes nor its mark, and the others commit with theirs.
@@ -170,13 +193,16 @@ private final class RunCounts: @unchecked Sendable {
 }
 
 /// The batcher a worker builds over `store`: savepoints where they are cheap, done-marks
-/// written by the store.
+/// written by the store, and on a single writer (SQLite) transactions that take their
+/// pieces when they start. One transaction at a time on a server too, so that pieces
+/// queued behind a held one all wait for the next.
 private func stepBatcher<S: JobStore>(_ store: S) -> TransactionBatcher<S.Transaction> {
     var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
     if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
     return TransactionBatcher(
-        write: { try await store.write($0) }, savepoint: savepoint,
-        markAll: { tx, marks in try store.markStepsDone(marks, in: tx) })
+        write: { try await store.writeUnshared($0) }, savepoint: savepoint,
+        markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
+        maxTransactions: 1, takesPiecesWhenStarted: store.concurrentWriteTransactions == 1)
 }
 
 /// Six no-op jobs, leased to worker "A" for a minute.

@@ -19,13 +19,13 @@ struct NamespaceTests {
         "jobs", "job_steps", "job_schedules", "runner_probe_effects", "audit_events", "exports", "outbox", "purge_inventory",
         "deletion_attempts", "subjects", "purge_progress", "paused_kinds", "holds", "settings", "lookup_digests",
     ]
-    /// Every migration, in order. SQLite has one of its own: its ready index took the
-    /// shape PostgreSQL's always had.
+    /// Every migration, in order. SQLite has two of its own: its ready index took the
+    /// shape PostgreSQL's always had, and its job indexes stopped naming the state.
     static func migrations(of store: some LifecycleStore) -> [String] {
         [
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
-        ] + (store is SQLiteStore ? ["v7-ready-by-kind"] : [])
+        ] + (store is SQLiteStore ? ["v7-ready-by-kind", "v8-state-free-job-indexes"] : [])
     }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
