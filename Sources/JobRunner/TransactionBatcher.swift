@@ -169,21 +169,25 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         let taken = TakenPieces<Pending>()
         do {
             let outcomes = try await write { tx in
+                taken.started = true
                 taken.pieces = self.takeWaiting()
                 let works = taken.pieces.map(\.work)
                 guard let only = works.first, works.count == 1 else { return try self.perform(works, in: tx) }
                 // Alone in its transaction, a piece needs no savepoint: its failure rolls
                 // the whole transaction back, which is all it wrote.
-                do {
-                    return [.success(try self.markOne(try only.perform(in: tx), in: tx))]
-                } catch {
-                    taken.loneFailure = error
-                    throw error
-                }
+                return [.success(try self.markOne(try only.perform(in: tx), in: tx))]
             }
             return (taken.pieces, outcomes)
         } catch {
-            if let failure = taken.loneFailure { return (taken.pieces, [.failure(failure)]) }
+            if !taken.started {
+                // The transaction never began (the file stayed locked past the busy timeout,
+                // an I/O error): nothing ran, and the pieces waiting get its error rather
+                // than wait on for a writer that may not come.
+                let waiting = takeWaiting()
+                return (waiting, waiting.map { _ in .failure(error) })
+            }
+            // Alone, a piece that failed (or whose commit did) left nothing: it is not run again.
+            if taken.pieces.count <= 1 { return (taken.pieces, taken.pieces.map { _ in .failure(error) }) }
             // One piece failed (or the commit did): nothing of this batch stayed, so each
             // piece gets a transaction of its own and its own outcome.
             var outcomes: [Outcome] = []
@@ -270,11 +274,11 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     }
 }
 
-/// The pieces a transaction took when it started, and the error of a piece that was alone
-/// in it: written inside the transaction, read after it ended.
+/// Whether a transaction began, and the pieces it took then: written inside the
+/// transaction, read after it ended.
 private final class TakenPieces<Piece>: @unchecked Sendable {
+    var started = false
     var pieces: [Piece] = []
-    var loneFailure: (any Error)?
 }
 
 /// Carries a piece's result out of the transaction closure; written once, before the

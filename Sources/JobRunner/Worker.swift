@@ -216,6 +216,14 @@ public final class Worker<Store: JobStore>: Sendable {
             // False after a claim found nothing, until a job finishes or the idle wait ends:
             // nothing new can be due sooner, and claiming again at once would only spin.
             var mayClaim = true
+            // Jobs finished so far, and when the claim in flight was asked for: a job that
+            // finished meanwhile may have made work due (a follow-up it enqueued, room for
+            // its kind) that the claim did not see, so its empty answer proves nothing.
+            var finishedCount = 0
+            var finishedAtClaim = 0
+            // A claim that failed: the loop winds down (jobs in flight finish, buffered ones
+            // are handed back), then the drain throws it.
+            var claimFailure: (any Error)?
 
             while true {
                 if Task.isCancelled || shuttingDown.isSet { stopping = true }
@@ -224,6 +232,7 @@ public final class Worker<Store: JobStore>: Sendable {
                     // empty: the loop then never stops starting jobs to wait on the writer.
                     if mayClaim && !claiming && running + buffered.count <= options.concurrency * 3 / 2 {
                         claiming = true
+                        finishedAtClaim = finishedCount
                         let buffer = buffered
                         group.addTask {
                             do {
@@ -263,18 +272,22 @@ public final class Worker<Store: JobStore>: Sendable {
                 }
                 guard let event = try await group.next() else { break }
                 switch event {
-                case .claimed(let result):
+                case .claimed(.success(let claimed)):
                     claiming = false
-                    let claimed = try result.get()
-                    if claimed.isEmpty { mayClaim = false }
+                    if claimed.isEmpty && finishedCount == finishedAtClaim { mayClaim = false }
                     for job in claimed { held.add(job.record.id, lease: policy(for: job.record.kind).lease) }
                     buffered += claimed
+                case .claimed(.failure(let error)):
+                    claiming = false
+                    claimFailure = error
+                    stopping = true
                 case .finished(let job, let outcome, let took):
                     RunnerMetrics.finished(kind: job.kind, outcome: outcome, took: took)
                     held.remove(job.id)
                     running -= 1
                     inFlight[job.kind, default: 1] -= 1
                     summary.add(outcome, job: job)
+                    finishedCount += 1
                     mayClaim = true
                 }
             }
@@ -284,6 +297,7 @@ public final class Worker<Store: JobStore>: Sendable {
                 try? await uncancelled { try await store.release(jobID: claimed.record.id, owner: owner, now: now) }
                 held.remove(claimed.record.id)
             }
+            if let claimFailure { throw claimFailure }
         }
         return summary
     }

@@ -293,19 +293,18 @@ enum Migrations {
         }
 
         // A job changes state twice in its life (claimed, finished), and SQLite rewrites every
-        // index whose columns or condition name the state: measured, each costs 2.5-4 µs a
-        // row, half of a claim's update. Only the claim's two lookups (ready, leased) still
-        // name it. The unique key's index no longer enforces uniqueness among live jobs:
-        // every enqueue and retry looks for a live job with the key first, inside its write
-        // transaction, and SQLite runs one write transaction at a time across processes, so
-        // nothing can come between the look and the insert. Listing by kind keeps an index
-        // that state changes leave alone.
-        migrator.registerMigration("v8-state-free-job-indexes") { db in
+        // index whose columns or condition name the state: measured, 2.5-4 µs a row each,
+        // half of a claim's update. The live unique key's index named it only to leave
+        // finished jobs out of its uniqueness; every enqueue and retry looks for a live job
+        // with the key first, inside its write transaction, and SQLite runs one write
+        // transaction at a time across processes, so nothing can come between the look and
+        // the insert: the index now serves that look-up alone. (kind, state) stays: counting
+        // jobs by kind and state (metrics, the dashboard) reads it alone, 70 ms for a million
+        // jobs against 840 ms from the table.
+        migrator.registerMigration("v8-unique-key-index-without-state") { db in
             try db.execute(sql: """
                 DROP INDEX lifecycle_jobs_live_unique_key;
                 CREATE INDEX lifecycle_jobs_unique_key ON lifecycle_jobs(unique_key) WHERE unique_key IS NOT NULL;
-                DROP INDEX lifecycle_jobs_kind_state;
-                CREATE INDEX lifecycle_jobs_kind ON lifecycle_jobs(kind);
                 """)
         }
         return migrator

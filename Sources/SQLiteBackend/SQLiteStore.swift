@@ -597,7 +597,7 @@ extension SQLiteStore {
     }
 
     /// The live job holding a unique key: what keeps the key unique among live jobs, run
-    /// inside the write transaction that would add another (see `v8-state-free-job-indexes`).
+    /// inside the write transaction that would add another (see `v8-unique-key-index-without-state`).
     static let liveJobSQL = "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE unique_key = ? AND state IN ('queued','running','retrying')"
 
     public func liveJob(uniqueKey: String, in tx: SQLiteTransaction) throws -> JobRecord? {

@@ -243,6 +243,32 @@ struct RunnerSemanticsTests {
         try await check(try await backend.makeStore())
     }
 
+    /// Each job's step enqueues the next: one drain runs the whole chain. The worker claims
+    /// while jobs run, so a claim can read the queue just before a job's follow-up commits
+    /// and come back empty after that job has ended; that must not end the drain.
+    @Test(arguments: Backend.allCases)
+    func oneDrainRunsTheJobsItsJobsEnqueue(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let links = 40
+            let enqueued = LockedCounter()
+            let kind = JobKind<S.Transaction>(name: "test.chain", steps: [
+                JobStep("next", database: { context, tx in
+                    if enqueued.value < links - 1 {
+                        _ = try store.enqueue(EnqueueRequest(kind: "test.chain"), policy: JobPolicy(), now: context.now, in: tx)
+                        enqueued.increment()
+                    }
+                    return .done
+                }),
+            ])
+            var policies = PolicyBook()
+            policies.setPolicy(JobPolicy(), for: kind.name)
+            _ = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch)
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: ManualTimeSource(epoch))
+            #expect(try await worker.drain().succeeded == links)
+        }
+        try await check(try await backend.makeStore())
+    }
+
     @Test(arguments: Backend.allCases)
     func scheduledKindsAreEnqueuedOncePerSlotAcrossWorkers(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
