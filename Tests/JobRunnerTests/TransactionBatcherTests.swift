@@ -21,27 +21,13 @@ struct TransactionBatcherTests {
             }
             await gate.waitUntilHeld()
             let failing = jobs[3]
-            let rest = Task {
-                try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
-                    for job in jobs.dropFirst() {
-                        group.addTask {
-                            do {
-                                try await batcher.run { tx in
-                                    try store.recordProbeEffect(jobID: job, step: "write", now: epoch, in: tx)
-                                    if job == failing { throw InducedRollback() }
-                                }
-                                return (job, true)
-                            } catch is InducedRollback {
-                                return (job, false)
-                            }
-                        }
-                    }
-                    return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
+            let outcomes = try await runBehindGate(gate, jobs.dropFirst(), in: batcher, failingWith: { $0 is InducedRollback }) { _, job in
+                try await batcher.run { tx in
+                    try store.recordProbeEffect(jobID: job, step: "write", now: epoch, in: tx)
+                    if job == failing { throw InducedRollback() }
                 }
             }
-            await gate.open(onceQueued: 5, in: batcher)
             try await first.value
-            let outcomes = try await rest.value
             #expect(outcomes.filter { !$0.value }.map(\.key) == [failing])
             for job in jobs {
                 #expect(try await store.probeEffectCount(jobID: job) == (job == failing ? 0 : 1))
@@ -100,24 +86,10 @@ struct TransactionBatcherTests {
                 }
             }
             await gate.waitUntilHeld()
-            let rest = Task {
-                try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
-                    for (index, job) in jobs.dropFirst().enumerated() {
-                        group.addTask {
-                            do {
-                                _ = try await batcher.runStep(step(job, finishing: index % 2 == 0))
-                                return (job, true)
-                            } catch let error as JobRunnerError where error.isLeaseLost {
-                                return (job, false)
-                            }
-                        }
-                    }
-                    return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
-                }
+            let outcomes = try await runBehindGate(gate, jobs.dropFirst(), in: batcher, failingWith: isLeaseLost) { index, job in
+                _ = try await batcher.runStep(step(job, finishing: index % 2 == 0))
             }
-            await gate.open(onceQueued: 5, in: batcher)
             _ = try await first.value
-            let outcomes = try await rest.value
             #expect(outcomes.filter { !$0.value }.map(\.key) == [lost])
             for job in jobs {
                 #expect(try await store.probeEffectCount(jobID: job) == (job == lost ? 0 : 1))
@@ -145,33 +117,19 @@ struct TransactionBatcherTests {
             let gate = TransactionGate()
             let first = Task { try await batcher.run { _ in gate.hold() } }
             await gate.waitUntilHeld()
-            let rest = Task {
-                try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
-                    for job in jobs.dropFirst() {
-                        group.addTask {
-                            do {
-                                let mark = StepMark(jobID: job, step: "step", output: nil, finishesJob: true, owner: "A", now: epoch)
-                                if job == lost || job == jobs[4] {
-                                    _ = try await batcher.runMark(mark)
-                                } else {
-                                    _ = try await batcher.runStep { tx in
-                                        runs.add(job)
-                                        try store.recordProbeEffect(jobID: job, step: "step", now: epoch, in: tx)
-                                        return ((), mark)
-                                    }
-                                }
-                                return (job, true)
-                            } catch let error as JobRunnerError where error.isLeaseLost {
-                                return (job, false)
-                            }
-                        }
+            let outcomes = try await runBehindGate(gate, jobs.dropFirst(), in: batcher, failingWith: isLeaseLost) { _, job in
+                let mark = StepMark(jobID: job, step: "step", output: nil, finishesJob: true, owner: "A", now: epoch)
+                if job == lost || job == jobs[4] {
+                    _ = try await batcher.runMark(mark)
+                } else {
+                    _ = try await batcher.runStep { tx in
+                        runs.add(job)
+                        try store.recordProbeEffect(jobID: job, step: "step", now: epoch, in: tx)
+                        return ((), mark)
                     }
-                    return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
                 }
             }
-            await gate.open(onceQueued: 5, in: batcher)
             try await first.value
-            let outcomes = try await rest.value
             #expect(outcomes.filter { !$0.value }.map(\.key) == [lost])
             #expect(runs.counts == [jobs[1]: 1, jobs[2]: 1, jobs[5]: 1])
             var states: [JobState?] = []
@@ -204,6 +162,35 @@ private func stepBatcher<S: JobStore>(_ store: S) -> TransactionBatcher<S.Transa
         markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
         maxTransactions: 1, takesPiecesWhenStarted: store.concurrentWriteTransactions == 1)
 }
+
+/// Runs `piece` for each job at once while the gate holds the batcher's transaction, lets
+/// it go once all of them are queued behind it, and returns for each job whether its piece
+/// succeeded: false when it threw an error `failingWith` accepts.
+private func runBehindGate<Transaction>(
+    _ gate: TransactionGate, _ jobs: ArraySlice<JobID>, in batcher: TransactionBatcher<Transaction>,
+    failingWith expected: @escaping @Sendable (any Error) -> Bool,
+    _ piece: @escaping @Sendable (_ index: Int, _ job: JobID) async throws -> Void
+) async throws -> [JobID: Bool] {
+    let pieces = Task {
+        try await withThrowingTaskGroup(of: (JobID, Bool).self) { group in
+            for (index, job) in jobs.enumerated() {
+                group.addTask {
+                    do {
+                        try await piece(index, job)
+                        return (job, true)
+                    } catch let error where expected(error) {
+                        return (job, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [JobID: Bool]()) { $0[$1.0] = $1.1 }
+        }
+    }
+    await gate.open(onceQueued: jobs.count, in: batcher)
+    return try await pieces.value
+}
+
+@Sendable private func isLeaseLost(_ error: any Error) -> Bool { (error as? JobRunnerError)?.isLeaseLost ?? false }
 
 /// Six no-op jobs, leased to worker "A" for a minute.
 private func sixClaimedJobs<S: JobStore>(_ store: S) async throws -> [JobID] {
