@@ -118,6 +118,13 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             }
             return try await refuse(rejection, photo: photo, context: context)
         }
+        // A job resumed here can find the account's purge begun since `validate` while the
+        // upload is not yet deleted: a JPEG written now would land under the prefix the purge
+        // is deleting and fail its check that nothing is left. Looked at just before the
+        // write, the window is the write alone.
+        guard try await photoIsLive(photoID, accountID: original.accountID) else {
+            return try .output(Rendering(end: .init(reason: .gone)), finishesJob: true)
+        }
         let key = PhotoJobs.renderedKey(accountID: original.accountID, photoID: photoID, recipe: policy, inputSHA256: inputSHA256)
         let stored = try await services.blobs.put(key: key, data: normalized.jpegData)
         let rendered = RenderedPhoto(
@@ -222,14 +229,18 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
 
     /// The upload, or nil when it is gone because the account's purge has begun. The
     /// upload is deleted only after the switch, so a missing one is otherwise a fault.
+    /// Whether the photo still exists and its account is not in its purge.
+    private func photoIsLive(_ photoID: String, accountID: String) async throws -> Bool {
+        try await services.store.read { tx in
+            try tx.photo(id: photoID) != nil && [.active, .pendingDeletion].contains(try tx.account(id: accountID)?.state)
+        }
+    }
+
     private func readUpload(_ original: Original, photoID: String, job: JobID) async throws -> Data? {
         if try await services.blobs.info(key: original.key) != nil {
             return try await services.blobs.readAll(key: original.key)
         }
-        let live = try await services.store.read { tx in
-            try tx.photo(id: photoID) != nil && [.active, .pendingDeletion].contains(try tx.account(id: original.accountID)?.state)
-        }
-        guard live else { return nil }
+        guard try await photoIsLive(photoID, accountID: original.accountID) else { return nil }
         throw PermanentJobFailure(
             "profile photo \(photoID): its upload \(original.key) disappeared after validation; restore it and `lifecycle jobs retry \(job)` (Jobs/runbooks/photos.md)")
     }
