@@ -137,10 +137,10 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             let batch: [Pending]
             let outcomes: [Outcome]
             if takesPiecesWhenStarted {
-                (batch, outcomes) = await runPiecesWaitingAtStart()
+                (batch, outcomes) = await runTransaction(taking: nil)
             } else {
-                batch = takeWaiting()
-                outcomes = batch.isEmpty ? [] : await run(batch.map(\.work))
+                let waiting = takeWaiting()
+                (batch, outcomes) = waiting.isEmpty ? ([], []) : await runTransaction(taking: waiting)
             }
             for (item, outcome) in zip(batch, outcomes) {
                 item.continuation.resume(with: outcome)
@@ -163,14 +163,15 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         }
     }
 
-    /// One transaction holding the pieces that wait when it starts (none, if another
-    /// transaction took them first), and their outcomes.
-    private func runPiecesWaitingAtStart() async -> ([Pending], [Outcome]) {
+    /// One transaction holding `pieces`, or, when nil, the pieces that wait when it starts
+    /// (none, if another transaction took them first); returns them with their outcomes.
+    private func runTransaction(taking pieces: [Pending]?) async -> ([Pending], [Outcome]) {
         let taken = TakenPieces<Pending>()
+        taken.pieces = pieces ?? []
         do {
             let outcomes = try await write { tx in
                 taken.started = true
-                taken.pieces = self.takeWaiting()
+                if pieces == nil { taken.pieces = self.takeWaiting() }
                 let works = taken.pieces.map(\.work)
                 guard let only = works.first, works.count == 1 else { return try self.perform(works, in: tx) }
                 // Alone in its transaction, a piece needs no savepoint: its failure rolls
@@ -179,7 +180,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             }
             return (taken.pieces, outcomes)
         } catch {
-            if !taken.started {
+            if !taken.started && pieces == nil {
                 // The transaction never began (the file stayed locked past the busy timeout,
                 // an I/O error): nothing ran, and the pieces waiting get its error rather
                 // than wait on for a writer that may not come.
@@ -203,24 +204,6 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         let results = try markAll(tx, [mark])
         guard results.count == 1, let cancelRequested = results[0] else { throw JobRunnerError.leaseLost(mark.jobID) }
         return cancelRequested
-    }
-
-    /// Each piece's outcome.
-    private func run(_ works: [Work]) async -> [Outcome] {
-        if let only = works.first, works.count == 1 {
-            // Alone in its transaction, a piece needs no savepoint: its failure rolls
-            // the whole transaction back, which is all it wrote.
-            return [await alone(only)]
-        }
-        do {
-            return try await write { tx in try self.perform(works, in: tx) }
-        } catch {
-            // One piece failed (or the commit did): nothing of this batch stayed, so each
-            // piece gets a transaction of its own and its own outcome.
-            var outcomes: [Outcome] = []
-            for work in works { outcomes.append(await alone(work)) }
-            return outcomes
-        }
     }
 
     /// Runs several pieces in one transaction, each in its own savepoint where savepoints
@@ -274,7 +257,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     }
 }
 
-/// Whether a transaction began, and the pieces it took then: written inside the
+/// Whether a transaction began, and the pieces it holds: written inside the
 /// transaction, read after it ended.
 private final class TakenPieces<Piece>: @unchecked Sendable {
     var started = false
