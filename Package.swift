@@ -168,7 +168,8 @@ let package = Package(
         .testTarget(name: "CredentialsTests", dependencies: ["Credentials"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(
             name: "JobRunnerTests",
-            dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strict),
         .testTarget(
             name: "LifecycleTests",

@@ -19,6 +19,12 @@ extension JobRecord {
 
 private let liveStates = ["queued", "running", "retrying"]
 
+extension PostgresStore {
+    /// The rows the live-key index holds (`v7-unique-key-index-keyed-only`): an enqueue's
+    /// ON CONFLICT names the same condition so that PostgreSQL infers that index.
+    static let liveKeyPredicate = "unique_key IS NOT NULL AND state IN ('queued','running','retrying')"
+}
+
 extension PostgresStore: JobStore {
     /// A savepoint and its release are two round trips per piece of a shared transaction.
     public var savepointsAreCheap: Bool { false }
@@ -85,7 +91,7 @@ extension PostgresStore: JobStore {
         return """
             INSERT INTO lifecycle.jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
             VALUES (\(request.kind), \(request.payload), \(request.uniqueKey), 'queued', 0, \(maxAttempts), \(request.runAt ?? now), \(now), \(now))
-            ON CONFLICT (unique_key) WHERE state IN ('queued','running','retrying') DO NOTHING
+            ON CONFLICT (unique_key) WHERE \(unescaped: Self.liveKeyPredicate) DO NOTHING
             RETURNING *, pg_notify(\(JobNotifications.channel), '') IS NULL AS notified
             """
     }
@@ -153,12 +159,16 @@ extension PostgresStore: JobStore {
         guard changed == 1 else { throw JobRunnerError.leaseLost(jobID) }
     }
 
-    public func markStepsDone(_ marks: [StepMark], in tx: PostgresTransaction) throws -> [Bool?] {
-        guard !marks.isEmpty else { return [] }
+    /// The statement that writes a group commit's done-marks (see `markStepsDone`).
+    static func markStepsQuery(_ marks: [StepMark]) -> PostgresQuery {
         // One statement for a whole group commit's marks. The fence locks the rows still
         // leased to their owner (in id order, as every other multi-row lock here is taken);
         // a job missing from it lost its lease and gets no mark. The locked rows hold off a
         // rescue until this commits; a lock rather than an update leaves no dead tuple per step.
+        // Each row is looked up by its id (a lateral subquery that locks is never flattened
+        // into a join): joined, the planner read every running job's entry in an index that
+        // churns with each claim and mark (thousands of dead entries mid-drain), or every
+        // queued one, per statement.
         let ids = marks.map(\.jobID)
         let steps = marks.map(\.step)
         let outputs = marks.map { $0.output ?? "" }
@@ -166,14 +176,17 @@ extension PostgresStore: JobStore {
         let finishes = marks.map(\.finishesJob)
         let owners = marks.map(\.owner)
         let times = marks.map(\.now)
-        let rows = try tx.query("""
+        return """
             WITH m AS (
                 SELECT * FROM unnest(\(ids)::int8[], \(steps)::text[], \(outputs)::text[], \(hasOutput)::bool[], \(finishes)::bool[],
                                      \(owners)::text[], \(times)::timestamptz[]) AS m(id, step, output, has_output, finishes, owner, at)
             ), fence AS (
-                SELECT jobs.id, jobs.cancel_requested FROM lifecycle.jobs JOIN m ON m.id = jobs.id
-                WHERE jobs.lease_owner = m.owner AND jobs.state = 'running'
-                ORDER BY jobs.id FOR NO KEY UPDATE OF jobs
+                SELECT j.id, j.cancel_requested FROM (SELECT DISTINCT id, owner FROM m ORDER BY id) AS f
+                CROSS JOIN LATERAL (
+                    SELECT id, cancel_requested FROM lifecycle.jobs
+                    WHERE jobs.id = f.id AND jobs.lease_owner = f.owner AND jobs.state = 'running'
+                    FOR NO KEY UPDATE
+                ) AS j
             ), done AS (
                 UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = m.at, updated_at = m.at
                 FROM m JOIN fence ON fence.id = m.id
@@ -183,7 +196,12 @@ extension PostgresStore: JobStore {
                 SELECT m.id, m.step, CASE WHEN m.has_output THEN m.output END, m.at FROM m JOIN fence ON fence.id = m.id
             )
             SELECT id, cancel_requested FROM fence
-            """)
+            """
+    }
+
+    public func markStepsDone(_ marks: [StepMark], in tx: PostgresTransaction) throws -> [Bool?] {
+        guard !marks.isEmpty else { return [] }
+        let rows = try tx.query(Self.markStepsQuery(marks))
         var fenced: [JobID: Bool] = [:]
         for row in rows {
             let (id, cancelRequested) = try row.decode((Int64, Bool).self)
@@ -274,16 +292,22 @@ extension PostgresStore: JobStore {
         let all = claimIDs + buried
         guard !all.isEmpty else { return [] }
         var steps: [JobID: [String: String?]] = [:]
-        // Joined to the ids rather than `job_id = ANY(…)`: while the table is young and not yet
-        // analysed, the planner takes a batch of ids for most of it and scans it whole.
-        for row in try tx.query("""
-            SELECT s.job_id, s.step, s.output FROM unnest(\(claimIDs)::int8[]) AS c(id)
-            JOIN lifecycle.job_steps s ON s.job_id = c.id
-            """) {
+        for row in try tx.query(Self.finishedStepsQuery(claimIDs)) {
             let (jobID, step, output) = try row.decode((Int64, String, String?).self)
             steps[jobID, default: [:]][step] = .some(output)
         }
         return all.compactMap { id in records[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
+    }
+
+    /// The done steps of claimed jobs. Each id's steps are looked up by their index: with
+    /// `job_id = ANY(…)` or a plain join, a planner whose statistics lag a table that grows
+    /// by thousands of rows a second reads the whole table instead, milliseconds per claim.
+    /// OFFSET 0 keeps the subquery from being flattened into such a join.
+    static func finishedStepsQuery(_ jobIDs: [JobID]) -> PostgresQuery {
+        """
+        SELECT s.job_id, s.step, s.output FROM unnest(\(jobIDs)::int8[]) AS c(id)
+        CROSS JOIN LATERAL (SELECT job_id, step, output FROM lifecycle.job_steps WHERE job_id = c.id OFFSET 0) AS s
+        """
     }
 
     public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {
