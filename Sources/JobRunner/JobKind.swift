@@ -74,6 +74,11 @@ public struct JobStep<Transaction>: Sendable {
         self.name = name
         self.body = .external(body)
     }
+
+    var isDatabase: Bool {
+        if case .database = body { return true }
+        return false
+    }
 }
 
 /// A name and an ordered list of named steps.

@@ -23,17 +23,26 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     /// What a piece does inside the transaction.
     private enum Work: Sendable {
-        /// Writes, then returns the piece's done-mark, or nil for a piece that is not a step.
-        case writes(@Sendable (Transaction) throws -> StepMark?)
+        /// Writes, then returns the piece's done-mark, or nil for a piece that is not a step;
+        /// `carried` is the done-mark of the outside step before it, written with it.
+        case writes(carried: StepMark?, @Sendable (Transaction) throws -> StepMark?)
         /// Only a done-mark: a step whose work was done outside the database.
         case markOnly(StepMark)
 
-        /// Runs the piece's writes, if it has any, and returns its done-mark.
-        func perform(in tx: Transaction) throws -> StepMark? {
+        /// Runs the piece's writes, if it has any, and returns its done-marks: the carried
+        /// one first.
+        func perform(in tx: Transaction) throws -> [StepMark] {
             switch self {
-            case .writes(let body): return try body(tx)
-            case .markOnly(let mark): return mark
+            case .writes(let carried, let body):
+                let own = try body(tx)
+                return [carried, own].compactMap { $0 }
+            case .markOnly(let mark): return [mark]
             }
+        }
+
+        var carriesMark: Bool {
+            if case .writes(let carried, _) = self { return carried != nil }
+            return false
         }
     }
 
@@ -84,7 +93,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     public func run<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         let box = ResultBox<T>()
-        _ = try await enqueue(.writes { tx in
+        _ = try await enqueue(.writes(carried: nil) { tx in
             box.value = try body(tx)
             return nil
         })
@@ -95,10 +104,15 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// Runs a job step's piece: `body`'s writes, then the done-mark it returns, committed
     /// together. Returns `body`'s value and whether cancellation of the job was requested;
     /// throws `JobRunnerError.leaseLost` (having undone `body`'s writes) when the lease was lost.
-    public func runStep<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> (T, StepMark)) async throws -> (T, cancelRequested: Bool) {
+    /// `carrying` is the done-mark of the outside step just before, written in the same
+    /// transaction: when it finds the job's cancellation requested, `body`'s writes are
+    /// undone too and `CancelledBeforeStep` is thrown, so the step does not take effect.
+    public func runStep<T: Sendable>(
+        carrying: StepMark? = nil, _ body: @escaping @Sendable (Transaction) throws -> (T, StepMark)
+    ) async throws -> (T, cancelRequested: Bool) {
         precondition(markAll != nil, "a TransactionBatcher runs steps only with a markAll")
         let box = ResultBox<T>()
-        let cancelRequested = try await enqueue(.writes { tx in
+        let cancelRequested = try await enqueue(.writes(carried: carrying) { tx in
             let (value, mark) = try body(tx)
             box.value = value
             return mark
@@ -176,7 +190,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
                 guard let only = works.first, works.count == 1 else { return try self.perform(works, in: tx) }
                 // Alone in its transaction, a piece needs no savepoint: its failure rolls
                 // the whole transaction back, which is all it wrote.
-                return [.success(try self.markOne(try only.perform(in: tx), in: tx))]
+                return [.success(try self.markOne(only, try only.perform(in: tx), in: tx))]
             }
             return (taken.pieces, outcomes)
         } catch {
@@ -197,20 +211,28 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         }
     }
 
-    /// Writes one piece's mark in the piece's own transaction.
-    private func markOne(_ mark: StepMark?, in tx: Transaction) throws -> Bool {
-        guard let mark else { return false }
+    /// Writes one piece's marks in the piece's own transaction.
+    private func markOne(_ work: Work, _ marks: [StepMark], in tx: Transaction) throws -> Bool {
+        guard !marks.isEmpty else { return false }
         guard let markAll else { preconditionFailure("a step piece without a markAll") }
-        let results = try markAll(tx, [mark])
-        guard results.count == 1, let cancelRequested = results[0] else { throw JobRunnerError.leaseLost(mark.jobID) }
-        return cancelRequested
+        return try outcome(of: work, marks: marks, results: ArraySlice(try markAll(tx, marks)))
+    }
+
+    /// A piece's outcome from its marks' results: whether cancellation was requested, or
+    /// the error that must undo its writes.
+    private func outcome(of work: Work, marks: [StepMark], results: ArraySlice<Bool?>) throws -> Bool {
+        guard results.count == marks.count else { preconditionFailure("markAll answered \(results.count) of \(marks.count) marks") }
+        guard results.allSatisfy({ $0 != nil }) else { throw JobRunnerError.leaseLost(marks[0].jobID) }
+        // The job's cancellation was requested before this step: it must not take effect.
+        if work.carriesMark, results.first! == true { throw CancelledBeforeStep(jobID: marks[0].jobID) }
+        return results.last!!
     }
 
     /// Runs several pieces in one transaction, each in its own savepoint where savepoints
     /// are cheap; throws what should abandon the whole transaction.
     private func perform(_ works: [Work], in tx: Transaction) throws -> [Outcome] {
         var outcomes = [Outcome](repeating: .success(false), count: works.count)
-        var marks = [StepMark?](repeating: nil, count: works.count)
+        var marks = [[StepMark]](repeating: [], count: works.count)
         for (index, work) in works.enumerated() {
             // A piece with only a mark writes nothing it would need a savepoint to undo.
             guard case .writes = work, let savepoint = self.savepoint else {
@@ -224,32 +246,31 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
                 outcomes[index] = .failure(error)
             }
         }
-        let marked = marks.indices.filter { marks[$0] != nil }
+        let marked = marks.indices.filter { !marks[$0].isEmpty }
         guard !marked.isEmpty else { return outcomes }
         guard let markAll = self.markAll else { preconditionFailure("a step piece without a markAll") }
-        let results = try markAll(tx, marked.map { marks[$0]! })
-        guard results.count == marked.count else {
-            preconditionFailure("markAll answered \(results.count) of \(marked.count) marks")
-        }
-        for (index, result) in zip(marked, results) {
-            let jobID = marks[index]!.jobID
-            if let result {
-                outcomes[index] = .success(result)
-            } else if case .markOnly = works[index] {
+        let all = marked.flatMap { marks[$0] }
+        let results = try markAll(tx, all)
+        guard results.count == all.count else { preconditionFailure("markAll answered \(results.count) of \(all.count) marks") }
+        var offset = 0
+        for index in marked {
+            let answers = results[offset..<(offset + marks[index].count)]
+            offset += marks[index].count
+            if case .markOnly = works[index], answers.first! == nil {
                 // Nothing of this piece was written: it alone fails.
-                outcomes[index] = .failure(JobRunnerError.leaseLost(jobID))
-            } else {
-                // A lost lease leaves that piece's writes in this transaction: give it up,
-                // and every piece runs again alone below.
-                throw JobRunnerError.leaseLost(jobID)
+                outcomes[index] = .failure(JobRunnerError.leaseLost(marks[index][0].jobID))
+                continue
             }
+            // A lost lease, or a cancellation that came before a step whose writes are in
+            // this transaction: give it up, and every piece runs again alone below.
+            outcomes[index] = .success(try outcome(of: works[index], marks: marks[index], results: answers))
         }
         return outcomes
     }
 
     private func alone(_ work: Work) async -> Outcome {
         do {
-            let outcomes = try await write { tx in [.success(try self.markOne(try work.perform(in: tx), in: tx))] }
+            let outcomes = try await write { tx in [.success(try self.markOne(work, try work.perform(in: tx), in: tx))] }
             return outcomes[0]
         } catch {
             return .failure(error)
@@ -268,4 +289,11 @@ private final class TakenPieces<Piece>: @unchecked Sendable {
 /// continuation resumes, and read only after.
 private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
+}
+
+/// A database step's piece carried the done-mark of the outside step before it, and that
+/// mark found the job's cancellation requested: the step's writes were undone, and the
+/// carried mark is still to be written.
+struct CancelledBeforeStep: Error {
+    let jobID: JobID
 }

@@ -357,9 +357,16 @@ public final class Worker<Store: JobStore>: Sendable {
         var outputs = claimed.finishedSteps
         let store = self.store
         let owner = options.owner
+        // The done-mark of an outside step followed by a database step: it commits with that
+        // step (one commit for the two), or on its own if the job stops before it.
+        var carried: StepMark?
         do {
             for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil {
                 if shuttingDown.isSet && !outputs.isEmpty {
+                    if let pending = carried {
+                        _ = try await transactions.runMark(pending)
+                        carried = nil
+                    }
                     try await store.release(jobID: job.id, owner: owner, now: clock.now())
                     jobLogger.notice("shutting down: job handed back between steps", metadata: ["next": "\(step.name)"])
                     events(.finished(job, .released))
@@ -385,14 +392,31 @@ public final class Worker<Store: JobStore>: Sendable {
                 case .database(let body):
                     // The step's writes and its done-mark commit together, in a transaction that
                     // other jobs' steps may share too; a failure undoes this step's part alone.
-                    (result, cancelRequested) = try await transactions.runStep { tx in
-                        let result = try body(context, tx)
-                        return (result, mark(result))
+                    let carrying = carried
+                    carried = nil
+                    do {
+                        (result, cancelRequested) = try await transactions.runStep(carrying: carrying) { tx in
+                            let result = try body(context, tx)
+                            return (result, mark(result))
+                        }
+                    } catch let error where carrying != nil && !((error as? JobRunnerError)?.isLeaseLost ?? false) {
+                        // The outside step before it did its work: recorded now, it is not done
+                        // again by the next attempt.
+                        _ = try await transactions.runMark(carrying!)
+                        guard error is CancelledBeforeStep else { throw error }
+                        return try await cancelBetweenSteps(job, after: carrying!.step, logger: jobLogger)
                     }
                 case .external(let body):
                     result = try await body(context)
+                    let next = index + 1 < kind.steps.count ? kind.steps[index + 1] : nil
                     if !result.recorded && !isLast && !result.finishesJob {
                         // The next step's done-mark checks the lease and the cancel request.
+                        cancelRequested = false
+                    } else if !isLast && !result.finishesJob, let next, next.isDatabase, outputs[next.name] == nil {
+                        // Its done-mark goes in the next step's transaction, which checks the
+                        // cancel request before that step takes effect. A crash before that
+                        // commits repeats this idempotent step, as one before its own would.
+                        carried = mark(result)
                         cancelRequested = false
                     } else {
                         // A crash before the batch commits only repeats an idempotent step.
@@ -407,10 +431,7 @@ public final class Worker<Store: JobStore>: Sendable {
                     return .succeeded
                 }
                 if cancelRequested {
-                    try await store.markCancelled(jobID: job.id, owner: owner, reason: nil, now: clock.now())
-                    jobLogger.notice("job cancelled between steps", metadata: ["after": "\(step.name)"])
-                    events(.finished(job, .cancelled))
-                    return .cancelled
+                    return try await cancelBetweenSteps(job, after: step.name, logger: jobLogger)
                 }
             }
             // Every step was already recorded by an earlier attempt.
@@ -439,6 +460,14 @@ public final class Worker<Store: JobStore>: Sendable {
             events(.finished(job, outcome))
             return outcome
         }
+    }
+
+    /// Ends a job whose cancellation was requested, at a step boundary.
+    private func cancelBetweenSteps(_ job: JobRecord, after step: String, logger: Logger) async throws -> JobOutcome {
+        try await store.markCancelled(jobID: job.id, owner: options.owner, reason: nil, now: clock.now())
+        logger.notice("job cancelled between steps", metadata: ["after": "\(step)"])
+        events(.finished(job, .cancelled))
+        return .cancelled
     }
 
     private func recordFailure(_ job: JobRecord, error: any Error, policy: JobPolicy, logger: Logger) async -> JobOutcome {

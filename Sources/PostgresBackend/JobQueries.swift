@@ -531,8 +531,12 @@ extension PostgresStore: JobStore {
     }
 
     public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: PostgresTransaction) throws {
-        // Nothing reads its result: sent without waiting, as a step's plain writes can be.
-        tx.executeDeferred("INSERT INTO lifecycle.runner_probe_effects (job_id, step, recorded_at) VALUES (\(jobID), \(step), \(now))")
+        // Nothing reads its result: it goes with the other jobs' rows in this group commit.
+        tx.insertDeferred(into: "lifecycle.runner_probe_effects", columns: ["job_id", "step", "recorded_at"]) { row in
+            row.append(jobID)
+            row.append(step)
+            row.append(now)
+        }
     }
 
     public func probeEffectCount(jobID: JobID) async throws -> Int {

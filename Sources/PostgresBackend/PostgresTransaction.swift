@@ -24,13 +24,29 @@ public struct PostgresTransaction {
         try result(query, file: file, line: line).rows
     }
 
+    /// Adds one row to `table` without a statement of its own: rows added one after another
+    /// to the same table and columns (the steps of many jobs sharing a group commit) go
+    /// as one multi-row INSERT, sent before the transaction's next statement or its commit.
+    /// postgres-nio sends a connection's statements one at a time, each waiting for the
+    /// last one's answer, so a row per statement costs a round trip to the server each;
+    /// this costs one for them all. `values` appends exactly one bind per column, in order.
+    /// Its failure fails the transaction, as an `executeDeferred` write's does. `table` and
+    /// `columns` are names from code, never from input: they go into the SQL text.
+    public func insertDeferred(
+        into table: String, columns: [String], file: String = #fileID, line: Int = #line,
+        values: @escaping @Sendable (inout PostgresBindings) -> Void
+    ) {
+        deferred.addRow(RowInsert(table: table, columns: columns, values: values, place: "\(file):\(line)"))
+    }
+
     /// Runs one statement and returns how many rows it changed.
     @discardableResult
     public func execute(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) throws -> Int {
         try result(query, file: file, line: line).metadata.rows ?? 0
     }
 
-    /// Runs one statement, giving up on its answer after `limit`.
+    /// Runs one statement, giving up on its answer after `limit`. Rows `insertDeferred`
+    /// holds are not sent first: this ends a transaction that failed (its ROLLBACK).
     func execute(_ query: PostgresQuery, within limit: TimeAmount, file: String = #fileID, line: Int = #line) throws {
         let location = self.location
         let eventLoop = connection.eventLoop
@@ -53,11 +69,27 @@ public struct PostgresTransaction {
     /// (one thread wake-up fewer per statement). Its failure fails the transaction: the next
     /// statement that waits, or the commit, throws its error.
     public func executeDeferred(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) {
+        sendRows()
         deferred.add(connection.query(query, logger: logger, file: file, line: line), at: "\(file):\(line)")
+    }
+
+    /// Sends the rows `insertDeferred` holds, one statement per run of rows for the same
+    /// table and columns, ahead of whatever this transaction sends next.
+    private func sendRows() {
+        for run in deferred.takeRows() {
+            // PostgreSQL takes at most 65,535 binds a statement.
+            let perStatement = max(1, 65_535 / max(1, run[0].columns.count))
+            for start in stride(from: 0, to: run.count, by: perStatement) {
+                let rows = run[start..<min(start + perStatement, run.count)]
+                let query = RowInsert.statement(rows)
+                deferred.add(connection.query(query, logger: logger), at: rows.first!.place)
+            }
+        }
     }
 
     /// Waits for the deferred writes; throws the first one's error.
     func settleDeferred() throws {
+        sendRows()
         for (future, place) in deferred.takeAll() {
             do {
                 _ = try answerOrClosed(future)
@@ -70,10 +102,12 @@ public struct PostgresTransaction {
     /// Waits for the deferred writes and forgets their outcome: the savepoint they were
     /// sent in is being rolled back.
     func discardDeferred() {
+        _ = deferred.takeRows()
         for (future, _) in deferred.takeAll() { _ = try? answerOrClosed(future) }
     }
 
     private func result(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresQueryResult {
+        sendRows()
         do {
             return try answerOrClosed(connection.query(query, logger: logger, file: file, line: line))
         } catch {
@@ -161,10 +195,57 @@ public struct PostgresTransaction {
     }
 }
 
-/// The deferred writes of one transaction, in the order they were sent.
+/// A row `insertDeferred` holds until its statement is sent.
+struct RowInsert: Sendable {
+    let table: String
+    let columns: [String]
+    let values: @Sendable (inout PostgresBindings) -> Void
+    let place: String
+
+    /// Whether `other` can go in the same INSERT as this row.
+    func sharesStatement(with other: RowInsert) -> Bool { table == other.table && columns == other.columns }
+
+    /// One INSERT of `rows`, all for the same table and columns.
+    static func statement(_ rows: ArraySlice<RowInsert>) -> PostgresQuery {
+        let first = rows.first!
+        let width = first.columns.count
+        var bindings = PostgresBindings(capacity: rows.count * width)
+        var tuples: [String] = []
+        tuples.reserveCapacity(rows.count)
+        for (index, row) in rows.enumerated() {
+            row.values(&bindings)
+            precondition(bindings.count == (index + 1) * width, "insertDeferred into \(first.table) at \(row.place): \(width) columns, not as many values")
+            tuples.append("(" + (1...width).map { "$\(index * width + $0)" }.joined(separator: ", ") + ")")
+        }
+        let sql = "INSERT INTO \(first.table) (\(first.columns.joined(separator: ", "))) VALUES " + tuples.joined(separator: ", ")
+        return PostgresQuery(unsafeSQL: sql, binds: bindings)
+    }
+}
+
+/// The deferred writes of one transaction, in the order they were sent, and the rows
+/// waiting to be sent.
 final class DeferredWrites: @unchecked Sendable {
     private let lock = NSLock()
     private var writes: [(EventLoopFuture<PostgresQueryResult>, String)] = []
+    private var rows: [[RowInsert]] = []
+
+    func addRow(_ row: RowInsert) {
+        lock.withLock {
+            if let last = rows.last?.last, last.sharesStatement(with: row) {
+                rows[rows.count - 1].append(row)
+            } else {
+                rows.append([row])
+            }
+        }
+    }
+
+    /// The waiting rows in runs that share a statement, in the order they were added.
+    func takeRows() -> [[RowInsert]] {
+        lock.withLock {
+            defer { rows = [] }
+            return rows
+        }
+    }
 
     func add(_ write: EventLoopFuture<PostgresQueryResult>, at place: String) {
         lock.withLock { writes.append((write, place)) }

@@ -1,5 +1,7 @@
 import Foundation
 import JobRunner
+import PostgresBackend
+import PostgresTesting
 import Testing
 
 /// Every behaviour runs against both backends: the runner promises the same on each.
@@ -239,6 +241,91 @@ struct RunnerSemanticsTests {
             clock.advance(by: 2)
             #expect(try await worker.drain().succeeded == 1)
             #expect(try await store.probeEffectCount(jobID: job.id) == 1)
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    /// An outside step's done-mark goes in the transaction of the database step after it.
+    /// When that step fails, the mark is still written: the next attempt does not do the
+    /// outside work again.
+    @Test(arguments: Backend.allCases)
+    func anOutsideStepIsRecordedWhenTheDatabaseStepAfterItFails(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let uploads = LockedCounter()
+            let kind = JobKind<S.Transaction>(name: "test.upload-then-record", steps: [
+                JobStep("upload", external: { _ in uploads.increment(); return .done }),
+                JobStep("record", database: { context, tx in
+                    if context.job.attempt == 1 { throw InducedRollback() }
+                    try store.recordProbeEffect(jobID: context.job.id, step: "record", now: context.now, in: tx)
+                    return .done
+                }),
+            ])
+            var policy = JobPolicy()
+            policy.backoffBase = 1
+            policy.backoffCap = 1
+            var policies = PolicyBook()
+            policies.setPolicy(policy, for: kind.name)
+            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+            let clock = ManualTimeSource(epoch)
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: clock)
+            #expect(try await worker.drain().retrying == 1)
+            #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
+            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
+            clock.advance(by: 2)
+            #expect(try await worker.drain().succeeded == 1)
+            #expect(uploads.value == 1)
+            #expect(try await store.probeEffectCount(jobID: job.id) == 1)
+            #expect(try await store.steps(of: job.id).map(\.step) == ["upload", "record"])
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    /// An outside step's done-mark commits in the transaction of the database step after it:
+    /// one commit for the two. One followed by another outside step commits on its own.
+    /// Seen on PostgreSQL, where rows written by one transaction share its id (xmin).
+    @Test func anOutsideStepsMarkCommitsWithTheDatabaseStepAfterIt() async throws {
+        let store = try await ThrowawayPostgres.makeStore()
+        let kind = JobKind<PostgresTransaction>(name: "test.four-steps", steps: [
+            JobStep("a", external: { _ in .done }),
+            JobStep("b", database: { _, _ in .done }),
+            JobStep("c", external: { _ in .done }),
+            JobStep("d", external: { _ in .done }),
+        ])
+        let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+        let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+        #expect(try await worker.drain().succeeded == 1)
+        let commits = try await store.read { tx in
+            Dictionary(uniqueKeysWithValues: try tx.query("SELECT step, xmin::text FROM lifecycle.job_steps WHERE job_id = \(job.id)").map {
+                try $0.decode((String, String).self)
+            })
+        }
+        #expect(commits.count == 4)
+        #expect(commits["a"] == commits["b"])
+        #expect(Set([commits["b"], commits["c"], commits["d"]]).count == 3)
+    }
+
+    /// A cancellation requested while an outside step runs stops the job before the database
+    /// step after it takes effect, although that step's transaction carries the outside
+    /// step's done-mark.
+    @Test(arguments: Backend.allCases)
+    func aCancellationDuringAnOutsideStepStopsTheDatabaseStepAfterIt(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let kind = JobKind<S.Transaction>(name: "test.cancel-then-record", steps: [
+                JobStep("upload", external: { context in
+                    _ = try await store.cancel(jobID: context.job.id, now: context.now)
+                    return .done
+                }),
+                JobStep("record", database: { context, tx in
+                    try store.recordProbeEffect(jobID: context.job.id, step: "record", now: context.now, in: tx)
+                    return .done
+                }),
+            ])
+            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+            #expect(try await worker.drain().cancelled == 1)
+            #expect(try await store.job(id: job.id)?.state == .cancelled)
+            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
+            #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
         }
         try await check(try await backend.makeStore())
     }
