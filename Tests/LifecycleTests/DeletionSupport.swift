@@ -62,7 +62,11 @@ struct DeletionFixture<Store: LifecycleStore> {
     let dataMap: AccountDataMap
 
     /// `deletionPolicy` (lines of `key: value`) replaces the `deletion:` section of the shipped policy file.
-    init(store: Store, deletionPolicy: String? = nil, dataMap: String? = nil) throws {
+    /// `blobStore` gives the jobs a store of its own around the fixture's (`blobs`).
+    init(
+        store: Store, deletionPolicy: String? = nil, dataMap: String? = nil,
+        blobStore: (FileSystemBlobStore) -> any BlobStore = { $0 }
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("deletion-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var jobs = deletionJobsDirectory
@@ -85,7 +89,7 @@ struct DeletionFixture<Store: LifecycleStore> {
         blobs = try FileSystemBlobStore(root: directory + "/blobs")
         clock = ManualTimeSource(deletionEpoch)
         services = LifecycleServices(
-            store: store, blobs: blobs, policies: try PolicyBook(jobsDirectory: jobs), jobsDirectory: jobs, clock: clock,
+            store: store, blobs: blobStore(blobs), policies: try PolicyBook(jobsDirectory: jobs), jobsDirectory: jobs, clock: clock,
             logger: .init(label: "test"))
         deletion = try DeletionService(services: services)
         self.dataMap = try AccountDataMap(jobsDirectory: jobs)

@@ -55,6 +55,25 @@ struct PurgeJobTests {
         #expect(try await fixture.purge().processed == 0)
     }
 
+    /// A job writing under the account's prefix as the purge began can land its file after
+    /// the purge's deletion pass: the purge deletes it too and succeeds on that attempt,
+    /// instead of finding a survivor and waiting out its backoff.
+    @Test(arguments: Backend.allCases)
+    func aFileLandingUnderThePrefixDuringThePurgeIsDeletedInTheSameAttempt(_ backend: Backend) async throws {
+        try await aFileLandingUnderThePrefixDuringThePurgeIsDeletedInTheSameAttempt(store: try await backend.makeStore())
+    }
+
+    private func aFileLandingUnderThePrefixDuringThePurgeIsDeletedInTheSameAttempt(store: some LifecycleStore) async throws {
+        let fixture = try DeletionFixture(store: store) { LateWriterBlobStore(base: $0, prefix: BlobKey.accountPrefix("ada")) }
+        try await fixture.addAccount("ada")
+        _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
+        fixture.clock.advance(by: 30 * day)
+        let summary = try await fixture.purge()
+        #expect(summary.succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .purged)
+        #expect(try await fixture.blobKeys("ada").isEmpty)
+    }
+
     @Test(arguments: Backend.allCases)
     func aPurgeJobForcedToRunEarlyDoesNothing(_ backend: Backend) async throws { try await aPurgeJobForcedToRunEarlyDoesNothing(store: try await backend.makeStore()) }
 
@@ -261,5 +280,38 @@ struct PurgeJobTests {
         #expect(previews.first?.blobBytes == Int64(4 * 4 + 100))
         #expect(try await fixture.purgeJobs("due").isEmpty)
         #expect(try await fixture.account("due")?.state == .pendingDeletion)
+    }
+}
+
+/// A blob store with a writer racing the purge: right after the first delete under `prefix`,
+/// a new file lands there, as from a photo normalisation that looked at the account just
+/// before the purge marked it.
+private final class LateWriterBlobStore: BlobStore, @unchecked Sendable {
+    let base: FileSystemBlobStore
+    let prefix: String
+    private let lock = NSLock()
+    private var written = false
+
+    init(base: FileSystemBlobStore, prefix: String) {
+        self.base = base
+        self.prefix = prefix
+    }
+
+    func put(key: String, fromFile path: String, moving: Bool) async throws -> BlobInfo { try await base.put(key: key, fromFile: path, moving: moving) }
+    func put(key: String, data: Data) async throws -> BlobInfo { try await base.put(key: key, data: data) }
+    func info(key: String) async throws -> BlobInfo? { try await base.info(key: key) }
+    func read(key: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        try await base.read(key: key, chunkSize: chunkSize, body)
+    }
+    func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] { try await base.list(prefix: prefix, after: after, limit: limit) }
+    func move(from: String, to: String) async throws { try await base.move(from: from, to: to) }
+
+    func delete(keys: [String]) async throws {
+        try await base.delete(keys: keys)
+        let first = lock.withLock {
+            defer { written = true }
+            return !written && keys.contains { $0.hasPrefix(prefix) }
+        }
+        if first { _ = try await base.put(key: prefix + "profile-photos/late/v2-s1024.jpg", data: Data("late".utf8)) }
     }
 }

@@ -141,25 +141,36 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         if count >= policy.purgeBlobBatch { firstPage = nil }
 
         var deleted = 0
-        var after: String?
-        while true {
-            let page: [BlobInfo]
-            if let cached = firstPage {
-                page = cached
-                firstPage = nil
-            } else {
-                page = try await blobs.list(prefix: prefix, after: after, limit: policy.purgeBlobBatch)
+        func deletePass() async throws {
+            var after: String?
+            while true {
+                let page: [BlobInfo]
+                if let cached = firstPage {
+                    page = cached
+                    firstPage = nil
+                } else {
+                    page = try await blobs.list(prefix: prefix, after: after, limit: policy.purgeBlobBatch)
+                }
+                guard let last = page.last else { break }
+                try await blobs.delete(keys: page.map(\.key))
+                deleted += page.count
+                context.progress("\(deleted) blob(s) deleted")
+                guard page.count == policy.purgeBlobBatch else { break }
+                after = last.key
+                try await pause(policy)
             }
-            guard let last = page.last else { break }
-            try await blobs.delete(keys: page.map(\.key))
-            deleted += page.count
-            context.progress("\(deleted) blob(s) deleted")
-            guard page.count == policy.purgeBlobBatch else { break }
-            after = last.key
-            try await pause(policy)
         }
+        try await deletePass()
 
-        let left = try await blobs.list(prefix: prefix, after: nil, limit: 1)
+        // A job that was writing under the prefix as the purge began (a photo normalisation
+        // that looked at the account just before the first step marked it) can land its file
+        // after the pass above; later ones see the mark and write nothing. Two more passes
+        // before a survivor counts as the store's failure.
+        var left = try await blobs.list(prefix: prefix, after: nil, limit: 1)
+        for _ in 0..<2 where !left.isEmpty {
+            try await deletePass()
+            left = try await blobs.list(prefix: prefix, after: nil, limit: 1)
+        }
         if let survivor = left.first {
             // Retried with backoff: a blob store that acknowledged a delete it did not do must not end the purge.
             throw PurgeIncomplete("blob \(survivor.key) is still there after deleting the prefix \(prefix); the purge will retry")
