@@ -52,13 +52,19 @@ drain() {
   python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.0f}')" "$jobs" "$start" "$end"
 }
 
-# latency STORE-ARGS WAITING-SQL DELAYS-SQL: a long-running worker, idle; 100 jobs enqueued
-# one at a time by separate processes (an app's requests); prints p50 and p99 of the time
-# from a job's enqueue to its start (its claim), in ms.
+# latency STORE-ARGS WAITING-SQL DELAYS-SQL CLEAR-SQL: a long-running worker, idle; 100 jobs
+# enqueued one at a time by separate processes (an app's requests); prints p50 and p99 of
+# the time from a job's enqueue to its start (its claim), in ms. A first job, not measured
+# (CLEAR-SQL removes it), waits until the worker has started: a worker still starting
+# (loading, connecting, listening) is not an idle one.
 latency() {
-  local store=$1 waiting_sql=$2 delays_sql=$3 worker
+  local store=$1 waiting_sql=$2 delays_sql=$3 clear_sql=$4 worker
   # shellcheck disable=SC2086
   "$BIN" worker --concurrency 4 --log-level warning $store >/dev/null 2>&1 & worker=$!
+  # shellcheck disable=SC2086
+  "$BIN" jobs probe --noop --one-by-one --count 1 $store >/dev/null
+  until [ "$(eval "$waiting_sql")" = 0 ]; do :; done
+  eval "$clear_sql" >/dev/null
   for _ in $(seq 100); do
     # shellcheck disable=SC2086
     "$BIN" jobs probe --noop --one-by-one --count 1 $store >/dev/null
@@ -113,7 +119,8 @@ huey2=$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 2)
 read -r sqlite_bulk sqlite_single < <(enqueue_rates "$(sqlite_store enqueue)")
 read -r sqlite_p50 sqlite_p99 < <(latency "$(sqlite_store latency)" \
   "sqlite3 $WORK/latency.sqlite \"SELECT COUNT(*) FROM lifecycle_jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
-  "sqlite3 $WORK/latency.sqlite \"SELECT (julianday(started_at) - julianday(created_at)) * 86400000.0 FROM lifecycle_jobs WHERE kind = 'runner.noop'\"")
+  "sqlite3 $WORK/latency.sqlite \"SELECT (julianday(started_at) - julianday(created_at)) * 86400000.0 FROM lifecycle_jobs WHERE kind = 'runner.noop'\"" \
+  "sqlite3 $WORK/latency.sqlite \"PRAGMA foreign_keys = ON; DELETE FROM lifecycle_jobs WHERE kind = 'runner.noop'\"")
 sqlite_rss=$(peak_rss "$(sqlite_store rss)" "$(sqlite_count rss)" 100000)
 
 # Reference floor: the same two writes per job (claim, then done), each its own
@@ -172,7 +179,8 @@ read -r pg_bulk pg_single < <(enqueue_rates "$(pg_store enqueue)")
 read -r pgq_bulk pgq_single < <($REFERENCE pgqueuer-enqueue "$pgq_dsn" "$JOBS" 2000)
 read -r pg_p50 pg_p99 < <(latency "$(pg_store latency)" \
   "pg -d latency -c \"SELECT COUNT(*) FROM lifecycle.jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
-  "pg -d latency -c \"SELECT EXTRACT(EPOCH FROM started_at - created_at) * 1000 FROM lifecycle.jobs WHERE kind = 'runner.noop'\"")
+  "pg -d latency -c \"SELECT EXTRACT(EPOCH FROM started_at - created_at) * 1000 FROM lifecycle.jobs WHERE kind = 'runner.noop'\"" \
+  "pg -d latency -c \"DELETE FROM lifecycle.jobs WHERE kind = 'runner.noop'\"")
 pg_rss=$(peak_rss "$(pg_store rss)" "$(pg_count rss)" 100000)
 
 # Reference floor: pgbench doing only the claim and done UPDATEs, each its own
