@@ -364,8 +364,10 @@ public final class Worker<Store: JobStore>: Sendable {
             for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil {
                 if shuttingDown.isSet && !outputs.isEmpty {
                     if let pending = carried {
-                        _ = try await transactions.runMark(pending)
                         carried = nil
+                        if try await transactions.runMark(pending) {
+                            return try await cancelBetweenSteps(job, after: pending.step, logger: jobLogger)
+                        }
                     }
                     try await store.release(jobID: job.id, owner: owner, now: clock.now())
                     jobLogger.notice("shutting down: job handed back between steps", metadata: ["next": "\(step.name)"])

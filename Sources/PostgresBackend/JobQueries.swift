@@ -20,9 +20,10 @@ extension JobRecord {
 private let liveStates = ["queued", "running", "retrying"]
 
 extension PostgresStore {
-    /// The rows the live-key index holds (`v7-unique-key-index-keyed-only`): an enqueue's
-    /// ON CONFLICT names the same condition so that PostgreSQL infers that index.
-    static let liveKeyPredicate = "unique_key IS NOT NULL AND state IN ('queued','running','retrying')"
+    /// The rows the live-key index holds: an enqueue's ON CONFLICT names the same condition
+    /// so that PostgreSQL infers that index (and so must every release still running
+    /// against the same database: changing it would fail their enqueues).
+    static let liveKeyPredicate = "state IN ('queued','running','retrying')"
 }
 
 extension PostgresStore: JobStore {
@@ -209,7 +210,7 @@ extension PostgresStore: JobStore {
         // Each row is looked up by its id (a lateral subquery that locks is never flattened
         // into a join): joined, the planner read every running job's entry in an index that
         // churns with each claim and mark (thousands of dead entries mid-drain), or every
-        // queued one, per statement.
+        // live job's in the unique-key index, per statement.
         let ids = marks.map(\.jobID)
         let steps = marks.map(\.step)
         let outputs = marks.map { $0.output ?? "" }

@@ -310,15 +310,6 @@ enum Migrations {
             )
             """,
         ]),
-        // The live-key index held every live job, keyed or not, and named the state: the
-        // planner took it for any lookup of running jobs (a group commit's lease fence) and
-        // read the whole queue there, milliseconds per statement with 20,000 queued. Only
-        // keyed jobs need it: uniqueness is unchanged, and a keyless job's state change no
-        // longer writes an entry into it.
-        Migration(name: "v7-unique-key-index-keyed-only", statements: [
-            "DROP INDEX lifecycle.jobs_live_unique_key",
-            "CREATE UNIQUE INDEX jobs_live_unique_key ON lifecycle.jobs(unique_key) WHERE \(PostgresStore.liveKeyPredicate)",
-        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

@@ -130,7 +130,10 @@ public final class PostgresStore: Sendable {
             pool.release(connection, reusable: true)
             return rows
         } catch {
-            pool.release(connection, reusable: !connection.isClosed)
+            // postgres-nio remembers a statement whose preparation failed (the table not there
+            // yet, a lock timeout during a migration) and fails it on that connection ever
+            // after: the connection is closed rather than pooled again.
+            pool.release(connection, reusable: false)
             throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
         }
     }

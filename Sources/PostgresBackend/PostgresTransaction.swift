@@ -36,6 +36,7 @@ public struct PostgresTransaction {
         into table: String, columns: [String], file: String = #fileID, line: Int = #line,
         values: @escaping @Sendable (inout PostgresBindings) -> Void
     ) {
+        precondition(!columns.isEmpty, "insertDeferred into \(table) at \(file):\(line) names no column")
         deferred.addRow(RowInsert(table: table, columns: columns, values: values, place: "\(file):\(line)"))
     }
 

@@ -85,9 +85,9 @@ import Testing
 
     /// On PostgreSQL a group commit's done-marks and a claim's look-up of finished steps find
     /// each job by its id, however long the queue. Joined on the ids, the planner read every
-    /// running job's entry in an index full of dead ones mid-drain (or, before
-    /// `v7-unique-key-index-keyed-only`, every queued job's), or the whole steps table:
-    /// milliseconds per statement with 20,000 queued. Checked with statistics taken mid-drain.
+    /// running job's entry in an index full of dead ones mid-drain, or every live job's in
+    /// the unique-key index, or the whole steps table: milliseconds per statement with
+    /// 20,000 queued. Checked with statistics taken mid-drain.
     @Test func theMarksAndTheClaimsStepsLookupFindEachJobByItsID() async throws {
         let store = try await ThrowawayPostgres.makeStore()
         let requests = (0..<3_000).map { _ in EnqueueRequest(kind: "test.a", payload: "{}") }

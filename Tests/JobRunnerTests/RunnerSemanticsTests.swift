@@ -280,6 +280,36 @@ struct RunnerSemanticsTests {
         try await check(try await backend.makeStore())
     }
 
+    /// A worker told to stop (SIGTERM) while an outside step runs hands the job back after that
+    /// step; if the job's cancellation was asked for meanwhile, it is cancelled there instead,
+    /// and the database step after the outside one never runs.
+    @Test(arguments: Backend.allCases)
+    func aShutdownAfterAnOutsideStepStillSeesTheCancellation(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let drain = CancelWhenAttached()
+            let kind = JobKind<S.Transaction>(name: "test.cancel-then-stop", steps: [
+                JobStep("upload", external: { context in
+                    _ = try await store.cancel(jobID: context.job.id, now: context.now)
+                    drain.cancel()
+                    return .done
+                }),
+                JobStep("record", database: { context, tx in
+                    try store.recordProbeEffect(jobID: context.job.id, step: "record", now: context.now, in: tx)
+                    return .done
+                }),
+            ])
+            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+            let task = Task { try await worker.drain() }
+            drain.attach(task)
+            #expect(try await task.value.cancelled == 1)
+            #expect(try await store.job(id: job.id)?.state == .cancelled)
+            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
+            #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
+        }
+        try await check(try await backend.makeStore())
+    }
+
     /// An outside step's done-mark commits in the transaction of the database step after it:
     /// one commit for the two. One followed by another outside step commits on its own.
     /// Seen on PostgreSQL, where rows written by one transaction share its id (xmin).
@@ -433,4 +463,25 @@ final class LockedCounter: @unchecked Sendable {
     private var count = 0
     var value: Int { lock.withLock { count } }
     func increment() { lock.withLock { count += 1 } }
+}
+
+/// Cancels a task once it is attached, whichever comes first: the request or the task.
+final class CancelWhenAttached: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: Task<DrainSummary, any Error>?
+    private var requested = false
+
+    func attach(_ task: Task<DrainSummary, any Error>) {
+        lock.withLock {
+            self.task = task
+            if requested { task.cancel() }
+        }
+    }
+
+    func cancel() {
+        lock.withLock {
+            requested = true
+            task?.cancel()
+        }
+    }
 }

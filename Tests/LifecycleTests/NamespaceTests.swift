@@ -21,12 +21,11 @@ struct NamespaceTests {
     ]
     /// Every migration, in order. SQLite has two of its own: its ready index took the
     /// shape PostgreSQL's always had, and its unique-key index stopped naming the state.
-    /// PostgreSQL's unique-key index keeps only keyed jobs.
     static func migrations(of store: some LifecycleStore) -> [String] {
         [
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
-        ] + (store is SQLiteStore ? ["v7-ready-by-kind", "v8-unique-key-index-without-state"] : ["v7-unique-key-index-keyed-only"])
+        ] + (store is SQLiteStore ? ["v7-ready-by-kind", "v8-unique-key-index-without-state"] : [])
     }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
