@@ -287,25 +287,11 @@ struct RunnerSemanticsTests {
     func aShutdownAfterAnOutsideStepStillSeesTheCancellation(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
             let drain = CancelWhenAttached()
-            let kind = JobKind<S.Transaction>(name: "test.cancel-then-stop", steps: [
-                JobStep("upload", external: { context in
-                    _ = try await store.cancel(jobID: context.job.id, now: context.now)
-                    drain.cancel()
-                    return .done
-                }),
-                JobStep("record", database: { context, tx in
-                    try store.recordProbeEffect(jobID: context.job.id, step: "record", now: context.now, in: tx)
-                    return .done
-                }),
-            ])
-            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
-            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+            let (job, worker) = try await uploadCancellingItsJobThenRecord(store) { drain.cancel() }
             let task = Task { try await worker.drain() }
             drain.attach(task)
             #expect(try await task.value.cancelled == 1)
-            #expect(try await store.job(id: job.id)?.state == .cancelled)
-            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
-            #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
+            try await expectCancelledAfterUpload(store, job)
         }
         try await check(try await backend.makeStore())
     }
@@ -340,22 +326,9 @@ struct RunnerSemanticsTests {
     @Test(arguments: Backend.allCases)
     func aCancellationDuringAnOutsideStepStopsTheDatabaseStepAfterIt(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
-            let kind = JobKind<S.Transaction>(name: "test.cancel-then-record", steps: [
-                JobStep("upload", external: { context in
-                    _ = try await store.cancel(jobID: context.job.id, now: context.now)
-                    return .done
-                }),
-                JobStep("record", database: { context, tx in
-                    try store.recordProbeEffect(jobID: context.job.id, step: "record", now: context.now, in: tx)
-                    return .done
-                }),
-            ])
-            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
-            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch))
+            let (job, worker) = try await uploadCancellingItsJobThenRecord(store) {}
             #expect(try await worker.drain().cancelled == 1)
-            #expect(try await store.job(id: job.id)?.state == .cancelled)
-            #expect(try await store.probeEffectCount(jobID: job.id) == 0)
-            #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
+            try await expectCancelledAfterUpload(store, job)
         }
         try await check(try await backend.makeStore())
     }
@@ -453,6 +426,34 @@ struct RunnerSemanticsTests {
             #expect(try await store.jobs(matching: JobFilter(uniqueKey: "race")).count == 1)
         }
         try await check(try await backend.makeStore())
+    }
+
+    /// A job whose outside step ("upload") asks for the job's own cancellation, as an
+    /// operator would while it runs, then calls `meanwhile`; its database step ("record")
+    /// leaves a probe row. Returns the enqueued job and a worker for it.
+    private func uploadCancellingItsJobThenRecord<S: JobStore>(
+        _ store: S, meanwhile: @escaping @Sendable () -> Void
+    ) async throws -> (JobRecord, Worker<S>) {
+        let kind = JobKind<S.Transaction>(name: "test.cancel-then-record", steps: [
+            JobStep("upload", external: { context in
+                _ = try await store.cancel(jobID: context.job.id, now: context.now)
+                meanwhile()
+                return .done
+            }),
+            JobStep("record", database: { context, tx in
+                try store.recordProbeEffect(jobID: context.job.id, step: "record", now: context.now, in: tx)
+                return .done
+            }),
+        ])
+        let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+        return (job, Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: ManualTimeSource(epoch)))
+    }
+
+    /// The job ended cancelled after its upload, its database step never in effect.
+    private func expectCancelledAfterUpload<S: JobStore>(_ store: S, _ job: JobRecord) async throws {
+        #expect(try await store.job(id: job.id)?.state == .cancelled)
+        #expect(try await store.probeEffectCount(jobID: job.id) == 0)
+        #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
     }
 }
 
