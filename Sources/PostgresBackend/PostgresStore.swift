@@ -118,26 +118,6 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// A prepared statement on a pooled connection outside any explicit transaction: parsed
-    /// and planned once per connection, then each run sends only its values.
-    func autocommit<Statement: PostgresPreparedStatement>(
-        _ statement: Statement, file: String = #fileID, line: Int = #line
-    ) async throws -> [PostgresRow] where Statement.Row == PostgresRow {
-        let connection = try await pool.acquire()
-        do {
-            var rows: [PostgresRow] = []
-            for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) { rows.append(row) }
-            pool.release(connection, reusable: true)
-            return rows
-        } catch {
-            // postgres-nio remembers a statement whose preparation failed (the table not there
-            // yet, a lock timeout during a migration) and fails it on that connection ever
-            // after: the connection is closed rather than pooled again.
-            pool.release(connection, reusable: false)
-            throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
-        }
-    }
-
     public func accountTables() async throws -> [String] {
         try await read { tx in
             // The app's tables only: lifecycle's own (the `lifecycle` schema) are not for the
