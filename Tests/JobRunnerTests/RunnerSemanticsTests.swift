@@ -227,14 +227,7 @@ struct RunnerSemanticsTests {
                     return .done
                 }),
             ])
-            var policy = JobPolicy()
-            policy.backoffBase = 1
-            policy.backoffCap = 1
-            var policies = PolicyBook()
-            policies.setPolicy(policy, for: kind.name)
-            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
-            let clock = ManualTimeSource(epoch)
-            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: clock)
+            let (job, worker, clock) = try await enqueueRetriedAfterASecond(store, kind)
             #expect(try await worker.drain().retrying == 1)
             #expect(try await store.probeEffectCount(jobID: job.id) == 0)
             #expect(try await store.steps(of: job.id).isEmpty)
@@ -260,14 +253,7 @@ struct RunnerSemanticsTests {
                     return .done
                 }),
             ])
-            var policy = JobPolicy()
-            policy.backoffBase = 1
-            policy.backoffCap = 1
-            var policies = PolicyBook()
-            policies.setPolicy(policy, for: kind.name)
-            let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
-            let clock = ManualTimeSource(epoch)
-            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: clock)
+            let (job, worker, clock) = try await enqueueRetriedAfterASecond(store, kind)
             #expect(try await worker.drain().retrying == 1)
             #expect(try await store.steps(of: job.id).map(\.step) == ["upload"])
             #expect(try await store.probeEffectCount(jobID: job.id) == 0)
@@ -426,6 +412,21 @@ struct RunnerSemanticsTests {
             #expect(try await store.jobs(matching: JobFilter(uniqueKey: "race")).count == 1)
         }
         try await check(try await backend.makeStore())
+    }
+
+    /// One job of `kind`, enqueued, and a worker on a manual clock that retries it one
+    /// second after a failed attempt.
+    private func enqueueRetriedAfterASecond<S: JobStore>(
+        _ store: S, _ kind: JobKind<S.Transaction>
+    ) async throws -> (JobRecord, Worker<S>, ManualTimeSource) {
+        var policy = JobPolicy()
+        policy.backoffBase = 1
+        policy.backoffCap = 1
+        var policies = PolicyBook()
+        policies.setPolicy(policy, for: kind.name)
+        let job = try await enqueue(store, EnqueueRequest(kind: kind.name), now: epoch).job
+        let clock = ManualTimeSource(epoch)
+        return (job, Worker(store: store, registry: JobRegistry([kind]), policies: policies, clock: clock), clock)
     }
 
     /// A job whose outside step ("upload") asks for the job's own cancellation, as an
