@@ -79,7 +79,7 @@ public struct PostgresTransaction {
     private func sendRows() {
         for run in deferred.takeRows() {
             // PostgreSQL takes at most 65,535 binds a statement.
-            let perStatement = max(1, 65_535 / max(1, run[0].columns.count))
+            let perStatement = 65_535 / run[0].columns.count
             for start in stride(from: 0, to: run.count, by: perStatement) {
                 let rows = run[start..<min(start + perStatement, run.count)]
                 let query = RowInsert.statement(rows)
