@@ -67,11 +67,19 @@ public protocol JobStore: Sendable {
     /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running
     /// with an expired lease) to `owner`: at most `quota[kind]` of each kind, each
     /// for `leases[kind]` seconds. A rescued job on its last attempt goes `dead`.
-    func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob]
+    /// `holding` are the jobs the claiming worker still runs or holds: their leases may
+    /// have run out (a stalled heartbeat), but rescuing them would start a second run of
+    /// a job beside the first, under the same owner, so the marks' fence could not tell
+    /// the two apart. Other workers still rescue them.
+    func claim(
+        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date
+    ) async throws -> [ClaimedJob]
 
     /// `claim`, inside a write transaction shared with other work: on a store with one writer
     /// the runner's claims ride its group commits instead of each paying a commit of its own.
-    func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: Transaction) throws -> [ClaimedJob]
+    func claim(
+        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date, in tx: Transaction
+    ) throws -> [ClaimedJob]
 
     /// Extends the leases `owner` still holds; returns the ids another worker has taken
     /// over since (its lease ran out and a claim rescued the job). A job that finished or
@@ -186,6 +194,15 @@ extension JobStore {
     }
 
     public func startWatchingForWork() async {}
+
+    /// A claim by a caller that holds no jobs.
+    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
+        try await claim(quota: quota, leases: leases, owner: owner, holding: [], now: now)
+    }
+
+    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: Transaction) throws -> [ClaimedJob] {
+        try claim(quota: quota, leases: leases, owner: owner, holding: [], now: now, in: tx)
+    }
 
     public func countByState() async throws -> [JobState: Int] {
         try await countByKindAndState().reduce(into: [:]) { counts, cell in counts[cell.key.state, default: 0] += cell.value }

@@ -329,9 +329,13 @@ public final class Worker<Store: JobStore>: Sendable {
             quota[kind] = room
             leases[kind] = policy.lease
         }
-        let (store, owner, now, wanted, leaseLengths) = (store, options.owner, clock.now(), quota, leases)
-        guard claimsInGroupCommits else { return try await store.claim(quota: wanted, leases: leaseLengths, owner: owner, now: now) }
-        return try await transactions.run { tx in try store.claim(quota: wanted, leases: leaseLengths, owner: owner, now: now, in: tx) }
+        let (store, owner, now, wanted, leaseLengths, holding) = (store, options.owner, clock.now(), quota, leases, held.ids())
+        guard claimsInGroupCommits else {
+            return try await store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now)
+        }
+        return try await transactions.run { tx in
+            try store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now, in: tx)
+        }
     }
 
     private func execute(_ claimed: ClaimedJob) async -> JobOutcome {
@@ -534,6 +538,7 @@ final class HeldJobs: @unchecked Sendable {
     func add(_ id: JobID, lease: TimeInterval) { lock.withLock { leases[id] = lease } }
     func remove(_ id: JobID) { _ = lock.withLock { leases.removeValue(forKey: id) } }
     func contains(_ id: JobID) -> Bool { lock.withLock { leases[id] != nil } }
+    func ids() -> Set<JobID> { lock.withLock { Set(leases.keys) } }
     func byLease() -> [TimeInterval: [JobID]] {
         lock.withLock { Dictionary(grouping: leases.keys, by: { leases[$0]! }) }
     }

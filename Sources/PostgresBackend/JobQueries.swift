@@ -215,11 +215,15 @@ extension PostgresStore: JobStore {
         return marks.map { mark in fenced[mark.jobID].map { mark.finishesJob ? false : $0 } }
     }
 
-    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
-        try await write { tx in try self.claim(quota: quota, leases: leases, owner: owner, now: now, in: tx) }
+    public func claim(
+        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date
+    ) async throws -> [ClaimedJob] {
+        try await write { tx in try self.claim(quota: quota, leases: leases, owner: owner, holding: holding, now: now, in: tx) }
     }
 
-    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: PostgresTransaction) throws -> [ClaimedJob] {
+    public func claim(
+        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date, in tx: PostgresTransaction
+    ) throws -> [ClaimedJob] {
         let wanted = quota.filter { $0.value > 0 }
         guard !wanted.isEmpty else { return [] }
         let kinds = Array(wanted.keys)
@@ -237,7 +241,7 @@ extension PostgresStore: JobStore {
         let rescued = try tx.query("""
             SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
             WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
-              AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)
+              AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds) AND id <> ALL(\(Array(holding))::int8[])
             ORDER BY lease_expires_at LIMIT \(total)
             FOR UPDATE SKIP LOCKED
             """)

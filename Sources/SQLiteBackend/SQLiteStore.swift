@@ -405,11 +405,17 @@ extension SQLiteStore {
         WHERE kind = ? AND state IN ('queued','retrying') AND run_at <= ? ORDER BY run_at, id LIMIT ?
         """
 
-    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
-        try await pool.write { db in try self.claim(quota: quota, leases: leases, owner: owner, now: now, in: SQLiteTransaction(db: db)) }
+    public func claim(
+        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date
+    ) async throws -> [ClaimedJob] {
+        try await pool.write { db in
+            try self.claim(quota: quota, leases: leases, owner: owner, holding: holding, now: now, in: SQLiteTransaction(db: db))
+        }
     }
 
-    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: SQLiteTransaction) throws -> [ClaimedJob] {
+    public func claim(
+        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date, in tx: SQLiteTransaction
+    ) throws -> [ClaimedJob] {
         let db = tx.db
         guard !quota.isEmpty else { return [] }
         let kinds = Array(quota.keys)
@@ -420,10 +426,15 @@ extension SQLiteStore {
         var buried: [JobID] = []
         // Rescue first: a job whose worker died should not wait behind new work.
         var rescued: [ClaimCandidate] = []
+        // The caller's own jobs are left out here rather than in the statement, which then
+        // stays one prepared statement per kind count; asking for as many more keeps the limit.
         let expired = try Row.fetchCursor(
             db.cachedStatement(sql: Self.expiredLeasesSQL(kinds: kinds.count)),
-            arguments: StatementArguments([stamp]) + StatementArguments(kinds) + [total])
-        while let row = try expired.next() { rescued.append(ClaimCandidate(row: row, isRescue: true)) }
+            arguments: StatementArguments([stamp]) + StatementArguments(kinds) + [total + holding.count])
+        while rescued.count < total, let row = try expired.next() {
+            let candidate = ClaimCandidate(row: row, isRescue: true)
+            if !holding.contains(candidate.id) { rescued.append(candidate) }
+        }
         // Each kind's oldest due jobs, read in index order and merged: the same jobs one
         // query over every kind would pick, oldest first, each kind up to its quota.
         let paused = try Set(String.fetchAll(db.cachedStatement(sql: "SELECT kind FROM lifecycle_paused_kinds")))
@@ -670,11 +681,34 @@ extension SQLiteStore {
         }
     }
 
+    static let settledCountsSQL = """
+        SELECT kind, state, COUNT(*) FROM lifecycle_jobs INDEXED BY lifecycle_jobs_kind_state_settled
+        WHERE state IN ('succeeded','dead','cancelled') GROUP BY kind, state
+        """
+    static let waitingCountsSQL = """
+        SELECT kind, SUM(state = 'queued'), SUM(state = 'retrying') FROM lifecycle_jobs INDEXED BY lifecycle_jobs_ready
+        WHERE state IN ('queued','retrying') GROUP BY kind
+        """
+    static let runningCountsSQL = """
+        SELECT kind, COUNT(*) FROM lifecycle_jobs INDEXED BY lifecycle_jobs_leased WHERE state = 'running' GROUP BY kind
+        """
+
     public func countByKindAndState() async throws -> [JobCountKey: Int] {
         try await pool.read { db in
+            // Three counts in one read, each from an index the queue keeps anyway: the states
+            // jobs end in from their own, the waiting states from the ready index, running
+            // from the lease index (the few jobs workers hold). A state with no jobs is absent.
             var counts: [JobCountKey: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT kind, state, COUNT(*) AS n FROM lifecycle_jobs GROUP BY kind, state") {
-                if let state = JobState(rawValue: row["state"]) { counts[JobCountKey(kind: row["kind"], state: state)] = row["n"] }
+            for row in try Row.fetchAll(db, sql: Self.settledCountsSQL) {
+                if let state = JobState(rawValue: row[1]) { counts[JobCountKey(kind: row[0], state: state)] = row[2] }
+            }
+            for row in try Row.fetchAll(db, sql: Self.waitingCountsSQL) {
+                for (state, count) in [(JobState.queued, row[1] as Int), (.retrying, row[2] as Int)] where count > 0 {
+                    counts[JobCountKey(kind: row[0], state: state)] = count
+                }
+            }
+            for row in try Row.fetchAll(db, sql: Self.runningCountsSQL) {
+                counts[JobCountKey(kind: row[0], state: .running)] = row[1]
             }
             return counts
         }

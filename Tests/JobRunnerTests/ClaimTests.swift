@@ -79,8 +79,57 @@ import Testing
             let plan = try Row.fetchAll(tx.db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.liveJobSQL, arguments: ["key"]).map { $0["detail"] as String }
             return (naming, plan)
         }
-        #expect(naming == ["lifecycle_jobs_kind_state", "lifecycle_jobs_leased", "lifecycle_jobs_ready"])
+        #expect(naming == ["lifecycle_jobs_kind_state_settled", "lifecycle_jobs_leased", "lifecycle_jobs_ready"])
         #expect(plan.contains { $0.contains("USING INDEX lifecycle_jobs_unique_key (unique_key=?)") }, "\(plan)")
+    }
+
+    /// The counts by kind and state (metrics, the dashboard) see every state of every kind,
+    /// on SQLite from three indexes rather than one over every job.
+    @Test(arguments: Backend.allCases)
+    func theCountsByKindAndStateSeeEveryState(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            var expected: [JobCountKey: Int] = [:]
+            for (kind, perState) in [("test.a", 1), ("test.b", 2)] {
+                // Each job ends in the state of its group: claimed, then finished as its state says.
+                let ids = try await store.write { tx in
+                    try store.enqueue(many: Array(repeating: EnqueueRequest(kind: kind, payload: "{}"), count: perState * 6), policy: JobPolicy(), now: epoch, in: tx)
+                }.map(\.id)
+                let claimed = try await store.claim(quota: [kind: perState * 5], leases: [kind: 60], owner: "A", now: epoch)
+                #expect(claimed.map(\.record.id) == Array(ids.prefix(perState * 5)))
+                let groups = stride(from: 0, to: perState * 5, by: perState).map { Array(claimed[$0..<($0 + perState)].map(\.record.id)) }
+                for id in groups[0] {
+                    try await store.write { tx in try store.markSucceeded(jobID: id, owner: "A", now: epoch, in: tx) }
+                }
+                for id in groups[1] {
+                    #expect(try await store.markFailed(jobID: id, owner: "A", error: "x", retryAt: epoch.addingTimeInterval(60), now: epoch) == .retrying)
+                }
+                for id in groups[2] {
+                    #expect(try await store.markFailed(jobID: id, owner: "A", error: "x", retryAt: nil, now: epoch) == .dead)
+                }
+                for id in groups[3] { try await store.markCancelled(jobID: id, owner: "A", reason: nil, now: epoch) }
+                for (state, count) in [(JobState.queued, perState), (.running, perState), (.retrying, perState), (.succeeded, perState), (.dead, perState), (.cancelled, perState)] {
+                    expected[JobCountKey(kind: kind, state: state)] = count
+                }
+            }
+            #expect(try await store.countByKindAndState() == expected)
+        }
+        try await check(try await backend.makeStore())
+    }
+
+    /// Each of SQLite's three count queries reads only its index, in its order.
+    @Test func theCountsReadOnlyTheirIndexes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("count-plan-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory + "/test.sqlite")
+        let plans = try await store.read { tx in
+            try [SQLiteStore.settledCountsSQL, SQLiteStore.waitingCountsSQL, SQLiteStore.runningCountsSQL].map { sql in
+                try Row.fetchAll(tx.db, sql: "EXPLAIN QUERY PLAN " + sql).map { $0["detail"] as String }
+            }
+        }
+        #expect(plans[0] == ["SCAN lifecycle_jobs USING COVERING INDEX lifecycle_jobs_kind_state_settled"], "\(plans[0])")
+        #expect(plans[1] == ["SCAN lifecycle_jobs USING COVERING INDEX lifecycle_jobs_ready"], "\(plans[1])")
+        // Running jobs are few (what the workers hold): read through the lease index, then grouped.
+        #expect(plans[2].first == "SCAN lifecycle_jobs USING INDEX lifecycle_jobs_leased", "\(plans[2])")
     }
 
     /// On PostgreSQL a group commit's done-marks and a claim's look-up of finished steps find

@@ -173,6 +173,48 @@ struct RunnerSemanticsTests {
         try await check(try await backend.makeStore())
     }
 
+    /// A worker whose own job's lease ran out while the job still runs (a stalled heartbeat)
+    /// does not rescue that job to itself: a second run beside the first, under the same
+    /// owner, would pass the same fence. Another worker may still take it over.
+    @Test(arguments: Backend.allCases)
+    func aWorkerDoesNotRescueAJobItIsStillRunning(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let clock = ManualTimeSource(epoch)
+            let longRuns = LockedCounter()
+            let (quickMayFinish, longMayFinish) = (Gate(), Gate())
+            // The long job's lease runs out while it runs; the quick job's end makes the worker
+            // claim again; the late job, due only after the lease ran out, ends the long one.
+            let long = JobKind<S.Transaction>(name: "test.long", steps: [
+                JobStep("only", external: { _ in
+                    longRuns.increment()
+                    clock.advance(by: 120)
+                    quickMayFinish.open()
+                    await longMayFinish.wait()
+                    return .done
+                }),
+            ])
+            let quick = JobKind<S.Transaction>(name: "test.quick", steps: [
+                JobStep("only", external: { _ in await quickMayFinish.wait(); return .done }),
+            ])
+            let late = JobKind<S.Transaction>(name: "test.late", steps: [
+                JobStep("only", external: { _ in longMayFinish.open(); return .done }),
+            ])
+            let longJob = try await enqueue(store, EnqueueRequest(kind: long.name), now: epoch).job
+            _ = try await enqueue(store, EnqueueRequest(kind: quick.name), now: epoch)
+            _ = try await enqueue(store, EnqueueRequest(kind: late.name, runAt: epoch.addingTimeInterval(100)), now: epoch)
+            let worker = Worker(
+                store: store, registry: JobRegistry([long, quick, late]), policies: PolicyBook(), clock: clock,
+                options: WorkerOptions(concurrency: 4))
+            let summary = try await worker.drain()
+            #expect(longRuns.value == 1)
+            #expect(summary.succeeded == 3)
+            let record = try #require(try await store.job(id: longJob.id))
+            #expect(record.state == .succeeded)
+            #expect(record.attempt == 1)
+        }
+        try await check(try await backend.makeStore())
+    }
+
     @Test(arguments: Backend.allCases)
     func theHeartbeatReportsJobsAnotherWorkerTookOverButNotOnesThatFinished(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
@@ -459,6 +501,32 @@ struct RunnerSemanticsTests {
 }
 
 struct InducedRollback: Error {}
+
+/// Opens once; a wait after it opened returns at once.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func open() {
+        let released = lock.withLock {
+            isOpen = true
+            defer { waiting = [] }
+            return waiting
+        }
+        for continuation in released { continuation.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let opened = lock.withLock {
+                if !isOpen { waiting.append(continuation) }
+                return isOpen
+            }
+            if opened { continuation.resume() }
+        }
+    }
+}
 
 final class LockedCounter: @unchecked Sendable {
     private let lock = NSLock()
