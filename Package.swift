@@ -37,10 +37,11 @@ let package = Package(
     targets: [
         // C libraries from Debian, one system-library target each.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev", "zlib1g-dev"])]),
-        // glib-2.0, not vips: its flags are the include paths the headers need, while vips.pc
-        // adds -pthread (from OpenEXR), which SwiftPM refuses with a warning on every build.
-        // The libraries to link are named in CVips/module.modulemap.
-        .systemLibrary(name: "CVips", pkgConfig: "glib-2.0", providers: [.apt(["libvips-dev"])]),
+        // libvips' headers only: CVips opens the library itself on first use. glib-2.0, not
+        // vips: its flags are the include paths the headers need, while vips.pc adds -pthread
+        // (from OpenEXR), which SwiftPM refuses with a warning on every build.
+        .systemLibrary(name: "CVipsSystem", pkgConfig: "glib-2.0", providers: [.apt(["libvips-dev"])]),
+        .target(name: "CVips", dependencies: ["CVipsSystem"]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // Linux system calls glibc does not wrap (openat2) and kernel constants; headers only.

@@ -71,7 +71,7 @@ public struct PhotoNormalizer: Sendable {
         // it unreadable, and refuses HEIF sequences and non-HEVC payloads.
         try PhotoHeader.read(bytes, as: format).check(against: policy)
 
-        guard let loaderName = vips_foreign_find_load_buffer(base, bytes.count) else {
+        guard let loaderName = cvips_foreign_find_load_buffer(base, bytes.count) else {
             throw .corrupt("sniffed as \(format.rawValue) but no libvips loader accepts it: \(VipsRuntime.takeError())")
         }
         let loader = String(cString: loaderName)

@@ -35,9 +35,9 @@ struct VipsImageHandle: ~Copyable {
     var bands: Int { Int(cvips_bands(pointer)) }
     var format: VipsBandFormat { cvips_format(pointer) }
     var interpretation: VipsInterpretation { cvips_interpretation(pointer) }
-    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
-    var orientation: Int { Int(vips_image_get_orientation(pointer)) }
-    var orientationSwapsAxes: Bool { vips_image_get_orientation_swap(pointer) != 0 }
+    var hasAlpha: Bool { cvips_image_hasalpha(pointer) != 0 }
+    var orientation: Int { Int(cvips_image_get_orientation(pointer)) }
+    var orientationSwapsAxes: Bool { cvips_image_get_orientation_swap(pointer) != 0 }
 
     func has(_ field: String) -> Bool {
         cvips_has_field(pointer, field) != 0

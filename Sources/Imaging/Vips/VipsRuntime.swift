@@ -7,16 +7,19 @@ import Foundation
 enum VipsRuntime {
     /// nil once libvips is ready; otherwise why it could not start.
     private static let startupFailure: String? = {
+        if let failure = cvips_open() {
+            return "cannot open libvips (Debian's libvips42): \(String(cString: failure))"
+        }
         // Only the HEIF module is loaded: the others (ImageMagick, poppler, OpenSlide,
         // JPEG XL) would bring decoders for formats the product refuses into the process
-        // that reads untrusted uploads, and linking them costs every process about 17 ms.
+        // that reads untrusted uploads, and loading them costs every photo process about 17 ms.
         // libvips finds its modules under $VIPSHOME; pointing it at a directory without
         // any keeps it from loading them, and the HEIF module is then opened by hand. An
         // operator's own VIPSHOME, or a libvips laid out differently, gets the stock behaviour.
         let heifModule = getenv("VIPSHOME") == nil ? heifModulePath() : nil
         if heifModule != nil { setenv("VIPSHOME", "/nonexistent", 1) }
         // VIPS_INIT is a macro Swift cannot import; vips_init is what it calls.
-        guard vips_init("AccountLifecycle") == 0 else {
+        guard cvips_init("AccountLifecycle") == 0 else {
             return takeError()
         }
         if let heifModule {
@@ -28,20 +31,20 @@ enum VipsRuntime {
         // Blocks loaders not meant for hostile input (SVG, PDF, ImageMagick,
         // …). GIF, WebP and TIFF stay "trusted", which is why Imaging also
         // insists on its own three loaders.
-        vips_block_untrusted_set(1)
+        cvips_block_untrusted_set(1)
         // The operation cache keys buffer loads by blob, and photos arrive in
         // buffers that are freed and reused: caching can only return stale
         // results or pin memory across a long batch.
-        vips_cache_set_max(0)
+        cvips_cache_set_max(0)
         // Threads per image are chosen per render (`RenderThreads`); until then one.
         if getenv("VIPS_CONCURRENCY") == nil {
-            vips_concurrency_set(1)
+            cvips_concurrency_set(1)
         }
         return nil
     }()
 
     /// Where libvips keeps its HEIF module: `vips-modules-<major>.<minor>` beside the
-    /// libvips shared library this process mapped. nil when it is not there.
+    /// libvips shared library this process opened. nil when it is not there.
     private static func heifModulePath() -> String? {
         // Read to the end by hand: /proc files report size 0, and a read sized from
         // that stops after the first page.
@@ -64,7 +67,7 @@ enum VipsRuntime {
         }.first
         guard let library else { return nil }
         let directory = (String(library) as NSString).deletingLastPathComponent
-        let module = "\(directory)/vips-modules-\(vips_version(0)).\(vips_version(1))/vips-heif.so"
+        let module = "\(directory)/vips-modules-\(cvips_version(0)).\(cvips_version(1))/vips-heif.so"
         return FileManager.default.isReadableFile(atPath: module) ? module : nil
     }
 
@@ -78,7 +81,7 @@ enum VipsRuntime {
     /// does both under libvips' own lock, so two photos failing at once
     /// cannot clear each other's message between the read and the clear.
     static func takeError() -> String {
-        guard let copy = vips_error_buffer_copy() else { return "libvips failed without a message" }
+        guard let copy = cvips_error_buffer_copy() else { return "libvips failed without a message" }
         defer { cvips_free(copy) }
         let lines = String(cString: copy)
             .split(whereSeparator: \.isNewline)
@@ -96,13 +99,13 @@ enum VipsRuntime {
     /// Bytes of pixel memory libvips is tracking right now.
     static var trackedMemory: Int {
         start()
-        return vips_tracked_get_mem()
+        return cvips_tracked_get_mem()
     }
 
     /// Live pixel-buffer allocations libvips is tracking right now.
     static var trackedAllocations: Int {
         start()
-        return Int(vips_tracked_get_allocs())
+        return Int(cvips_tracked_get_allocs())
     }
 }
 
@@ -116,7 +119,7 @@ enum VipsRuntime {
 final class RenderThreads: @unchecked Sendable {
     static let shared = RenderThreads(
         cores: ProcessInfo.processInfo.activeProcessorCount, pinned: getenv("VIPS_CONCURRENCY") != nil,
-        apply: { vips_concurrency_set(Int32($0)) })
+        apply: { cvips_concurrency_set(Int32($0)) })
 
     private let lock = NSLock()
     private var inFlight = 0
