@@ -25,6 +25,8 @@ import Testing
                 quota: [a: 2, b: 3, paused: 5], leases: [a: 60, b: 60, paused: 60], owner: "A", now: epoch.addingTimeInterval(10))
             #expect(claimed.map(\.record.id) == [1, 2, 3, 4, 6].map { byOffset[$0]! })
             #expect(claimed.allSatisfy { $0.record.state == .running && $0.record.leaseOwner == "A" })
+            // What the claim hands back is the row as stored, dates to the millisecond included.
+            for job in claimed { #expect(try await store.job(id: job.record.id) == job.record) }
         }
         try await check(try await backend.makeStore())
     }
