@@ -20,9 +20,18 @@ import Foundation
 public struct PhotoNormalizer: Sendable {
     public let policy: PhotoPolicy
 
+    /// Stops the process when libvips cannot be opened: callers that can carry on
+    /// without photos call `requireLibrary()` first.
     public init(policy: PhotoPolicy = .init()) {
         VipsRuntime.start()
         self.policy = policy
+    }
+
+    /// Opens and starts libvips, which the process loads on its first photo rather than
+    /// at start; throws when it cannot (the library is missing or broken). Nothing is
+    /// wrong with any photo then, and the work can be tried again once it is installed.
+    public static func requireLibrary() throws(ImagingUnavailable) {
+        if let failure = VipsRuntime.failure { throw ImagingUnavailable(description: failure) }
     }
 
     /// Checks an upload the way `normalize` will, reading only its header.
@@ -186,4 +195,9 @@ public struct PhotoNormalizer: Sendable {
         }
         return try outcome.get()
     }
+}
+
+/// libvips could not be opened or started: `PhotoNormalizer.requireLibrary()`.
+public struct ImagingUnavailable: Error, CustomStringConvertible {
+    public let description: String
 }

@@ -163,30 +163,10 @@ public struct EnqueueOutcome: Sendable, Equatable {
 public struct ClaimedJob: Sendable {
     public var record: JobRecord
     public var finishedSteps: [String: String?]
-    /// Set by a worker that ran the job's first unfinished step, a database step, inside the
-    /// claim's own transaction.
-    public var stepRunAtClaim: StepRunAtClaim?
 
     public init(record: JobRecord, finishedSteps: [String: String?]) {
         self.record = record
         self.finishedSteps = finishedSteps
-    }
-}
-
-/// What a worker's claim did with a job's first unfinished step, a database step.
-public struct StepRunAtClaim: Sendable {
-    public var name: String
-    /// The step threw: its writes were undone, and the job's run records the failure
-    /// as that attempt's.
-    public var failure: (any Error)?
-    public var finishedJob = false
-    /// The step's done-mark found the job's cancellation requested.
-    public var cancelRequested = false
-
-    public init(name: String, failure: (any Error)? = nil, finishedJob: Bool = false) {
-        self.name = name
-        self.failure = failure
-        self.finishedJob = finishedJob
     }
 }
 

@@ -228,12 +228,13 @@ public final class Worker<Store: JobStore>: Sendable {
             while true {
                 if Task.isCancelled || shuttingDown.isSet { stopping = true }
                 if !stopping {
-                    // The next batch is claimed while this one's jobs run, once no more than a
-                    // round of jobs (the concurrency) waits in the buffer: the loop then never
-                    // stops starting jobs to wait on the writer. On SQLite a claim waits its
-                    // turn behind up to two group commits; fired at half a round, the buffer ran
-                    // dry before it answered, and the commits that followed carried a handful of
-                    // marks each (no-op drain: 33,000 jobs/s, against 38,000 at a round).
+                    // The next batch is claimed while this one's jobs run, once the jobs running
+                    // and buffered are no more than two rounds (twice the concurrency): when all
+                    // slots are busy, a round still waits in the buffer, and the loop never stops
+                    // starting jobs to wait on the writer. On SQLite a claim waits its turn
+                    // behind up to two group commits; fired at one and a half rounds, the buffer
+                    // ran dry before it answered, and the commits that followed carried a handful
+                    // of marks each (no-op drain: 33,000 jobs/s, against 38,000 at two).
                     if mayClaim && !claiming && running + buffered.count <= options.concurrency * 2 {
                         claiming = true
                         finishedAtClaim = finishedCount
@@ -296,15 +297,7 @@ public final class Worker<Store: JobStore>: Sendable {
                 }
             }
             // Claimed but never started: hand them back now rather than after the lease expires.
-            // One whose claim ran its last step is done, and counted.
-            for claimed in buffered where claimed.stepRunAtClaim?.finishedJob == true {
-                RunnerMetrics.finished(kind: claimed.record.kind, outcome: .succeeded, took: .zero)
-                events(.started(claimed.record))
-                events(.finished(claimed.record, .succeeded))
-                summary.add(.succeeded, job: claimed.record)
-                held.remove(claimed.record.id)
-            }
-            for claimed in buffered where claimed.stepRunAtClaim?.finishedJob != true {
+            for claimed in buffered {
                 let (store, owner, now) = (store, options.owner, clock.now())
                 try? await uncancelled { try await store.release(jobID: claimed.record.id, owner: owner, now: now) }
                 held.remove(claimed.record.id)
@@ -346,56 +339,8 @@ public final class Worker<Store: JobStore>: Sendable {
             return try await store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now)
         }
         return try await transactions.run { tx in
-            let claimed = try store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now, in: tx)
-            return try self.runFirstDatabaseSteps(of: claimed, now: now, in: tx)
+            try store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now, in: tx)
         }
-    }
-
-    /// Runs each claimed job's first unfinished step, when it is a database step, inside the
-    /// claim's transaction: the lease, the step's writes and its done-mark commit together,
-    /// as exactly once as in a transaction of their own, and the job skips a turn on the
-    /// writer (a job of two database steps around an outside one then waits on two commits,
-    /// not three). Only where claims ride the group commit (SQLite), whose pieces have cheap
-    /// savepoints. A step that throws is undone, and the job's run records the failure as
-    /// that attempt's. A kind's first steps run at most as many at once as its claim quota
-    /// (twice its concurrency).
-    private func runFirstDatabaseSteps(of claimed: [ClaimedJob], now: Date, in tx: Store.Transaction) throws -> [ClaimedJob] {
-        guard !shuttingDown.isSet else { return claimed }
-        var claimed = claimed
-        var marks: [(index: Int, mark: StepMark)] = []
-        for (index, job) in claimed.enumerated() where job.record.state == .running {
-            guard let kind = registry[job.record.kind],
-                  let position = kind.steps.firstIndex(where: { job.finishedSteps[$0.name] == nil }),
-                  case .database(let body) = kind.steps[position].body else { continue }
-            let step = kind.steps[position]
-            var jobLogger = logger
-            jobLogger[metadataKey: "job"] = .stringConvertible(job.record.id)
-            jobLogger[metadataKey: "kind"] = "\(job.record.kind)"
-            jobLogger.debug("step started", metadata: ["step": "\(step.name)", "with_claim": "true"])
-            let record = job.record
-            let context = StepContext(
-                job: record, outputs: job.finishedSteps, now: now, logger: jobLogger,
-                progress: { [events] text in events(.message(record, text)) })
-            do {
-                let result = try store.savepoint(in: tx) { try body(context, tx) }
-                let finishes = position == kind.steps.count - 1 || result.finishesJob
-                marks.append((index, StepMark(
-                    jobID: record.id, step: step.name, output: result.output, finishesJob: finishes, owner: options.owner, now: clock.now())))
-                claimed[index].finishedSteps[step.name] = .some(result.output)
-                claimed[index].stepRunAtClaim = StepRunAtClaim(name: step.name, finishedJob: finishes)
-            } catch {
-                claimed[index].stepRunAtClaim = StepRunAtClaim(name: step.name, failure: error)
-            }
-        }
-        guard !marks.isEmpty else { return claimed }
-        let results = try store.markStepsDone(marks.map(\.mark), in: tx)
-        for ((index, _), result) in zip(marks, results) {
-            // Leased in this very transaction by this worker: the fence cannot fail, and if it
-            // did, the whole claim is undone rather than a step left without its mark.
-            guard let cancelRequested = result else { throw JobRunnerError.leaseLost(claimed[index].record.id) }
-            claimed[index].stepRunAtClaim?.cancelRequested = cancelRequested
-        }
-        return claimed
     }
 
     private func execute(_ claimed: ClaimedJob) async -> JobOutcome {
@@ -425,17 +370,12 @@ public final class Worker<Store: JobStore>: Sendable {
         // step (one commit for the two), or on its own if the job stops before it.
         var carried: StepMark?
         do {
-            if let step = claimed.stepRunAtClaim {
-                if let failure = step.failure { throw failure }
-                events(.stepFinished(job, step: step.name))
-                jobLogger.debug("step finished", metadata: ["step": "\(step.name)", "with_claim": "true"])
-                if step.finishedJob {
-                    events(.finished(job, .succeeded))
-                    return .succeeded
-                }
-                if step.cancelRequested {
-                    return try await cancelBetweenSteps(job, after: step.name, logger: jobLogger)
-                }
+            // Its cancellation was asked for while another worker held it (that worker was
+            // lost, and this claim rescued the job): it stops before its next step, as a
+            // running job does.
+            if job.cancelRequested {
+                let lastDone = kind.steps.last { outputs[$0.name] != nil }?.name ?? "none"
+                return try await cancelBetweenSteps(job, after: lastDone, logger: jobLogger)
             }
             for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil {
                 if shuttingDown.isSet && !outputs.isEmpty {

@@ -145,6 +145,11 @@ struct NormalizePhotoFile: AsyncParsableCommand {
                 }
             }
             let policy = try photoPolicy()
+            do {
+                try PhotoNormalizer.requireLibrary()
+            } catch {
+                throw CLIFailure(.unavailable, "cannot normalise photos: \(error); install libvips42 (Jobs/runbooks/install.md)")
+            }
             let normalized: NormalizedPhoto
             do {
                 normalized = try PhotoNormalizer(policy: policy).normalizeFile(at: input, to: output)

@@ -22,7 +22,7 @@ import Testing
             }
             _ = try await store.pause(kind: paused, by: "test", reason: nil, now: epoch)
             let claimed = try await store.claim(
-                quota: [a: 2, b: 3, paused: 5], leases: [a: 60, b: 60, paused: 60], owner: "A", now: epoch.addingTimeInterval(10))
+                quota: [a: 2, b: 3, paused: 5], leases: [a: 60, b: 60, paused: 60], owner: "A", now: epoch.addingTimeInterval(10.1234))
             #expect(claimed.map(\.record.id) == [1, 2, 3, 4, 6].map { byOffset[$0]! })
             #expect(claimed.allSatisfy { $0.record.state == .running && $0.record.leaseOwner == "A" })
             // What the claim hands back is the row as stored, dates to the millisecond included.

@@ -77,6 +77,9 @@ enum VipsRuntime {
         }
     }
 
+    /// Why libvips could not be opened or started, or nil once it is ready.
+    static var failure: String? { startupFailure }
+
     /// Reads and clears the libvips error buffer. `vips_error_buffer_copy`
     /// does both under libvips' own lock, so two photos failing at once
     /// cannot clear each other's message between the read and the clear.

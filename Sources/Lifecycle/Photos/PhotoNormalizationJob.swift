@@ -76,6 +76,8 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             return try await refuse(.tooLarge(byteCount: Int(clamping: stored.size), limit: policy.maxInputBytes), photo: photo, context: context)
         }
         let bytes = try await services.blobs.readAll(key: photo.blobKey)
+        // Outside the refusal below: a missing libvips fails this attempt, not the upload.
+        try PhotoNormalizer.requireLibrary()
         let header: PhotoInfo
         do {
             header = try PhotoNormalizer(policy: policy).inspect(bytes)
@@ -106,6 +108,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             return try .output(Rendering(end: .init(reason: .gone)), finishesJob: true)
         }
         let inputSHA256 = FileDigest.hex(SHA256.hash(data: bytes))
+        try PhotoNormalizer.requireLibrary()
         let outcome = await Self.offTheCooperativePool { () -> Result<NormalizedPhoto, PhotoRejection> in
             Result { () throws(PhotoRejection) in try PhotoNormalizer(policy: policy).normalize(bytes) }
         }
