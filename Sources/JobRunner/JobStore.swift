@@ -22,8 +22,8 @@ public protocol JobStore: Sendable {
     /// Rethrows what `body` throws, after rolling back its writes.
     func savepoint<T>(in tx: Transaction, _ body: () throws -> T) throws -> T
 
-    /// False where a savepoint costs a round trip to a server: the runner then runs a
-    /// shared transaction's pieces bare and, if one throws, each again alone.
+    /// False where a savepoint per piece costs more than the rare rerun: the runner then
+    /// runs a shared transaction's pieces bare and, if one throws, each again alone.
     var savepointsAreCheap: Bool { get }
 
     /// How many of a worker's group-commit transactions may be open at once: 1 where the

@@ -259,13 +259,13 @@ struct RunnerSemanticsTests {
     @Test(arguments: Backend.allCases)
     func aDatabaseStepAndItsDoneMarkCommitTogether(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
-            let attempts = LockedCounter()
-            // The step writes, then the transaction fails before commit: neither the write nor the mark may survive.
+            // The step writes, then the transaction fails before commit: neither the write nor
+            // the mark may survive. It fails throughout its first attempt: a shared transaction
+            // given up for it runs it again alone, within the same attempt.
             let kind = JobKind<S.Transaction>(name: "test.atomic", steps: [
                 JobStep("write", database: { context, tx in
                     try store.recordProbeEffect(jobID: context.job.id, step: "write", now: context.now, in: tx)
-                    attempts.increment()
-                    if attempts.value == 1 { throw InducedRollback() }
+                    if context.job.attempt == 1 { throw InducedRollback() }
                     return .done
                 }),
             ])
