@@ -11,7 +11,6 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #define CVIPS_FUNCTIONS(X) \
 	X(vips_init) X(vips_block_untrusted_set) X(vips_cache_set_max) X(vips_concurrency_set) \
