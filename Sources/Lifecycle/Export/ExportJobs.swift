@@ -11,7 +11,7 @@ public enum ExportJobs {
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         // An app's own database is exported from its data map; which one is fixed for the
         // life of the worker, as the map is.
-        let isReferenceApp = (try? DataMap(jobsDirectory: services.jobsDirectory).isReferenceApp) ?? true
+        let isReferenceApp = (try? services.dataMapDocument().isReferenceApp) ?? true
         return [
             ExportJob(services: services, appData: AppDataCache(), servesApp: !isReferenceApp).kind,
             ExportExpiryJob(services: services).kind,
