@@ -232,6 +232,44 @@ extension JobRecord {
             lastError: row[10], cancelRequested: row[11], createdAt: dates.date(row[12]) ?? row[12],
             updatedAt: dates.date(row[13]) ?? row[13], finishedAt: dates.date(row[14]))
     }
+
+    /// The row of `sqliteColumns` that `row` stands on, as `init(row:dates:)` reads it. A
+    /// required column that is NULL or a date that is not one (written into the file by
+    /// hand) fails the claim with the job named, where GRDB's decoding would stop the process.
+    init(statement row: HotStatement, dates: inout StoredDate.Reader) throws {
+        let id = row.int64(0)
+        func required(_ column: Int32, _ name: String) throws -> String {
+            guard let text = row.text(column) else { throw UnreadableJobRow(id: id, column: name, value: "NULL") }
+            return text
+        }
+        func date(_ column: Int32, _ name: String) throws -> Date? {
+            if row.isNull(column) { return nil }
+            let value = row.value(column)
+            guard let date = dates.date(value) else { throw UnreadableJobRow(id: id, column: name, value: "\(value)") }
+            return date
+        }
+        func requiredDate(_ column: Int32, _ name: String) throws -> Date {
+            guard let date = try date(column, name) else { throw UnreadableJobRow(id: id, column: name, value: "NULL") }
+            return date
+        }
+        self.init(
+            id: id, kind: try required(1, "kind"), payload: try required(2, "payload"), uniqueKey: row.text(3),
+            state: JobState(rawValue: try required(4, "state")) ?? .dead, attempt: Int(row.int64(5)), maxAttempts: Int(row.int64(6)),
+            runAt: try requiredDate(7, "run_at"), leaseOwner: row.text(8), leaseExpiresAt: try date(9, "lease_expires_at"),
+            lastError: row.text(10), cancelRequested: row.int64(11) != 0, createdAt: try requiredDate(12, "created_at"),
+            updatedAt: try requiredDate(13, "updated_at"), finishedAt: try date(14, "finished_at"))
+    }
+}
+
+/// A job's row holds what lifecycle never writes there: edited by hand, or damaged.
+struct UnreadableJobRow: Error, CustomStringConvertible {
+    let id: JobID
+    let column: String
+    let value: String
+
+    var description: String {
+        "job \(id) has \(column) \(value) in lifecycle_jobs, which lifecycle cannot read: correct that column or delete the job's row"
+    }
 }
 
 extension SQLiteStore {
@@ -327,25 +365,36 @@ extension SQLiteStore {
                 try markStepsDone(Array(marks[$0..<min($0 + chunk, marks.count)]), in: tx)
             }
         }
+        let db = tx.db
         var fenced: [JobID: Bool] = [:]
         for (owner, group) in Dictionary(grouping: marks, by: \.owner) {
-            let rows = try Row.fetchCursor(
-                tx.db.cachedStatement(sql: Self.markFenceSQL(group.count)), arguments: StatementArguments(group.map(\.jobID)) + [owner])
-            while let row = try rows.next() { fenced[row[0]] = row[1] }
+            let fence = try HotStatement(db, sql: Self.markFenceSQL(group.count))
+            for (offset, mark) in group.enumerated() { fence.bind(mark.jobID, at: Int32(offset + 1)) }
+            fence.bind(owner, at: Int32(group.count + 1))
+            while try fence.step() { fenced[fence.int64(0)] = fence.int64(1) != 0 }
         }
         let written = marks.filter { fenced[$0.jobID] != nil }
         if !written.isEmpty {
-            var steps = StatementArguments()
-            for mark in written { steps += [mark.jobID, mark.step, mark.output, mark.now.stored] }
             // A plain INSERT: a second done-mark for the same step fails, and the caller
             // abandons the transaction.
-            try tx.db.cachedStatement(sql: Self.markStepsSQL(written.count)).execute(arguments: steps)
+            let insert = try HotStatement(db, sql: Self.markStepsSQL(written.count))
+            for (offset, mark) in written.enumerated() {
+                let first = Int32(offset * 4 + 1)
+                insert.bind(mark.jobID, at: first)
+                insert.bind(mark.step, at: first + 1)
+                insert.bind(mark.output, at: first + 2)
+                insert.bind(mark.now, at: first + 3)
+            }
+            try insert.execute()
         }
         let finishing = written.filter(\.finishesJob)
         if !finishing.isEmpty {
-            var times = StatementArguments()
-            for mark in finishing { times += [mark.jobID, mark.now.stored] }
-            try tx.db.cachedStatement(sql: Self.markFinishedSQL(finishing.count)).execute(arguments: times)
+            let finish = try HotStatement(db, sql: Self.markFinishedSQL(finishing.count))
+            for (offset, mark) in finishing.enumerated() {
+                finish.bind(mark.jobID, at: Int32(offset * 2 + 1))
+                finish.bind(mark.now, at: Int32(offset * 2 + 2))
+            }
+            try finish.execute()
         }
         // A finishing mark ends the job, so a cancel request no longer matters to it.
         return marks.map { mark in fenced[mark.jobID].map { mark.finishesJob ? false : $0 } }
@@ -384,12 +433,12 @@ extension SQLiteStore {
         let runAt: String
         let isRescue: Bool
 
-        init(row: Row, isRescue: Bool) {
-            id = row[0]
-            kind = row[1]
-            attempt = row[2]
-            maxAttempts = row[3]
-            runAt = isRescue ? "" : row[4]
+        init(row: HotStatement, isRescue: Bool) {
+            id = row.int64(0)
+            kind = row.text(1) ?? ""
+            attempt = Int(row.int64(2))
+            maxAttempts = Int(row.int64(3))
+            runAt = isRescue ? "" : row.text(4) ?? ""
             self.isRescue = isRescue
         }
     }
@@ -435,23 +484,27 @@ extension SQLiteStore {
         var rescued: [ClaimCandidate] = []
         // The caller's own jobs are left out here rather than in the statement, which then
         // stays one prepared statement per kind count; asking for as many more keeps the limit.
-        let expired = try Row.fetchCursor(
-            db.cachedStatement(sql: Self.expiredLeasesSQL(kinds: kinds.count)),
-            arguments: StatementArguments([stamp]) + StatementArguments(kinds) + [total + holding.count])
-        while rescued.count < total, let row = try expired.next() {
-            let candidate = ClaimCandidate(row: row, isRescue: true)
+        let expired = try HotStatement(db, sql: Self.expiredLeasesSQL(kinds: kinds.count))
+        expired.bind(now, at: 1)
+        for (offset, kind) in kinds.enumerated() { expired.bind(kind, at: Int32(offset + 2)) }
+        expired.bind(total + holding.count, at: Int32(kinds.count + 2))
+        while rescued.count < total, try expired.step() {
+            let candidate = ClaimCandidate(row: expired, isRescue: true)
             if !holding.contains(candidate.id) { rescued.append(candidate) }
         }
+        expired.reset()
         // Each kind's oldest due jobs, read in index order and merged: the same jobs one
         // query over every kind would pick, oldest first, each kind up to its quota.
         let paused = try Set(String.fetchAll(db.cachedStatement(sql: "SELECT kind FROM lifecycle_paused_kinds")))
-        let readyByKind = try db.cachedStatement(sql: Self.dueOfKindSQL)
         var ready: [ClaimCandidate] = []
         var kindsWithReadyJobs = 0
         for kind in kinds.sorted() where !paused.contains(kind) {
             let before = ready.count
-            let rows = try Row.fetchCursor(readyByKind, arguments: [kind, stamp, quota[kind]])
-            while let row = try rows.next() { ready.append(ClaimCandidate(row: row, isRescue: false)) }
+            let readyOfKind = try HotStatement(db, sql: Self.dueOfKindSQL)
+            readyOfKind.bind(kind, at: 1)
+            readyOfKind.bind(now, at: 2)
+            readyOfKind.bind(quota[kind] ?? 0, at: 3)
+            while try readyOfKind.step() { ready.append(ClaimCandidate(row: readyOfKind, isRescue: false)) }
             if ready.count > before { kindsWithReadyJobs += 1 }
         }
         if kindsWithReadyJobs > 1 {
@@ -487,10 +540,16 @@ extension SQLiteStore {
         byID.reserveCapacity(all.count)
         var dates = StoredDate.Reader()
         for (lease, ids) in claimedByLease {
-            let rows = try Row.fetchCursor(
-                db.cachedStatement(sql: Self.leaseSQL(ids.count)),
-                arguments: [owner, now.addingTimeInterval(lease).stored, stamp, stamp] + StatementArguments(ids))
-            while let row = try rows.next() { byID[row[0]] = JobRecord(row: row, dates: &dates) }
+            let leasing = try HotStatement(db, sql: Self.leaseSQL(ids.count))
+            leasing.bind(owner, at: 1)
+            leasing.bind(now.addingTimeInterval(lease), at: 2)
+            leasing.bind(now, at: 3)
+            leasing.bind(now, at: 4)
+            for (offset, id) in ids.enumerated() { leasing.bind(id, at: Int32(offset + 5)) }
+            while try leasing.step() {
+                let record = try JobRecord(statement: leasing, dates: &dates)
+                byID[record.id] = record
+            }
         }
         if !buried.isEmpty {
             let rows = try Row.fetchCursor(
@@ -499,9 +558,10 @@ extension SQLiteStore {
             while let row = try rows.next() { byID[row[0]] = JobRecord(row: row, dates: &dates) }
         }
         var steps: [JobID: [String: String?]] = [:]
-        let stepRows = try Row.fetchCursor(db.cachedStatement(sql: Self.finishedStepsSQL(all.count)), arguments: StatementArguments(all))
-        while let row = try stepRows.next() {
-            steps[row[0], default: [:]][row[1]] = .some(row[2])
+        let finishedSteps = try HotStatement(db, sql: Self.finishedStepsSQL(all.count))
+        for (offset, id) in all.enumerated() { finishedSteps.bind(id, at: Int32(offset + 1)) }
+        while try finishedSteps.step() {
+            steps[finishedSteps.int64(0), default: [:]][finishedSteps.text(1) ?? ""] = .some(finishedSteps.text(2))
         }
         return all.compactMap { id in byID[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
     }

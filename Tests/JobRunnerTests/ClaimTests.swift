@@ -31,6 +31,33 @@ import Testing
         try await check(try await backend.makeStore())
     }
 
+    /// A claimed row holding a date lifecycle cannot read (written into the file by hand)
+    /// fails the claim with the job and column named, instead of stopping the process, and
+    /// leaves every job as it was: the claim's transaction is rolled back whole.
+    @Test func aClaimedRowWithAnUnreadableDateFailsTheClaimAndChangesNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unreadable-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory + "/test.sqlite")
+        let requests = (0..<3).map { _ in EnqueueRequest(kind: "test.a", payload: "{}") }
+        let enqueued = try await store.write { tx in try store.enqueue(many: requests, policy: JobPolicy(), now: epoch, in: tx) }
+        let damaged = enqueued[1].id
+        try await store.write { tx in
+            try tx.db.execute(sql: "UPDATE lifecycle_jobs SET created_at = 'last tuesday' WHERE id = ?", arguments: [damaged])
+        }
+        await #expect {
+            try await store.claim(quota: ["test.a": 3], leases: ["test.a": 60], owner: "A", now: epoch)
+        } throws: { error in
+            "\(error)".contains("job \(damaged) has created_at \"last tuesday\"")
+        }
+        // Read as text: GRDB's decoding of the damaged row would stop the test process.
+        let rows = try await store.read { tx in
+            try Row.fetchAll(tx.db, sql: "SELECT state, attempt, lease_owner FROM lifecycle_jobs ORDER BY id").map { row in
+                "\(row["state"] as String) \(row["attempt"] as Int) \(row["lease_owner"] as String? ?? "none")"
+            }
+        }
+        #expect(rows == ["queued 0 none", "queued 0 none", "queued 0 none"])
+    }
+
     /// The claim's lookups read the queue in index order and stop at their limit. Without
     /// the index names SQLite's planner chose the (kind, state) index, then read and sorted
     /// every queued job of the kind on each claim. Checked with planner statistics present
