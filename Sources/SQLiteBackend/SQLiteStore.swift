@@ -750,7 +750,7 @@ extension SQLiteStore {
 
     static let settledCountsSQL = """
         SELECT kind, state, COUNT(*) FROM lifecycle_jobs INDEXED BY lifecycle_jobs_kind_state_settled
-        WHERE state IN ('succeeded','dead','cancelled') GROUP BY kind, state
+        WHERE \(OwnSchema.settledStates) GROUP BY kind, state
         """
     static let waitingCountsSQL = """
         SELECT kind, SUM(state = 'queued'), SUM(state = 'retrying') FROM lifecycle_jobs INDEXED BY lifecycle_jobs_ready

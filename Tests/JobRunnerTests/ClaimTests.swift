@@ -31,6 +31,32 @@ import Testing
         try await check(try await backend.makeStore())
     }
 
+    /// SQLite tests an IN list of three or more constants in an index's condition or a CHECK
+    /// by building a temporary b-tree each time, twice for each row a claim or a finish
+    /// changes: the job table's tests on the state are comparisons (v10), and the CHECK
+    /// still refuses a state lifecycle does not know.
+    @Test func theJobTablesStateTestsAreComparisonsAndStillRefuseAnUnknownState() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("state-tests-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: directory + "/test.sqlite")
+        let texts = try await store.read { tx in
+            try String.fetchAll(tx.db, sql: "SELECT sql FROM sqlite_master WHERE tbl_name = 'lifecycle_jobs' AND sql IS NOT NULL")
+        }
+        let longInList = /IN\s*\(\s*'[^']*'\s*,\s*'[^']*'\s*,/
+        #expect(texts.count == 6)
+        for text in texts { #expect(text.firstMatch(of: longInList) == nil, "\(text)") }
+        await #expect {
+            try await store.write { tx in
+                try tx.db.execute(sql: """
+                    INSERT INTO lifecycle_jobs (kind, state, max_attempts, run_at, created_at, updated_at)
+                    VALUES ('test.a', 'paused', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')
+                    """)
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.resultCode == .SQLITE_CONSTRAINT && "\(error)".contains("CHECK constraint failed")
+        }
+    }
+
     /// A claimed row holding a date lifecycle cannot read (written into the file by hand)
     /// fails the claim with the job and column named, instead of stopping the process, and
     /// leaves every job as it was: the claim's transaction is rolled back whole.

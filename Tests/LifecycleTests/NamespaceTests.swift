@@ -25,7 +25,7 @@ struct NamespaceTests {
         [
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
-        ] + (store is SQLiteStore ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only"] : [])
+        ] + (store is SQLiteStore ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists"] : [])
     }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
