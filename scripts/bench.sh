@@ -7,6 +7,10 @@ BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 WORK=$(mktemp -d /tmp/lifecycle-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 JOBS=${BENCH_JOBS:-20000}
+# Each drain, the runner's and the reference queue's alike, runs this many times in
+# interleaved rounds and counts its best: consecutive runs of the same binary on a shared
+# machine differ by 10-20 %, enough to move a ratio across its line.
+ROUNDS=${BENCH_ROUNDS:-3}
 
 seconds() { python3 -c "import sys; print(f'{float(sys.argv[1]):.3f}')" "$1"; }
 now() { date +%s.%N; }
@@ -103,20 +107,35 @@ enqueue_rates() {
   echo "$bulk $single"
 }
 
-echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores, $JOBS jobs per drain =="
+echo "== Job runner on SQLite (WAL, synchronous=NORMAL), $(nproc) cores, $JOBS jobs per drain, best of $ROUNDS interleaved rounds =="
 sqlite_store() {  # NAME: a fresh SQLite installation; prints its arguments
   local db="$WORK/$1.sqlite"
   "$BIN" init --database "$db" --blobs "$WORK/blobs" --jobs-dir "$WORK/jobs" >/dev/null
   echo "--database $db --blobs $WORK/blobs --jobs-dir $WORK/jobs"
 }
 sqlite_count() { echo "sqlite3 $WORK/$1.sqlite \"SELECT COUNT(*) FROM lifecycle_jobs WHERE state='succeeded' AND kind LIKE 'runner.%'\""; }
-noop1=$(drain "$(sqlite_store noop-1p)" "$(sqlite_count noop-1p)" 1 --noop "$JOBS")
-noop2=$(drain "$(sqlite_store noop-2p)" "$(sqlite_count noop-2p)" 2 --noop "$JOBS")
-noop4=$(drain "$(sqlite_store noop-4p)" "$(sqlite_count noop-4p)" 4 --noop "$JOBS")
-probe1=$(drain "$(sqlite_store probe-1p)" "$(sqlite_count probe-1p)" 1 "" "$JOBS")
-huey1=$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 1)
-huey2=$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 2)
-read -r sqlite_bulk sqlite_single < <(enqueue_rates "$(sqlite_store enqueue)")
+noop1_runs=() noop2_runs=() noop4_runs=() probe1_runs=() huey1_runs=() huey2_runs=()
+for round in $(seq "$ROUNDS"); do
+  noop1_runs+=("$(drain "$(sqlite_store noop-1p-$round)" "$(sqlite_count noop-1p-$round)" 1 --noop "$JOBS")")
+  noop2_runs+=("$(drain "$(sqlite_store noop-2p-$round)" "$(sqlite_count noop-2p-$round)" 2 --noop "$JOBS")")
+  noop4_runs+=("$(drain "$(sqlite_store noop-4p-$round)" "$(sqlite_count noop-4p-$round)" 4 --noop "$JOBS")")
+  probe1_runs+=("$(drain "$(sqlite_store probe-1p-$round)" "$(sqlite_count probe-1p-$round)" 1 "" "$JOBS")")
+  huey1_runs+=("$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 1)")
+  huey2_runs+=("$($REFERENCE huey-drain "$WORK/huey" "$JOBS" 2)")
+done
+noop1=$(best "${noop1_runs[@]}") noop2=$(best "${noop2_runs[@]}") noop4=$(best "${noop4_runs[@]}") probe1=$(best "${probe1_runs[@]}")
+huey1=$(best "${huey1_runs[@]}") huey2=$(best "${huey2_runs[@]}")
+# best_pair COMMAND...: runs COMMAND (printing two figures) in ROUNDS rounds; prints the best of each.
+best_pair() {
+  local first=() second=() a b
+  for _ in $(seq "$ROUNDS"); do
+    read -r a b < <("$@")
+    first+=("$a") second+=("$b")
+  done
+  echo "$(best "${first[@]}") $(best "${second[@]}")"
+}
+sqlite_enqueue_rates() { enqueue_rates "$(sqlite_store "enqueue-$BASHPID")"; }
+read -r sqlite_bulk sqlite_single < <(best_pair sqlite_enqueue_rates)
 read -r sqlite_p50 sqlite_p99 < <(latency "$(sqlite_store latency)" \
   "sqlite3 $WORK/latency.sqlite \"SELECT COUNT(*) FROM lifecycle_jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
   "sqlite3 $WORK/latency.sqlite \"SELECT (julianday(started_at) - julianday(created_at)) * 86400000.0 FROM lifecycle_jobs WHERE kind = 'runner.noop'\"" \
@@ -149,7 +168,7 @@ echo "enqueue → start on an idle worker (polls every 1 s; no notifications on 
 echo "peak RSS of one worker draining 100,000 jobs: $sqlite_rss MB"
 
 echo
-echo "== Job runner on PostgreSQL 15 (throwaway loopback cluster, default durability), $(nproc) cores, $JOBS jobs per drain =="
+echo "== Job runner on PostgreSQL 15 (throwaway loopback cluster, default durability), $(nproc) cores, $JOBS jobs per drain, best of $ROUNDS interleaved rounds =="
 PG_BIN=${LIFECYCLE_PG_BIN:-/usr/lib/postgresql/15/bin}
 cluster=$(scripts/pg-cluster.sh start "$WORK/pg")
 eval "$cluster"
@@ -166,17 +185,30 @@ pg_store() {  # NAME: a fresh installation in a fresh database; prints its argum
   echo "--database $url --blobs $WORK/blobs --jobs-dir $WORK/jobs"
 }
 pg_count() { echo "pg -d $1 -c \"SELECT COUNT(*) FROM lifecycle.jobs WHERE state='succeeded' AND kind LIKE 'runner.%'\""; }
-pg1=$(drain "$(pg_store noop_1p)" "$(pg_count noop_1p)" 1 --noop "$JOBS")
-pg2=$(drain "$(pg_store noop_2p)" "$(pg_count noop_2p)" 2 --noop "$JOBS")
-pg4=$(drain "$(pg_store noop_4p)" "$(pg_count noop_4p)" 4 --noop "$JOBS")
-pgprobe1=$(drain "$(pg_store probe_1p)" "$(pg_count probe_1p)" 1 "" "$JOBS")
 pgq_dsn="postgresql://lifecycle:$PG_PASSWORD@127.0.0.1:$PG_PORT/pgqueuer"
 pg_database pgqueuer >/dev/null
-pgq1=$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 1)
-pgq2=$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 2)
-pgq4=$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 4)
-read -r pg_bulk pg_single < <(enqueue_rates "$(pg_store enqueue)")
-read -r pgq_bulk pgq_single < <($REFERENCE pgqueuer-enqueue "$pgq_dsn" "$JOBS" 2000)
+pg1_runs=() pg2_runs=() pg4_runs=() pgprobe1_runs=() pgq1_runs=() pgq2_runs=() pgq4_runs=()
+for round in $(seq "$ROUNDS"); do
+  pg1_runs+=("$(drain "$(pg_store noop_1p_$round)" "$(pg_count noop_1p_$round)" 1 --noop "$JOBS")")
+  pg2_runs+=("$(drain "$(pg_store noop_2p_$round)" "$(pg_count noop_2p_$round)" 2 --noop "$JOBS")")
+  pg4_runs+=("$(drain "$(pg_store noop_4p_$round)" "$(pg_count noop_4p_$round)" 4 --noop "$JOBS")")
+  pgprobe1_runs+=("$(drain "$(pg_store probe_1p_$round)" "$(pg_count probe_1p_$round)" 1 "" "$JOBS")")
+  pgq1_runs+=("$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 1)")
+  pgq2_runs+=("$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 2)")
+  pgq4_runs+=("$($REFERENCE pgqueuer-drain "$pgq_dsn" "$JOBS" 4)")
+done
+pg1=$(best "${pg1_runs[@]}") pg2=$(best "${pg2_runs[@]}") pg4=$(best "${pg4_runs[@]}") pgprobe1=$(best "${pgprobe1_runs[@]}")
+pgq1=$(best "${pgq1_runs[@]}") pgq2=$(best "${pgq2_runs[@]}") pgq4=$(best "${pgq4_runs[@]}")
+pg_enqueue_rates() { enqueue_rates "$(pg_store "enqueue_$BASHPID")"; }
+pgq_enqueue_rates() { $REFERENCE pgqueuer-enqueue "$pgq_dsn" "$JOBS" 2000; }
+# Interleaved, as the drains are.
+pg_single_runs=() pg_bulk_runs=() pgq_single_runs=() pgq_bulk_runs=()
+for round in $(seq "$ROUNDS"); do
+  read -r bulk single < <(pg_enqueue_rates); pg_bulk_runs+=("$bulk") pg_single_runs+=("$single")
+  read -r bulk single < <(pgq_enqueue_rates); pgq_bulk_runs+=("$bulk") pgq_single_runs+=("$single")
+done
+pg_bulk=$(best "${pg_bulk_runs[@]}") pg_single=$(best "${pg_single_runs[@]}")
+pgq_bulk=$(best "${pgq_bulk_runs[@]}") pgq_single=$(best "${pgq_single_runs[@]}")
 read -r pg_p50 pg_p99 < <(latency "$(pg_store latency)" \
   "pg -d latency -c \"SELECT COUNT(*) FROM lifecycle.jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
   "pg -d latency -c \"SELECT EXTRACT(EPOCH FROM started_at - created_at) * 1000 FROM lifecycle.jobs WHERE kind = 'runner.noop'\"" \

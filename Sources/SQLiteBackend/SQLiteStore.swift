@@ -817,9 +817,12 @@ extension SQLiteStore {
     }
 
     public func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: SQLiteTransaction) throws {
-        // Cached: a probe job writes two of these, and the benchmark's three-step jobs are probes.
-        try tx.db.cachedStatement(sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)")
-            .execute(arguments: [jobID, step, now.stored])
+        // A probe job writes two of these, and the benchmark's three-step jobs are probes.
+        let insert = try HotStatement(tx.db, sql: "INSERT INTO lifecycle_runner_probe_effects (job_id, step, recorded_at) VALUES (?, ?, ?)")
+        insert.bind(jobID, at: 1)
+        insert.bind(step, at: 2)
+        insert.bind(now, at: 3)
+        try insert.execute()
     }
 
     public func probeEffectCount(jobID: JobID) async throws -> Int {
