@@ -87,8 +87,8 @@ struct HotStatement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(raw, column))), as: UTF8.self)
     }
 
-    /// Ends a run left before its last row: an unfinished statement would keep its read open
-    /// past the transaction.
+    /// Ends a run left before its last row (an unfinished statement would keep its read
+    /// open past the transaction), or readies a finished one to be bound and run again.
     func reset() {
         sqlite3_reset(raw)
     }

@@ -496,11 +496,12 @@ extension SQLiteStore {
         // Each kind's oldest due jobs, read in index order and merged: the same jobs one
         // query over every kind would pick, oldest first, each kind up to its quota.
         let paused = try Set(String.fetchAll(db.cachedStatement(sql: "SELECT kind FROM lifecycle_paused_kinds")))
+        let readyOfKind = try HotStatement(db, sql: Self.dueOfKindSQL)
         var ready: [ClaimCandidate] = []
         var kindsWithReadyJobs = 0
         for kind in kinds.sorted() where !paused.contains(kind) {
             let before = ready.count
-            let readyOfKind = try HotStatement(db, sql: Self.dueOfKindSQL)
+            readyOfKind.reset()
             readyOfKind.bind(kind, at: 1)
             readyOfKind.bind(now, at: 2)
             readyOfKind.bind(quota[kind] ?? 0, at: 3)
