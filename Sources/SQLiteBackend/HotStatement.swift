@@ -45,6 +45,7 @@ struct HotStatement {
             sqlite3_bind_null(raw, index)
             return
         }
+        // Up to its first NUL, as GRDB binds text, so what GRDB reads back is what was bound.
         sqlite3_bind_text(raw, index, text, -1, sqliteTransient)
     }
 
@@ -81,10 +82,10 @@ struct HotStatement {
         DatabaseValue(sqliteStatement: raw, index: column)
     }
 
-    /// As GRDB reads text: every byte SQLite holds (a NUL inside included), invalid UTF-8 repaired.
+    /// As GRDB reads text (up to a NUL, which GRDB's binding never stores), invalid UTF-8 repaired.
     func text(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(raw, column) else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(raw, column))), as: UTF8.self)
+        return String(cString: bytes)
     }
 
     /// Ends a run left before its last row (an unfinished statement would keep its read
