@@ -20,7 +20,7 @@ JSONSCHEMA_REQUIREMENT := jsonschema>=4.18,<5
 SCHEMATHESIS_REQUIREMENT := schemathesis>=4,<5
 WEBSOCKETS_REQUIREMENT := websockets>=13,<16
 # `make bench` only: the job queues the runner is measured against, in the same venv.
-PGQUEUER_REQUIREMENT := pgqueuer==1.6.0
+PGQUEUER_REQUIREMENT := pgqueuer[asyncpg]==1.6.0
 HUEY_REQUIREMENT := huey>=2.5,<3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
