@@ -186,7 +186,9 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             let outcomes = try await write { tx in
                 taken.started = true
                 if pieces == nil { taken.pieces = self.takeWaiting() }
-                let works = taken.pieces.map(\.work)
+                // A closure, not `\.work`: a key path into a generic type is built anew at
+                // run time on each use, on the one writer thread.
+                let works = taken.pieces.map { $0.work }
                 guard let only = works.first, works.count == 1 else { return try self.perform(works, in: tx) }
                 // Alone in its transaction, a piece needs no savepoint: its failure rolls
                 // the whole transaction back, which is all it wrote.
@@ -206,7 +208,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             // One piece failed (or the commit did): nothing of this batch stayed, so each
             // piece gets a transaction of its own and its own outcome.
             var outcomes: [Outcome] = []
-            for work in taken.pieces.map(\.work) { outcomes.append(await alone(work)) }
+            for work in taken.pieces.map({ $0.work }) { outcomes.append(await alone(work)) }
             return (taken.pieces, outcomes)
         }
     }

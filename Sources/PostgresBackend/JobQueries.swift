@@ -185,7 +185,7 @@ extension PostgresStore: JobStore {
                 SELECT * FROM unnest(\(ids)::int8[], \(steps)::text[], \(outputs)::text[], \(hasOutput)::bool[], \(finishes)::bool[],
                                      \(owners)::text[], \(times)::timestamptz[]) AS m(id, step, output, has_output, finishes, owner, at)
             ), fence AS (
-                SELECT j.id, j.cancel_requested FROM (SELECT DISTINCT id, owner FROM m ORDER BY id) AS f
+                SELECT j.id, f.owner, j.cancel_requested FROM (SELECT DISTINCT id, owner FROM m ORDER BY id) AS f
                 CROSS JOIN LATERAL (
                     SELECT id, cancel_requested FROM lifecycle.jobs
                     WHERE jobs.id = f.id AND jobs.lease_owner = f.owner AND jobs.state = 'running'
@@ -193,26 +193,28 @@ extension PostgresStore: JobStore {
                 ) AS j
             ), done AS (
                 UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = m.at, updated_at = m.at
-                FROM m JOIN fence ON fence.id = m.id
+                FROM m JOIN fence ON fence.id = m.id AND fence.owner = m.owner
                 WHERE jobs.id = m.id AND m.finishes
             ), mark AS (
                 INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at)
-                SELECT m.id, m.step, CASE WHEN m.has_output THEN m.output END, m.at FROM m JOIN fence ON fence.id = m.id
+                SELECT m.id, m.step, CASE WHEN m.has_output THEN m.output END, m.at
+                FROM m JOIN fence ON fence.id = m.id AND fence.owner = m.owner
             )
-            SELECT id, cancel_requested FROM fence
+            SELECT id, owner, cancel_requested FROM fence
             """
     }
 
     public func markStepsDone(_ marks: [StepMark], in tx: PostgresTransaction) throws -> [Bool?] {
         guard !marks.isEmpty else { return [] }
         let rows = try tx.query(Self.markStepsQuery(marks))
-        var fenced: [JobID: Bool] = [:]
+        // Per owner: a mark of another owner than the job's holds no lease on it.
+        var fenced: [String: [JobID: Bool]] = [:]
         for row in rows {
-            let (id, cancelRequested) = try row.decode((Int64, Bool).self)
-            fenced[id] = cancelRequested
+            let (id, owner, cancelRequested) = try row.decode((Int64, String, Bool).self)
+            fenced[owner, default: [:]][id] = cancelRequested
         }
         // A finishing mark ends the job, so a cancel request no longer matters to it.
-        return marks.map { mark in fenced[mark.jobID].map { mark.finishesJob ? false : $0 } }
+        return marks.map { mark in fenced[mark.owner]?[mark.jobID].map { mark.finishesJob ? false : $0 } }
     }
 
     public func claim(

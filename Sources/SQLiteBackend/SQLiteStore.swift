@@ -366,30 +366,43 @@ extension SQLiteStore {
             }
         }
         let db = tx.db
-        var fenced: [JobID: Bool] = [:]
+        // Per owner: a mark of another owner than the job's holds no lease on it. A worker's
+        // marks all have its owner, so the usual case is one look-up table.
+        var fencedByOwner: [String: [JobID: Bool]] = [:]
         for (owner, group) in Dictionary(grouping: marks, by: \.owner) {
-            let fence = try HotStatement(db, sql: Self.markFenceSQL(group.count))
-            for (offset, mark) in group.enumerated() { fence.bind(mark.jobID, at: Int32(offset + 1)) }
-            fence.bind(owner, at: Int32(group.count + 1))
+            let size = SQLTextByCount.batchSize(for: group.count)
+            let fence = try HotStatement(db, sql: Self.markFenceSQL(size))
+            for offset in 0..<size { fence.bind(group[min(offset, group.count - 1)].jobID, at: Int32(offset + 1)) }
+            fence.bind(owner, at: Int32(size + 1))
+            var fenced: [JobID: Bool] = [:]
             while try fence.step() { fenced[fence.int64(0)] = fence.int64(1) != 0 }
+            fencedByOwner[owner] = fenced
         }
-        let written = marks.filter { fenced[$0.jobID] != nil }
+        let onlyOwner = fencedByOwner.count == 1 ? fencedByOwner.first!.value : nil
+        let cancelRequested = { (mark: StepMark) -> Bool? in (onlyOwner ?? fencedByOwner[mark.owner])?[mark.jobID] }
+        let written = marks.filter { cancelRequested($0) != nil }
         if !written.isEmpty {
             // A plain INSERT: a second done-mark for the same step fails, and the caller
             // abandons the transaction.
-            let insert = try HotStatement(db, sql: Self.markStepsSQL(written.count))
-            for (offset, mark) in written.enumerated() {
-                let first = Int32(offset * 4 + 1)
-                insert.bind(mark.jobID, at: first)
-                insert.bind(mark.step, at: first + 1)
-                insert.bind(mark.output, at: first + 2)
-                insert.bind(mark.now, at: first + 3)
+            var start = 0
+            for size in SQLTextByCount.insertSizes(for: written.count) {
+                let insert = try HotStatement(db, sql: Self.markStepsSQL(size))
+                for offset in 0..<size {
+                    let mark = written[start + offset]
+                    let first = Int32(offset * 4 + 1)
+                    insert.bind(mark.jobID, at: first)
+                    insert.bind(mark.step, at: first + 1)
+                    insert.bind(mark.output, at: first + 2)
+                    insert.bind(mark.now, at: first + 3)
+                }
+                try insert.execute()
+                start += size
             }
-            try insert.execute()
         }
         let finishing = written.filter(\.finishesJob)
         if !finishing.isEmpty {
-            let finish = try HotStatement(db, sql: Self.markFinishedSQL(finishing.count))
+            // The rows past the marks stay unbound, NULL, and join no job.
+            let finish = try HotStatement(db, sql: Self.markFinishedSQL(SQLTextByCount.batchSize(for: finishing.count)))
             for (offset, mark) in finishing.enumerated() {
                 finish.bind(mark.jobID, at: Int32(offset * 2 + 1))
                 finish.bind(mark.now, at: Int32(offset * 2 + 2))
@@ -397,7 +410,7 @@ extension SQLiteStore {
             try finish.execute()
         }
         // A finishing mark ends the job, so a cancel request no longer matters to it.
-        return marks.map { mark in fenced[mark.jobID].map { mark.finishesJob ? false : $0 } }
+        return marks.map { mark in cancelRequested(mark).map { mark.finishesJob ? false : $0 } }
     }
 
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: SQLiteTransaction) throws {
@@ -541,12 +554,13 @@ extension SQLiteStore {
         byID.reserveCapacity(all.count)
         var dates = StoredDate.Reader()
         for (lease, ids) in claimedByLease {
-            let leasing = try HotStatement(db, sql: Self.leaseSQL(ids.count))
+            let size = SQLTextByCount.batchSize(for: ids.count)
+            let leasing = try HotStatement(db, sql: Self.leaseSQL(size))
             leasing.bind(owner, at: 1)
             leasing.bind(now.addingTimeInterval(lease), at: 2)
             leasing.bind(now, at: 3)
             leasing.bind(now, at: 4)
-            for (offset, id) in ids.enumerated() { leasing.bind(id, at: Int32(offset + 5)) }
+            for offset in 0..<size { leasing.bind(ids[min(offset, ids.count - 1)], at: Int32(offset + 5)) }
             while try leasing.step() {
                 let record = try JobRecord(statement: leasing, dates: &dates)
                 byID[record.id] = record
@@ -559,8 +573,9 @@ extension SQLiteStore {
             while let row = try rows.next() { byID[row[0]] = JobRecord(row: row, dates: &dates) }
         }
         var steps: [JobID: [String: String?]] = [:]
-        let finishedSteps = try HotStatement(db, sql: Self.finishedStepsSQL(all.count))
-        for (offset, id) in all.enumerated() { finishedSteps.bind(id, at: Int32(offset + 1)) }
+        let stepsSize = SQLTextByCount.batchSize(for: all.count)
+        let finishedSteps = try HotStatement(db, sql: Self.finishedStepsSQL(stepsSize))
+        for offset in 0..<stepsSize { finishedSteps.bind(all[min(offset, all.count - 1)], at: Int32(offset + 1)) }
         while try finishedSteps.step() {
             steps[finishedSteps.int64(0), default: [:]][finishedSteps.text(1) ?? ""] = .some(finishedSteps.text(2))
         }
@@ -834,7 +849,31 @@ extension SQLiteStore {
 }
 
 /// An SQL text for each count of rows it carries, built on first use.
+///
+/// A group commit carries however many marks or jobs arrived, so a statement per exact
+/// count meant hundreds of statements to prepare (and cache) in a worker's first seconds:
+/// a 20,000-job drain spent 5 % of its writer's time preparing them. Callers ask for
+/// `batchSize(for:)` rows instead, a power of two, and fill the rest with rows that change
+/// nothing (a repeated id in an IN list, a NULL row in a join), or split an INSERT into
+/// such sizes (`insertSizes(for:)`): at most ten statements of each kind.
 final class SQLTextByCount: @unchecked Sendable {
+    /// The smallest power of two that holds `count` rows.
+    static func batchSize(for count: Int) -> Int {
+        count <= 1 ? 1 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)
+    }
+
+    /// `count` as a sum of powers of two, largest first: one INSERT each.
+    static func insertSizes(for count: Int) -> [Int] {
+        var sizes: [Int] = []
+        var left = count
+        while left > 0 {
+            let size = 1 << (Int.bitWidth - 1 - left.leadingZeroBitCount)
+            sizes.append(size)
+            left -= size
+        }
+        return sizes
+    }
+
     private let lock = NSLock()
     private var texts: [Int: String] = [:]
     private let build: @Sendable (Int) -> String

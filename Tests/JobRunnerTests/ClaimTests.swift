@@ -31,6 +31,39 @@ import Testing
         try await check(try await backend.makeStore())
     }
 
+    /// SQLite prepares its batch statements for powers of two and fills the rest with rows
+    /// that change nothing; a batch of any size claims, marks and finishes exactly its own
+    /// jobs, and a mark whose lease is lost writes nothing.
+    @Test(arguments: Backend.allCases)
+    func batchesOfEverySizeTouchOnlyTheirOwnJobs(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            for size in [1, 2, 3, 5, 7, 8, 9, 17, 33] {
+                let kind = "test.size\(size)"
+                let requests = Array(repeating: EnqueueRequest(kind: kind, payload: "{}"), count: size + 3)
+                let ids = try await store.write { tx in try store.enqueue(many: requests, policy: JobPolicy(), now: epoch, in: tx) }.map(\.id)
+                let claimed = try await store.claim(quota: [kind: size], leases: [kind: 60], owner: "A", now: epoch)
+                #expect(claimed.map(\.record.id) == Array(ids.prefix(size)), "size \(size)")
+                // Every job a step that does not finish it and one that does; one more mark
+                // names a job of the batch but another owner.
+                let marks = claimed.flatMap { job in
+                    [StepMark(jobID: job.record.id, step: "first", output: "1", finishesJob: false, owner: "A", now: epoch),
+                     StepMark(jobID: job.record.id, step: "last", output: nil, finishesJob: true, owner: "A", now: epoch)]
+                } + [StepMark(jobID: ids[0], step: "stranger", output: nil, finishesJob: true, owner: "B", now: epoch)]
+                let results = try await store.write { tx in try store.markStepsDone(marks, in: tx) }
+                #expect(results == Array(repeating: false, count: size * 2) + [nil], "size \(size)")
+                for id in ids.prefix(size) {
+                    #expect(try await store.job(id: id)?.state == .succeeded, "size \(size)")
+                    #expect(try await store.steps(of: id).map(\.step).sorted() == ["first", "last"], "size \(size)")
+                }
+                for id in ids.dropFirst(size) {
+                    #expect(try await store.job(id: id)?.state == .queued, "size \(size)")
+                    #expect(try await store.steps(of: id).isEmpty, "size \(size)")
+                }
+            }
+        }
+        try await check(try await backend.makeStore())
+    }
+
     /// SQLite tests an IN list of three or more constants in an index's condition or a CHECK
     /// by building a temporary b-tree each time, twice for each row a claim or a finish
     /// changes: the job table's tests on the state are comparisons (v10), and the CHECK
