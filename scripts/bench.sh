@@ -9,8 +9,9 @@ trap 'rm -rf "$WORK"' EXIT
 JOBS=${BENCH_JOBS:-20000}
 # Each drain, the runner's and the reference queue's alike, runs this many times in
 # interleaved rounds and counts its best: consecutive runs of the same binary on a shared
-# machine differ by 10-20 %, enough to move a ratio across its line.
-ROUNDS=${BENCH_ROUNDS:-3}
+# machine differ by 10-20 %, enough to move a ratio across its line. With 3 rounds the
+# same code's three-step/one-step ratio read 0.40 in one full run and 0.65 in the next.
+ROUNDS=${BENCH_ROUNDS:-5}
 
 seconds() { python3 -c "import sys; print(f'{float(sys.argv[1]):.3f}')" "$1"; }
 now() { date +%s.%N; }

@@ -352,14 +352,15 @@ extension SQLiteStore {
         """
     }
 
-    /// A group commit's marks in three statements instead of three per mark: the per-statement
+    /// A group commit's marks in a few statements instead of three per mark (a fence per
+    /// owner, the step rows in power-of-two parts, one finish): the per-statement
     /// work (binding, stepping, resetting) on the one writer thread is what a drain waits on.
     /// A read is fence enough: this runs inside the write transaction, which SQLite
     /// serialises, so no rescue can take a job between the check and the commit. Leaving
     /// the row of a job that is not finishing alone keeps its page out of the commit.
     public func markStepsDone(_ marks: [StepMark], in tx: SQLiteTransaction) throws -> [Bool?] {
         // 4 parameters a row stays far below SQLite's limit of 32,766.
-        let chunk = 512
+        let chunk = SQLTextByCount.largestBatch
         guard marks.count <= chunk else {
             return try stride(from: 0, to: marks.count, by: chunk).flatMap {
                 try markStepsDone(Array(marks[$0..<min($0 + chunk, marks.count)]), in: tx)
@@ -553,17 +554,19 @@ extension SQLiteStore {
         var byID: [JobID: JobRecord] = [:]
         byID.reserveCapacity(all.count)
         var dates = StoredDate.Reader()
-        for (lease, ids) in claimedByLease {
-            let size = SQLTextByCount.batchSize(for: ids.count)
-            let leasing = try HotStatement(db, sql: Self.leaseSQL(size))
-            leasing.bind(owner, at: 1)
-            leasing.bind(now.addingTimeInterval(lease), at: 2)
-            leasing.bind(now, at: 3)
-            leasing.bind(now, at: 4)
-            for offset in 0..<size { leasing.bind(ids[min(offset, ids.count - 1)], at: Int32(offset + 5)) }
-            while try leasing.step() {
-                let record = try JobRecord(statement: leasing, dates: &dates)
-                byID[record.id] = record
+        for (lease, leaseIDs) in claimedByLease {
+            for ids in SQLTextByCount.batches(of: leaseIDs) {
+                let size = SQLTextByCount.batchSize(for: ids.count)
+                let leasing = try HotStatement(db, sql: Self.leaseSQL(size))
+                leasing.bind(owner, at: 1)
+                leasing.bind(now.addingTimeInterval(lease), at: 2)
+                leasing.bind(now, at: 3)
+                leasing.bind(now, at: 4)
+                for offset in 0..<size { leasing.bind(ids[min(offset, ids.count - 1)], at: Int32(offset + 5)) }
+                while try leasing.step() {
+                    let record = try JobRecord(statement: leasing, dates: &dates)
+                    byID[record.id] = record
+                }
             }
         }
         if !buried.isEmpty {
@@ -573,11 +576,13 @@ extension SQLiteStore {
             while let row = try rows.next() { byID[row[0]] = JobRecord(row: row, dates: &dates) }
         }
         var steps: [JobID: [String: String?]] = [:]
-        let stepsSize = SQLTextByCount.batchSize(for: all.count)
-        let finishedSteps = try HotStatement(db, sql: Self.finishedStepsSQL(stepsSize))
-        for offset in 0..<stepsSize { finishedSteps.bind(all[min(offset, all.count - 1)], at: Int32(offset + 1)) }
-        while try finishedSteps.step() {
-            steps[finishedSteps.int64(0), default: [:]][finishedSteps.text(1) ?? ""] = .some(finishedSteps.text(2))
+        for ids in SQLTextByCount.batches(of: all) {
+            let size = SQLTextByCount.batchSize(for: ids.count)
+            let finishedSteps = try HotStatement(db, sql: Self.finishedStepsSQL(size))
+            for offset in 0..<size { finishedSteps.bind(ids[min(offset, ids.count - 1)], at: Int32(offset + 1)) }
+            while try finishedSteps.step() {
+                steps[finishedSteps.int64(0), default: [:]][finishedSteps.text(1) ?? ""] = .some(finishedSteps.text(2))
+            }
         }
         return all.compactMap { id in byID[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
     }
@@ -855,8 +860,18 @@ extension SQLiteStore {
 /// a 20,000-job drain spent 5 % of its writer's time preparing them. Callers ask for
 /// `batchSize(for:)` rows instead, a power of two, and fill the rest with rows that change
 /// nothing (a repeated id in an IN list, a NULL row in a join), or split an INSERT into
-/// such sizes (`insertSizes(for:)`): at most ten statements of each kind.
+/// such sizes (`insertSizes(for:)`). Longer lists go in parts of `largestBatch`
+/// (`batches(of:)`), which also keeps a padded list inside SQLite's 32,766 parameters:
+/// at most ten statements of each kind.
 final class SQLTextByCount: @unchecked Sendable {
+    static let largestBatch = 512
+
+    /// `ids` in parts of at most `largestBatch`.
+    static func batches(of ids: [JobID]) -> [[JobID]] {
+        ids.count <= largestBatch ? [ids]
+            : stride(from: 0, to: ids.count, by: largestBatch).map { Array(ids[$0..<min($0 + largestBatch, ids.count)]) }
+    }
+
     /// The smallest power of two that holds `count` rows.
     static func batchSize(for count: Int) -> Int {
         count <= 1 ? 1 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)

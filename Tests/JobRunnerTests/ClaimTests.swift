@@ -32,28 +32,38 @@ import Testing
     }
 
     /// SQLite prepares its batch statements for powers of two and fills the rest with rows
-    /// that change nothing; a batch of any size claims, marks and finishes exactly its own
-    /// jobs, and a mark whose lease is lost writes nothing.
+    /// that change nothing; a batch of any size (growing and shrinking, odd and even)
+    /// claims, rescues, marks and finishes exactly its own jobs, once each, and a mark whose
+    /// lease is not its owner's writes nothing.
     @Test(arguments: Backend.allCases)
     func batchesOfEverySizeTouchOnlyTheirOwnJobs(_ backend: Backend) async throws {
         func check<S: JobStore>(_ store: S) async throws {
-            for size in [1, 2, 3, 5, 7, 8, 9, 17, 33] {
+            for size in [1, 2, 3, 5, 7, 8, 9, 17, 33, 6, 4, 513] {
                 let kind = "test.size\(size)"
                 let requests = Array(repeating: EnqueueRequest(kind: kind, payload: "{}"), count: size + 3)
                 let ids = try await store.write { tx in try store.enqueue(many: requests, policy: JobPolicy(), now: epoch, in: tx) }.map(\.id)
                 let claimed = try await store.claim(quota: [kind: size], leases: [kind: 60], owner: "A", now: epoch)
                 #expect(claimed.map(\.record.id) == Array(ids.prefix(size)), "size \(size)")
-                // Every job a step that does not finish it and one that does; one more mark
-                // names a job of the batch but another owner.
-                let marks = claimed.flatMap { job in
-                    [StepMark(jobID: job.record.id, step: "first", output: "1", finishesJob: false, owner: "A", now: epoch),
-                     StepMark(jobID: job.record.id, step: "last", output: nil, finishesJob: true, owner: "A", now: epoch)]
-                } + [StepMark(jobID: ids[0], step: "stranger", output: nil, finishesJob: true, owner: "B", now: epoch)]
-                let results = try await store.write { tx in try store.markStepsDone(marks, in: tx) }
-                #expect(results == Array(repeating: false, count: size * 2) + [nil], "size \(size)")
+                #expect(claimed.allSatisfy { $0.record.attempt == 1 }, "size \(size)")
+                // A step that does not finish each job; one more mark names a job of the
+                // batch but another owner.
+                let firstMarks = claimed.map { StepMark(jobID: $0.record.id, step: "first", output: "1", finishesJob: false, owner: "A", now: epoch) }
+                    + [StepMark(jobID: ids[0], step: "stranger", output: nil, finishesJob: true, owner: "B", now: epoch)]
+                let firstResults = try await store.write { tx in try store.markStepsDone(firstMarks, in: tx) }
+                #expect(firstResults == Array(repeating: false, count: size) + [nil], "size \(size)")
+                // Owner A is lost: C rescues the jobs, each with its finished step, and
+                // finishes them (the first job with one step more, so the count is odd).
+                let rescued = try await store.claim(quota: [kind: size], leases: [kind: 60], owner: "C", now: epoch.addingTimeInterval(61))
+                #expect(rescued.map(\.record.id) == Array(ids.prefix(size)), "size \(size)")
+                #expect(rescued.allSatisfy { $0.record.attempt == 2 && $0.finishedSteps == ["first": "1"] }, "size \(size)")
+                let lastMarks = [StepMark(jobID: ids[0], step: "middle", output: nil, finishesJob: false, owner: "C", now: epoch)]
+                    + rescued.map { StepMark(jobID: $0.record.id, step: "last", output: nil, finishesJob: true, owner: "C", now: epoch) }
+                let lastResults = try await store.write { tx in try store.markStepsDone(lastMarks, in: tx) }
+                #expect(lastResults == Array(repeating: false, count: size + 1), "size \(size)")
                 for id in ids.prefix(size) {
                     #expect(try await store.job(id: id)?.state == .succeeded, "size \(size)")
-                    #expect(try await store.steps(of: id).map(\.step).sorted() == ["first", "last"], "size \(size)")
+                    let expected = id == ids[0] ? ["first", "last", "middle"] : ["first", "last"]
+                    #expect(try await store.steps(of: id).map(\.step).sorted() == expected, "size \(size)")
                 }
                 for id in ids.dropFirst(size) {
                     #expect(try await store.job(id: id)?.state == .queued, "size \(size)")
