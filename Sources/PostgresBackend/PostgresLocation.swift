@@ -22,8 +22,14 @@ public struct PostgresLocation: Sendable, Equatable {
     public var tls: TLSMode
     /// Connections one process opens at most.
     public var maxConnections: Int
+    /// Seconds a connection attempt may take before the server counts as unreachable
+    /// (libpq's `connect_timeout`).
+    public var connectTimeout: Int
 
-    public init(host: String, port: Int = 5432, username: String, password: String?, database: String, tls: TLSMode = .prefer, maxConnections: Int = 10) {
+    public init(
+        host: String, port: Int = 5432, username: String, password: String?, database: String, tls: TLSMode = .prefer,
+        maxConnections: Int = 10, connectTimeout: Int = 5
+    ) {
         self.host = host
         self.port = port
         self.username = username
@@ -31,6 +37,7 @@ public struct PostgresLocation: Sendable, Equatable {
         self.database = database
         self.tls = tls
         self.maxConnections = maxConnections
+        self.connectTimeout = connectTimeout
     }
 
     /// True for values `--database` should treat as a PostgreSQL URL rather than a SQLite path.
@@ -39,7 +46,7 @@ public struct PostgresLocation: Sendable, Equatable {
     }
 
     public init(url text: String) throws {
-        let usage = "expected postgres://user:password@host:port/database (optionally ?sslmode=disable|prefer|require&pool=N)"
+        let usage = "expected postgres://user:password@host:port/database (optionally ?sslmode=disable|prefer|require&pool=N&connect_timeout=SECONDS)"
         guard Self.isURL(text), let components = URLComponents(string: text) else {
             throw PostgresStoreError.badLocation("'\(Self.redacted(text))' is not a PostgreSQL URL: \(usage)")
         }
@@ -55,6 +62,7 @@ public struct PostgresLocation: Sendable, Equatable {
         }
         var tls = TLSMode.prefer
         var pool = 10
+        var connectTimeout = 5
         for item in components.queryItems ?? [] {
             switch item.name {
             case "sslmode":
@@ -68,13 +76,19 @@ public struct PostgresLocation: Sendable, Equatable {
                     throw PostgresStoreError.badLocation("pool must be a number of connections from 1 to 200 (got '\(item.value ?? "")')")
                 }
                 pool = value
+            case "connect_timeout":
+                guard let value = item.value.flatMap(Int.init), (1...300).contains(value) else {
+                    throw PostgresStoreError.badLocation("connect_timeout must be a number of seconds from 1 to 300 (got '\(item.value ?? "")')")
+                }
+                connectTimeout = value
             default:
                 throw PostgresStoreError.badLocation("unknown PostgreSQL URL parameter '\(item.name)': \(usage)")
             }
         }
         self.init(
             host: host, port: components.port ?? 5432, username: user,
-            password: components.percentEncodedPassword?.removingPercentEncoding, database: database, tls: tls, maxConnections: pool)
+            password: components.percentEncodedPassword?.removingPercentEncoding, database: database, tls: tls, maxConnections: pool,
+            connectTimeout: connectTimeout)
     }
 
     /// For messages and logs: never the password.
@@ -103,7 +117,7 @@ public struct PostgresLocation: Sendable, Equatable {
         }
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = .seconds(Int64(connectTimeout))
         return configuration
     }
 }

@@ -81,9 +81,11 @@ public final class ThrowawayPostgres: Sendable {
         Self.registerForExit(self)
     }
 
-    /// `postgres://…` for a database of this cluster.
+    /// `postgres://…` for a database of this cluster. A connection attempt may take 30 s, not
+    /// the default 5: with the whole suite on two cores, the cluster's postmaster (one
+    /// process accepting every connection) has been seen to take longer than 5 s to answer.
     public func url(database: String, pool: Int = 4) -> String {
-        "postgres://\(username):\(password)@127.0.0.1:\(port)/\(database)?sslmode=disable&pool=\(pool)"
+        "postgres://\(username):\(password)@127.0.0.1:\(port)/\(database)?sslmode=disable&pool=\(pool)&connect_timeout=30"
     }
 
     /// A new empty database; returns its name.

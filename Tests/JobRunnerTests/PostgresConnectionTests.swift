@@ -32,7 +32,8 @@ struct PostgresConnectionTests {
 
     @Test(arguments: [
         "postgres://host/db", "postgres://user@/db", "postgres://user@host", "postgres://user@host/db?sslmode=sometimes",
-        "postgres://user@host/db?pool=0", "postgres://user@host/db?colour=blue",
+        "postgres://user@host/db?pool=0", "postgres://user@host/db?colour=blue", "postgres://user@host/db?connect_timeout=0",
+        "postgres://user@host/db?connect_timeout=soon",
     ])
     func badURLsAreRefusedWithWhatIsWrong(_ url: String) throws {
         #expect { try PostgresLocation(url: url) } throws: { error in
@@ -41,9 +42,11 @@ struct PostgresConnectionTests {
     }
 
     @Test func aURLWithEveryPartParses() throws {
-        let location = try PostgresLocation(url: "postgresql://ops%40corp:p%2Fss@db.internal:6543/life?sslmode=require&pool=3")
+        let location = try PostgresLocation(url: "postgresql://ops%40corp:p%2Fss@db.internal:6543/life?sslmode=require&pool=3&connect_timeout=20")
         #expect(location == PostgresLocation(
-            host: "db.internal", port: 6543, username: "ops@corp", password: "p/ss", database: "life", tls: .require, maxConnections: 3))
+            host: "db.internal", port: 6543, username: "ops@corp", password: "p/ss", database: "life", tls: .require, maxConnections: 3,
+            connectTimeout: 20))
+        #expect(try PostgresLocation(url: "postgres://user@host/db").connectTimeout == 5)
         #expect(!location.description.contains("p/ss"))
     }
 
