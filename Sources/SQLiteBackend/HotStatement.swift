@@ -40,6 +40,12 @@ struct HotStatement {
         sqlite3_bind_int64(raw, index, Int64(value))
     }
 
+    /// `ids` from parameter `first` on, the last one repeated up to `size` parameters: an IN
+    /// list of a statement prepared for more ids than there are (`SQLTextByCount`).
+    func bind(_ ids: [Int64], paddedTo size: Int, from first: Int32) {
+        for offset in 0..<size { bind(ids[min(offset, ids.count - 1)], at: first + Int32(offset)) }
+    }
+
     func bind(_ text: String?, at index: Int32) {
         guard let text else {
             sqlite3_bind_null(raw, index)

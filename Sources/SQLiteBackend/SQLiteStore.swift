@@ -373,7 +373,7 @@ extension SQLiteStore {
         for (owner, group) in Dictionary(grouping: marks, by: \.owner) {
             let size = SQLTextByCount.batchSize(for: group.count)
             let fence = try HotStatement(db, sql: Self.markFenceSQL(size))
-            for offset in 0..<size { fence.bind(group[min(offset, group.count - 1)].jobID, at: Int32(offset + 1)) }
+            fence.bind(group.map(\.jobID), paddedTo: size, from: 1)
             fence.bind(owner, at: Int32(size + 1))
             var fenced: [JobID: Bool] = [:]
             while try fence.step() { fenced[fence.int64(0)] = fence.int64(1) != 0 }
@@ -562,7 +562,7 @@ extension SQLiteStore {
                 leasing.bind(now.addingTimeInterval(lease), at: 2)
                 leasing.bind(now, at: 3)
                 leasing.bind(now, at: 4)
-                for offset in 0..<size { leasing.bind(ids[min(offset, ids.count - 1)], at: Int32(offset + 5)) }
+                leasing.bind(ids, paddedTo: size, from: 5)
                 while try leasing.step() {
                     let record = try JobRecord(statement: leasing, dates: &dates)
                     byID[record.id] = record
@@ -579,7 +579,7 @@ extension SQLiteStore {
         for ids in SQLTextByCount.batches(of: all) {
             let size = SQLTextByCount.batchSize(for: ids.count)
             let finishedSteps = try HotStatement(db, sql: Self.finishedStepsSQL(size))
-            for offset in 0..<size { finishedSteps.bind(ids[min(offset, ids.count - 1)], at: Int32(offset + 1)) }
+            finishedSteps.bind(ids, paddedTo: size, from: 1)
             while try finishedSteps.step() {
                 steps[finishedSteps.int64(0), default: [:]][finishedSteps.text(1) ?? ""] = .some(finishedSteps.text(2))
             }
