@@ -360,11 +360,8 @@ extension SQLiteStore {
     /// the row of a job that is not finishing alone keeps its page out of the commit.
     public func markStepsDone(_ marks: [StepMark], in tx: SQLiteTransaction) throws -> [Bool?] {
         // 4 parameters a row stays far below SQLite's limit of 32,766.
-        let chunk = SQLTextByCount.largestBatch
-        guard marks.count <= chunk else {
-            return try stride(from: 0, to: marks.count, by: chunk).flatMap {
-                try markStepsDone(Array(marks[$0..<min($0 + chunk, marks.count)]), in: tx)
-            }
+        guard marks.count <= SQLTextByCount.largestBatch else {
+            return try SQLTextByCount.batches(of: marks).flatMap { try markStepsDone($0, in: tx) }
         }
         let db = tx.db
         // Per owner: a mark of another owner than the job's holds no lease on it. A worker's
@@ -866,10 +863,10 @@ extension SQLiteStore {
 final class SQLTextByCount: @unchecked Sendable {
     static let largestBatch = 512
 
-    /// `ids` in parts of at most `largestBatch`.
-    static func batches(of ids: [JobID]) -> [[JobID]] {
-        ids.count <= largestBatch ? [ids]
-            : stride(from: 0, to: ids.count, by: largestBatch).map { Array(ids[$0..<min($0 + largestBatch, ids.count)]) }
+    /// `items` in parts of at most `largestBatch`.
+    static func batches<Item>(of items: [Item]) -> [[Item]] {
+        items.count <= largestBatch ? [items]
+            : stride(from: 0, to: items.count, by: largestBatch).map { Array(items[$0..<min($0 + largestBatch, items.count)]) }
     }
 
     /// The smallest power of two that holds `count` rows.
