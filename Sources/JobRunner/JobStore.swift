@@ -30,6 +30,12 @@ public protocol JobStore: Sendable {
     /// database has one writer; more where each waits on round trips to a server.
     var concurrentWriteTransactions: Int { get }
 
+    /// Where the database has one writer that can run the runner's code (SQLite's writer
+    /// queue): runs group-commit sessions there, so the writer goes from one commit to the
+    /// next batch without a hand-off. Nil (the default) where transactions are round trips
+    /// to a server: each is then awaited through `writeUnshared`.
+    var writerSessions: WriterSessions<Transaction>? { get }
+
     /// Returns when a job may have become due (one was enqueued), or after `timeout` seconds,
     /// or when the calling task is cancelled: an idle worker's wait between claims. A backend
     /// without notifications just sleeps.
@@ -184,6 +190,7 @@ public struct JobCountKey: Hashable, Sendable {
 extension JobStore {
     public var savepointsAreCheap: Bool { true }
     public var concurrentWriteTransactions: Int { 1 }
+    public var writerSessions: WriterSessions<Transaction>? { nil }
 
     public func writeUnshared<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         try await write(body)

@@ -134,12 +134,9 @@ public final class Worker<Store: JobStore>: Sendable {
         }
         claimsInGroupCommits = store.concurrentWriteTransactions == 1
         self.transactions = TransactionBatcher(
-            write: { work in try await store.writeUnshared(work) }, savepoint: savepoint,
-            markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
-            maxTransactions: store.concurrentWriteTransactions,
-            // A store with one writer runs its transactions in turn: the next one waits its
-            // turn there and takes what has arrived by then.
-            takesPiecesWhenStarted: claimsInGroupCommits)
+            write: { work in try await store.writeUnshared(work) }, writerSessions: store.writerSessions,
+            savepoint: savepoint, markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
+            maxTransactions: store.concurrentWriteTransactions)
     }
 
     private var kindNames: [String] {
@@ -231,10 +228,10 @@ public final class Worker<Store: JobStore>: Sendable {
                     // The next batch is claimed while this one's jobs run, once the jobs running
                     // and buffered are no more than two rounds (twice the concurrency): when all
                     // slots are busy, a round still waits in the buffer, and the loop never stops
-                    // starting jobs to wait on the writer. On SQLite a claim waits its turn
-                    // behind up to two group commits; fired at one and a half rounds, the buffer
-                    // ran dry before it answered, and the commits that followed carried a handful
-                    // of marks each (no-op drain: 33,000 jobs/s, against 38,000 at two).
+                    // starting jobs to wait on the writer. On SQLite a claim rides the next
+                    // group commit; fired at one and a half rounds, the buffer ran dry before it
+                    // answered, and the commits that followed carried a handful of marks each
+                    // (no-op drain: 33,000 jobs/s, against 38,000 at two).
                     if mayClaim && !claiming && running + buffered.count <= options.concurrency * 2 {
                         claiming = true
                         finishedAtClaim = finishedCount

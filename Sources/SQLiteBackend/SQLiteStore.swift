@@ -121,7 +121,8 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         self.pool = pool
         writes = TransactionBatcher(
             write: { pieces in try await pool.write { db in try pieces(SQLiteTransaction(db: db)) } },
-            savepoint: { tx, body in try Self.savepoint(in: tx.db, body) }, takesPiecesWhenStarted: true)
+            writerSessions: Self.writerSessions(on: pool),
+            savepoint: { tx, body in try Self.savepoint(in: tx.db, body) })
         do {
             try migrate()
         } catch {
@@ -181,6 +182,23 @@ public final class SQLiteStore: LifecycleStore, Sendable {
 
     public func writeUnshared<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {
         try await pool.write { db in try body(SQLiteTransaction(db: db)) }
+    }
+
+    public var writerSessions: WriterSessions<SQLiteTransaction>? { Self.writerSessions(on: pool) }
+
+    /// GRDB's writer queue runs a session outside any transaction; its transactions are
+    /// GRDB's own (`inTransaction`, IMMEDIATE on a pool's writer), as `pool.write` opens them.
+    private static func writerSessions(on pool: DatabasePool) -> WriterSessions<SQLiteTransaction> {
+        { session in
+            pool.asyncWriteWithoutTransaction { db in
+                session { body in
+                    try db.inTransaction {
+                        try body(SQLiteTransaction(db: db))
+                        return .commit
+                    }
+                }
+            }
+        }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteTransaction) throws -> T) async throws -> T {

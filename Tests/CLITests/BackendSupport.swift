@@ -202,6 +202,10 @@ extension Workspace {
         case .sqlite:
             var configuration = Configuration()
             configuration.readonly = true
+            // The process under test commits back to back; a read may meet a moment when the
+            // file is locked (its log being checkpointed or recovered), and must wait, as the
+            // toolkit's own connections do, rather than fail the test.
+            configuration.busyMode = .timeout(30)
             value = try DatabaseQueue(path: database, configuration: configuration).read { db in try Int.fetchOne(db, sql: sql) }
         case .postgres:
             value = Int(try psqlQuery(database, sql))

@@ -142,6 +142,49 @@ struct TransactionBatcherTests {
     }
 }
 
+extension TransactionBatcherTests {
+    /// On SQLite the group commits run one after another on the writer itself, as long as
+    /// pieces keep arriving. The process's other writes queue on that same writer (a
+    /// release, a failure record, a migration): a session steps back behind them after
+    /// `transactionsPerSession` transactions rather than keep them waiting while the queue
+    /// is busy. Here every transaction holds the writer until the next piece is queued,
+    /// so the session never finds the queue empty; the outside write must still run long
+    /// before the last of them.
+    @Test func aSteadyStreamOfGroupCommitsLetsTheProcessesOtherWritesThrough() async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            try #require(store.writerSessions != nil)
+            let batcher = stepBatcher(store)
+            let rounds = 3 * TransactionBatcher<S.Transaction>.transactionsPerSession
+            let gates = (0..<rounds).map { _ in TransactionGate() }
+            let run = RunCounts()
+            @Sendable func piece(_ round: Int) -> Task<Void, any Error> {
+                Task { try await batcher.run { _ in
+                    run.add(0)
+                    gates[round].hold()
+                } }
+            }
+            var pieces = [piece(0)]
+            await gates[0].waitUntilHeld()
+            // Queued on the writer behind the session that holds it now.
+            let outside = Task { try await store.writeUnshared { _ in run.counts[0, default: 0] } }
+            for round in 0..<rounds {
+                if round + 1 < rounds {
+                    pieces.append(piece(round + 1))
+                    await gates[round].open(onceQueued: 1, in: batcher)
+                    await gates[round + 1].waitUntilHeld()
+                } else {
+                    await gates[round].open(onceQueued: 0, in: batcher)
+                }
+            }
+            for piece in pieces { try await piece.value }
+            let transactionsBeforeIt = try await outside.value
+            #expect(run.counts[0] == rounds)
+            #expect(transactionsBeforeIt < rounds, "the outside write waited for every transaction of the stream")
+        }
+        try await check(try await Backend.sqlite.makeStore())
+    }
+}
+
 /// How many times each job's step body ran.
 private final class RunCounts: @unchecked Sendable {
     private let lock = NSLock()
@@ -151,16 +194,15 @@ private final class RunCounts: @unchecked Sendable {
 }
 
 /// The batcher a worker builds over `store`: savepoints where they are cheap, done-marks
-/// written by the store, and on a single writer (SQLite) transactions that take their
-/// pieces when they start. One transaction at a time on a server too, so that pieces
-/// queued behind a held one all wait for the next.
+/// written by the store, and on a single writer (SQLite) sessions on the writer itself.
+/// One transaction at a time on a server too, so that pieces queued behind a held one all
+/// wait for the next.
 private func stepBatcher<S: JobStore>(_ store: S) -> TransactionBatcher<S.Transaction> {
     var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
     if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
     return TransactionBatcher(
-        write: { try await store.writeUnshared($0) }, savepoint: savepoint,
-        markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
-        maxTransactions: 1, takesPiecesWhenStarted: store.concurrentWriteTransactions == 1)
+        write: { try await store.writeUnshared($0) }, writerSessions: store.writerSessions, savepoint: savepoint,
+        markAll: { tx, marks in try store.markStepsDone(marks, in: tx) }, maxTransactions: 1)
 }
 
 /// Runs `piece` for each job at once while the gate holds the batcher's transaction, lets
