@@ -154,8 +154,9 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// Pieces waiting for the next transaction.
     var waiting: Int { lock.withLock { pending.count } }
 
-    /// Transactions a session runs before it steps back behind the other writes of the
-    /// process queued on the same writer (a heartbeat, a release, a migration).
+    /// Batches a session commits before it steps back behind the other writes of the
+    /// process queued on the same writer (a heartbeat, a release, a migration). A batch
+    /// that failed as a whole counts once, though its pieces then run again one by one.
     static var transactionsPerSession: Int { 16 }
 
     private func scheduleSession() {
@@ -163,7 +164,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     }
 
     /// On the writer: one transaction after another, each taking every piece that waits
-    /// when it begins, until none waits. The writer goes from one commit straight to the
+    /// when it begins, until none waits (or `transactionsPerSession` have run). The writer goes from one commit straight to the
     /// next batch. Run from a task instead, each transaction began only once the task was
     /// resumed on the cooperative pool, behind the jobs the last commit had just resumed:
     /// the writer sat idle 35-45 % of a three-step drain, and a transaction started ahead
@@ -177,6 +178,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             }
             if batch.isEmpty { return }
             let outcomes = runTransaction(batch.map { $0.work }, transact)
+            precondition(outcomes.count == batch.count, "a group commit answered \(outcomes.count) of \(batch.count) pieces")
             for (item, outcome) in zip(batch, outcomes) {
                 item.continuation.resume(with: outcome)
             }
