@@ -17,6 +17,10 @@ extension LifecycleError {
             self.init(.badInput, error.message)
         case let error as ValidationFailure:
             self.init(.badInput, error.description)
+        case let error as UnreadableJobRow:
+            // Data lifecycle never writes, put there by hand: the message says which column
+            // to correct, so it is not reported as a bug.
+            self.init(.badInput, error.description)
         case let error as SQLiteStoreError:
             if error.isOutOfSpace {
                 self.init(.tryLater, error.message)

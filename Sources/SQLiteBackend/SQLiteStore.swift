@@ -236,19 +236,54 @@ extension JobRecord {
         last_error, cancel_requested, created_at, updated_at, finished_at
         """
 
-    init(row: Row) {
+    init(row: Row) throws {
         var dates = StoredDate.Reader()
-        self.init(row: row, dates: &dates)
+        try self.init(row: row, dates: &dates)
     }
 
-    /// Reads the row's dates through `dates`, which a batch of rows shares.
-    init(row: Row, dates: inout StoredDate.Reader) {
+    /// Reads the row's dates through `dates`, which a batch of rows shares. Each column is
+    /// read as a raw value and converted here: a value of the wrong kind (written into the
+    /// file by hand) throws `UnreadableJobRow` naming the job and the column, where GRDB's
+    /// typed subscripts would stop the process (`jobs show`, `jobs list`, a rescue).
+    init(row: Row, dates: inout StoredDate.Reader) throws {
+        let idValue: DatabaseValue = row[0]
+        guard let id = Int64.fromDatabaseValue(idValue) else { throw UnreadableJobRow(id: 0, column: "id", value: "\(idValue)") }
+        func text(_ index: Int, _ name: String) throws -> String? {
+            let value: DatabaseValue = row[index]
+            if value.isNull { return nil }
+            guard let text = String.fromDatabaseValue(value) else { throw UnreadableJobRow(id: id, column: name, value: "\(value)") }
+            return text
+        }
+        func required(_ index: Int, _ name: String) throws -> String {
+            guard let text = try text(index, name) else { throw UnreadableJobRow(id: id, column: name, value: "NULL") }
+            return text
+        }
+        func integer(_ index: Int, _ name: String) throws -> Int {
+            let value: DatabaseValue = row[index]
+            guard let number = Int.fromDatabaseValue(value) else { throw UnreadableJobRow(id: id, column: name, value: "\(value)") }
+            return number
+        }
+        func date(_ index: Int, _ name: String) throws -> Date? {
+            let value: DatabaseValue = row[index]
+            if value.isNull { return nil }
+            // Lifecycle's own format first; GRDB's other date formats (a date alone, a Unix
+            // time) as it reads them.
+            guard let date = dates.date(value) ?? Date.fromDatabaseValue(value) else {
+                throw UnreadableJobRow(id: id, column: name, value: "\(value)")
+            }
+            return date
+        }
+        func requiredDate(_ index: Int, _ name: String) throws -> Date {
+            guard let date = try date(index, name) else { throw UnreadableJobRow(id: id, column: name, value: "NULL") }
+            return date
+        }
         self.init(
-            id: row[0], kind: row[1], payload: row[2], uniqueKey: row[3],
-            state: JobState(rawValue: row[4]) ?? .dead, attempt: row[5], maxAttempts: row[6],
-            runAt: dates.date(row[7]) ?? row[7], leaseOwner: row[8], leaseExpiresAt: dates.date(row[9]),
-            lastError: row[10], cancelRequested: row[11], createdAt: dates.date(row[12]) ?? row[12],
-            updatedAt: dates.date(row[13]) ?? row[13], finishedAt: dates.date(row[14]))
+            id: id, kind: try required(1, "kind"), payload: try required(2, "payload"), uniqueKey: try text(3, "unique_key"),
+            state: JobState(rawValue: try required(4, "state")) ?? .dead, attempt: try integer(5, "attempt"),
+            maxAttempts: try integer(6, "max_attempts"), runAt: try requiredDate(7, "run_at"), leaseOwner: try text(8, "lease_owner"),
+            leaseExpiresAt: try date(9, "lease_expires_at"), lastError: try text(10, "last_error"),
+            cancelRequested: try integer(11, "cancel_requested") != 0, createdAt: try requiredDate(12, "created_at"),
+            updatedAt: try requiredDate(13, "updated_at"), finishedAt: try date(14, "finished_at"))
     }
 
     /// The row of `sqliteColumns` that `row` stands on, as `init(row:dates:)` reads it. A
@@ -280,12 +315,12 @@ extension JobRecord {
 }
 
 /// A job's row holds what lifecycle never writes there: edited by hand, or damaged.
-struct UnreadableJobRow: Error, CustomStringConvertible {
-    let id: JobID
-    let column: String
-    let value: String
+public struct UnreadableJobRow: Error, CustomStringConvertible {
+    public let id: JobID
+    public let column: String
+    public let value: String
 
-    var description: String {
+    public var description: String {
         "job \(id) has \(column) \(value) in lifecycle_jobs, which lifecycle cannot read: correct that column or delete the job's row"
     }
 }
@@ -588,7 +623,7 @@ extension SQLiteStore {
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE id IN (\(databaseQuestionMarks(count: buried.count)))",
                 arguments: StatementArguments(buried))
-            while let row = try rows.next() { byID[row[0]] = JobRecord(row: row, dates: &dates) }
+            while let row = try rows.next() { byID[row[0]] = try JobRecord(row: row, dates: &dates) }
         }
         var steps: [JobID: [String: String?]] = [:]
         for ids in SQLTextByCount.batches(of: all) {

@@ -116,6 +116,39 @@ struct RunnerProcessTests {
         #expect(notANumber.status == 64)
     }
 
+    /// A job row edited by hand into values lifecycle never writes (a date that is none, a
+    /// count that is text) is refused with the job and the column named and exit 65, by
+    /// every command that reads it, rather than stopping the process.
+    @Test func aJobRowEditedByHandIsNamedNotACrash() async throws {
+        let workspace = try Workspace()
+        try await workspace.run(["jobs", "probe", "--count", "2"])
+        let file = try DatabaseQueue(path: workspace.database)
+        try await file.write { db in
+            try db.execute(sql: "UPDATE lifecycle_jobs SET created_at = 'last tuesday' WHERE id = 1")
+            try db.execute(sql: "UPDATE lifecycle_jobs SET attempt = 'several' WHERE id = 2")
+        }
+        try file.close()
+        for (command, named) in [
+            (["jobs", "show", "1"], "job 1 has created_at \"last tuesday\""),
+            (["jobs", "show", "2", "--json"], "job 2 has attempt \"several\""),
+            // Either damaged row, whichever the list reads first.
+            (["jobs", "list"], "in lifecycle_jobs, which lifecycle cannot read"),
+        ] {
+            let result = try await workspace.run(command)
+            #expect(result.status == 65, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains(named), "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("correct that column or delete the job's row"), "\(command)")
+        }
+        // Mended by hand, it reads again.
+        let mended = try DatabaseQueue(path: workspace.database)
+        try await mended.write { db in
+            try db.execute(sql: "UPDATE lifecycle_jobs SET created_at = updated_at WHERE id = 1")
+            try db.execute(sql: "UPDATE lifecycle_jobs SET attempt = 0 WHERE id = 2")
+        }
+        try mended.close()
+        #expect(try await workspace.run(["jobs", "list"]).status == 0)
+    }
+
     @Test func jsonLogsAreOneObjectPerLine() async throws {
         let workspace = try Workspace()
         try await workspace.run(["jobs", "probe", "--fail-attempts", "1"])
