@@ -51,7 +51,8 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         let continuation: CheckedContinuation<Bool, any Error>
     }
 
-    private let write: @Sendable (@escaping Pieces) async throws -> [Outcome]
+    /// Exactly one of the two is set, by the initialiser used.
+    private let write: (@Sendable (@escaping Pieces) async throws -> [Outcome])?
     private let writerSessions: WriterSessions<Transaction>?
     private let savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
     private let markAll: MarkAll?
@@ -73,21 +74,31 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// `maxTransactions` shared transactions may be open at once: one for a database with
     /// a single writer; more where each is a connection to a server, so pieces keep
     /// arriving into a new transaction while earlier ones wait on their round trips.
-    /// With `writerSessions` (a single writer that runs code of ours: SQLite), `write` and
-    /// `maxTransactions` are not used: the transactions run one after another on the
-    /// writer itself (see `runSession`).
     public init(
         write: @escaping @Sendable (@escaping Pieces) async throws -> [Outcome],
-        writerSessions: WriterSessions<Transaction>? = nil,
         savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?,
         markAll: MarkAll? = nil,
         maxTransactions: Int = 1
     ) {
         self.write = write
-        self.writerSessions = writerSessions
+        self.writerSessions = nil
         self.savepoint = savepoint
         self.markAll = markAll
         self.maxTransactions = max(1, maxTransactions)
+    }
+
+    /// For a single writer that runs code of ours (SQLite): the transactions run one after
+    /// another on the writer itself (see `runSession`). `savepoint` and `markAll` as above.
+    public init(
+        writerSessions: @escaping WriterSessions<Transaction>,
+        savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?,
+        markAll: MarkAll? = nil
+    ) {
+        self.write = nil
+        self.writerSessions = writerSessions
+        self.savepoint = savepoint
+        self.markAll = markAll
+        self.maxTransactions = 1
     }
 
     public func run<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
@@ -248,7 +259,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         // time on each use.
         let works = pieces.map { $0.work }
         do {
-            return (pieces, try await write { tx in try self.transactionBody(works, in: tx) })
+            return (pieces, try await write! { tx in try self.transactionBody(works, in: tx) })
         } catch {
             // Alone, a piece that failed (or whose commit did) left nothing: it is not run again.
             if pieces.count <= 1 { return (pieces, pieces.map { _ in .failure(error) }) }
@@ -327,7 +338,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     private func alone(_ work: Work) async -> Outcome {
         do {
-            let outcomes = try await write { tx in [.success(try self.markOne(work, try work.perform(in: tx), in: tx))] }
+            let outcomes = try await write! { tx in [.success(try self.markOne(work, try work.perform(in: tx), in: tx))] }
             return outcomes[0]
         } catch {
             return .failure(error)

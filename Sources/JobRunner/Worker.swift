@@ -133,10 +133,14 @@ public final class Worker<Store: JobStore>: Sendable {
             savepoint = { tx, body in try store.savepoint(in: tx, body) }
         }
         claimsInGroupCommits = store.concurrentWriteTransactions == 1
-        self.transactions = TransactionBatcher(
-            write: { work in try await store.writeUnshared(work) }, writerSessions: store.writerSessions,
-            savepoint: savepoint, markAll: { tx, marks in try store.markStepsDone(marks, in: tx) },
-            maxTransactions: store.concurrentWriteTransactions)
+        let markAll: TransactionBatcher<Store.Transaction>.MarkAll = { tx, marks in try store.markStepsDone(marks, in: tx) }
+        if let sessions = store.writerSessions {
+            transactions = TransactionBatcher(writerSessions: sessions, savepoint: savepoint, markAll: markAll)
+        } else {
+            transactions = TransactionBatcher(
+                write: { work in try await store.writeUnshared(work) }, savepoint: savepoint, markAll: markAll,
+                maxTransactions: store.concurrentWriteTransactions)
+        }
     }
 
     private var kindNames: [String] {

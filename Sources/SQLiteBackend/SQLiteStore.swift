@@ -120,9 +120,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         }
         self.pool = pool
         writes = TransactionBatcher(
-            write: { pieces in try await pool.write { db in try pieces(SQLiteTransaction(db: db)) } },
-            writerSessions: Self.writerSessions(on: pool),
-            savepoint: { tx, body in try Self.savepoint(in: tx.db, body) })
+            writerSessions: Self.writerSessions(on: pool), savepoint: { tx, body in try Self.savepoint(in: tx.db, body) })
         do {
             try migrate()
         } catch {
@@ -623,7 +621,10 @@ extension SQLiteStore {
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT \(JobRecord.sqliteColumns) FROM lifecycle_jobs WHERE id IN (\(databaseQuestionMarks(count: buried.count)))",
                 arguments: StatementArguments(buried))
-            while let row = try rows.next() { byID[row[0]] = try JobRecord(row: row, dates: &dates) }
+            while let row = try rows.next() {
+                let record = try JobRecord(row: row, dates: &dates)
+                byID[record.id] = record
+            }
         }
         var steps: [JobID: [String: String?]] = [:]
         for ids in SQLTextByCount.batches(of: all) {

@@ -200,9 +200,11 @@ private final class RunCounts: @unchecked Sendable {
 private func stepBatcher<S: JobStore>(_ store: S) -> TransactionBatcher<S.Transaction> {
     var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
     if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
-    return TransactionBatcher(
-        write: { try await store.writeUnshared($0) }, writerSessions: store.writerSessions, savepoint: savepoint,
-        markAll: { tx, marks in try store.markStepsDone(marks, in: tx) }, maxTransactions: 1)
+    let markAll: TransactionBatcher<S.Transaction>.MarkAll = { tx, marks in try store.markStepsDone(marks, in: tx) }
+    if let sessions = store.writerSessions {
+        return TransactionBatcher(writerSessions: sessions, savepoint: savepoint, markAll: markAll)
+    }
+    return TransactionBatcher(write: { try await store.writeUnshared($0) }, savepoint: savepoint, markAll: markAll, maxTransactions: 1)
 }
 
 /// Runs `piece` for each job at once while the gate holds the batcher's transaction, lets
