@@ -101,6 +101,22 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         self.maxTransactions = 1
     }
 
+    /// The batcher a worker runs its jobs' steps through on `store`: savepoints where the
+    /// store finds them cheap, done-marks written by the store, sessions on its writer where
+    /// it has them, else as many transactions in flight as it allows (or `maxTransactions`).
+    static func forSteps<Store: JobStore>(of store: Store, maxTransactions: Int? = nil) -> TransactionBatcher
+    where Store.Transaction == Transaction {
+        var savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
+        if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
+        let markAll: MarkAll = { tx, marks in try store.markStepsDone(marks, in: tx) }
+        if let sessions = store.writerSessions {
+            return TransactionBatcher(writerSessions: sessions, savepoint: savepoint, markAll: markAll)
+        }
+        return TransactionBatcher(
+            write: { work in try await store.writeUnshared(work) }, savepoint: savepoint, markAll: markAll,
+            maxTransactions: maxTransactions ?? store.concurrentWriteTransactions)
+    }
+
     public func run<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T {
         let box = ResultBox<T>()
         _ = try await enqueue(.writes(carried: nil) { tx in
@@ -175,8 +191,8 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     }
 
     /// On the writer: one transaction after another, each taking every piece that waits
-    /// when it begins, until none waits (or `transactionsPerSession` have run). The writer goes from one commit straight to the
-    /// next batch. Run from a task instead, each transaction began only once the task was
+    /// when it begins, until none waits (or `transactionsPerSession` have run). The writer
+    /// goes from one commit straight to the next batch. Run from a task instead, each transaction began only once the task was
     /// resumed on the cooperative pool, behind the jobs the last commit had just resumed:
     /// the writer sat idle 35-45 % of a three-step drain, and a transaction started ahead
     /// of its pieces committed empty.
@@ -217,7 +233,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             return works.map { work in
                 var outcome: Outcome = .failure(error)
                 do {
-                    try transact { tx in outcome = .success(try self.markOne(work, try work.perform(in: tx), in: tx)) }
+                    try transact { tx in outcome = try self.transactionBody([work], in: tx)[0] }
                 } catch {
                     outcome = .failure(error)
                 }
@@ -338,8 +354,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     private func alone(_ work: Work) async -> Outcome {
         do {
-            let outcomes = try await write! { tx in [.success(try self.markOne(work, try work.perform(in: tx), in: tx))] }
-            return outcomes[0]
+            return try await write! { tx in try self.transactionBody([work], in: tx) }[0]
         } catch {
             return .failure(error)
         }

@@ -128,19 +128,8 @@ public final class Worker<Store: JobStore>: Sendable {
         }
         self.kindPolicies = kindPolicies
         self.unrunnableKinds = unrunnable
-        var savepoint: (@Sendable (Store.Transaction, () throws -> Void) throws -> Void)?
-        if store.savepointsAreCheap {
-            savepoint = { tx, body in try store.savepoint(in: tx, body) }
-        }
         claimsInGroupCommits = store.concurrentWriteTransactions == 1
-        let markAll: TransactionBatcher<Store.Transaction>.MarkAll = { tx, marks in try store.markStepsDone(marks, in: tx) }
-        if let sessions = store.writerSessions {
-            transactions = TransactionBatcher(writerSessions: sessions, savepoint: savepoint, markAll: markAll)
-        } else {
-            transactions = TransactionBatcher(
-                write: { work in try await store.writeUnshared(work) }, savepoint: savepoint, markAll: markAll,
-                maxTransactions: store.concurrentWriteTransactions)
-        }
+        transactions = TransactionBatcher.forSteps(of: store)
     }
 
     private var kindNames: [String] {

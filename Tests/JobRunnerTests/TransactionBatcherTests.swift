@@ -193,18 +193,10 @@ private final class RunCounts: @unchecked Sendable {
     func add(_ job: JobID) { lock.withLock { value[job, default: 0] += 1 } }
 }
 
-/// The batcher a worker builds over `store`: savepoints where they are cheap, done-marks
-/// written by the store, and on a single writer (SQLite) sessions on the writer itself.
-/// One transaction at a time on a server too, so that pieces queued behind a held one all
-/// wait for the next.
+/// The batcher a worker builds over `store`, with one transaction at a time on a server
+/// too, so that pieces queued behind a held one all wait for the next.
 private func stepBatcher<S: JobStore>(_ store: S) -> TransactionBatcher<S.Transaction> {
-    var savepoint: (@Sendable (S.Transaction, () throws -> Void) throws -> Void)?
-    if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }
-    let markAll: TransactionBatcher<S.Transaction>.MarkAll = { tx, marks in try store.markStepsDone(marks, in: tx) }
-    if let sessions = store.writerSessions {
-        return TransactionBatcher(writerSessions: sessions, savepoint: savepoint, markAll: markAll)
-    }
-    return TransactionBatcher(write: { try await store.writeUnshared($0) }, savepoint: savepoint, markAll: markAll, maxTransactions: 1)
+    TransactionBatcher.forSteps(of: store, maxTransactions: 1)
 }
 
 /// Runs `piece` for each job at once while the gate holds the batcher's transaction, lets
