@@ -166,7 +166,10 @@ struct AppPurgeTests {
     @Test(arguments: Backend.allCases)
     func aPurgeKilledHalfWayFinishesOnTheNextRunAndCountsEveryRowOnce(_ backend: Backend) async throws {
         // Small batches with a pause between them, so the kill lands in the middle of ada's rows.
-        let workspace = try await installSocial(backend, policy: "deletion:\n  purge_row_batch: 25\n  batch_pause_milliseconds: 20\n")
+        // The window between 1,400 and 100 rows left is some five seconds: a poller starved of
+        // CPU on a loaded machine still finds it (20 ms pauses gave one second, and CI missed it).
+        // A kill that lands ends the purge early, so the pause costs nothing then.
+        let workspace = try await installSocial(backend, policy: "deletion:\n  purge_row_batch: 25\n  batch_pause_milliseconds: 100\n")
         let many = (0..<1_500).map { "(\(20_000 + $0), 1, NULL, 'post \($0)', '2025-05-01 00:00:00')" }.joined(separator: ",\n")
         let favourites = (0..<1_500).map { "(2, \(20_000 + $0), '2025-05-02 00:00:00')" }.joined(separator: ",\n")
         try await seed(workspace, "INSERT INTO statuses (id, member_id, in_reply_to_id, body, created_at) VALUES \(many);\nINSERT INTO favourites (member_id, status_id, created_at) VALUES \(favourites);")
