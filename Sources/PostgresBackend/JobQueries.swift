@@ -74,13 +74,13 @@ extension PostgresStore: JobStore {
     }
 
     /// One job on its own: the INSERT commits by itself, one round trip, where a transaction
-    /// would add its BEGIN and COMMIT (what an app pays per request that enqueues). Not a
-    /// named prepared statement, though one measured faster: a pooler in transaction mode
-    /// (Supabase's Supavisor, PgBouncer without `max_prepared_statements`) hands each
-    /// statement to any server connection, where one prepared on another does not exist.
+    /// would add its BEGIN and COMMIT (what an app pays per request that enqueues). It goes
+    /// as a named prepared statement, planned once per connection, unless the URL says
+    /// `prepared_statements=false` or the server has already refused one (see
+    /// `preparedStatementRefused`).
     public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date) async throws -> EnqueueOutcome {
         for _ in 0..<5 {
-            if let row = try await autocommit(Self.insertJob(request, policy: policy, now: now)).first {
+            if let row = try await insertJobAlone(request, policy: policy, now: now) {
                 return EnqueueOutcome(job: try JobRecord(row: row), created: true)
             }
             if let key = request.uniqueKey, let row = try await autocommit(Self.liveJob(uniqueKey: key)).first {
@@ -88,6 +88,29 @@ extension PostgresStore: JobStore {
             }
         }
         throw Self.keptRacing(request)
+    }
+
+    private func insertJobAlone(_ request: EnqueueRequest, policy: JobPolicy, now: Date) async throws -> PostgresRow? {
+        if preparedStatements.usable {
+            let statement = InsertJobStatement(
+                kind: request.kind, payload: request.payload, uniqueKey: request.uniqueKey,
+                maxAttempts: Int32(request.maxAttempts ?? policy.maxAttempts), runAt: request.runAt ?? now, now: now)
+            do {
+                return try await autocommit(statement).first
+            } catch let error as PostgresStoreError where Self.preparedStatementRefused(error) {
+                // Nothing ran: the statement did not exist (or could not be made) where it was sent.
+                preparedStatements.refuse(error, logger: logger)
+            }
+        }
+        return try await autocommit(Self.insertJob(request, policy: policy, now: now)).first
+    }
+
+    /// A pooler in transaction mode (Supabase's Supavisor on port 6543, PgBouncer before 1.21
+    /// or without `max_prepared_statements`) hands each statement to any of its server
+    /// connections: one prepared on one of them is missing on another (26000), or one of
+    /// that name is there already (42P05). Such a server gets plain statements from then on.
+    static func preparedStatementRefused(_ error: PostgresStoreError) -> Bool {
+        error.sqlState == "26000" || error.sqlState == "42P05"
     }
 
     private static func insertJob(_ request: EnqueueRequest, policy: JobPolicy, now: Date) -> PostgresQuery {

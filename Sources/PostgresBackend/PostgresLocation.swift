@@ -25,10 +25,14 @@ public struct PostgresLocation: Sendable, Equatable {
     /// Seconds a connection attempt may take before the server counts as unreachable
     /// (libpq's `connect_timeout`).
     public var connectTimeout: Int
+    /// Whether statements that run often go as named prepared statements. A pooler in
+    /// transaction mode without support for them refuses them, and the store then stops by
+    /// itself; false skips that first refusal.
+    public var preparedStatements: Bool
 
     public init(
         host: String, port: Int = 5432, username: String, password: String?, database: String, tls: TLSMode = .prefer,
-        maxConnections: Int = 10, connectTimeout: Int = 5
+        maxConnections: Int = 10, connectTimeout: Int = 5, preparedStatements: Bool = true
     ) {
         self.host = host
         self.port = port
@@ -38,6 +42,7 @@ public struct PostgresLocation: Sendable, Equatable {
         self.tls = tls
         self.maxConnections = maxConnections
         self.connectTimeout = connectTimeout
+        self.preparedStatements = preparedStatements
     }
 
     /// True for values `--database` should treat as a PostgreSQL URL rather than a SQLite path.
@@ -46,7 +51,7 @@ public struct PostgresLocation: Sendable, Equatable {
     }
 
     public init(url text: String) throws {
-        let usage = "expected postgres://user:password@host:port/database (optionally ?sslmode=disable|prefer|require&pool=N&connect_timeout=SECONDS)"
+        let usage = "expected postgres://user:password@host:port/database (optionally ?sslmode=disable|prefer|require&pool=N&connect_timeout=SECONDS&prepared_statements=true|false)"
         guard Self.isURL(text), let components = URLComponents(string: text) else {
             throw PostgresStoreError.badLocation("'\(Self.redacted(text))' is not a PostgreSQL URL: \(usage)")
         }
@@ -63,6 +68,7 @@ public struct PostgresLocation: Sendable, Equatable {
         var tls = TLSMode.prefer
         var pool = 10
         var connectTimeout = 5
+        var preparedStatements = true
         for item in components.queryItems ?? [] {
             switch item.name {
             case "sslmode":
@@ -81,6 +87,11 @@ public struct PostgresLocation: Sendable, Equatable {
                     throw PostgresStoreError.badLocation("connect_timeout must be a number of seconds from 1 to 300 (got '\(item.value ?? "")')")
                 }
                 connectTimeout = value
+            case "prepared_statements":
+                guard let value = item.value.flatMap(Bool.init) else {
+                    throw PostgresStoreError.badLocation("prepared_statements must be true or false (got '\(item.value ?? "")')")
+                }
+                preparedStatements = value
             default:
                 throw PostgresStoreError.badLocation("unknown PostgreSQL URL parameter '\(item.name)': \(usage)")
             }
@@ -88,7 +99,7 @@ public struct PostgresLocation: Sendable, Equatable {
         self.init(
             host: host, port: components.port ?? 5432, username: user,
             password: components.percentEncodedPassword?.removingPercentEncoding, database: database, tls: tls, maxConnections: pool,
-            connectTimeout: connectTimeout)
+            connectTimeout: connectTimeout, preparedStatements: preparedStatements)
     }
 
     /// For messages and logs: never the password.

@@ -15,9 +15,14 @@ public final class PostgresStore: Sendable {
     public let server: PostgresLocation
     let pool: ConnectionPool
     let notifications: JobNotifications
+    let preparedStatements: PreparedStatementUse
     let logger: Logger
 
     public var location: String { server.description }
+
+    /// Whether statements that run often still go as named prepared statements: false when
+    /// the URL turned them off, or once the server (a pooler in front of it) refused one.
+    public var usesPreparedStatements: Bool { preparedStatements.usable }
 
     /// Connects (failing within seconds when the server is unreachable) and brings
     /// the schema up to date, unless `migrating` is false (a read-only look, such as
@@ -32,6 +37,7 @@ public final class PostgresStore: Sendable {
             configuration: configuration, maxConnections: server.maxConnections,
             location: server.description, logger: logger)
         notifications = JobNotifications(configuration: configuration, logger: logger)
+        preparedStatements = PreparedStatementUse(enabled: server.preparedStatements)
         if migrating {
             _ = try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema) }
         } else {

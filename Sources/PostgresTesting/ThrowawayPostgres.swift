@@ -128,6 +128,7 @@ public final class ThrowawayPostgres: Sendable {
     }
 
     public func stop() {
+        ThrowawayPgBouncer.stopAll(in: directory)
         try? Self.run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"], logTo: directory + "/pg_ctl.log")
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -147,9 +148,8 @@ public final class ThrowawayPostgres: Sendable {
     /// waitpid rather than Foundation's Process: `pg_ctl start` leaves a daemon behind
     /// holding descriptors it inherited, and Process then never notices pg_ctl's exit.
     static func run(_ program: String, _ arguments: [String], logTo log: String) throws {
-        let argv = isRoot
-            ? ["/usr/sbin/runuser", "-u", "postgres", "--", binDirectory + "/" + program] + arguments
-            : [binDirectory + "/" + program] + arguments
+        let path = program.hasPrefix("/") ? program : binDirectory + "/" + program
+        let argv = isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -218,6 +218,7 @@ public final class ThrowawayPostgres: Sendable {
             guard let text = try? String(contentsOfFile: directory + "/owner.pid", encoding: .utf8),
                   let owner = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { continue }
             if kill(owner, 0) == 0 || errno != ESRCH { continue }
+            ThrowawayPgBouncer.stopAll(in: directory)
             if FileManager.default.fileExists(atPath: directory + "/data/postmaster.pid") {
                 try? run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"], logTo: "/dev/null")
             }

@@ -33,7 +33,7 @@ struct PostgresConnectionTests {
     @Test(arguments: [
         "postgres://host/db", "postgres://user@/db", "postgres://user@host", "postgres://user@host/db?sslmode=sometimes",
         "postgres://user@host/db?pool=0", "postgres://user@host/db?colour=blue", "postgres://user@host/db?connect_timeout=0",
-        "postgres://user@host/db?connect_timeout=soon",
+        "postgres://user@host/db?connect_timeout=soon", "postgres://user@host/db?prepared_statements=sometimes",
     ])
     func badURLsAreRefusedWithWhatIsWrong(_ url: String) throws {
         #expect { try PostgresLocation(url: url) } throws: { error in
@@ -42,12 +42,84 @@ struct PostgresConnectionTests {
     }
 
     @Test func aURLWithEveryPartParses() throws {
-        let location = try PostgresLocation(url: "postgresql://ops%40corp:p%2Fss@db.internal:6543/life?sslmode=require&pool=3&connect_timeout=20")
+        let location = try PostgresLocation(url: "postgresql://ops%40corp:p%2Fss@db.internal:6543/life?sslmode=require&pool=3&connect_timeout=20&prepared_statements=false")
         #expect(location == PostgresLocation(
             host: "db.internal", port: 6543, username: "ops@corp", password: "p/ss", database: "life", tls: .require, maxConnections: 3,
-            connectTimeout: 20))
+            connectTimeout: 20, preparedStatements: false))
         #expect(try PostgresLocation(url: "postgres://user@host/db").connectTimeout == 5)
+        #expect(try PostgresLocation(url: "postgres://user@host/db").preparedStatements)
         #expect(!location.description.contains("p/ss"))
+    }
+
+    /// A single enqueue goes as a prepared statement. Behind a pooler in transaction mode
+    /// the next run of it may reach a server connection where it was never prepared: that
+    /// enqueue still succeeds, and the store sends plain statements from then on.
+    @Test func aPreparedStatementTheServerNoLongerHasCostsNoEnqueue() async throws {
+        let store = try await ThrowawayPostgres.makeStore(pool: 1)
+        @Sendable func prepared() async throws -> [String] {
+            // pool=1: the very connection the enqueues used.
+            try await store.write { tx in try tx.query("SELECT name FROM pg_prepared_statements").map { try $0.decode(String.self) } }
+        }
+        func enqueue(_ n: Int) async throws -> EnqueueOutcome {
+            try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"n":\#(n)}"#), policy: JobPolicy(), now: epoch)
+        }
+        let first = try await enqueue(1)
+        #expect(try await prepared().contains { $0.hasPrefix("lifecycle_insert_job_") })
+        // Gone from the server while the connection still counts it as prepared.
+        _ = try await store.write { tx in try tx.execute("DEALLOCATE ALL") }
+        let second = try await enqueue(2)
+        let third = try await enqueue(3)
+        #expect(try await prepared().isEmpty, "the store prepared the statement again after the server had refused it")
+        for (outcome, n) in [(first, 1), (second, 2), (third, 3)] {
+            #expect(outcome.created)
+            #expect(try await store.job(id: outcome.job.id)?.payload == #"{"n":\#(n)}"#)
+        }
+
+        // Told so by its URL, a store never prepares one.
+        let cluster = try await ThrowawayPostgres.shared()
+        let plain = try await PostgresStore(url: cluster.url(database: try await cluster.createDatabase(), pool: 1) + "&prepared_statements=false")
+        let job = try await plain.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
+        #expect(job.created)
+        #expect(try await plain.write { tx in try tx.query("SELECT count(*) FROM pg_prepared_statements").first?.decode(Int.self) } == 0)
+    }
+
+    /// Behind PgBouncer in transaction mode (Debian's 1.18, which passes prepared statements
+    /// through without tracking them), processes share the pooler's server connections: one
+    /// process's prepared statement is found there by another's, which can then not prepare
+    /// its own (42P05). That process's enqueue still lands, and it goes on with plain
+    /// statements while the first keeps its prepared one; every enqueue lands once.
+    @Test func enqueuesThroughAPoolerInTransactionModeAllLandOnce() async throws {
+        let cluster = try await ThrowawayPostgres.shared()
+        let database = try await cluster.createDatabase()
+        let direct = try await PostgresStore(url: cluster.url(database: database, pool: 1))
+        let bouncer = try ThrowawayPgBouncer(before: cluster, serverConnections: 1)
+        defer { bouncer.stop() }
+        let first = try await PostgresStore(url: bouncer.url(database: database, pool: 1))
+        let second = try await PostgresStore(url: bouncer.url(database: database, pool: 1))
+        let one = try await first.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
+        let two = try await second.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
+        #expect(one.created && two.created && one.job.id != two.job.id)
+        #expect(first.usesPreparedStatements)
+        #expect(!second.usesPreparedStatements, "the second process prepared its own statement on the shared server connection")
+
+        let ids = try await withThrowingTaskGroup(of: [JobID].self) { group in
+            for client in 0..<8 {
+                let store = client.isMultiple(of: 2) ? first : second
+                group.addTask {
+                    var ids: [JobID] = []
+                    for n in 0..<40 {
+                        let request = EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"client":\#(client),"n":\#(n)}"#)
+                        ids.append(try await store.enqueue(request, policy: JobPolicy(), now: epoch).job.id)
+                    }
+                    return ids
+                }
+            }
+            return try await group.reduce(into: [JobID]()) { $0 += $1 }
+        }
+        #expect(Set(ids + [one.job.id, two.job.id]).count == 322)
+        let stored = try await direct.read { tx in try tx.query("SELECT count(DISTINCT payload) FROM lifecycle.jobs WHERE payload <> '{}'").first?.decode(Int.self) }
+        #expect(stored == 320)
+        #expect(first.usesPreparedStatements)
     }
 
     /// More callers than connections, each giving its connection back at once: a
