@@ -21,6 +21,8 @@ extension LifecycleError {
             // Data lifecycle never writes, put there by hand: the message says which column
             // to correct, so it is not reported as a bug.
             self.init(.badInput, error.description)
+        case let error as UnreadableRow:
+            self.init(.badInput, error.description)
         case let error as SQLiteStoreError:
             if error.isOutOfSpace {
                 self.init(.tryLater, error.message)

@@ -11,29 +11,34 @@ extension Account {
         integration_apple_health, integration_fitness, state, deletion_requested_at, purge_after, purged_at, created_at, updated_at
         """
 
-    init(row: Row) {
+    static let sqliteColumnNames = sqliteColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+
+    init(row: Row) throws {
+        let r = CheckedRow(row, table: "accounts", key: "id")
+        let names = Self.sqliteColumnNames
         self.init(
-            id: row[0], email: row[1], passwordHash: row[2], firstName: row[3],
-            lastName: row[4], displayName: row[5], bio: row[6],
-            profilePhotoID: row[7], primarySport: row[8],
-            morningReminderTime: row[9], timezone: row[10],
-            subscriptionStatus: row[11],
+            id: try r(0, names), email: try r(1, names), passwordHash: try r(2, names), firstName: try r(3, names),
+            lastName: try r(4, names), displayName: try r(5, names), bio: try r(6, names),
+            profilePhotoID: try r(7, names), primarySport: try r(8, names),
+            morningReminderTime: try r(9, names), timezone: try r(10, names),
+            subscriptionStatus: try r(11, names),
             integrations: Integrations(
-                whoop: row[12], strava: row[13],
-                appleHealth: row[14], fitness: row[15]),
-            state: AccountState(rawValue: row[16]) ?? .active, deletionRequestedAt: row[17],
-            purgeAfter: row[18], purgedAt: row[19], createdAt: row[20], updatedAt: row[21])
+                whoop: try r(12, names), strava: try r(13, names),
+                appleHealth: try r(14, names), fitness: try r(15, names)),
+            state: try r.oneOf(16, names), deletionRequestedAt: try r(17, names),
+            purgeAfter: try r(18, names), purgedAt: try r(19, names), createdAt: try r(20, names), updatedAt: try r(21, names))
     }
 }
 
 extension PhotoRecord {
-    init(row: Row) {
+    init(row: Row) throws {
+        let r = CheckedRow(row, table: "photos", key: "id")
         self.init(
-            id: row["id"], accountID: row["account_id"], entryID: row["entry_id"],
-            role: PhotoRole(rawValue: row["role"]) ?? .entry, blobKey: row["blob_key"], contentType: row["content_type"],
-            byteSize: row["byte_size"], sha256: row["sha256"], takenAt: row["taken_at"], createdAt: row["created_at"],
-            normalizationState: (row["normalization_state"] as String?).flatMap(NormalizationState.init(rawValue:)),
-            normalizationReason: row["normalization_reason"], recipeVersion: row["recipe_version"])
+            id: try r("id"), accountID: try r("account_id"), entryID: try r("entry_id"),
+            role: try r.oneOf("role"), blobKey: try r("blob_key"), contentType: try r("content_type"),
+            byteSize: try r("byte_size"), sha256: try r("sha256"), takenAt: try r("taken_at"), createdAt: try r("created_at"),
+            normalizationState: try r.optionalOneOf("normalization_state"),
+            normalizationReason: try r("normalization_reason"), recipeVersion: try r("recipe_version"))
     }
 }
 
@@ -50,9 +55,10 @@ extension SQLiteTransaction: AccountTransaction {
 
     public func preferences(accountID: String) throws -> Preferences? {
         try Row.fetchOne(db, sql: "SELECT * FROM preferences WHERE account_id = ?", arguments: [accountID]).map { row in
-            Preferences(
-                theme: Theme(rawValue: row["theme"]) ?? .system, fontSizeOffset: row["font_size_offset"],
-                notificationsEnabled: row["notifications_enabled"], dailyReminderTime: row["daily_reminder_time"])
+            let r = CheckedRow(row, table: "preferences", key: "account_id")
+            return Preferences(
+                theme: try r.oneOf("theme"), fontSizeOffset: try r("font_size_offset"),
+                notificationsEnabled: try r("notifications_enabled"), dailyReminderTime: try r("daily_reminder_time"))
         }
     }
 
@@ -155,7 +161,8 @@ extension SQLiteTransaction: AccountTransaction {
 
     public func sessions(accountID: String) throws -> [SignInSession] {
         try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
-            SignInSession(id: $0["id"], accountID: $0["account_id"], createdAt: $0["created_at"], revokedAt: $0["revoked_at"])
+            let r = CheckedRow($0, table: "sessions", key: "id")
+            return SignInSession(id: try r("id"), accountID: try r("account_id"), createdAt: try r("created_at"), revokedAt: try r("revoked_at"))
         }
     }
 
@@ -165,9 +172,7 @@ extension SQLiteTransaction: AccountTransaction {
     }
 
     public func auditEvents(accountID: String) throws -> [AuditEvent] {
-        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_audit_events WHERE account_id = ? ORDER BY id", arguments: [accountID]).map {
-            AuditEvent(id: $0["id"], at: $0["at"], actor: $0["actor"], action: $0["action"], accountID: $0["account_id"],
-                       outcome: $0["outcome"], detail: $0["detail"])
-        }
+        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_audit_events WHERE account_id = ? ORDER BY id", arguments: [accountID])
+            .map(AuditEvent.init(row:))
     }
 }

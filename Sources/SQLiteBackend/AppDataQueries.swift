@@ -97,10 +97,11 @@ extension SQLiteTransaction: SubjectTransaction {
             """), arguments: [key]).map(Self.subjectRecord)
     }
 
-    static func subjectRecord(_ row: Row) -> SubjectRecord {
-        SubjectRecord(
-            key: row["subject_key"], state: AccountState(rawValue: row["state"]) ?? .active,
-            deletionRequestedAt: row["deletion_requested_at"], purgeAfter: row["purge_after"], purgedAt: row["purged_at"])
+    static func subjectRecord(_ row: Row) throws -> SubjectRecord {
+        let r = CheckedRow(row, table: "lifecycle_subjects", key: "subject_key")
+        return SubjectRecord(
+            key: try r("subject_key"), state: try r.oneOf("state"),
+            deletionRequestedAt: try r("deletion_requested_at"), purgeAfter: try r("purge_after"), purgedAt: try r("purged_at"))
     }
 
     public func markSubjectPending(key: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {
@@ -150,7 +151,10 @@ extension SQLiteTransaction: SubjectTransaction {
             WHERE state IN ('pendingDeletion', 'purging') AND purge_after <= ? AND subject_key > ?
             ORDER BY subject_key LIMIT ?
             """), arguments: [now, after ?? "", limit]
-        ).map { DuePurge(accountID: $0["subject_key"], state: AccountState(rawValue: $0["state"]) ?? .purging, purgeAfter: $0["purge_after"]) }
+        ).map {
+            let r = CheckedRow($0, table: "lifecycle_subjects", key: "subject_key")
+            return DuePurge(accountID: try r("subject_key"), state: try r.oneOf("state"), purgeAfter: try r("purge_after"))
+        }
     }
 
     public func addPurgeProgress(key: String, table: String, deleted: Int, masked: Int) throws {
@@ -166,7 +170,8 @@ extension SQLiteTransaction: SubjectTransaction {
         for row in try Row.fetchAll(db.cachedStatement(sql: """
             SELECT table_name, deleted, masked FROM lifecycle_purge_progress WHERE subject_key = ?
             """), arguments: [key]) {
-            counts[row["table_name"]] = PurgeCounts(deleted: row["deleted"], masked: row["masked"])
+            let r = CheckedRow(row, table: "lifecycle_purge_progress", key: "table_name")
+            counts[try r("table_name")] = PurgeCounts(deleted: try r("deleted"), masked: try r("masked"))
         }
         return counts
     }

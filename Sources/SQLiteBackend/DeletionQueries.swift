@@ -76,7 +76,10 @@ extension SQLiteTransaction: DeletionTransaction {
                 ORDER BY id LIMIT ?
                 """,
             arguments: [now.stored, after ?? "", limit]
-        ).map { DuePurge(accountID: $0["id"], state: AccountState(rawValue: $0["state"]) ?? .purging, purgeAfter: $0["purge_after"]) }
+        ).map {
+            let r = CheckedRow($0, table: "accounts", key: "id")
+            return DuePurge(accountID: try r("id"), state: try r.oneOf("state"), purgeAfter: try r("purge_after"))
+        }
     }
 
     public func lifecycleRowCounts(accountID: String) throws -> [String: Int] {
@@ -115,8 +118,9 @@ extension SQLiteTransaction: DeletionTransaction {
 
     private func inventory(_ row: Row?) throws -> PurgeInventory? {
         guard let row else { return nil }
+        let r = CheckedRow(row, table: "lifecycle_purge_inventory", key: "account_ref")
         return PurgeInventory(
-            rows: try JobJSON.decode([String: Int].self, from: row["rows"]), blobCount: row["blob_count"], blobBytes: row["blob_bytes"])
+            rows: try JobJSON.decode([String: Int].self, from: try r("rows") as String), blobCount: try r("blob_count"), blobBytes: try r("blob_bytes"))
     }
 
     public func tombstone(accountID: String, purgedAt: Date) throws -> Bool {

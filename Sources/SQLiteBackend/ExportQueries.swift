@@ -4,23 +4,25 @@ import GRDBSQLite
 import Lifecycle
 
 extension ExportRecord {
-    init(row: Row) {
+    init(row: Row) throws {
+        let r = CheckedRow(row, table: "lifecycle_exports", key: "id")
         self.init(
-            id: row["id"], accountID: row["account_id"], jobID: row["job_id"], format: row["format"],
-            state: ExportState(rawValue: row["state"]) ?? .building, requestedBy: row["requested_by"],
-            cutoffAt: row["cutoff_at"], blobKey: row["blob_key"], byteSize: row["byte_size"],
-            omittedPhotos: row["omitted_photos"], completedAt: row["completed_at"], expiresAt: row["expires_at"],
-            revokedAt: row["revoked_at"], expiredAt: row["expired_at"])
+            id: try r("id"), accountID: try r("account_id"), jobID: try r("job_id"), format: try r("format"),
+            state: try r.oneOf("state"), requestedBy: try r("requested_by"),
+            cutoffAt: try r("cutoff_at"), blobKey: try r("blob_key"), byteSize: try r("byte_size"),
+            omittedPhotos: try r("omitted_photos"), completedAt: try r("completed_at"), expiresAt: try r("expires_at"),
+            revokedAt: try r("revoked_at"), expiredAt: try r("expired_at"))
     }
 }
 
 extension OutboxMessage {
-    init(row: Row) {
+    init(row: Row) throws {
+        let r = CheckedRow(row, table: "lifecycle_outbox", key: "id")
         self.init(
-            id: row["id"], uniqueKey: row["unique_key"], accountID: row["account_id"], recipient: row["recipient"],
-            subject: row["subject"], body: row["body"], state: OutboxState(rawValue: row["state"]) ?? .pending,
-            attempts: row["attempts"], lastError: row["last_error"], createdAt: row["created_at"],
-            deliveredAt: row["delivered_at"])
+            id: try r("id"), uniqueKey: try r("unique_key"), accountID: try r("account_id"), recipient: try r("recipient"),
+            subject: try r("subject"), body: try r("body"), state: try r.oneOf("state"),
+            attempts: try r("attempts"), lastError: try r("last_error"), createdAt: try r("created_at"),
+            deliveredAt: try r("delivered_at"))
     }
 }
 

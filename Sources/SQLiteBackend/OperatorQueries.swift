@@ -35,17 +35,19 @@ extension SQLiteTransaction: HoldTransaction {
         let open = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT subject_key, until FROM lifecycle_holds WHERE released_at IS NULL"))
         let wanted = Set(keys)
-        return Set(open.compactMap { row -> String? in
-            let key: String = row["subject_key"]
-            let until: Date? = row["until"]
+        return Set(try open.compactMap { row -> String? in
+            let r = CheckedRow(row, table: "lifecycle_holds", key: "subject_key")
+            let key: String = try r("subject_key")
+            let until: Date? = try r("until")
             return wanted.contains(key) && (until.map { $0 > now } ?? true) ? key : nil
         })
     }
 
-    private static func hold(_ row: Row) -> AccountHold {
-        AccountHold(
-            account: row["subject_key"], reason: row["reason"], heldBy: row["held_by"], heldAt: row["held_at"], until: row["until"],
-            releasedAt: row["released_at"], releasedBy: row["released_by"])
+    private static func hold(_ row: Row) throws -> AccountHold {
+        let r = CheckedRow(row, table: "lifecycle_holds", key: "id")
+        return AccountHold(
+            account: try r("subject_key"), reason: try r("reason"), heldBy: try r("held_by"), heldAt: try r("held_at"), until: try r("until"),
+            releasedAt: try r("released_at"), releasedBy: try r("released_by"))
     }
 }
 
@@ -75,14 +77,15 @@ extension SQLiteTransaction: OverviewTransaction {
     }
 
     public func latestAuditEvents(action: String, limit: Int) throws -> [AuditEvent] {
-        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_audit_events WHERE action = ? ORDER BY id DESC LIMIT ?", arguments: [action, limit]).map {
-            AuditEvent(id: $0["id"], at: $0["at"], actor: $0["actor"], action: $0["action"], accountID: $0["account_id"],
-                       outcome: $0["outcome"], detail: $0["detail"])
-        }
+        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_audit_events WHERE action = ? ORDER BY id DESC LIMIT ?", arguments: [action, limit])
+            .map(AuditEvent.init(row:))
     }
 
     public func exportVolume() throws -> [ExportVolume] {
         try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n, COALESCE(SUM(byte_size), 0) AS bytes FROM lifecycle_exports GROUP BY state ORDER BY state")
-            .map { ExportVolume(state: $0["state"], count: $0["n"], bytes: $0["bytes"]) }
+            .map {
+                let r = CheckedRow($0, table: "lifecycle_exports", key: "state")
+                return ExportVolume(state: try r("state"), count: try r("n"), bytes: try r("bytes"))
+            }
     }
 }

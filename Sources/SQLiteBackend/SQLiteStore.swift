@@ -805,7 +805,10 @@ extension SQLiteStore {
         try await pool.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT * FROM lifecycle_job_steps WHERE job_id = ? ORDER BY finished_at", arguments: [jobID]
-            ).map { StepRecord(jobID: $0["job_id"], step: $0["step"], output: $0["output"], finishedAt: $0["finished_at"]) }
+            ).map {
+                let r = CheckedRow($0, table: "lifecycle_job_steps", key: "step")
+                return StepRecord(jobID: try r("job_id"), step: try r("step"), output: try r("output"), finishedAt: try r("finished_at"))
+            }
         }
     }
 
@@ -872,7 +875,8 @@ extension SQLiteStore {
     public func pausedKinds() async throws -> [PausedKind] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT kind, paused_at, paused_by, reason FROM lifecycle_paused_kinds ORDER BY kind").map {
-                PausedKind(kind: $0["kind"], pausedAt: $0["paused_at"], pausedBy: $0["paused_by"], reason: $0["reason"])
+                let r = CheckedRow($0, table: "lifecycle_paused_kinds", key: "kind")
+                return PausedKind(kind: try r("kind"), pausedAt: try r("paused_at"), pausedBy: try r("paused_by"), reason: try r("reason"))
             }
         }
     }

@@ -277,6 +277,33 @@ struct OperationsTests {
         #expect(unknown.status == 67)
     }
 
+    // MARK: Rows edited by hand
+
+    /// A row edited by hand into values lifecycle never writes (a date that is none, a count
+    /// that is text) is refused with the table, the row and the column named and exit 65,
+    /// where GRDB's typed reads stopped the process; mended, it reads again.
+    @Test func anAccountRowEditedByHandIsNamedNotACrash() async throws {
+        let workspace = try await Workspace.make(.sqlite)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        try await workspace.execute("UPDATE accounts SET created_at = 'last tuesday' WHERE id = 'ada'")
+        try await workspace.execute("UPDATE accounts SET deletion_requested_at = 'soon' WHERE id = 'bob'")
+        for (account, named) in [("ada", #"the accounts row with id "ada" has created_at "last tuesday""#),
+                                 ("bob", #"the accounts row with id "bob" has deletion_requested_at "soon""#)] {
+            for command in [["accounts", "show", account], ["accounts", "show", account, "--json"]] {
+                let result = try await workspace.run(command)
+                #expect(result.status == 65, "\(command): \(result.stderr)")
+                #expect(result.stderr.contains(named), "\(command): \(result.stderr)")
+                #expect(result.stderr.contains("correct that column or delete the row"), "\(command): \(result.stderr)")
+            }
+        }
+        try await workspace.execute("UPDATE accounts SET created_at = updated_at WHERE id = 'ada'")
+        try await workspace.execute("UPDATE accounts SET deletion_requested_at = NULL WHERE id = 'bob'")
+        for account in ["ada", "bob"] {
+            let result = try await workspace.run(["accounts", "show", account])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+    }
+
     // MARK: Policy files
 
     @Test func oneBrokenPolicyFileFailsOnlyWhatNeedsIt() async throws {

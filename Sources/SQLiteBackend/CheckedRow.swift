@@ -1,0 +1,83 @@
+import Foundation
+import GRDB
+import Lifecycle
+
+/// One row of a table, read column by column with each value checked: a value of the wrong
+/// kind (a date that is none, text where a number belongs, NULL in a column lifecycle always
+/// fills, all written into the file by hand) throws `UnreadableRow` naming the table, the
+/// row and the column, where GRDB's typed subscripts stop the process. Job rows have their
+/// own reader (`JobRecord(row:)`), on the worker's hot path.
+struct CheckedRow {
+    let row: Row
+    let table: String
+    /// The column that says which row this is, for the message.
+    let key: String
+
+    init(_ row: Row, table: String, key: String) {
+        self.row = row
+        self.table = table
+        self.key = key
+    }
+
+    /// `Value` optional: NULL reads as nil, and only a value of the wrong kind throws.
+    func callAsFunction<Value: DatabaseValueConvertible>(_ column: String) throws -> Value {
+        let value: DatabaseValue = row[column]
+        guard let converted = Value.fromDatabaseValue(value) else { throw unreadable(column, value) }
+        return converted
+    }
+
+    /// By position, for a row selected with its columns listed (`names[index]` names the column).
+    func callAsFunction<Value: DatabaseValueConvertible>(_ index: Int, _ names: [String]) throws -> Value {
+        let value: DatabaseValue = row[index]
+        guard let converted = Value.fromDatabaseValue(value) else { throw unreadable(names[index], value) }
+        return converted
+    }
+
+    /// A column holding one of `Kind`'s raw values.
+    func oneOf<Kind: RawRepresentable>(_ column: String, _ kind: Kind.Type = Kind.self) throws -> Kind where Kind.RawValue == String {
+        let value: DatabaseValue = row[column]
+        guard let text = String.fromDatabaseValue(value), let converted = Kind(rawValue: text) else { throw unreadable(column, value) }
+        return converted
+    }
+
+    /// The same by position.
+    func oneOf<Kind: RawRepresentable>(_ index: Int, _ names: [String]) throws -> Kind where Kind.RawValue == String {
+        let value: DatabaseValue = row[index]
+        guard let text = String.fromDatabaseValue(value), let converted = Kind(rawValue: text) else { throw unreadable(names[index], value) }
+        return converted
+    }
+
+    /// The same, where NULL is allowed.
+    func optionalOneOf<Kind: RawRepresentable>(_ column: String, _ kind: Kind.Type = Kind.self) throws -> Kind? where Kind.RawValue == String {
+        let value: DatabaseValue = row[column]
+        if value.isNull { return nil }
+        return try oneOf(column, kind)
+    }
+
+    private func unreadable(_ column: String, _ value: DatabaseValue) -> UnreadableRow {
+        let keyValue: DatabaseValue = row[key]
+        return UnreadableRow(table: table, row: "\(key) \(keyValue)", column: column, value: "\(value)")
+    }
+}
+
+extension AuditEvent {
+    init(row: Row) throws {
+        let r = CheckedRow(row, table: "lifecycle_audit_events", key: "id")
+        self.init(
+            id: try r("id"), at: try r("at"), actor: try r("actor"), action: try r("action"), accountID: try r("account_id"),
+            outcome: try r("outcome"), detail: try r("detail"))
+    }
+}
+
+/// A row of lifecycle's tables or the reference schema holds a value lifecycle never writes
+/// there (see `CheckedRow`).
+public struct UnreadableRow: Error, CustomStringConvertible {
+    public let table: String
+    public let row: String
+    public let column: String
+    public let value: String
+
+    public var description: String {
+        "the \(table) row with \(row) has \(column) \(value), which lifecycle cannot read: correct that column or delete the row"
+    }
+}
