@@ -94,12 +94,15 @@ extension PostgresStore: JobStore {
         if preparedStatements.usable {
             let statement = InsertJobStatement(
                 kind: request.kind, payload: request.payload, uniqueKey: request.uniqueKey,
-                maxAttempts: Int32(request.maxAttempts ?? policy.maxAttempts), runAt: request.runAt ?? now, now: now)
+                maxAttempts: try Self.maxAttempts(request, policy: policy), runAt: request.runAt ?? now, now: now)
             do {
                 return try await autocommit(statement).first
             } catch let error as PostgresStoreError where Self.preparedStatementRefused(error) {
                 // Nothing ran: the statement did not exist (or could not be made) where it was sent.
                 preparedStatements.refuse(error, logger: logger)
+            } catch let error as PostgresStoreError where error.sqlState == "0A000" {
+                // "cached plan must not change result type": a migration changed the table under
+                // this connection's statement. Nothing ran, and the connection has been dropped.
             }
         }
         return try await autocommit(Self.insertJob(request, policy: policy, now: now)).first
@@ -111,6 +114,16 @@ extension PostgresStore: JobStore {
     /// that name is there already (42P05). Such a server gets plain statements from then on.
     static func preparedStatementRefused(_ error: PostgresStoreError) -> Bool {
         error.sqlState == "26000" || error.sqlState == "42P05"
+    }
+
+    /// The column is an int4: a larger count is refused as the server would refuse it
+    /// (22003, out of range), not trapped on in the conversion.
+    static func maxAttempts(_ request: EnqueueRequest, policy: JobPolicy) throws -> Int32 {
+        let wanted = request.maxAttempts ?? policy.maxAttempts
+        guard let attempts = Int32(exactly: wanted) else {
+            throw PostgresStoreError.query("max attempts of a \(request.kind) job must be at most \(Int32.max) (got \(wanted))", sqlState: "22003")
+        }
+        return attempts
     }
 
     private static func insertJob(_ request: EnqueueRequest, policy: JobPolicy, now: Date) -> PostgresQuery {
@@ -142,7 +155,7 @@ extension PostgresStore: JobStore {
         for chunk in stride(from: 0, to: plain.count, by: 10_000).map({ Array(plain[$0..<min($0 + 10_000, plain.count)]) }) {
             let kinds = chunk.map { requests[$0].kind }
             let payloads = chunk.map { requests[$0].payload }
-            let attempts = chunk.map { Int32(requests[$0].maxAttempts ?? policy.maxAttempts) }
+            let attempts = try chunk.map { try Self.maxAttempts(requests[$0], policy: policy) }
             let runAts = chunk.map { requests[$0].runAt ?? now }
             // Ids come from the sequence in row order, so sorted they match the requests.
             let ids = try tx.query("""

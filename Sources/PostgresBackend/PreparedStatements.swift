@@ -40,10 +40,11 @@ struct InsertJobStatement: PostgresPreparedStatement {
             last_error, cancel_requested, created_at, updated_at, finished_at,
             pg_notify('\(JobNotifications.channel)', '') IS NULL AS notified
         """
-    /// Named after its text: behind a pooler that keeps statements on its server connections,
-    /// a name found there is this very statement, whichever release prepared it.
-    static let name = "lifecycle_insert_job_" + stableHash(sql)
     static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .int4, .timestamptz, .timestamptz]
+    /// Named after its text and parameter types: behind a pooler that keeps statements on its
+    /// server connections, a name found there is this very statement, whichever release
+    /// prepared it.
+    static let name = "lifecycle_insert_job_" + stableHash(sql + "\(bindingDataTypes.map(\.rawValue))")
 
     let kind: String
     let payload: String
@@ -90,7 +91,10 @@ extension PostgresStore {
             pool.release(connection, reusable: true)
             return rows
         } catch {
-            pool.release(connection, reusable: !connection.isClosed)
+            // postgres-nio keeps a failed preparation as the statement's state on that
+            // connection, and answers every later run there with the same error: a statement
+            // timeout while preparing would leave the connection unable ever to run it.
+            pool.release(connection, reusable: false)
             throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
         }
     }

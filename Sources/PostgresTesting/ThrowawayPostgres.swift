@@ -135,7 +135,7 @@ public final class ThrowawayPostgres: Sendable {
 
     // MARK: - Process plumbing
 
-    private static let isRoot = getuid() == 0
+    static let isRoot = getuid() == 0
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module does
     /// not declare (it is a _GNU_SOURCE extension).
@@ -150,6 +150,18 @@ public final class ThrowawayPostgres: Sendable {
     static func run(_ program: String, _ arguments: [String], logTo log: String) throws {
         let path = program.hasPrefix("/") ? program : binDirectory + "/" + program
         let argv = isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
+        let pid = try spawn(argv, logTo: log)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED && WEXITSTATUS == 0, spelled out: the macros are not imported.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw ClusterError("\(program) \(arguments.joined(separator: " ")) failed (wait status \(status)):\n\(text.suffix(2_000))")
+        }
+    }
+
+    /// Starts `argv` with its output appended to `log`, and returns at once.
+    static func spawn(_ argv: [String], logTo log: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -160,22 +172,28 @@ public final class ThrowawayPostgres: Sendable {
         // thread has open at this moment (a test reading a tool's output to EOF) would
         // otherwise stay open in it, and that reader would wait for as long as the server runs.
         guard let closeFrom = Self.closeFrom, closeFrom(&actions, 3) == 0 else {
-            throw ClusterError("cannot keep this process's descriptors from \(program): posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later) is missing or failed")
+            throw ClusterError("cannot keep this process's descriptors from \(argv[0]): posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later) is missing or failed")
         }
+        // The calling thread may be one of Swift concurrency's, which block most signals: a
+        // server that kept that mask (PgBouncer does) would never see the SIGTERM that stops it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var everySignal = sigset_t()
+        sigfillset(&everySignal)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &everySignal)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
+        let spawned = posix_spawn(&pid, argv[0], &actions, &attributes, &cArguments, environ)
         guard spawned == 0 else {
             throw ClusterError("cannot start \(argv[0]): \(String(cString: strerror(spawned)))")
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED && WEXITSTATUS == 0, spelled out: the macros are not imported.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw ClusterError("\(program) \(arguments.joined(separator: " ")) failed (wait status \(status)):\n\(text.suffix(2_000))")
-        }
+        return pid
     }
 
     /// As root, the data directory must belong to the user the server runs as.

@@ -55,7 +55,7 @@ struct CheckedRow {
     }
 
     private func unreadable(_ column: String, _ value: DatabaseValue) -> UnreadableRow {
-        let keyValue: DatabaseValue = row[key]
+        let keyValue: DatabaseValue = row.hasColumn(key) ? row[key] : .null
         return UnreadableRow(table: table, row: "\(key) \(keyValue)", column: column, value: "\(value)")
     }
 }

@@ -112,7 +112,7 @@ extension SQLiteTransaction: DeletionTransaction {
 
     public func takePurgeInventory(accountID: String) throws -> PurgeInventory? {
         try inventory(Row.fetchOne(
-            db.cachedStatement(sql: "DELETE FROM lifecycle_purge_inventory WHERE account_ref = ? RETURNING rows, blob_count, blob_bytes"),
+            db.cachedStatement(sql: "DELETE FROM lifecycle_purge_inventory WHERE account_ref = ? RETURNING account_ref, rows, blob_count, blob_bytes"),
             arguments: [accountID]))
     }
 

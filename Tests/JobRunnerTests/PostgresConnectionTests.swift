@@ -92,7 +92,7 @@ struct PostgresConnectionTests {
         let cluster = try await ThrowawayPostgres.shared()
         let database = try await cluster.createDatabase()
         let direct = try await PostgresStore(url: cluster.url(database: database, pool: 1))
-        let bouncer = try ThrowawayPgBouncer(before: cluster, serverConnections: 1)
+        let bouncer = try await ThrowawayPgBouncer.start(before: cluster, serverConnections: 1)
         defer { bouncer.stop() }
         let first = try await PostgresStore(url: bouncer.url(database: database, pool: 1))
         let second = try await PostgresStore(url: bouncer.url(database: database, pool: 1))
