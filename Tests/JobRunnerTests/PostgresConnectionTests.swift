@@ -1,7 +1,9 @@
 import ChildProcesses
 import Foundation
 import JobRunner
+import Logging
 import PostgresBackend
+import PostgresNIO
 import PostgresTesting
 import Testing
 
@@ -81,6 +83,35 @@ struct PostgresConnectionTests {
         let job = try await plain.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
         #expect(job.created)
         #expect(try await plain.write { tx in try tx.query("SELECT count(*) FROM pg_prepared_statements").first?.decode(Int.self) } == 0)
+    }
+
+    /// postgres-nio keeps a failed preparation as that statement's state on its connection.
+    /// A preparation that failed for a passing reason (here the lock_timeout of an enqueue
+    /// waiting behind a migration's lock on the jobs table) costs that enqueue alone: the
+    /// next one prepares afresh rather than meet the same error for the life of the process.
+    @Test func aPreparationThatFailedOnceFailsNoLaterEnqueue() async throws {
+        let cluster = try await ThrowawayPostgres.shared()
+        let database = try await cluster.createDatabase()
+        try await PostgresStore(url: cluster.url(database: database, pool: 1)).close()
+        // The database's name is made by the test cluster from a UUID.
+        try await cluster.admin(PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) SET lock_timeout = '300ms'"))
+        let store = try await PostgresStore(url: cluster.url(database: database, pool: 1))
+
+        let logger = Logger(label: "lifecycle.tests.locker")
+        let locker = try await PostgresConnection.connect(
+            configuration: .init(host: "127.0.0.1", port: cluster.port, username: cluster.username, password: cluster.password, database: database, tls: .disable),
+            id: 1, logger: logger)
+        _ = try await locker.query("BEGIN", logger: logger)
+        _ = try await locker.query("LOCK TABLE lifecycle.jobs IN ACCESS EXCLUSIVE MODE", logger: logger)
+        await #expect(throws: PostgresStoreError.self) {
+            try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
+        }
+        _ = try await locker.query("ROLLBACK", logger: logger)
+        try await locker.close()
+
+        let later = try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
+        #expect(later.created)
+        #expect(store.usesPreparedStatements, "a lock timeout is no refusal of prepared statements")
     }
 
     /// Behind PgBouncer in transaction mode (Debian's 1.18, which passes prepared statements
