@@ -63,7 +63,7 @@ extension PostgresStore: JobStore {
         // winner's commit, then does nothing, and the SELECT below finds the winner's job.
         // A winner that finished in between frees the key, so try again.
         for _ in 0..<5 {
-            if let row = try tx.query(Self.insertJob(request, policy: policy, now: now)).first {
+            if let row = try tx.query(try Self.insertJob(request, policy: policy, now: now)).first {
                 return EnqueueOutcome(job: try JobRecord(row: row), created: true)
             }
             if let key = request.uniqueKey, let live = try liveJob(uniqueKey: key, in: tx) {
@@ -105,7 +105,7 @@ extension PostgresStore: JobStore {
                 // this connection's statement. Nothing ran, and the connection has been dropped.
             }
         }
-        return try await autocommit(Self.insertJob(request, policy: policy, now: now)).first
+        return try await autocommit(try Self.insertJob(request, policy: policy, now: now)).first
     }
 
     /// A pooler in transaction mode (Supabase's Supavisor on port 6543, PgBouncer before 1.21
@@ -126,8 +126,8 @@ extension PostgresStore: JobStore {
         return attempts
     }
 
-    private static func insertJob(_ request: EnqueueRequest, policy: JobPolicy, now: Date) -> PostgresQuery {
-        let maxAttempts = request.maxAttempts ?? policy.maxAttempts
+    private static func insertJob(_ request: EnqueueRequest, policy: JobPolicy, now: Date) throws -> PostgresQuery {
+        let maxAttempts = try Self.maxAttempts(request, policy: policy)
         return """
             INSERT INTO lifecycle.jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
             VALUES (\(request.kind), \(request.payload), \(request.uniqueKey), 'queued', 0, \(maxAttempts), \(request.runAt ?? now), \(now), \(now))
