@@ -111,15 +111,25 @@ public final class PostgresStore: Sendable {
     /// One statement on a pooled connection outside any explicit transaction, so it commits
     /// by itself: one round trip, and no thread of the transaction pool.
     func autocommit(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) async throws -> [PostgresRow] {
+        // A failed statement outside a transaction leaves the connection as it was.
+        try await onPooledConnection(keepAfterFailure: true, file: file, line: line) { connection in
+            let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger, file: file, line: line)
+            return try await future.get().rows
+        }
+    }
+
+    /// Runs `body` on a pooled connection and gives the connection back; after a failure
+    /// only if `keepAfterFailure` (and it is still open). Errors come out as `PostgresStoreError`.
+    func onPooledConnection<T>(
+        keepAfterFailure: Bool, file: String, line: Int, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let connection = try await pool.acquire()
         do {
-            let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger, file: file, line: line)
-            let rows = try await future.get().rows
+            let value = try await body(connection)
             pool.release(connection, reusable: true)
-            return rows
+            return value
         } catch {
-            // A failed statement outside a transaction leaves the connection as it was.
-            pool.release(connection, reusable: !connection.isClosed)
+            pool.release(connection, reusable: keepAfterFailure && !connection.isClosed)
             throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
         }
     }

@@ -82,20 +82,15 @@ extension PostgresStore {
     func autocommit<Statement: PostgresPreparedStatement>(
         _ statement: Statement, file: String = #fileID, line: Int = #line
     ) async throws -> [PostgresRow] where Statement.Row == PostgresRow {
-        let connection = try await pool.acquire()
-        do {
+        // postgres-nio keeps a failed preparation as the statement's state on that connection,
+        // and answers every later run there with the same error: a statement timeout while
+        // preparing would leave the connection unable ever to run it.
+        try await onPooledConnection(keepAfterFailure: false, file: file, line: line) { connection in
             var rows: [PostgresRow] = []
             for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) {
                 rows.append(row)
             }
-            pool.release(connection, reusable: true)
             return rows
-        } catch {
-            // postgres-nio keeps a failed preparation as the statement's state on that
-            // connection, and answers every later run there with the same error: a statement
-            // timeout while preparing would leave the connection unable ever to run it.
-            pool.release(connection, reusable: false)
-            throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
         }
     }
 }

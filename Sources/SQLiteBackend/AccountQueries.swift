@@ -14,19 +14,18 @@ extension Account {
     static let sqliteColumnNames = sqliteColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
 
     init(row: Row) throws {
-        let r = CheckedRow(row, table: "accounts", key: "id")
-        let names = Self.sqliteColumnNames
+        let r = CheckedRow(row, table: "accounts", key: "id", columns: Self.sqliteColumnNames)
         self.init(
-            id: try r(0, names), email: try r(1, names), passwordHash: try r(2, names), firstName: try r(3, names),
-            lastName: try r(4, names), displayName: try r(5, names), bio: try r(6, names),
-            profilePhotoID: try r(7, names), primarySport: try r(8, names),
-            morningReminderTime: try r(9, names), timezone: try r(10, names),
-            subscriptionStatus: try r(11, names),
+            id: try r(0), email: try r(1), passwordHash: try r(2), firstName: try r(3),
+            lastName: try r(4), displayName: try r(5), bio: try r(6),
+            profilePhotoID: try r(7), primarySport: try r(8),
+            morningReminderTime: try r(9), timezone: try r(10),
+            subscriptionStatus: try r(11),
             integrations: Integrations(
-                whoop: try r(12, names), strava: try r(13, names),
-                appleHealth: try r(14, names), fitness: try r(15, names)),
-            state: try r.oneOf(16, names), deletionRequestedAt: try r(17, names),
-            purgeAfter: try r(18, names), purgedAt: try r(19, names), createdAt: try r(20, names), updatedAt: try r(21, names))
+                whoop: try r(12), strava: try r(13),
+                appleHealth: try r(14), fitness: try r(15)),
+            state: try r.oneOf(16), deletionRequestedAt: try r(17),
+            purgeAfter: try r(18), purgedAt: try r(19), createdAt: try r(20), updatedAt: try r(21))
     }
 }
 

@@ -12,46 +12,50 @@ struct CheckedRow {
     let table: String
     /// The column that says which row this is, for the message.
     let key: String
+    /// The selected columns in order, for a row read by position.
+    let columns: [String]
 
-    init(_ row: Row, table: String, key: String) {
+    init(_ row: Row, table: String, key: String, columns: [String] = []) {
         self.row = row
         self.table = table
         self.key = key
+        self.columns = columns
     }
 
     /// `Value` optional: NULL reads as nil, and only a value of the wrong kind throws.
     func callAsFunction<Value: DatabaseValueConvertible>(_ column: String) throws -> Value {
-        let value: DatabaseValue = row[column]
-        guard let converted = Value.fromDatabaseValue(value) else { throw unreadable(column, value) }
-        return converted
+        try converted(row[column], column)
     }
 
-    /// By position, for a row selected with its columns listed (`names[index]` names the column).
-    func callAsFunction<Value: DatabaseValueConvertible>(_ index: Int, _ names: [String]) throws -> Value {
-        let value: DatabaseValue = row[index]
-        guard let converted = Value.fromDatabaseValue(value) else { throw unreadable(names[index], value) }
-        return converted
+    /// By position, for a row selected with `columns` listed.
+    func callAsFunction<Value: DatabaseValueConvertible>(_ index: Int) throws -> Value {
+        try converted(row[index], columns[index])
     }
 
     /// A column holding one of `Kind`'s raw values.
     func oneOf<Kind: RawRepresentable>(_ column: String, _ kind: Kind.Type = Kind.self) throws -> Kind where Kind.RawValue == String {
-        let value: DatabaseValue = row[column]
-        guard let text = String.fromDatabaseValue(value), let converted = Kind(rawValue: text) else { throw unreadable(column, value) }
-        return converted
+        try oneOfValue(row[column], column)
     }
 
     /// The same by position.
-    func oneOf<Kind: RawRepresentable>(_ index: Int, _ names: [String]) throws -> Kind where Kind.RawValue == String {
-        let value: DatabaseValue = row[index]
-        guard let text = String.fromDatabaseValue(value), let converted = Kind(rawValue: text) else { throw unreadable(names[index], value) }
-        return converted
+    func oneOf<Kind: RawRepresentable>(_ index: Int) throws -> Kind where Kind.RawValue == String {
+        try oneOfValue(row[index], columns[index])
     }
 
     /// The same, where NULL is allowed.
     func optionalOneOf<Kind: RawRepresentable>(_ column: String, _ kind: Kind.Type = Kind.self) throws -> Kind? where Kind.RawValue == String {
         let value: DatabaseValue = row[column]
-        if value.isNull { return nil }
-        return try oneOf(column, kind)
+        return value.isNull ? nil : try oneOfValue(value, column) as Kind
+    }
+
+    private func converted<Value: DatabaseValueConvertible>(_ value: DatabaseValue, _ column: String) throws -> Value {
+        guard let converted = Value.fromDatabaseValue(value) else { throw unreadable(column, value) }
+        return converted
+    }
+
+    private func oneOfValue<Kind: RawRepresentable>(_ value: DatabaseValue, _ column: String) throws -> Kind where Kind.RawValue == String {
+        guard let text = String.fromDatabaseValue(value), let kind = Kind(rawValue: text) else { throw unreadable(column, value) }
+        return kind
     }
 
     private func unreadable(_ column: String, _ value: DatabaseValue) -> UnreadableRow {
