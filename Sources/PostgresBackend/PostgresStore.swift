@@ -112,16 +112,17 @@ public final class PostgresStore: Sendable {
     /// by itself: one round trip, and no thread of the transaction pool.
     func autocommit(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) async throws -> [PostgresRow] {
         // A failed statement outside a transaction leaves the connection as it was.
-        try await onPooledConnection(keepAfterFailure: true, file: file, line: line) { connection in
+        try await onPooledConnection(file: file, line: line, keepsConnection: { _ in true }) { connection in
             let future: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger, file: file, line: line)
             return try await future.get().rows
         }
     }
 
     /// Runs `body` on a pooled connection and gives the connection back; after a failure
-    /// only if `keepAfterFailure` (and it is still open). Errors come out as `PostgresStoreError`.
+    /// only if `keepsConnection` says so for that error (and it is still open). Errors come
+    /// out as `PostgresStoreError`.
     func onPooledConnection<T>(
-        keepAfterFailure: Bool, file: String, line: Int, _ body: (PostgresConnection) async throws -> T
+        file: String, line: Int, keepsConnection: (PostgresStoreError) -> Bool, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let connection = try await pool.acquire()
         do {
@@ -129,8 +130,9 @@ public final class PostgresStore: Sendable {
             pool.release(connection, reusable: true)
             return value
         } catch {
-            pool.release(connection, reusable: keepAfterFailure && !connection.isClosed)
-            throw PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
+            let failure = PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
+            pool.release(connection, reusable: keepsConnection(failure) && !connection.isClosed)
+            throw failure
         }
     }
 

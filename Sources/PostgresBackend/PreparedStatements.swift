@@ -84,8 +84,12 @@ extension PostgresStore {
     ) async throws -> [PostgresRow] where Statement.Row == PostgresRow {
         // postgres-nio keeps a failed preparation as the statement's state on that connection,
         // and answers every later run there with the same error: a statement timeout while
-        // preparing would leave the connection unable ever to run it.
-        try await onPooledConnection(keepAfterFailure: false, file: file, line: line) { connection in
+        // preparing would leave the connection unable ever to run it. A refusal is the
+        // exception: it turns prepared statements off for good, so nothing runs this one
+        // there again, and closing the connection before the server's answer is complete
+        // would make a pooler close its server connection, with every other client's
+        // statements on it.
+        try await onPooledConnection(file: file, line: line, keepsConnection: Self.preparedStatementRefused) { connection in
             var rows: [PostgresRow] = []
             for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) {
                 rows.append(row)
