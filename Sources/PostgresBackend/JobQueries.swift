@@ -199,50 +199,9 @@ extension PostgresStore: JobStore {
         guard changed == 1 else { throw JobRunnerError.leaseLost(jobID) }
     }
 
-    /// The statement that writes a group commit's done-marks (see `markStepsDone`).
-    static func markStepsQuery(_ marks: [StepMark]) -> PostgresQuery {
-        // One statement for a whole group commit's marks. The fence locks the rows still
-        // leased to their owner (in id order, as every other multi-row lock here is taken);
-        // a job missing from it lost its lease and gets no mark. The locked rows hold off a
-        // rescue until this commits; a lock rather than an update leaves no dead tuple per step.
-        // Each row is looked up by its id (a lateral subquery that locks is never flattened
-        // into a join): joined, the planner read every running job's entry in an index that
-        // churns with each claim and mark (thousands of dead entries mid-drain), or every
-        // live job's in the unique-key index, per statement.
-        let ids = marks.map(\.jobID)
-        let steps = marks.map(\.step)
-        let outputs = marks.map { $0.output ?? "" }
-        let hasOutput = marks.map { $0.output != nil }
-        let finishes = marks.map(\.finishesJob)
-        let owners = marks.map(\.owner)
-        let times = marks.map(\.now)
-        return """
-            WITH m AS (
-                SELECT * FROM unnest(\(ids)::int8[], \(steps)::text[], \(outputs)::text[], \(hasOutput)::bool[], \(finishes)::bool[],
-                                     \(owners)::text[], \(times)::timestamptz[]) AS m(id, step, output, has_output, finishes, owner, at)
-            ), fence AS (
-                SELECT j.id, f.owner, j.cancel_requested FROM (SELECT DISTINCT id, owner FROM m ORDER BY id) AS f
-                CROSS JOIN LATERAL (
-                    SELECT id, cancel_requested FROM lifecycle.jobs
-                    WHERE jobs.id = f.id AND jobs.lease_owner = f.owner AND jobs.state = 'running'
-                    FOR NO KEY UPDATE
-                ) AS j
-            ), done AS (
-                UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = m.at, updated_at = m.at
-                FROM m JOIN fence ON fence.id = m.id AND fence.owner = m.owner
-                WHERE jobs.id = m.id AND m.finishes
-            ), mark AS (
-                INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at)
-                SELECT m.id, m.step, CASE WHEN m.has_output THEN m.output END, m.at
-                FROM m JOIN fence ON fence.id = m.id AND fence.owner = m.owner
-            )
-            SELECT id, owner, cancel_requested FROM fence
-            """
-    }
-
     public func markStepsDone(_ marks: [StepMark], in tx: PostgresTransaction) throws -> [Bool?] {
         guard !marks.isEmpty else { return [] }
-        let rows = try tx.query(Self.markStepsQuery(marks))
+        let rows = try tx.query(prepared: MarkStepsStatement(marks: marks))
         // Per owner: a mark of another owner than the job's holds no lease on it.
         var fenced: [String: [JobID: Bool]] = [:]
         for row in rows {
@@ -276,25 +235,8 @@ extension PostgresStore: JobStore {
         // SKIP LOCKED: rows another worker is claiming right now are passed over,
         // not waited for, so claims on many machines never queue behind each other.
         // Rescue first: a job whose worker died should not wait behind new work.
-        let rescued = try tx.query("""
-            SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
-            WHERE state = 'running' AND lease_expires_at < \(now) AND kind = ANY(\(kinds))
-              AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds) AND id <> ALL(\(Array(holding))::int8[])
-            ORDER BY lease_expires_at LIMIT \(total)
-            FOR UPDATE SKIP LOCKED
-            """)
-        let ready = try tx.query("""
-            SELECT j.id, j.kind, j.attempt, j.max_attempts
-            FROM (SELECT * FROM unnest(\(kinds)::text[], \(counts)::int8[]) AS u(kind, n)
-                  WHERE u.kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)) AS q
-            CROSS JOIN LATERAL (
-                SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle.jobs
-                WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= \(now)
-                ORDER BY run_at, id LIMIT q.n
-                FOR UPDATE SKIP LOCKED
-            ) j
-            ORDER BY j.run_at, j.id
-            """)
+        let rescued = try tx.query(prepared: RescueStatement(now: now, kinds: kinds, holding: Array(holding), total: total))
+        let ready = try tx.query(prepared: ReadyJobsStatement(kinds: kinds, counts: counts, now: now))
         var remaining = wanted
         var claimIDs: [Int64] = []
         var claimLeases: [Double] = []
@@ -312,14 +254,7 @@ extension PostgresStore: JobStore {
         }
         var records: [JobID: JobRecord] = [:]
         if !claimIDs.isEmpty {
-            for row in try tx.query("""
-                UPDATE lifecycle.jobs SET state = 'running', attempt = attempt + 1, lease_owner = \(owner),
-                  lease_expires_at = \(now)::timestamptz + make_interval(secs => c.lease),
-                  started_at = COALESCE(started_at, \(now)), updated_at = \(now)
-                FROM unnest(\(claimIDs)::int8[], \(claimLeases)::float8[]) AS c(id, lease)
-                WHERE jobs.id = c.id
-                RETURNING jobs.*
-                """) {
+            for row in try tx.query(prepared: LeaseJobsStatement(owner: owner, now: now, ids: claimIDs, leases: claimLeases)) {
                 let record = try JobRecord(row: row)
                 records[record.id] = record
             }
@@ -338,22 +273,11 @@ extension PostgresStore: JobStore {
         let all = claimIDs + buried
         guard !all.isEmpty else { return [] }
         var steps: [JobID: [String: String?]] = [:]
-        for row in try tx.query(Self.finishedStepsQuery(claimIDs)) {
+        for row in try tx.query(prepared: FinishedStepsStatement(jobIDs: claimIDs)) {
             let (jobID, step, output) = try row.decode((Int64, String, String?).self)
             steps[jobID, default: [:]][step] = .some(output)
         }
         return all.compactMap { id in records[id].map { ClaimedJob(record: $0, finishedSteps: steps[id] ?? [:]) } }
-    }
-
-    /// The done steps of claimed jobs. Each id's steps are looked up by their index: with
-    /// `job_id = ANY(…)` or a plain join, a planner whose statistics lag a table that grows
-    /// by thousands of rows a second reads the whole table instead, milliseconds per claim.
-    /// OFFSET 0 keeps the subquery from being flattened into such a join.
-    static func finishedStepsQuery(_ jobIDs: [JobID]) -> PostgresQuery {
-        """
-        SELECT s.job_id, s.step, s.output FROM unnest(\(jobIDs)::int8[]) AS c(id)
-        CROSS JOIN LATERAL (SELECT job_id, step, output FROM lifecycle.job_steps WHERE job_id = c.id OFFSET 0) AS s
-        """
     }
 
     public func heartbeat(jobIDs: [JobID], owner: String, lease: TimeInterval, now: Date) async throws -> Set<JobID> {

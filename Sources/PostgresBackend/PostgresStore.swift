@@ -92,12 +92,14 @@ public final class PostgresStore: Sendable {
         let connection = try await pool.acquire()
         let location = self.location
         let logger = self.logger
+        let preparedStatements = self.preparedStatements
         let result: Result<T, SendableError>
         let reusable: Bool
         do {
             (result, reusable) = try await PostgresTransaction.threads.runIfActive {
                 let (result, reusable) = PostgresTransaction.run(
-                    on: connection, location: location, logger: logger, readOnly: readOnly, body)
+                    on: connection, location: location, logger: logger, readOnly: readOnly,
+                    preparedStatements: preparedStatements, body)
                 return (result.mapError { SendableError($0) }, reusable)
             }
         } catch {

@@ -14,6 +14,8 @@ public struct PostgresTransaction {
     let logger: Logger
     /// Read transactions take no row locks.
     public let isReadOnly: Bool
+    /// Whether `query(prepared:)` may send named prepared statements.
+    let preparedStatements: PreparedStatementUse?
     /// Writes sent with `executeDeferred` whose outcome is not yet known.
     private let deferred = DeferredWrites()
 
@@ -22,6 +24,46 @@ public struct PostgresTransaction {
     @discardableResult
     public func query(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) throws -> [PostgresRow] {
         try result(query, file: file, line: line).rows
+    }
+
+    /// Runs one statement that runs often (a claim's, the done-marks') as a named prepared
+    /// statement: parsed and planned once per connection, then only bound and run. Where the
+    /// store does not send them (the URL turned them off, or a pooler refused one), it goes
+    /// as the same text and binds unnamed.
+    ///
+    /// postgres-nio runs prepared statements only from async code, so the statement goes
+    /// through a task while this thread waits for its answer, as for any other statement:
+    /// a hop to the cooperative pool and back, a few microseconds against the tenths of a
+    /// millisecond the server spends planning the statement anew.
+    @discardableResult
+    func query<Statement: PostgresPreparedStatement>(
+        prepared statement: Statement, file: String = #fileID, line: Int = #line
+    ) throws -> [PostgresRow] where Statement.Row == PostgresRow {
+        guard let preparedStatements, preparedStatements.usable else {
+            return try query(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()), file: file, line: line)
+        }
+        sendRows()
+        let connection = self.connection
+        let logger = self.logger
+        let answer = connection.eventLoop.makePromise(of: [PostgresRow].self)
+        answer.completeWithTask {
+            var rows: [PostgresRow] = []
+            for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) {
+                rows.append(row)
+            }
+            return rows
+        }
+        do {
+            return try answerOrClosed(answer.futureResult)
+        } catch {
+            // postgres-nio keeps a failed preparation as the statement's state on the
+            // connection and answers every later run there with the same error.
+            deferred.dropConnection()
+            let failure = PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
+            if PostgresStore.preparedStatementRefused(failure) { preparedStatements.refuse(failure, logger: logger) }
+            try settleDeferred()
+            throw failure
+        }
     }
 
     /// Adds one row to `table` without a statement of its own: rows added one after another
@@ -154,14 +196,21 @@ public struct PostgresTransaction {
     /// connection is still fit for another transaction.
     static func run<T>(
         on connection: PostgresConnection, location: String, logger: Logger, readOnly: Bool,
-        _ body: (PostgresTransaction) throws -> T
+        preparedStatements: PreparedStatementUse?, _ body: (PostgresTransaction) throws -> T
     ) -> (Result<T, any Error>, reusable: Bool) {
-        let tx = PostgresTransaction(connection: connection, location: location, logger: logger, isReadOnly: readOnly)
+        let tx = PostgresTransaction(
+            connection: connection, location: location, logger: logger, isReadOnly: readOnly, preparedStatements: preparedStatements)
+        let (outcome, reusable) = tx.run(body)
+        return (outcome, reusable && !tx.deferred.dropsConnection)
+    }
+
+    private func run<T>(_ body: (PostgresTransaction) throws -> T) -> (Result<T, any Error>, reusable: Bool) {
+        let tx = self
         // Sent ahead of the body's first statement rather than waited for: one round trip
         // and one thread wake-up fewer per transaction. BEGIN fails only with its connection,
         // and then so does that statement (or the commit), with BEGIN's error.
         // A read sees one snapshot throughout, as a SQLite read transaction does.
-        tx.executeDeferred(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
+        tx.executeDeferred(isReadOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
         let outcome: Result<T, any Error>
         do {
             let value = try body(tx)
@@ -247,6 +296,12 @@ final class DeferredWrites: @unchecked Sendable {
             return rows
         }
     }
+
+    private var mustDrop = false
+
+    /// The connection is not to be used again after this transaction.
+    func dropConnection() { lock.withLock { mustDrop = true } }
+    var dropsConnection: Bool { lock.withLock { mustDrop } }
 
     func add(_ write: EventLoopFuture<PostgresQueryResult>, at place: String) {
         lock.withLock { writes.append((write, place)) }

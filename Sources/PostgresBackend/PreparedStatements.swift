@@ -1,4 +1,5 @@
 import Foundation
+import JobRunner
 import Logging
 import PostgresNIO
 import Synchronization
@@ -65,6 +66,184 @@ struct InsertJobStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// The columns a job row is read with (`JobRecord(row:)`), named rather than `*` in prepared
+/// statements: a connection keeps a statement's row shape, and a column a later migration
+/// adds must not change it under a running process.
+let jobColumns = """
+    id, kind, payload, unique_key, state, attempt, max_attempts, run_at, lease_owner, lease_expires_at,
+    last_error, cancel_requested, created_at, updated_at, finished_at
+    """
+
+/// A prepared statement whose rows are read as they come, named after its text and
+/// parameter types (see `InsertJobStatement.name`).
+protocol JobQueueStatement: PostgresPreparedStatement where Row == PostgresRow {
+    static var namePrefix: String { get }
+}
+
+extension JobQueueStatement {
+    static var name: String { namePrefix + stableHash(sql + "\(bindingDataTypes.map(\.rawValue))") }
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// A group commit's done-marks in one statement (see `PostgresStore.markStepsDone`).
+///
+/// The fence locks the rows still leased to their owner (in id order, as every other
+/// multi-row lock here is taken); a job missing from it lost its lease and gets no mark.
+/// The locked rows hold off a rescue until this commits; a lock rather than an update
+/// leaves no dead tuple per step. Each row is looked up by its id (a lateral subquery that
+/// locks is never flattened into a join): joined, the planner read every running job's
+/// entry in an index that churns with each claim and mark (thousands of dead entries
+/// mid-drain), or every live job's in the unique-key index, per statement.
+struct MarkStepsStatement: JobQueueStatement {
+    static let namePrefix = "lifecycle_mark_steps_"
+    static let sql = """
+        WITH m AS (
+            SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::bool[], $5::bool[], $6::text[], $7::timestamptz[])
+                AS m(id, step, output, has_output, finishes, owner, at)
+        ), fence AS (
+            SELECT j.id, f.owner, j.cancel_requested FROM (SELECT DISTINCT id, owner FROM m ORDER BY id) AS f
+            CROSS JOIN LATERAL (
+                SELECT id, cancel_requested FROM lifecycle.jobs
+                WHERE jobs.id = f.id AND jobs.lease_owner = f.owner AND jobs.state = 'running'
+                FOR NO KEY UPDATE
+            ) AS j
+        ), done AS (
+            UPDATE lifecycle.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = m.at, updated_at = m.at
+            FROM m JOIN fence ON fence.id = m.id AND fence.owner = m.owner
+            WHERE jobs.id = m.id AND m.finishes
+        ), mark AS (
+            INSERT INTO lifecycle.job_steps (job_id, step, output, finished_at)
+            SELECT m.id, m.step, CASE WHEN m.has_output THEN m.output END, m.at
+            FROM m JOIN fence ON fence.id = m.id AND fence.owner = m.owner
+        )
+        SELECT id, owner, cancel_requested FROM fence
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.int8Array, .textArray, .textArray, .boolArray, .boolArray, .textArray, .timestamptzArray]
+
+    let marks: [StepMark]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(marks.map(\.jobID))
+        bindings.append(marks.map(\.step))
+        bindings.append(marks.map { $0.output ?? "" })
+        bindings.append(marks.map { $0.output != nil })
+        bindings.append(marks.map(\.finishesJob))
+        bindings.append(marks.map(\.owner))
+        bindings.append(marks.map(\.now))
+        return bindings
+    }
+}
+
+/// A claim's first look: running jobs of the wanted kinds whose lease has run out, oldest
+/// expiry first, passing over rows another worker is locking (SKIP LOCKED) and the jobs
+/// this worker itself still holds.
+struct RescueStatement: JobQueueStatement {
+    static let namePrefix = "lifecycle_claim_rescue_"
+    static let sql = """
+        SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
+        WHERE state = 'running' AND lease_expires_at < $1 AND kind = ANY($2::text[])
+          AND kind NOT IN (SELECT kind FROM lifecycle.paused_kinds) AND id <> ALL($3::int8[])
+        ORDER BY lease_expires_at LIMIT $4
+        FOR UPDATE SKIP LOCKED
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.timestamptz, .textArray, .int8Array, .int8]
+
+    let now: Date
+    let kinds: [String]
+    let holding: [Int64]
+    let total: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(now)
+        bindings.append(kinds)
+        bindings.append(holding)
+        bindings.append(total)
+        return bindings
+    }
+}
+
+/// A claim's due jobs: up to each kind's count, in run_at order, passing over rows another
+/// worker is locking.
+struct ReadyJobsStatement: JobQueueStatement {
+    static let namePrefix = "lifecycle_claim_ready_"
+    static let sql = """
+        SELECT j.id, j.kind, j.attempt, j.max_attempts
+        FROM (SELECT * FROM unnest($1::text[], $2::int8[]) AS u(kind, n)
+              WHERE u.kind NOT IN (SELECT kind FROM lifecycle.paused_kinds)) AS q
+        CROSS JOIN LATERAL (
+            SELECT id, kind, attempt, max_attempts, run_at FROM lifecycle.jobs
+            WHERE jobs.kind = q.kind AND state IN ('queued','retrying') AND run_at <= $3
+            ORDER BY run_at, id LIMIT q.n
+            FOR UPDATE SKIP LOCKED
+        ) j
+        ORDER BY j.run_at, j.id
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.textArray, .int8Array, .timestamptz]
+
+    let kinds: [String]
+    let counts: [Int64]
+    let now: Date
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(kinds)
+        bindings.append(counts)
+        bindings.append(now)
+        return bindings
+    }
+}
+
+/// Leases the claimed jobs to their new owner, each for its kind's lease length.
+struct LeaseJobsStatement: JobQueueStatement {
+    static let namePrefix = "lifecycle_claim_lease_"
+    static let sql = """
+        UPDATE lifecycle.jobs SET state = 'running', attempt = attempt + 1, lease_owner = $1,
+          lease_expires_at = $2::timestamptz + make_interval(secs => c.lease),
+          started_at = COALESCE(started_at, $2), updated_at = $2
+        FROM unnest($3::int8[], $4::float8[]) AS c(id, lease)
+        WHERE jobs.id = c.id
+        RETURNING \(jobColumns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.text, .timestamptz, .int8Array, .float8Array]
+
+    let owner: String
+    let now: Date
+    let ids: [Int64]
+    let leases: [Double]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(owner)
+        bindings.append(now)
+        bindings.append(ids)
+        bindings.append(leases)
+        return bindings
+    }
+}
+
+/// The done steps of claimed jobs. Each id's steps are looked up by their index: with
+/// `job_id = ANY(…)` or a plain join, a planner whose statistics lag a table that grows
+/// by thousands of rows a second reads the whole table instead, milliseconds per claim.
+/// OFFSET 0 keeps the subquery from being flattened into such a join.
+struct FinishedStepsStatement: JobQueueStatement {
+    static let namePrefix = "lifecycle_claim_steps_"
+    static let sql = """
+        SELECT s.job_id, s.step, s.output FROM unnest($1::int8[]) AS c(id)
+        CROSS JOIN LATERAL (SELECT job_id, step, output FROM lifecycle.job_steps WHERE job_id = c.id OFFSET 0) AS s
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.int8Array]
+
+    let jobIDs: [Int64]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(jobIDs)
+        return bindings
+    }
 }
 
 /// FNV-1a, 64 bits, in hex: the same on every machine and every run, unlike `hashValue`.

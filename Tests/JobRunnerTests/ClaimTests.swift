@@ -245,20 +245,44 @@ import Testing
         #expect(try await store.write { tx in try store.markStepsDone(marks, in: tx) }.allSatisfy { $0 == false })
         let running = try await store.claim(quota: ["test.a": 100], leases: ["test.a": 60], owner: "A", now: epoch)
         #expect(running.count == 100)
-        let plans = try await store.write { tx in
-            try tx.execute("ANALYZE lifecycle.jobs")
-            try tx.execute("ANALYZE lifecycle.job_steps")
-            let nextMarks = running.map { StepMark(jobID: $0.record.id, step: "first", output: nil, finishesJob: false, owner: "A", now: epoch) }
-            return try [PostgresStore.markStepsQuery(nextMarks), PostgresStore.finishedStepsQuery(running.map(\.record.id))].map { query in
-                try tx.query(PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds)).map { try $0.decode(String.self) }
-            }
+        // EXPLAIN EXECUTE takes no bind parameters: the values go in as literals, which the
+        // statements' own binds are in the worker (ids, fixed words, the test's epoch).
+        let ids = running.map { String($0.record.id) }.joined(separator: ",")
+        func array(_ value: String, _ type: String) -> String {
+            "ARRAY[" + Array(repeating: value, count: running.count).joined(separator: ",") + "]::\(type)[]"
         }
-        // The fence's part of the marks' plan: what it reads of the jobs table.
-        let isCTE = { (line: String) in line.trimmingCharacters(in: .whitespaces).hasPrefix("CTE ") }
-        let fence = plans[0].drop { !($0.contains("CTE fence") && isCTE($0)) }.dropFirst().prefix { !isCTE($0) }
-        let jobReads = fence.filter { $0.contains(" on jobs") }
-        #expect(!jobReads.isEmpty && jobReads.allSatisfy { $0.contains("Index Scan using jobs_pkey on jobs") }, "\(plans[0].joined(separator: "\n"))")
-        let stepsPlan = plans[1].joined(separator: "\n")
-        #expect(!stepsPlan.contains("Seq Scan") && stepsPlan.contains("job_steps_pkey"), "\(stepsPlan)")
+        let markArguments = [
+            "ARRAY[\(ids)]::int8[]", array("'first'", "text"), array("''", "text"), array("false", "bool"), array("false", "bool"),
+            array("'A'", "text"), array("'2026-01-01T00:00:00Z'", "timestamptz"),
+        ]
+        let statements = [
+            (name: "marks", sql: MarkStepsStatement.sql, arguments: markArguments),
+            (name: "steps", sql: FinishedStepsStatement.sql, arguments: ["ARRAY[\(ids)]::int8[]"]),
+        ]
+        // Both statements go as prepared statements: PostgreSQL plans them for their values
+        // (a custom plan) for five runs, then may keep a plan for any values (a generic one).
+        // Both must find each job by its id.
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            let plans = try await store.write { tx in
+                try tx.execute("ANALYZE lifecycle.jobs")
+                try tx.execute("ANALYZE lifecycle.job_steps")
+                try tx.execute(PostgresQuery(unsafeSQL: "SET LOCAL plan_cache_mode = \(mode)"))
+                return try statements.map { statement in
+                    try tx.execute(PostgresQuery(unsafeSQL: "PREPARE plan_\(statement.name) AS " + statement.sql))
+                    let plan = try tx.query(PostgresQuery(
+                        unsafeSQL: "EXPLAIN EXECUTE plan_\(statement.name)(\(statement.arguments.joined(separator: ", ")))"))
+                        .map { try $0.decode(String.self) }
+                    try tx.execute(PostgresQuery(unsafeSQL: "DEALLOCATE plan_\(statement.name)"))
+                    return plan
+                }
+            }
+            // The fence's part of the marks' plan: what it reads of the jobs table.
+            let isCTE = { (line: String) in line.trimmingCharacters(in: .whitespaces).hasPrefix("CTE ") }
+            let fence = plans[0].drop { !($0.contains("CTE fence") && isCTE($0)) }.dropFirst().prefix { !isCTE($0) }
+            let jobReads = fence.filter { $0.contains(" on jobs") }
+            #expect(!jobReads.isEmpty && jobReads.allSatisfy { $0.contains("Index Scan using jobs_pkey on jobs") }, "\(mode): \(plans[0].joined(separator: "\n"))")
+            let stepsPlan = plans[1].joined(separator: "\n")
+            #expect(!stepsPlan.contains("Seq Scan") && stepsPlan.contains("job_steps_pkey"), "\(mode): \(stepsPlan)")
+        }
     }
 }

@@ -85,6 +85,38 @@ struct PostgresConnectionTests {
         #expect(try await plain.write { tx in try tx.query("SELECT count(*) FROM pg_prepared_statements").first?.decode(Int.self) } == 0)
     }
 
+    /// A worker's claims and done-marks go as prepared statements too. Inside a transaction a
+    /// refused one cannot be sent again plain: that transaction fails and is rolled back, as
+    /// on any server error, and the store sends plain statements from then on. No job is
+    /// taken by the failed claim, and every one is claimed and finished once afterwards.
+    @Test func aWorkerStatementTheServerNoLongerHasCostsOneTransaction() async throws {
+        let store = try await ThrowawayPostgres.makeStore(pool: 1)
+        @Sendable func prepared() async throws -> [String] {
+            try await store.write { tx in try tx.query("SELECT name FROM pg_prepared_statements").map { try $0.decode(String.self) } }
+        }
+        let requests = (0..<4).map { EnqueueRequest(kind: "test.a", payload: #"{"n":\#($0)}"#) }
+        _ = try await store.write { tx in try store.enqueue(many: requests, policy: JobPolicy(), now: epoch, in: tx) }
+        let first = try await store.claim(quota: ["test.a": 1], leases: ["test.a": 60], owner: "A", now: epoch)
+        #expect(first.count == 1)
+        let names = try await prepared()
+        for prefix in ["lifecycle_claim_rescue_", "lifecycle_claim_ready_", "lifecycle_claim_lease_", "lifecycle_claim_steps_"] {
+            #expect(names.contains { $0.hasPrefix(prefix) }, "\(prefix) missing from \(names)")
+        }
+        // Gone from the server while the connection still counts them as prepared.
+        _ = try await store.write { tx in try tx.execute("DEALLOCATE ALL") }
+        await #expect { try await store.claim(quota: ["test.a": 3], leases: ["test.a": 60], owner: "A", now: epoch) } throws: { error in
+            (error as? PostgresStoreError)?.sqlState == "26000"
+        }
+        #expect(!store.usesPreparedStatements)
+        #expect(try await store.countByState()[.queued] == 3, "the failed claim took jobs")
+        let rest = try await store.claim(quota: ["test.a": 3], leases: ["test.a": 60], owner: "A", now: epoch)
+        #expect(rest.count == 3)
+        let marks = (first + rest).map { StepMark(jobID: $0.record.id, step: "only", output: nil, finishesJob: true, owner: "A", now: epoch) }
+        #expect(try await store.write { tx in try store.markStepsDone(marks, in: tx) } == [false, false, false, false])
+        #expect(try await store.countByState()[.succeeded] == 4)
+        #expect(try await prepared().isEmpty, "the store prepared statements again after the server had refused one")
+    }
+
     /// postgres-nio keeps a failed preparation as that statement's state on its connection.
     /// A preparation that failed for a passing reason (here the lock_timeout of an enqueue
     /// waiting behind a migration's lock on the jobs table) costs that enqueue alone: the
