@@ -235,7 +235,8 @@ import Testing
     /// each job by its id, however long the queue. Joined on the ids, the planner read every
     /// running job's entry in an index full of dead ones mid-drain, or every live job's in
     /// the unique-key index, or the whole steps table: milliseconds per statement with
-    /// 20,000 queued. Checked with statistics taken mid-drain.
+    /// 20,000 queued. The claim's due and rescued jobs come from their indexes. Checked with
+    /// statistics taken mid-drain, for plans made for the values and for any values alike.
     @Test func theMarksAndTheClaimsStepsLookupFindEachJobByItsID() async throws {
         let store = try await ThrowawayPostgres.makeStore()
         let requests = (0..<3_000).map { _ in EnqueueRequest(kind: "test.a", payload: "{}") }
@@ -258,6 +259,8 @@ import Testing
         let statements = [
             (name: "marks", sql: MarkStepsStatement.sql, arguments: markArguments),
             (name: "steps", sql: FinishedStepsStatement.sql, arguments: ["ARRAY[\(ids)]::int8[]"]),
+            (name: "ready", sql: ReadyJobsStatement.sql, arguments: ["ARRAY['test.a']", "ARRAY[64::int8]", "'2026-01-01T00:00:00Z'"]),
+            (name: "rescue", sql: RescueStatement.sql, arguments: ["'2026-01-01T00:00:00Z'", "ARRAY['test.a']", "ARRAY[]::int8[]", "64"]),
         ]
         // Both statements go as prepared statements: PostgreSQL plans them for their values
         // (a custom plan) for five runs, then may keep a plan for any values (a generic one).
@@ -283,6 +286,11 @@ import Testing
             #expect(!jobReads.isEmpty && jobReads.allSatisfy { $0.contains("Index Scan using jobs_pkey on jobs") }, "\(mode): \(plans[0].joined(separator: "\n"))")
             let stepsPlan = plans[1].joined(separator: "\n")
             #expect(!stepsPlan.contains("Seq Scan") && stepsPlan.contains("job_steps_pkey"), "\(mode): \(stepsPlan)")
+            // The claim's due jobs come in run_at order from the ready index, its rescues from
+            // the (small) index of leased jobs.
+            let jobScans = { (plan: [String]) in plan.filter { $0.contains(" on jobs") } }
+            #expect(jobScans(plans[2]).allSatisfy { $0.contains("using jobs_ready") } && !jobScans(plans[2]).isEmpty, "\(mode): \(plans[2].joined(separator: "\n"))")
+            #expect(jobScans(plans[3]).allSatisfy { $0.contains("using jobs_leased") } && !jobScans(plans[3]).isEmpty, "\(mode): \(plans[3].joined(separator: "\n"))")
         }
     }
 }
