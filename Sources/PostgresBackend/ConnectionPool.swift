@@ -14,7 +14,7 @@ import PostgresNIO
 ///
 /// Not postgres-nio's `PostgresClient`, measured both ways with the same release build and
 /// cluster (six alternating rounds of 20,000 jobs, one worker, 2 cores): no-op drains were
-/// even (medians 7,798 here, 7,700 through it), three-step drains 9 % faster here (4,195
+/// even (medians 7,798 here, 7,700 through it), three-step drains 10 % faster here (4,195
 /// against 3,800 jobs/s, five rounds of six). It also needs two things built around it:
 /// its lease waits for as long as the server cannot be reached, retrying in the background
 /// (a command against a closed port was still waiting after 40 s, where this pool exits 69

@@ -80,6 +80,8 @@ public final class PostgresStore: Sendable {
     public static func ownTable(_ name: String) -> String { ownSchema + "." + name }
     public static let ownSchema = "lifecycle"
 
+    /// Runs `body` in one transaction. `body` may run a second time, after a first run that
+    /// left nothing behind: the server refused a prepared statement (see `transaction`).
     public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         try await transaction(readOnly: false, body)
     }
@@ -88,26 +90,38 @@ public final class PostgresStore: Sendable {
         try await transaction(readOnly: true, body)
     }
 
+    /// A transaction whose prepared statement the server refused (a pooler in transaction
+    /// mode) left nothing behind: it runs once more, with plain statements from then on,
+    /// so a claim or a batch of done-marks that meets the refusal still happens.
     private func transaction<T: Sendable>(readOnly: Bool, _ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        let (result, runAgainPlain) = try await attempt(readOnly: readOnly, body)
+        guard runAgainPlain else { return try result.get() }
+        return try await attempt(readOnly: readOnly, body).result.get()
+    }
+
+    private func attempt<T: Sendable>(
+        readOnly: Bool, _ body: @escaping @Sendable (PostgresTransaction) throws -> T
+    ) async throws -> (result: Result<T, any Error>, runAgainPlain: Bool) {
         let connection = try await pool.acquire()
         let location = self.location
         let logger = self.logger
         let preparedStatements = self.preparedStatements
         let result: Result<T, SendableError>
         let reusable: Bool
+        let runAgainPlain: Bool
         do {
-            (result, reusable) = try await PostgresTransaction.threads.runIfActive {
-                let (result, reusable) = PostgresTransaction.run(
+            (result, reusable, runAgainPlain) = try await PostgresTransaction.threads.runIfActive {
+                let (result, reusable, runAgainPlain) = PostgresTransaction.run(
                     on: connection, location: location, logger: logger, readOnly: readOnly,
                     preparedStatements: preparedStatements, body)
-                return (result.mapError { SendableError($0) }, reusable)
+                return (result.mapError { SendableError($0) }, reusable, runAgainPlain)
             }
         } catch {
             pool.release(connection, reusable: false)
             throw error
         }
         pool.release(connection, reusable: reusable)
-        return try result.mapError { $0.error }.get()
+        return (result.mapError { $0.error }, runAgainPlain)
     }
 
     /// One statement on a pooled connection outside any explicit transaction, so it commits

@@ -53,14 +53,24 @@ public struct PostgresTransaction {
             }
             return rows
         }
+        let preparedBefore = preparedStatements.isPrepared(Statement.name, on: connection.id)
         do {
-            return try answerOrClosed(answer.futureResult)
+            let rows = try answerOrClosed(answer.futureResult)
+            if !preparedBefore { preparedStatements.notePrepared(Statement.name, on: connection.id) }
+            return rows
         } catch {
-            // postgres-nio keeps a failed preparation as the statement's state on the
-            // connection and answers every later run there with the same error.
-            deferred.dropConnection()
             let failure = PostgresStoreError.from(error, location: location, doing: "query at \(file):\(line)")
-            if PostgresStore.preparedStatementRefused(failure) { preparedStatements.refuse(failure, logger: logger) }
+            if PostgresStore.preparedStatementRefused(failure) {
+                // Nothing of this transaction stays: it is rolled back and runs again with
+                // plain statements. The connection is kept, as nothing prepares on it again.
+                preparedStatements.refuse(failure, logger: logger)
+                deferred.runAgainPlain()
+            } else if !preparedBefore {
+                // postgres-nio keeps a failed preparation as the statement's state on the
+                // connection and answers every later run there with the same error. A run of
+                // a statement prepared before (a deadlock, a timeout) leaves nothing behind.
+                deferred.dropConnection()
+            }
             try settleDeferred()
             throw failure
         }
@@ -193,15 +203,17 @@ public struct PostgresTransaction {
     }()
 
     /// BEGIN, the body, COMMIT; ROLLBACK when the body throws. Returns whether the
-    /// connection is still fit for another transaction.
+    /// connection is still fit for another transaction, and whether the transaction failed
+    /// only because the server refused a prepared statement, so that it can run again.
     static func run<T>(
         on connection: PostgresConnection, location: String, logger: Logger, readOnly: Bool,
         preparedStatements: PreparedStatementUse?, _ body: (PostgresTransaction) throws -> T
-    ) -> (Result<T, any Error>, reusable: Bool) {
+    ) -> (Result<T, any Error>, reusable: Bool, runAgainPlain: Bool) {
         let tx = PostgresTransaction(
             connection: connection, location: location, logger: logger, isReadOnly: readOnly, preparedStatements: preparedStatements)
         let (outcome, reusable) = tx.run(body)
-        return (outcome, reusable && !tx.deferred.dropsConnection)
+        let failed = if case .failure = outcome { true } else { false }
+        return (outcome, reusable && !tx.deferred.dropsConnection, failed && tx.deferred.runsAgainPlain)
     }
 
     private func run<T>(_ body: (PostgresTransaction) throws -> T) -> (Result<T, any Error>, reusable: Bool) {
@@ -298,10 +310,14 @@ final class DeferredWrites: @unchecked Sendable {
     }
 
     private var mustDrop = false
+    private var refusedPrepared = false
 
     /// The connection is not to be used again after this transaction.
     func dropConnection() { lock.withLock { mustDrop = true } }
     var dropsConnection: Bool { lock.withLock { mustDrop } }
+    /// The server refused a prepared statement: the transaction may run again, plain.
+    func runAgainPlain() { lock.withLock { refusedPrepared = true } }
+    var runsAgainPlain: Bool { lock.withLock { refusedPrepared } }
 
     func add(_ write: EventLoopFuture<PostgresQueryResult>, at place: String) {
         lock.withLock { writes.append((write, place)) }

@@ -16,7 +16,14 @@ final class PreparedStatementUse: Sendable {
         self.enabled = Atomic(enabled)
     }
 
+    /// Statement names with the connection ids they ran on: prepared there, so a failure of a
+    /// later run is the run's alone. Connection ids are never reused within a store.
+    private let preparedOn = Mutex<Set<String>>([])
+
     var usable: Bool { enabled.load(ordering: .relaxed) }
+
+    func isPrepared(_ name: String, on connection: Int) -> Bool { preparedOn.withLock { $0.contains("\(connection) \(name)") } }
+    func notePrepared(_ name: String, on connection: Int) { _ = preparedOn.withLock { $0.insert("\(connection) \(name)") } }
 
     func refuse(_ error: PostgresStoreError, logger: Logger) {
         guard enabled.exchange(false, ordering: .relaxed) else { return }
@@ -83,7 +90,8 @@ protocol JobQueueStatement: PostgresPreparedStatement where Row == PostgresRow {
 }
 
 extension JobQueueStatement {
-    static var name: String { namePrefix + stableHash(sql + "\(bindingDataTypes.map(\.rawValue))") }
+    /// Each statement keeps this in a `static let name`: computed once, not at every run.
+    static func nameFromText() -> String { namePrefix + stableHash(sql + "\(bindingDataTypes.map(\.rawValue))") }
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
@@ -98,6 +106,7 @@ extension JobQueueStatement {
 /// mid-drain), or every live job's in the unique-key index, per statement.
 struct MarkStepsStatement: JobQueueStatement {
     static let namePrefix = "lifecycle_mark_steps_"
+    static let name = nameFromText()
     static let sql = """
         WITH m AS (
             SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::bool[], $5::bool[], $6::text[], $7::timestamptz[])
@@ -142,6 +151,7 @@ struct MarkStepsStatement: JobQueueStatement {
 /// this worker itself still holds.
 struct RescueStatement: JobQueueStatement {
     static let namePrefix = "lifecycle_claim_rescue_"
+    static let name = nameFromText()
     static let sql = """
         SELECT id, kind, attempt, max_attempts FROM lifecycle.jobs
         WHERE state = 'running' AND lease_expires_at < $1 AND kind = ANY($2::text[])
@@ -170,6 +180,7 @@ struct RescueStatement: JobQueueStatement {
 /// worker is locking.
 struct ReadyJobsStatement: JobQueueStatement {
     static let namePrefix = "lifecycle_claim_ready_"
+    static let name = nameFromText()
     static let sql = """
         SELECT j.id, j.kind, j.attempt, j.max_attempts
         FROM (SELECT * FROM unnest($1::text[], $2::int8[]) AS u(kind, n)
@@ -200,6 +211,7 @@ struct ReadyJobsStatement: JobQueueStatement {
 /// Leases the claimed jobs to their new owner, each for its kind's lease length.
 struct LeaseJobsStatement: JobQueueStatement {
     static let namePrefix = "lifecycle_claim_lease_"
+    static let name = nameFromText()
     static let sql = """
         UPDATE lifecycle.jobs SET state = 'running', attempt = attempt + 1, lease_owner = $1,
           lease_expires_at = $2::timestamptz + make_interval(secs => c.lease),
@@ -231,6 +243,7 @@ struct LeaseJobsStatement: JobQueueStatement {
 /// OFFSET 0 keeps the subquery from being flattened into such a join.
 struct FinishedStepsStatement: JobQueueStatement {
     static let namePrefix = "lifecycle_claim_steps_"
+    static let name = nameFromText()
     static let sql = """
         SELECT s.job_id, s.step, s.output FROM unnest($1::int8[]) AS c(id)
         CROSS JOIN LATERAL (SELECT job_id, step, output FROM lifecycle.job_steps WHERE job_id = c.id OFFSET 0) AS s
