@@ -166,10 +166,11 @@ struct AppPurgeTests {
     @Test(arguments: Backend.allCases)
     func aPurgeKilledHalfWayFinishesOnTheNextRunAndCountsEveryRowOnce(_ backend: Backend) async throws {
         // Small batches with a pause between them, so the kill lands in the middle of ada's rows.
-        // The window between 1,400 and 100 rows left is some five seconds: a poller starved of
-        // CPU on a loaded machine still finds it (20 ms pauses gave one second, and CI missed it).
-        // A kill that lands ends the purge early, so the pause costs nothing then.
-        let workspace = try await installSocial(backend, policy: "deletion:\n  purge_row_batch: 25\n  batch_pause_milliseconds: 100\n")
+        // The window between 1,400 and 100 rows left is some twenty seconds, and the poller
+        // waits for it as long as the purge runs: with the whole suite on two cores, a purge
+        // took over a minute to reach ada's posts, and 100 ms pauses (five seconds) were
+        // missed too. A kill that lands ends the purge early, and the rerun goes without pauses.
+        let workspace = try await installSocial(backend, policy: "deletion:\n  purge_row_batch: 25\n  batch_pause_milliseconds: 400\n")
         let many = (0..<1_500).map { "(\(20_000 + $0), 1, NULL, 'post \($0)', '2025-05-01 00:00:00')" }.joined(separator: ",\n")
         let favourites = (0..<1_500).map { "(2, \(20_000 + $0), '2025-05-02 00:00:00')" }.joined(separator: ",\n")
         try await seed(workspace, "INSERT INTO statuses (id, member_id, in_reply_to_id, body, created_at) VALUES \(many);\nINSERT INTO favourites (member_id, status_id, created_at) VALUES \(favourites);")
@@ -179,13 +180,14 @@ struct AppPurgeTests {
         let landed = await killProcess(process, when: {
             let left = try workspace.integerNow("SELECT COUNT(*) FROM statuses WHERE member_id = 1")
             return left > 100 && left < 1_400
-        })
+        }, timeout: 900)
         await process.exited()
         #expect(landed, "the kill never found the purge half-way")
         #expect(process.terminationReason == .uncaughtSignal)
         let half = try await rows(workspace, "SELECT COUNT(*) FROM statuses WHERE member_id = 1")
         #expect(half != ["0"] && half != ["1503"])
 
+        try "deletion:\n  purge_row_batch: 25\n".write(toFile: workspace.jobsDirectory + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
         // The killed worker's lease has to run out before another run takes the job over.
         let rerun = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(3_600))])
         #expect(rerun.status == 0, "\(rerun.stderr)")
