@@ -93,6 +93,13 @@ extension JobQueueStatement {
     /// Each statement keeps this in a `static let name`: computed once, not at every run.
     static func nameFromText() -> String { namePrefix + stableHash(sql + "\(bindingDataTypes.map(\.rawValue))") }
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+
+    /// `values` as binds, in the order of the statement's parameters.
+    static func bindings(_ values: any PostgresEncodable...) throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values { try bindings.append(value) }
+        return bindings
+    }
 }
 
 /// A group commit's done-marks in one statement (see `PostgresStore.markStepsDone`).
@@ -134,15 +141,9 @@ struct MarkStepsStatement: JobQueueStatement {
     let marks: [StepMark]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 7)
-        bindings.append(marks.map(\.jobID))
-        bindings.append(marks.map(\.step))
-        bindings.append(marks.map { $0.output ?? "" })
-        bindings.append(marks.map { $0.output != nil })
-        bindings.append(marks.map(\.finishesJob))
-        bindings.append(marks.map(\.owner))
-        bindings.append(marks.map(\.now))
-        return bindings
+        try Self.bindings(
+            marks.map(\.jobID), marks.map(\.step), marks.map { $0.output ?? "" }, marks.map { $0.output != nil },
+            marks.map(\.finishesJob), marks.map(\.owner), marks.map(\.now))
     }
 }
 
@@ -167,12 +168,7 @@ struct RescueStatement: JobQueueStatement {
     let total: Int64
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
-        bindings.append(now)
-        bindings.append(kinds)
-        bindings.append(holding)
-        bindings.append(total)
-        return bindings
+        try Self.bindings(now, kinds, holding, total)
     }
 }
 
@@ -200,11 +196,7 @@ struct ReadyJobsStatement: JobQueueStatement {
     let now: Date
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 3)
-        bindings.append(kinds)
-        bindings.append(counts)
-        bindings.append(now)
-        return bindings
+        try Self.bindings(kinds, counts, now)
     }
 }
 
@@ -228,12 +220,7 @@ struct LeaseJobsStatement: JobQueueStatement {
     let leases: [Double]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
-        bindings.append(owner)
-        bindings.append(now)
-        bindings.append(ids)
-        bindings.append(leases)
-        return bindings
+        try Self.bindings(owner, now, ids, leases)
     }
 }
 
@@ -253,9 +240,7 @@ struct FinishedStepsStatement: JobQueueStatement {
     let jobIDs: [Int64]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(jobIDs)
-        return bindings
+        try Self.bindings(jobIDs)
     }
 }
 
