@@ -77,8 +77,9 @@ extension LifecycleConfiguration {
         let referenceSchema = dataMap.isReferenceApp
         if !referenceSchema {
             // Checked before lifecycle's own tables are added, against the app's tables alone.
-            let (catalog, _) = try await readCatalog()
-            _ = try DataMapPlan(map: dataMap, catalog: catalog)
+            let (catalog, location) = try await readCatalog()
+            let plan = try DataMapPlan(map: dataMap, catalog: catalog)
+            try Self.requireAccess(plan, location: location)
         }
         guard usesPostgres else {
             do {
@@ -144,6 +145,31 @@ extension LifecycleConfiguration {
         } catch let error as JobRunnerError {
             throw LifecycleError(.badInput, "policy files in \(jobsDirectory)/policies: \(error.message)")
         }
+    }
+
+    /// Refuses a role that cannot see or change every row the map names (row level
+    /// security it does not bypass, a missing privilege): its purges would report success
+    /// having erased nothing, its exports hand out part of an account.
+    public static func requireAccess(_ plan: DataMapPlan, location: String) throws {
+        let access = Dictionary(plan.catalog.tables.map { ($0.key, $0.value.access) }, uniquingKeysWith: { first, _ in first })
+        let problems = plan.accessProblems(access)
+        guard problems.isEmpty else {
+            throw LifecycleError(.permissionDenied, """
+                \(location): the role lifecycle connects as cannot see or change every row the data map names:
+                \(problems.map { "  - " + $0 }.joined(separator: "\n"))
+                """)
+        }
+    }
+
+    /// Runs read-only statements generated from the map (a look into JSON columns) on the
+    /// database without writing anything; each statement's rows, first column as text.
+    public func readRows(_ statements: [SQLStatement]) async throws -> [[String]] {
+        guard usesPostgres else {
+            return try SQLiteStore.readRows(path: database, statements)
+        }
+        let store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, migrating: false)
+        defer { store.close() }
+        return try await store.read { tx in try statements.map { try tx.rows($0).compactMap { $0.first?.text } } }
     }
 
     /// The database's tables, columns and keys, read without writing anything (not even

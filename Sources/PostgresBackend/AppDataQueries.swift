@@ -18,6 +18,26 @@ extension PostgresTransaction: GeneratedSQLTransaction {
         try execute(Self.query(statement))
     }
 
+    public func tableAccess(_ tables: [DataMap.TableName]) throws -> [DataMap.TableName: SchemaCatalog.Access] {
+        guard !tables.isEmpty else { return [:] }
+        let schemas = tables.map { $0.schema ?? "public" }
+        let names = tables.map(\.name)
+        var access: [DataMap.TableName: SchemaCatalog.Access] = [:]
+        for row in try query(PostgresQuery(unsafeSQL: "SELECT n.nspname::text, c.relname::text, \(PostgresStore.accessColumns) " + """
+            FROM unnest($1::text[], $2::text[]) AS t(schema_name, table_name)
+            JOIN pg_namespace n ON n.nspname = t.schema_name
+            JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = t.table_name
+            """, binds: { var b = PostgresBindings(); b.append(schemas); b.append(names); return b }())) {
+            let (schema, table, rowSecurity, select, update, delete) = try row.decode((String, String, Bool, Bool, Bool, Bool).self)
+            access[.init(schema: schema, name: table)] = .init(rowSecurity: rowSecurity, select: select, update: update, delete: delete)
+        }
+        return access
+    }
+
+    public func checkConstraintsImmediately() throws {
+        try execute("SET CONSTRAINTS ALL IMMEDIATE")
+    }
+
     static func query(_ statement: SQLStatement) -> PostgresQuery {
         PostgresQuery(unsafeSQL: statement.sql, binds: bindings(statement.bindings))
     }
@@ -158,5 +178,45 @@ extension PostgresTransaction: SubjectTransaction {
         let counts = try purgeProgress(key: key)
         try execute("DELETE FROM lifecycle.purge_progress WHERE subject_key = \(key)")
         return counts
+    }
+
+    public func recordPurgeFiles(key: String, files: [String]) throws {
+        guard !files.isEmpty else { return }
+        try execute("""
+            INSERT INTO lifecycle.purge_files (subject_key, blob_key, state)
+            SELECT \(key), f, 'pending' FROM unnest(\(files)::text[]) AS f ON CONFLICT DO NOTHING
+            """)
+    }
+
+    public func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String] {
+        try query("""
+            SELECT blob_key FROM lifecycle.purge_files WHERE subject_key = \(key) AND state = 'pending' AND blob_key > \(after ?? "")
+            ORDER BY blob_key LIMIT \(limit)
+            """).map { try $0.decode(String.self) }
+    }
+
+    public func settlePurgeFiles(key: String, files: [PurgeFile]) throws {
+        guard !files.isEmpty else { return }
+        try execute("""
+            UPDATE lifecycle.purge_files p SET state = s.state, bytes = s.bytes
+            FROM unnest(\(files.map(\.key))::text[], \(files.map(\.state.rawValue))::text[], \(files.map(\.bytes))::bigint[]) AS s(blob_key, state, bytes)
+            WHERE p.subject_key = \(key) AND p.blob_key = s.blob_key
+            """)
+    }
+
+    public func takePurgeFiles(key: String) throws -> PurgeFileTotals {
+        var totals = PurgeFileTotals()
+        for row in try query("""
+            SELECT state, COUNT(*)::bigint, COALESCE(SUM(bytes), 0)::bigint FROM lifecycle.purge_files WHERE subject_key = \(key) GROUP BY state
+            """) {
+            let (state, count, bytes) = try row.decode((String, Int64, Int64).self)
+            switch state {
+            case "deleted": (totals.deleted, totals.bytes) = (Int(count), bytes)
+            case "kept": totals.kept = Int(count)
+            default: totals.pending += Int(count)
+            }
+        }
+        try execute("DELETE FROM lifecycle.purge_files WHERE subject_key = \(key)")
+        return totals
     }
 }

@@ -70,9 +70,45 @@ extension PostgresStore {
                 referencedTable: .init(schema: referencedSchema, name: referencedTable),
                 referencedColumns: to.split(separator: ",").map(String.init), onDelete: onDelete))
         }
-        let tables = columns.map { name, columns in SchemaCatalog.Table(name: name, columns: columns, primaryKey: primaryKeys[name] ?? []) }
+        var access: [DataMap.TableName: SchemaCatalog.Access] = [:]
+        for row in try tx.query(PostgresQuery(unsafeSQL: """
+            SELECT n.nspname::text, c.relname::text, \(accessColumns)
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND \(system)
+            """)) {
+            let (schema, table, rowSecurity, select, update, delete) = try row.decode((String, String, Bool, Bool, Bool, Bool).self)
+            access[.init(schema: schema, name: table)] = .init(rowSecurity: rowSecurity, select: select, update: update, delete: delete)
+        }
+        var indexed: [DataMap.TableName: Set<String>] = [:]
+        for row in try tx.query(PostgresQuery(unsafeSQL: """
+            SELECT n.nspname::text, c.relname::text, a.attname::text
+            FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+            WHERE \(system)
+            """)) {
+            let (schema, table, column) = try row.decode((String, String, String).self)
+            indexed[.init(schema: schema, name: table), default: []].insert(column)
+        }
+        let tables = columns.map { name, columns in
+            SchemaCatalog.Table(
+                name: name, columns: columns, primaryKey: primaryKeys[name] ?? [], access: access[name] ?? .full, indexedColumns: indexed[name] ?? [])
+        }
         return SchemaCatalog(defaultSchema: defaultSchema, tables: tables, foreignKeys: keys)
     }
+
+    /// What the connection's role may do with table `c` (of namespace `n`): whether row
+    /// level security applies to it (on, and the role neither a superuser, nor BYPASSRLS,
+    /// nor the owner of a table that does not force it), and its privileges, the schema's
+    /// USAGE included.
+    static let accessColumns = """
+        (c.relrowsecurity AND NOT (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user)
+         AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))),
+        has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT'),
+        has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'UPDATE'),
+        has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'DELETE')
+        """
 
     /// By pg_type name, then by type category (N numeric, S string, D date/time, B boolean).
     static func kind(typeName: String, category: String) -> SchemaCatalog.ColumnKind {

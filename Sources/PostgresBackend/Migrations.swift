@@ -310,6 +310,18 @@ enum Migrations {
             )
             """,
         ]),
+        // Purge files: see the SQLite backend's migration v11-purge-files.
+        Migration(name: "v7-purge-files", statements: [
+            """
+            CREATE TABLE lifecycle.purge_files (
+                subject_key TEXT NOT NULL,
+                blob_key TEXT NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending','deleted','kept')),
+                bytes BIGINT NOT NULL DEFAULT 0,
+                PRIMARY KEY (subject_key, blob_key)
+            )
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

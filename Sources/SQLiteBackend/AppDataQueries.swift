@@ -181,4 +181,38 @@ extension SQLiteTransaction: SubjectTransaction {
         try db.cachedStatement(sql: "DELETE FROM lifecycle_purge_progress WHERE subject_key = ?").execute(arguments: [key])
         return counts
     }
+
+    public func recordPurgeFiles(key: String, files: [String]) throws {
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO lifecycle_purge_files (subject_key, blob_key, state) VALUES (?, ?, 'pending') ON CONFLICT DO NOTHING
+            """)
+        for file in files { try statement.execute(arguments: [key, file]) }
+    }
+
+    public func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String] {
+        try String.fetchAll(db.cachedStatement(sql: """
+            SELECT blob_key FROM lifecycle_purge_files WHERE subject_key = ? AND state = 'pending' AND blob_key > ? ORDER BY blob_key LIMIT ?
+            """), arguments: [key, after ?? "", limit])
+    }
+
+    public func settlePurgeFiles(key: String, files: [PurgeFile]) throws {
+        let statement = try db.cachedStatement(sql: "UPDATE lifecycle_purge_files SET state = ?, bytes = ? WHERE subject_key = ? AND blob_key = ?")
+        for file in files { try statement.execute(arguments: [file.state.rawValue, file.bytes, key, file.key]) }
+    }
+
+    public func takePurgeFiles(key: String) throws -> PurgeFileTotals {
+        var totals = PurgeFileTotals()
+        for row in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT state, COUNT(*), COALESCE(SUM(bytes), 0) FROM lifecycle_purge_files WHERE subject_key = ? GROUP BY state
+            """), arguments: [key]) {
+            let (state, count, bytes): (String, Int, Int64) = (row[0], row[1], row[2])
+            switch state {
+            case "deleted": (totals.deleted, totals.bytes) = (count, bytes)
+            case "kept": totals.kept = count
+            default: totals.pending += count
+            }
+        }
+        try db.cachedStatement(sql: "DELETE FROM lifecycle_purge_files WHERE subject_key = ?").execute(arguments: [key])
+        return totals
+    }
 }

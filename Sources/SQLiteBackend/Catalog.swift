@@ -19,6 +19,15 @@ extension SQLiteStore {
         return try readOnly(path: path) { db in try catalog(db) }
     }
 
+    /// Statements generated from the data map, read on a connection of their own that
+    /// cannot write; each statement's rows, first column as text.
+    public static func readRows(path: String, _ statements: [SQLStatement]) throws -> [[String]] {
+        try readOnly(path: path) { db in
+            let tx = SQLiteTransaction(db: db)
+            return try statements.map { try tx.rows($0).compactMap { $0.first?.text } }
+        }
+    }
+
     /// One read of the file at `path` on a read-only connection of its own. Workers started
     /// together each look first, while another may be closing the file (copying its log
     /// in): it waits for that as every other connection does.
@@ -54,7 +63,13 @@ extension SQLiteStore {
                 let position: Int = row["pk"]
                 if position > 0 { primaryKey.append((position, column)) }
             }
-            tables.append(.init(name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1)))
+            var indexed = Set(primaryKey.filter { $0.0 == 1 }.map(\.1))
+            for index in try String.fetchAll(db, sql: "SELECT name FROM pragma_index_list(?)", arguments: [name]) {
+                if let first = try String.fetchOne(db, sql: "SELECT name FROM pragma_index_info(?) WHERE seqno = 0", arguments: [index]) {
+                    indexed.insert(first)
+                }
+            }
+            tables.append(.init(name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1), indexedColumns: indexed))
             let rows = try Row.fetchAll(db, sql: """
                 SELECT id, seq, "table", "from", "to", on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq
                 """, arguments: [name])

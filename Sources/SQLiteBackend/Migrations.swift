@@ -340,6 +340,19 @@ enum Migrations {
                 """)
             try OwnSchema.rewriteJobStateCheck(db)
         }
+        // The files a purge of an app account deletes once the rows naming them are gone:
+        // recorded in the transaction that erases those rows, settled one by one after.
+        migrator.registerMigration("v11-purge-files") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_purge_files (
+                    subject_key TEXT NOT NULL,
+                    blob_key TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending','deleted','kept')),
+                    bytes INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (subject_key, blob_key)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

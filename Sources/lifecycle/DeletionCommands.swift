@@ -193,7 +193,10 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             are left alone. Exit 0 when every due purge is done (held accounts apart); 75 when any purge is left
             undone, whoever left it so: retrying, dead, held by another process, or waiting while deletion.purge
             is paused (each named, with what to do). Overlapping runs are safe: each account is purged exactly once.
-            --dry-run changes nothing and lists each due account with the rows and blobs that would go.
+            --dry-run changes nothing and lists each due account with the rows and blobs that would go; for an
+            app's own database it rehearses each account's erasure for real, inside a transaction that is then
+            rolled back, and reports per table what would be deleted and masked (the counts the receipt then
+            holds) or which table the database would refuse, and why (exit 75 when any would fail).
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -252,20 +255,33 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
 
     private func preview<Store: LifecycleStore>(_ drain: PurgeDrain<Store>) async throws -> ExitStatus {
         let previews = try await drain.preview(limit: limit)
+        let refused = previews.filter { $0.refused != nil }
         if options.json {
             try Terminal.printJSON(previews)
-            return .ok
+            return refused.isEmpty ? .ok : .tryLater
         }
         for item in previews {
-            let rows = item.rows.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            let rows: String
+            if let erase = item.erase {
+                rows = erase.sorted { $0.key < $1.key }.map { table, count in
+                    [count.deleted > 0 ? "\(table) deleted \(count.deleted)" : nil, count.masked > 0 ? "\(table) masked \(count.masked)" : nil]
+                        .compactMap { $0 }.joined(separator: ", ")
+                }.joined(separator: ", ")
+            } else {
+                rows = item.rows.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            }
             let date = item.purgeAfter.map { ISO8601.format($0) } ?? "-"
             Terminal.line("\(item.accountID)  \(item.state.rawValue)  purge_after \(date)  rows \(item.rowsTotal)\(rows.isEmpty ? "" : " (\(rows))")  blobs \(item.blobs) (\(item.blobBytes) bytes)")
+            if let why = item.refused { Terminal.line("  would fail: \(why)") }
         }
         let rows = previews.reduce(0) { $0 + $1.rowsTotal }
         let blobs = previews.reduce(0) { $0 + $1.blobs }
         let bytes = previews.reduce(Int64(0)) { $0 + $1.blobBytes }
         Terminal.line("dry run: \(previews.count) account(s) would be purged (\(rows) rows, \(blobs) blobs, \(bytes) bytes); nothing was changed.")
-        return .ok
+        if !refused.isEmpty {
+            Terminal.line("\(refused.count) of them would fail now (each rehearsed in a transaction that was rolled back): see above")
+        }
+        return refused.isEmpty ? .ok : .tryLater
     }
 
     /// The drain with a live progress line, cleared before the summary is printed.

@@ -15,13 +15,29 @@ struct CheckMapCommand: AsyncParsableCommand {
         abstract: "Check Jobs/account-data.yaml against the live database and print the erase order.",
         discussion: """
             Reads the database's catalog without writing anything (not even lifecycle's own tables), then checks
-            that every table and column the map names exists, that every table referencing the user is mapped or
-            ignored, that no foreign key from another user's rows blocks a purge, and derives the order rows are
-            erased in. Exit 0 when the map holds, 65 naming the file, line and table when it does not, 66 when the
-            database file does not exist, 69 when the server cannot be reached.
+            that every table and column the map names exists; that every foreign key, column by column, into
+            every row a purge deletes or keeps masked (and into the rows the database deletes with them) is
+            mapped, ignored with a reason (never where that would make the purge fail), or handled by the
+            database; that no foreign key from another user's rows blocks a purge; that this role can see and
+            change every row the map names (row level security it does not bypass, or a missing privilege, is
+            refused naming the table); and derives the order rows are erased in. Columns that look like they hold
+            the user's key without a foreign key (by name and type, in every schema; keys inside JSON columns,
+            from their first rows) are listed as warnings, each with the line that maps or ignores it.
+
+            --account KEY rehearses that account's purge for real, inside a transaction that is rolled back,
+            and reports per table what would be deleted and masked, or which table the database refuses and why.
+
+            Exit 0 when the map holds (warnings or not, unless --strict), 65 naming the file, line and table
+            when it does not (or, with --strict, when there are warnings), 66 when the database file does not
+            exist, 69 when the server cannot be reached, 75 when the rehearsal of --account would fail, 77 when
+            the role lacks a privilege or is held back by row level security.
             """)
 
     @OptionGroup var options: GlobalOptions
+    @Flag(name: .customLong("strict"), help: "Treat warnings (columns that look like the user's key, unmapped) as errors: exit 65.")
+    var strict = false
+    @Option(name: .customLong("account"), help: "Rehearse this account's purge in a transaction that is rolled back (needs an installation).")
+    var account: String?
 
     func run() async throws {
         try await guarded {
@@ -31,13 +47,45 @@ struct CheckMapCommand: AsyncParsableCommand {
             let installation = LifecycleConfiguration(database: options.databasePath, blobs: options.blobDirectory, jobsDirectory: options.jobsDirectory)
             let (catalog, location) = try await installation.readCatalog()
             let plan = try DataMapPlan(map: map, catalog: catalog)
-            let summary = MapSummary(plan, location: location)
+            try LifecycleConfiguration.requireAccess(plan, location: location)
+            var suspects = plan.suspects
+            let lookInto = plan.jsonColumnsToLookInto
+            if !lookInto.isEmpty {
+                let sql = DataMapSQL(plan: plan, dialect: installation.usesPostgres ? .postgres : .sqlite)
+                let keys = try await installation.readRows(lookInto.map { sql.jsonKeysSample(table: $0.table, column: $0.column, rows: 200) })
+                for (column, found) in zip(lookInto, keys) {
+                    if let suspect = plan.jsonSuspect(table: column.table, column: column.column, keys: found) { suspects.append(suspect) }
+                }
+            }
+            var rehearsal: MapSummary.Rehearsal?
+            if let account {
+                rehearsal = try await installation.withInstallation(Rehearse(reference: account))
+            }
+            let summary = MapSummary(plan, location: location, suspects: suspects, rehearsal: rehearsal)
             if options.json {
                 try Terminal.printJSON(summary)
             } else {
                 summary.print()
             }
-            return .ok
+            if rehearsal?.refused != nil { return .tryLater }
+            return strict && !suspects.isEmpty ? .dataError : .ok
+        }
+    }
+
+    /// One account's purge, rehearsed on the installation.
+    struct Rehearse: InstallationBody {
+        let reference: String
+
+        func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> MapSummary.Rehearsal {
+            let directory = try await services.directory()
+            guard case .app(let data) = directory.source else {
+                throw LifecycleError(.badInput, "--account rehearses a purge of an app's own database; this installation's map is the reference app's (use `lifecycle purge --dry-run`)")
+            }
+            guard let key = try await services.store.read({ tx in try directory.find(reference, in: tx) }) else {
+                throw LifecycleError.noSuchAccount(reference)
+            }
+            let rehearsal = try await AppErasure.rehearse(key: key, data: data, store: services.store)
+            return MapSummary.Rehearsal(account: key, rows: rehearsal.rows, files: rehearsal.files, refused: rehearsal.refused, rowsLeft: rehearsal.rowsLeft)
         }
     }
 }
@@ -73,17 +121,46 @@ struct MapSummary: Encodable {
         }
     }
 
+    struct Warning: Encodable {
+        var table: String
+        var column: String
+        var type: String
+        var jsonKey: String?
+        var why: String
+        var add: String
+
+        enum CodingKeys: String, CodingKey {
+            case table, column, type, jsonKey = "json_key", why, add
+        }
+    }
+
+    struct Rehearsal: Encodable, Sendable {
+        var account: String
+        var rows: [String: PurgeCounts]
+        var files: Int
+        var refused: String?
+        var rowsLeft: Int
+
+        enum CodingKeys: String, CodingKey {
+            case account, rows, files, refused, rowsLeft = "rows_left"
+        }
+    }
+
     var source: String
     var database: String
     var subject: Subject
     var eraseOrder: [Table]
     var ignored: [String]
+    /// References through which the database deletes rows itself (ON DELETE CASCADE).
+    var deletedByDatabase: [String]
+    var warnings: [Warning]
+    var rehearsal: Rehearsal?
 
     enum CodingKeys: String, CodingKey {
-        case source, database, subject, eraseOrder = "erase_order", ignored
+        case source, database, subject, eraseOrder = "erase_order", ignored, deletedByDatabase = "deleted_by_database", warnings, rehearsal
     }
 
-    init(_ plan: DataMapPlan, location: String) {
+    init(_ plan: DataMapPlan, location: String, suspects: [DataMapPlan.Suspect] = [], rehearsal: Rehearsal? = nil) {
         source = plan.map.source
         database = location
         let subject = plan.subject
@@ -92,8 +169,9 @@ struct MapSummary: Encodable {
         func describe(_ owner: DataMapPlan.Owner) -> String {
             switch owner {
             case .column(let column): return column
+            case .value(let value): return value.description
             case .parent(let via, let parent, let column, let next): return "\(via) → \(shown(parent)).\(column), \(describe(next))"
-            case .sides(let sides): return sides.map { "\($0.column) (\(Self.describe($0.erase)))" }.joined(separator: " | ")
+            case .sides(let sides): return sides.map { "\($0.value.description) (\(Self.describe($0.erase)))" }.joined(separator: " | ")
             }
         }
         self.subject = Subject(
@@ -109,7 +187,12 @@ struct MapSummary: Encodable {
                 erase: { if case .sides = table.owner { "per side" } else { Self.describe(table.table.erase) } }(), exportFile: table.table.exportFile, blobs: table.table.blobs,
                 cascade: table.cascades.map { "\(shown($0.table)).\($0.column)" })
         }
-        ignored = plan.map.ignored.map { "\($0.table): \($0.reason)" }
+        ignored = plan.map.ignored.map { "\($0.description): \($0.reason)" }
+        deletedByDatabase = plan.deletedByDatabase.map { "\($0) (ON DELETE CASCADE)" }
+        warnings = suspects.map {
+            Warning(table: shown($0.table), column: $0.column, type: $0.declaredType, jsonKey: $0.jsonKey, why: $0.why, add: $0.suggestion)
+        }
+        self.rehearsal = rehearsal
     }
 
     static func describe(_ erase: DataMap.Erase) -> String {
@@ -135,5 +218,21 @@ struct MapSummary: Encodable {
         }
         Terminal.line("  \(eraseOrder.count + 1). \(subject.table) (the user row): \(subject.erase)")
         for entry in ignored { Terminal.line("ignored: \(entry)") }
+        for entry in deletedByDatabase { Terminal.line("deleted by the database: \(entry)") }
+        if let rehearsal {
+            Terminal.line("rehearsal of account \(rehearsal.account) (rolled back, nothing changed):")
+            if let refused = rehearsal.refused {
+                Terminal.line("  would fail: \(refused)")
+            } else {
+                for (table, count) in rehearsal.rows.sorted(by: { $0.key < $1.key }) {
+                    Terminal.line("  \(table): \(count.deleted) deleted, \(count.masked) masked")
+                }
+                Terminal.line("  \(rehearsal.files) file(s) named by the erased rows; the verification read would find \(rehearsal.rowsLeft) row(s) left")
+            }
+        }
+        for warning in warnings {
+            let what = warning.jsonKey.map { "\(warning.table).\(warning.column) (\(warning.type), key '\($0)')" } ?? "\(warning.table).\(warning.column) (\(warning.type))"
+            Terminal.note("warning: \(what) \(warning.why); add \(warning.add)")
+        }
     }
 }

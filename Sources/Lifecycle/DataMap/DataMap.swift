@@ -118,16 +118,72 @@ public struct DataMap: Sendable, Equatable {
     public enum Ownership: Sendable, Equatable {
         /// The column holds the subject's key.
         case column(String)
+        /// A value that names the subject in a way no foreign key can: a field inside a
+        /// JSON column, or a generic relation (the key in one column, what kind of thing
+        /// it names in another).
+        case value(OwnerValue)
         /// The column references a row of `parent`, which belongs to the subject.
         case parent(via: String, parent: TableName)
         /// The row names two (or more) users; each side is erased on its own.
         case sides([Side])
     }
 
+    /// Where a row holds the subject's key, when it is not simply a column: `json` is the
+    /// path of object keys inside the JSON column (`payload->>'actor_id'` is
+    /// `{column: payload, json: actor_id}`); `type` says which rows of a generic relation
+    /// name the subject's table at all (Django's `content_type_id` + `object_id`, Rails'
+    /// `commentable_type` + `commentable_id`).
+    public struct OwnerValue: Sendable, Hashable {
+        public var column: String
+        public var json: [String]
+        public var type: TypeCondition?
+
+        public init(column: String, json: [String] = [], type: TypeCondition? = nil) {
+            self.column = column
+            self.json = json
+            self.type = type
+        }
+
+        public var isPlainColumn: Bool { json.isEmpty && type == nil }
+
+        public var description: String {
+            var text = column
+            if !json.isEmpty { text += "->" + json.joined(separator: "->") }
+            if let type { text += " where \(type.description)" }
+            return text
+        }
+    }
+
+    /// Which rows of a generic relation name the subject's table: the type column equals
+    /// `value`, or references the row of `table` whose columns equal `match`.
+    public struct TypeCondition: Sendable, Hashable {
+        public var column: String
+        public var value: String?
+        public var table: TableName?
+        public var match: [Pair]
+
+        public struct Pair: Sendable, Hashable {
+            public var column: String
+            public var value: String
+        }
+
+        public var description: String {
+            if let value { return "\(column) = '\(value)'" }
+            let conditions = match.map { "\($0.column) = '\($0.value)'" }.joined(separator: " and ")
+            return "\(column) is the \(table?.description ?? "?") row with \(conditions)"
+        }
+    }
+
     public struct Side: Sendable, Equatable {
         public var column: String
+        /// Inside a JSON column, or a generic relation (see `OwnerValue`); empty and nil
+        /// for a plain column holding the key.
+        public var json: [String] = []
+        public var type: TypeCondition?
         /// What erasing this user's side does (default: delete the row).
         public var erase: Erase
+
+        public var value: OwnerValue { OwnerValue(column: column, json: json, type: type) }
     }
 
     public struct Table: Sendable, Equatable {
@@ -147,10 +203,16 @@ public struct DataMap: Sendable, Equatable {
         public var line: Int
     }
 
-    /// A table that references the subject but holds nothing to export or erase, with why.
+    /// A table, or one column of a table, that references the subject (or a row the purge
+    /// erases) but holds nothing to export or erase, with why.
     public struct Ignored: Sendable, Equatable {
         public var table: TableName
+        /// nil: the whole table.
+        public var column: String?
         public var reason: String
+        public var line: Int
+
+        public var description: String { column.map { "\(table).\($0)" } ?? table.description }
     }
 
     public var subject: Subject

@@ -46,11 +46,19 @@ extension DataMap {
         }
         var ignored: [Ignored] = []
         for item in try top["ignore"]?.sequence() ?? [] {
-            let fields = try item.mapping(allowed: ["table", "reason"])
+            let fields = try item.mapping(allowed: ["table", "column", "reason"])
             guard let reason = try fields.required("reason").string().nilIfBlank else {
-                throw fields.error("`reason:` must say why the table holds nothing to export or erase")
+                throw fields.error("`reason:` must say why it holds nothing to export or erase")
             }
-            ignored.append(Ignored(table: try fields.required("table").tableName(), reason: reason))
+            switch (fields["table"], fields["column"]) {
+            case (let table?, nil):
+                ignored.append(Ignored(table: try table.tableName(), column: nil, reason: reason, line: item.line))
+            case (nil, let column?):
+                let reference = try column.columnReference()
+                ignored.append(Ignored(table: reference.table, column: reference.column, reason: reason, line: item.line))
+            default:
+                throw fields.error("needs `table: TABLE` (the whole table) or `column: TABLE.COLUMN` (one reference), not both")
+            }
         }
         var seen: [TableName: Int] = [subject.table: subject.line]
         for table in tables {
@@ -58,8 +66,11 @@ extension DataMap {
                 throw LifecycleError(.badInput, "\(source):\(table.line): table \(table.name) is listed twice (first at line \(first))")
             }
         }
-        for entry in ignored where seen[entry.table] != nil {
-            throw LifecycleError(.badInput, "\(source): table \(entry.table) is both mapped and ignored")
+        for entry in ignored where entry.column == nil && seen[entry.table] != nil {
+            throw LifecycleError(.badInput, "\(source):\(entry.line): table \(entry.table) is both mapped and ignored")
+        }
+        if let twice = Dictionary(grouping: ignored, by: \.description).first(where: { $0.value.count > 1 })?.value.last {
+            throw LifecycleError(.badInput, "\(source):\(twice.line): \(twice.description) is ignored twice")
         }
         let files = ([subject.exportFile] + tables.map(\.exportFile)).compactMap { $0 }
         if let twice = Dictionary(grouping: files, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
@@ -112,9 +123,13 @@ extension DataMap {
         let ownership: Ownership
         switch (fields["owner"], fields["owners"]) {
         case (let owner?, nil):
-            if owner.isMapping {
+            if owner.isMapping, try owner.pairs().contains(where: { $0.key.text == "via" }) {
                 let parts = try owner.mapping(allowed: ["via", "parent"])
                 ownership = .parent(via: try parts.required("via").identifier(), parent: try parts.required("parent").tableName())
+            } else if owner.isMapping {
+                let parts = try owner.mapping(allowed: ["column", "json", "type"])
+                let value = try ownerValue(parts)
+                ownership = value.isPlainColumn ? .column(value.column) : .value(value)
             } else {
                 ownership = .column(try owner.identifier())
             }
@@ -122,18 +137,19 @@ extension DataMap {
             var sides: [Side] = []
             for side in try owners.sequence() {
                 if side.isMapping {
-                    let parts = try side.mapping(allowed: ["column", "erase"])
+                    let parts = try side.mapping(allowed: ["column", "json", "type", "erase"])
                     let erase = try parts["erase"].map(erase) ?? .delete
                     if case .deleteUnlessReferenced = erase {
                         throw parts["erase"]!.error("a side is deleted or masked: use `delete` or `{mask: {…}}`")
                     }
-                    sides.append(Side(column: try parts.required("column").identifier(), erase: erase))
+                    let value = try ownerValue(parts)
+                    sides.append(Side(column: value.column, json: value.json, type: value.type, erase: erase))
                 } else {
                     sides.append(Side(column: try side.identifier(), erase: .delete))
                 }
             }
             guard sides.count >= 2 else { throw owners.error("lists the columns naming each user of a row: at least two") }
-            guard Set(sides.map(\.column)).count == sides.count else { throw owners.error("names a column twice") }
+            guard Set(sides.map(\.value)).count == sides.count else { throw owners.error("names a column twice") }
             ownership = .sides(sides)
         case (nil, nil):
             throw fields.error("needs `owner: COLUMN`, `owner: {via: COLUMN, parent: TABLE}` or `owners: [COLUMN, …]`")
@@ -156,6 +172,40 @@ extension DataMap {
             name: name, ownership: ownership, key: try fields["key"]?.identifiers(), exportFile: exportFile,
             columns: columns, timestamps: timestamps, orderBy: orderBy, blobs: try fields["blobs"]?.identifiers() ?? [],
             erase: erase, cascade: try fields["cascade"]?.sequence().map { try $0.columnReference() } ?? [], line: field.line)
+    }
+
+    /// `{column: C}`, `{column: C, json: KEY or [KEY, …]}`, or `{column: C, type: {column: T,
+    /// value: V}}` / `{column: C, type: {column: T, table: TABLE, match: {COLUMN: VALUE, …}}}`.
+    private static func ownerValue(_ parts: YAMLMapping) throws -> OwnerValue {
+        let column = try parts.required("column").identifier()
+        var json: [String] = []
+        if let path = parts["json"] {
+            json = path.isSequence ? try path.sequence().map { try $0.jsonKey() } : [try path.jsonKey()]
+            guard !json.isEmpty else { throw path.error("names the key (or the path of keys) inside the JSON value that holds the user's key") }
+        }
+        var type: TypeCondition?
+        if let field = parts["type"] {
+            let typeParts = try field.mapping(allowed: ["column", "value", "table", "match"])
+            let typeColumn = try typeParts.required("column").identifier()
+            switch (typeParts["value"], typeParts["table"], typeParts["match"]) {
+            case (let value?, nil, nil):
+                type = TypeCondition(column: typeColumn, value: try value.scalarText(), table: nil, match: [])
+            case (nil, let table?, let match?):
+                var pairs: [TypeCondition.Pair] = []
+                for (key, value) in try match.pairs() {
+                    guard DataMap.isIdentifier(key.text) else { throw key.error("'\(key.text)' is not a plain SQL identifier") }
+                    pairs.append(.init(column: key.text, value: try value.scalarText()))
+                }
+                guard !pairs.isEmpty else { throw match.error("names the columns that pick the type's row, e.g. {app_label: auth, model: user}") }
+                type = TypeCondition(column: typeColumn, value: nil, table: try table.tableName(), match: pairs)
+            default:
+                throw typeParts.error("needs `value: V` (the type column holds V for this subject) or `table: TABLE` with `match: {COLUMN: VALUE, …}` (it references that row)")
+            }
+        }
+        guard json.isEmpty || type == nil else {
+            throw parts.error("a value is inside a JSON column (`json:`) or a generic relation (`type:`), not both")
+        }
+        return OwnerValue(column: column, json: json, type: type)
     }
 
     private static func checkExported(_ fields: YAMLMapping, exportFile: String?, columns: [String], timestamps: [String]) throws {
@@ -307,6 +357,24 @@ struct YAMLField {
             throw error("'\(value)' must be letters, digits, '_' or '-' (it names <stem>.json and <stem>.csv)")
         }
         return value
+    }
+
+    /// One key of a JSON object: letters, digits, '_', '-' and '.', so it can be spelled
+    /// in either dialect's JSON path without quoting rules of its own.
+    func jsonKey() throws -> String {
+        let value = try scalarText()
+        guard !value.isEmpty, value.utf8.count <= 63, value.unicodeScalars.allSatisfy({
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
+        }) else {
+            throw error("'\(value)' is not a JSON key this map can name (letters, digits, '_' and '-', at most 63)")
+        }
+        return value
+    }
+
+    /// A scalar written as text or a number, as text (`model: user`, `content_type_id: 7`).
+    func scalarText() throws -> String {
+        guard let scalar = node.scalar, !(node.any is NSNull) else { throw error("must be text or a number") }
+        return scalar.string
     }
 
     func maskValue() throws -> DataMap.MaskValue {

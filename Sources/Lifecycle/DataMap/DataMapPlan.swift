@@ -13,6 +13,8 @@ public struct DataMapPlan: Sendable {
     /// How one table's rows reach the subject's key.
     public indirect enum Owner: Sendable, Equatable {
         case column(String)
+        /// Inside a JSON column, or one side of a generic relation (`DataMap.OwnerValue`).
+        case value(DataMap.OwnerValue)
         /// `via` references `parentColumn` of `parent`, whose rows reach the subject through `parentOwner`.
         case parent(via: String, parent: DataMap.TableName, parentColumn: String, parentOwner: Owner)
         case sides([DataMap.Side])
@@ -47,13 +49,32 @@ public struct DataMapPlan: Sendable {
     public let subjectKeyKind: SchemaCatalog.ColumnKind
     /// Mapped tables in erase order: every table before the tables it references.
     public let tables: [TablePlan]
+    /// Foreign keys through which the database itself deletes rows when the purge deletes
+    /// the rows they reference (ON DELETE CASCADE), listed so `map check` can say so.
+    public let deletedByDatabase: [SchemaCatalog.ForeignKey]
+    /// Columns that look like they hold the subject's key but are neither mapped nor
+    /// ignored nor a foreign key (which the coverage check follows): warnings, each with
+    /// the line that maps or ignores it.
+    public let suspects: [Suspect]
+
+    /// A column that may name the user where no foreign key says so.
+    public struct Suspect: Sendable, Equatable {
+        public var table: DataMap.TableName
+        public var column: String
+        public var declaredType: String
+        /// For a JSON column: the key inside it that looks like a user's key.
+        public var jsonKey: String?
+        public var why: String
+        /// What to add to the map: the table mapped by it, or the column ignored.
+        public var suggestion: String
+    }
 
     public init(map: DataMap, catalog: SchemaCatalog) throws {
         var checker = Checker(map: map, catalog: catalog)
         let (subject, subjectTable, keyKind) = try checker.subject()
         let plans = try checker.tables(subject: subject, keyKind: keyKind)
-        try checker.coverage(plans: plans, subject: subject)
-        try checker.otherUsersReferences(plans: plans, subject: subject)
+        try checker.ignoredEntries()
+        let deletedByDatabase = try checker.coverage(plans: plans, subject: subject)
         try checker.keptRowsReferences(plans: plans, subject: subject)
         self.map = map
         self.catalog = catalog
@@ -61,6 +82,99 @@ public struct DataMapPlan: Sendable {
         self.subjectCatalog = subjectTable
         self.subjectKeyKind = keyKind
         self.tables = try checker.eraseOrder(plans, subject: subject)
+        self.deletedByDatabase = deletedByDatabase
+        self.suspects = checker.suspects(plans: plans, subject: subject, keyKind: keyKind)
+        self.keyNames = checker.keyNames(subject: subject)
+    }
+
+    /// Column and JSON key names that usually hold a user's key (the schema's own foreign
+    /// keys into the user table included).
+    let keyNames: Set<String>
+
+    /// JSON columns nothing maps or ignores, to look into for a key that names the user
+    /// (an audit payload's `actor_id`): no foreign key can say so.
+    public var jsonColumnsToLookInto: [(table: DataMap.TableName, column: String)] {
+        let ignoredTables = Set(map.ignored.filter { $0.column == nil }.map { catalog.qualified($0.table) })
+        let ignoredColumns = Set(map.ignored.compactMap { entry in entry.column.map { DataMap.ColumnReference(table: catalog.qualified(entry.table), column: $0) } })
+        var mapped = Set<DataMap.ColumnReference>()
+        for plan in tables {
+            if case .value(let value) = plan.owner { mapped.insert(.init(table: plan.table.name, column: value.column)) }
+            if case .sides(let sides) = plan.owner { for side in sides { mapped.insert(.init(table: plan.table.name, column: side.column)) } }
+        }
+        var found: [(DataMap.TableName, String)] = []
+        for table in catalog.tables.values.sorted(by: { $0.name < $1.name })
+        where !(table.name.schema == "lifecycle" || table.name.name.hasPrefix("lifecycle_")) && !ignoredTables.contains(table.name) {
+            for column in table.columns where column.declaredType.lowercased().hasPrefix("json") {
+                let reference = DataMap.ColumnReference(table: table.name, column: column.name)
+                if !ignoredColumns.contains(reference) && !mapped.contains(reference) { found.append((table.name, column.name)) }
+            }
+        }
+        return found
+    }
+
+    /// A warning for a JSON column whose values hold a key named like a user's key.
+    public func jsonSuspect(table: DataMap.TableName, column: String, keys: [String]) -> Suspect? {
+        guard let key = keys.sorted().first(where: { keyNames.contains($0.lowercased()) }) else { return nil }
+        let declared = catalog.table(table)?.column(column)?.declaredType ?? "json"
+        let mapped = tables.contains { $0.table.name == table }
+        let shownTable = table.schema == catalog.defaultSchema ? table.name : table.description
+        return Suspect(
+            table: table, column: column, declaredType: declared, jsonKey: key,
+            why: "its JSON values hold '\(key)', which looks like the user's key; no foreign key can say so",
+            suggestion: mapped
+                ? "add {column: \(column), json: \(key)} to the table's `owners:`, or - {column: \(shownTable).\(column), reason: …}   (under ignore:)"
+                : "- {table: \(shownTable), owner: {column: \(column), json: \(key)}}   (under tables:) or - {column: \(shownTable).\(column), reason: …}   (under ignore:)")
+    }
+
+    /// Every table a purge or an export of an account reads or changes, with what it
+    /// needs of it: the user table, the password table, each mapped table, and the
+    /// tables other users' rows are cascaded from.
+    public var touchedTables: [(table: DataMap.TableName, reads: Bool, updates: Bool, deletes: Bool)] {
+        var needs: [DataMap.TableName: (Bool, Bool, Bool)] = [:]
+        func add(_ name: DataMap.TableName, updates: Bool = false, deletes: Bool = false) {
+            let known = needs[name] ?? (true, false, false)
+            needs[name] = (true, known.1 || updates, known.2 || deletes)
+        }
+        add(subject.table, updates: subject.erase.mask != nil, deletes: subject.erase == .delete)
+        if let table = subject.password?.table { add(table) }
+        for plan in tables {
+            var updates = plan.table.erase.mask != nil
+            var deletes = plan.table.erase.deletesRows
+            if case .sides(let sides) = plan.owner {
+                updates = sides.contains { $0.erase.mask != nil }
+                deletes = sides.contains { $0.erase == .delete }
+            }
+            add(plan.table.name, updates: updates, deletes: deletes)
+            for cascade in plan.cascades { add(cascade.table, deletes: true) }
+        }
+        return needs.map { ($0.key, $0.value.0, $0.value.1, $0.value.2) }.sorted { $0.table < $1.table }
+    }
+
+    /// What stops this role from erasing (or exporting) the account as the map says:
+    /// row level security it does not bypass, or a missing privilege, one line per table.
+    /// Without this, a policy that hides rows makes a purge delete nothing and report
+    /// success, and an export hand out part of an account.
+    public func accessProblems(_ access: [DataMap.TableName: SchemaCatalog.Access], exportOnly: Bool = false) -> [String] {
+        var problems: [String] = []
+        for need in touchedTables {
+            guard let granted = access[need.table] else { continue }
+            let shown = need.table.schema == catalog.defaultSchema ? need.table.name : need.table.description
+            if granted.rowSecurity {
+                problems.append("""
+                    \(shown) has row level security, which this role does not bypass: its statements would see only the \
+                    rows a policy lets through. Connect as a role with BYPASSRLS (ALTER ROLE … BYPASSRLS), or as the \
+                    table's owner with row level security not forced
+                    """)
+            }
+            var missing: [String] = []
+            if need.reads && !granted.select { missing.append("SELECT") }
+            if !exportOnly && need.updates && !granted.update { missing.append("UPDATE") }
+            if !exportOnly && need.deletes && !granted.delete { missing.append("DELETE") }
+            if !missing.isEmpty {
+                problems.append("\(shown): this role lacks \(missing.joined(separator: ", ")): GRANT \(missing.joined(separator: ", ")) ON \(need.table) TO the role lifecycle connects as")
+            }
+        }
+        return problems
     }
 
     public func plan(for name: DataMap.TableName) -> TablePlan? {
@@ -78,6 +192,11 @@ private struct Checker {
     init(map: DataMap, catalog: SchemaCatalog) {
         self.map = map
         self.catalog = catalog
+    }
+
+    /// A table as a map names it: plain in the default schema (`users`), else qualified.
+    func shown(_ name: DataMap.TableName) -> String {
+        name.schema == catalog.defaultSchema ? name.name : name.description
     }
 
     func fail(_ line: Int?, _ message: String) -> LifecycleError {
@@ -182,9 +301,16 @@ private struct Checker {
             case .column(let name):
                 try ownerColumn(name, of: table, keyKind: keyKind, line: entry.line)
                 result = .column(name)
+            case .value(let value):
+                try ownerValue(value, of: table, keyKind: keyKind, line: entry.line)
+                result = .value(value)
             case .sides(let sides):
                 for side in sides {
-                    try ownerColumn(side.column, of: table, keyKind: keyKind, line: entry.line)
+                    if side.value.isPlainColumn {
+                        try ownerColumn(side.column, of: table, keyKind: keyKind, line: entry.line)
+                    } else {
+                        try ownerValue(side.value, of: table, keyKind: keyKind, line: entry.line)
+                    }
                     if let mask = side.erase.mask { try self.mask(mask, of: table, key: [], line: entry.line) }
                 }
                 result = .sides(sides)
@@ -272,6 +398,54 @@ private struct Checker {
         }
     }
 
+    /// A key inside a JSON column, or a generic relation's key column and its type.
+    private func ownerValue(_ value: DataMap.OwnerValue, of table: SchemaCatalog.Table, keyKind: SchemaCatalog.ColumnKind, line: Int) throws {
+        let column = try column(value.column, of: table, line: line, role: "owner")
+        if !value.json.isEmpty {
+            // PostgreSQL reads a path only out of json and jsonb; SQLite keeps JSON as text,
+            // and a value that is not JSON is skipped rather than failing the statement.
+            let declared = column.declaredType.lowercased()
+            if catalog.defaultSchema != "main", declared != "json", declared != "jsonb" {
+                throw fail(line, "owner \(table.name).\(value.column) is \(column.declaredType): `json:` reads inside a json or jsonb column")
+            }
+        }
+        if let type = value.type {
+            _ = try self.column(type.column, of: table, line: line, role: "owner.type column")
+            if let typeTable = type.table {
+                let holder = try self.table(typeTable, line: line, role: "owner.type table")
+                for pair in type.match { _ = try self.column(pair.column, of: holder, line: line, role: "owner.type match column") }
+                guard typeKey(type, of: table.name) != nil else {
+                    throw fail(line, "\(table.name).\(type.column) does not reference \(holder.name) by a foreign key, and \(holder.name) has no single-column primary key to match it against")
+                }
+            }
+            if value.json.isEmpty, column.kind != .text, column.kind != .other {
+                try ownerColumn(value.column, of: table, keyKind: keyKind, line: line)
+            }
+        }
+    }
+
+    /// The column of the type table a generic relation's type column holds.
+    func typeKey(_ type: DataMap.TypeCondition, of table: DataMap.TableName) -> String? {
+        guard let typeTable = type.table.map(catalog.qualified) else { return nil }
+        if let key = catalog.foreignKeys(from: table).first(where: { $0.columns == [type.column] && $0.referencedTable == typeTable }) {
+            return key.referencedColumns[0]
+        }
+        guard let primaryKey = catalog.table(typeTable)?.primaryKey, primaryKey.count == 1 else { return nil }
+        return primaryKey[0]
+    }
+
+    /// An entry of `ignore:` names a table (and column) that exists.
+    func ignoredEntries() throws {
+        for entry in map.ignored {
+            guard let table = catalog.table(entry.table) else {
+                throw fail(entry.line, "ignored table \(entry.table) does not exist in the database")
+            }
+            if let column = entry.column, table.column(column) == nil {
+                throw fail(entry.line, "ignored column '\(column)' is not a column of \(table.name)")
+            }
+        }
+    }
+
     /// A `TABLE.COLUMN` that must reference one of `targets` by a foreign key.
     private func reference(
         _ reference: DataMap.ColumnReference, to targets: [SchemaCatalog.Table], line: Int, role: String
@@ -287,63 +461,237 @@ private struct Checker {
 
     // MARK: Coverage
 
-    /// Every table with a foreign-key path to the subject is mapped or ignored with a reason:
-    /// otherwise its rows would be left behind, or block the purge.
-    func coverage(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws {
-        let handled = Set(plans.map(\.table.name) + map.ignored.map { catalog.qualified($0.table) } + [subject.table])
-        for entry in map.ignored where catalog.table(entry.table) == nil {
-            throw fail(nil, "ignored table \(entry.table) does not exist in the database")
-        }
-        // Breadth first from the subject, so the path named is a shortest one.
+    /// What erasure does to a table's rows.
+    struct Touch: OptionSet, Hashable {
+        let rawValue: Int
+        static let deleted = Touch(rawValue: 1)
+        static let masked = Touch(rawValue: 2)
+        /// Deleted by the database itself (ON DELETE CASCADE from a row the purge deletes).
+        static let deletedByDatabase = Touch(rawValue: 4)
+    }
+
+    /// Every foreign key, column by column, into every row the purge touches — the rows
+    /// it deletes and the rows it keeps masked alike, and transitively the rows the
+    /// database deletes with them — is handled: by how the referencing table is mapped
+    /// (its owner, a side, the parent it is owned through), by the referenced table's
+    /// `cascade:` or `delete_unless_referenced_by:`, by `ignore:` (never where that would
+    /// make the purge fail), or, into rows that are deleted, by the database itself. A
+    /// masked row stays, so a row pointing at it would keep the user's data: the
+    /// database's ON DELETE does nothing for it. All problems are named at once, each
+    /// with the path from the user table and what to write. Returns the keys through
+    /// which the database deletes rows itself.
+    func coverage(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws -> [SchemaCatalog.ForeignKey] {
+        let byName = Dictionary(plans.map { ($0.table.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var touched: [DataMap.TableName: Touch] = [subject.table: subject.erase == .delete ? .deleted : .masked]
         var paths: [DataMap.TableName: [SchemaCatalog.ForeignKey]] = [subject.table: []]
-        var frontier = [subject.table]
-        while !frontier.isEmpty {
-            var next: [DataMap.TableName] = []
-            for target in frontier {
-                for key in catalog.foreignKeys(to: target) where paths[key.table] == nil && !Checker.isLifecycleOwn(key.table) {
-                    paths[key.table] = [key] + (paths[target] ?? [])
-                    next.append(key.table)
+        for plan in plans {
+            var touch: Touch = []
+            if case .sides(let sides) = plan.owner {
+                for side in sides { touch.insert(side.erase.mask == nil ? .deleted : .masked) }
+            } else {
+                if plan.table.erase.deletesRows { touch.insert(.deleted) }
+                if plan.table.erase.mask != nil { touch.insert(.masked) }
+            }
+            touched[plan.table.name, default: []].formUnion(touch)
+            for cascade in plan.cascades { touched[cascade.table, default: []].insert(.deleted) }
+        }
+        let ignoredTables = Set(map.ignored.filter { $0.column == nil }.map { catalog.qualified($0.table) })
+        let ignoredColumns = Dictionary(
+            map.ignored.compactMap { entry in entry.column.map { (DataMap.ColumnReference(table: catalog.qualified(entry.table), column: $0), entry) } },
+            uniquingKeysWith: { first, _ in first })
+        func ignoreEntry(_ key: SchemaCatalog.ForeignKey) -> DataMap.Ignored? {
+            if ignoredTables.contains(key.table) { return map.ignored.first { $0.column == nil && catalog.qualified($0.table) == key.table } }
+            let entries = key.columns.compactMap { ignoredColumns[.init(table: key.table, column: $0)] }
+            return entries.count == key.columns.count ? entries.first : nil
+        }
+
+        // The shortest foreign-key path from the user table to each touched table, for messages.
+        var grew = true
+        while grew {
+            grew = false
+            for key in catalog.foreignKeys where touched[key.table] != nil && paths[key.table] == nil && key.table != key.referencedTable {
+                if let path = paths[key.referencedTable] {
+                    paths[key.table] = path + [key]
+                    grew = true
                 }
             }
-            frontier = next
         }
-        for (name, path) in paths.sorted(by: { $0.key < $1.key }) where !handled.contains(name) {
-            throw fail(nil, """
-                table \(name) references the subject (\(path.map(\.description).joined(separator: ", then "))) but is not in the map: \
-                add it under `tables:` (with how its rows belong to the user and what erasure does), or under `ignore:` with a reason
-                """)
-        }
-    }
-
-    // MARK: Other users' rows
-
-    /// A foreign key from rows that may be another user's, into rows erasure deletes,
-    /// must be handled, or deleting this user's row would fail (or orphan theirs).
-    func otherUsersReferences(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws {
-        let byName = Dictionary(plans.map { ($0.table.name, $0) }, uniquingKeysWith: { first, _ in first })
-        for key in catalog.foreignKeys where !key.onDelete.handlesReferencingRows && !Checker.isLifecycleOwn(key.table) {
-            let column = key.columns.count == 1 ? key.columns[0] : nil
-            if key.referencedTable == subject.table {
-                guard subject.erase == .delete else { continue }  // The tombstone row stays.
-                if let plan = byName[key.table], let column, plan.owns(throughSubjectColumn: column) { continue }
-                if map.ignored.contains(where: { catalog.qualified($0.table) == key.table }) { continue }
-                throw fail(subject.line, """
-                    \(key) lets rows that are not this user's point at the user row, which `erase: delete` removes: \
-                    make \(key.table) owned through that column, or mask the subject instead of deleting it
-                    """)
+        var problems: [String] = []
+        var deletedByDatabase: [SchemaCatalog.ForeignKey] = []
+        var queue = Array(touched.keys).sorted()
+        var seen = Set(queue)
+        while !queue.isEmpty {
+            let target = queue.removeFirst()
+            let touch = touched[target] ?? []
+            // The user row's own references are checked with the erase order (it goes last)
+            // and with the kept rows (a tombstone must not point at a deleted row).
+            for key in catalog.foreignKeys(to: target) where !Checker.isLifecycleOwn(key.table) && key.table != subject.table {
+                if handledByMap(key, byName: byName, subject: subject) { continue }
+                let path = (paths[target] ?? []) + [key]
+                let trail = path.map(\.description).joined(separator: ", then ")
+                let columns = key.columns.joined(separator: ",")
+                let ignored = ignoreEntry(key)
+                let deletes = !touch.isDisjoint(with: [.deleted, .deletedByDatabase])
+                if deletes, !key.onDelete.handlesReferencingRows {
+                    if let ignored {
+                        problems.append("""
+                            \(ignored.description) is ignored (line \(ignored.line)), but \(key) would make every purge fail: the \
+                            purge deletes rows it references and the database refuses (ON DELETE \(key.onDelete.rawValue)). Map \
+                            \(shown(key.table)) instead (owned through \(columns), or in \(shown(target))'s `cascade:`), or make the key ON DELETE CASCADE or SET NULL
+                            """)
+                    } else {
+                        problems.append(unhandled(key, target: target, trail: trail, byName: byName, subject: subject, masked: false))
+                    }
+                    continue
+                }
+                if ignored != nil { continue }
+                if deletes, touch.isDisjoint(with: .masked), target != subject.table {
+                    // The database deletes the rows (CASCADE) or unlinks them (SET NULL).
+                    if key.onDelete == .cascade {
+                        deletedByDatabase.append(key)
+                        touched[key.table, default: []].insert(.deletedByDatabase)
+                        if paths[key.table] == nil { paths[key.table] = path }
+                        if seen.insert(key.table).inserted { queue.append(key.table) }
+                    }
+                    continue
+                }
+                problems.append(unhandled(key, target: target, trail: trail, byName: byName, subject: subject, masked: !touch.isDisjoint(with: .masked)))
             }
-            // Rows only ever masked stay where they are.
-            guard let target = byName[key.referencedTable], target.table.erase.deletesRows else { continue }
-            if let plan = byName[key.table], let column, plan.isOwnershipPath(column: column, to: key.referencedTable) { continue }
-            if let column, target.cascades.contains(where: { $0.table == key.table && $0.column == column }) { continue }
-            if let column, target.keptBy.contains(where: { $0.table == key.table && $0.column == column }) { continue }
-            throw fail(target.table.line, """
-                \(key): other users' \(key.table) rows may reference this user's \(target.table.name) rows, which erasure \
-                deletes. Add '\(key.table).\(key.columns.joined(separator: ","))' to \(target.table.name)'s `cascade:` (they go \
-                with it) or use `erase: {delete_unless_referenced_by: [\(key.table).\(key.columns.joined(separator: ","))], mask: {…}}`
+        }
+        if !problems.isEmpty {
+            throw fail(nil, """
+                the map does not say what happens to \(problems.count == 1 ? "one reference" : "\(problems.count) references") to rows the purge erases:
+                \(problems.map { "  - " + $0 }.joined(separator: "\n"))
                 """)
         }
+        return deletedByDatabase
     }
+
+    /// The message for a reference nothing handles, with the line to write.
+    private func unhandled(
+        _ key: SchemaCatalog.ForeignKey, target: DataMap.TableName, trail: String, byName: [DataMap.TableName: DataMapPlan.TablePlan],
+        subject: DataMap.Subject, masked: Bool
+    ) -> String {
+        let columns = key.columns.joined(separator: ",")
+        let fate = masked ? "keeps masked (the row stays, so this one would keep pointing at the user)" : "deletes"
+        let (table, referenced) = (shown(key.table), shown(target))
+        if let plan = byName[key.table] {
+            return """
+                \(table).\(columns) references \(referenced), whose rows the purge \(fate) (\(trail)); \(table) is mapped \
+                through another column (line \(plan.table.line)), so its rows that name the user here are never erased. List both \
+                columns under `owners:`, add '\(table).\(columns)' to \(referenced)'s `cascade:`, or add under `ignore:` \
+                `- {column: \(table).\(columns), reason: …}`
+                """
+        }
+        // Owned by the column when it holds the user's key; through the row it references otherwise.
+        var ownedBy = columns
+        if target != subject.table, case .column(let owner)? = byName[target]?.owner, [owner] == key.referencedColumns {
+            ownedBy = columns
+        } else if target != subject.table {
+            ownedBy = "{via: \(columns), parent: \(referenced)}"
+        }
+        return """
+            \(table).\(columns) references \(referenced), whose rows the purge \(fate) (\(trail)), but \(table) is not in \
+            the map: add `- {table: \(table), owner: \(ownedBy)}` under `tables:` (with what erasure does), \
+            or `- {table: \(table), reason: …}` under `ignore:`
+            """
+    }
+
+    /// Whether the map itself says what happens to rows referencing the target through
+    /// `key`: the referencing rows are erased as the user's (the key is how they belong to
+    /// the user), or go with the target's rows (cascade), or keep them (kept by).
+    private func handledByMap(_ key: SchemaCatalog.ForeignKey, byName: [DataMap.TableName: DataMapPlan.TablePlan], subject: DataMap.Subject) -> Bool {
+        guard key.columns.count == 1, key.referencedColumns.count == 1 else { return false }
+        let column = key.columns[0]
+        let target = byName[key.referencedTable]
+        // Whether the referenced column holds the subject's key (the user table's key, or
+        // the owner column of a table such as auth.users that is keyed by it).
+        let referencesTheKey: Bool = {
+            if key.referencedTable == subject.table { return key.referencedColumns[0] == subject.key }
+            if case .column(let owner) = target?.owner { return owner == key.referencedColumns[0] }
+            return false
+        }()
+        if let target {
+            if target.cascades.contains(where: { $0.table == key.table && $0.column == column }) { return true }
+            if target.keptBy.contains(where: { $0.table == key.table && $0.column == column }) { return true }
+        }
+        guard let referencing = byName[key.table] else { return false }
+        switch referencing.owner {
+        case .column(let owner): return owner == column && referencesTheKey
+        case .sides(let sides): return referencesTheKey && sides.contains { $0.column == column && $0.value.isPlainColumn }
+        case .parent(let via, let parent, _, _): return via == column && parent == key.referencedTable
+        case .value: return false
+        }
+    }
+
+    // MARK: Columns that look like the user's key
+
+    /// Names that usually hold a user's key, besides those the schema's own foreign keys
+    /// into the user table use.
+    static let userKeyNames: Set<String> = [
+        "user_id", "userid", "user_uuid", "uid", "owner_id", "owner", "account_id", "member_id", "author_id", "actor_id",
+        "creator_id", "created_by", "updated_by", "deleted_by", "profile_id", "person_id", "customer_id", "subject_id",
+    ]
+
+    func keyNames(subject: DataMap.Subject) -> Set<String> {
+        var names = Self.userKeyNames
+        for key in catalog.foreignKeys(to: subject.table) { names.formUnion(key.columns.map { $0.lowercased() }) }
+        var singular = subject.table.name.split(separator: "_").last.map(String.init) ?? subject.table.name
+        if singular.hasSuffix("s") { singular.removeLast() }
+        names.insert(singular.lowercased() + "_id")
+        return names
+    }
+
+    func suspects(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject, keyKind: SchemaCatalog.ColumnKind) -> [DataMapPlan.Suspect] {
+        let names = keyNames(subject: subject)
+        var covered = Set<DataMap.ColumnReference>()
+        for plan in plans {
+            switch plan.owner {
+            case .column(let column): covered.insert(.init(table: plan.table.name, column: column))
+            case .value(let value): covered.insert(.init(table: plan.table.name, column: value.column))
+            case .sides(let sides): for side in sides { covered.insert(.init(table: plan.table.name, column: side.column)) }
+            case .parent(let via, _, _, _): covered.insert(.init(table: plan.table.name, column: via))
+            }
+        }
+        for key in catalog.foreignKeys { for column in key.columns { covered.insert(.init(table: key.table, column: column)) } }
+        covered.insert(.init(table: subject.table, column: subject.key))
+        if let password = subject.password, let table = password.table, let key = password.key { covered.insert(.init(table: table, column: key)) }
+        let ignoredTables = Set(map.ignored.filter { $0.column == nil }.map { catalog.qualified($0.table) })
+        for entry in map.ignored { if let column = entry.column { covered.insert(.init(table: catalog.qualified(entry.table), column: column)) } }
+
+        var found: [DataMapPlan.Suspect] = []
+        for table in catalog.tables.values.sorted(by: { $0.name < $1.name })
+        where !Checker.isLifecycleOwn(table.name) && !ignoredTables.contains(table.name) {
+            for column in table.columns where names.contains(column.name.lowercased()) && !covered.contains(.init(table: table.name, column: column.name)) {
+                guard Self.mayHoldKey(column, keyKind: keyKind) else { continue }
+                let mapped = plans.first { $0.table.name == table.name }
+                found.append(.init(
+                    table: table.name, column: column.name, declaredType: column.declaredType, jsonKey: nil,
+                    why: mapped == nil
+                        ? "looks like it holds the user's key, but no foreign key says so and the map neither maps nor ignores it"
+                        : "looks like it holds the user's key, but the table is mapped through another column",
+                    suggestion: mapped == nil
+                        ? "- {table: \(shown(table.name)), owner: \(column.name)}   (under tables:) or - {column: \(shown(table.name)).\(column.name), reason: …}   (under ignore:)"
+                        : "list it beside the table's owner under `owners:`, or - {column: \(shown(table.name)).\(column.name), reason: …}   (under ignore:)"))
+            }
+        }
+        return found
+    }
+
+    /// Whether a column of this type could hold the subject's key: integers for an
+    /// integer key, text or a uuid (or another type compared as text) for a text key.
+    static func mayHoldKey(_ column: SchemaCatalog.Column, keyKind: SchemaCatalog.ColumnKind) -> Bool {
+        switch column.kind {
+        case .integer: return keyKind == .integer
+        case .text: return true
+        case .other:
+            let declared = column.declaredType.lowercased()
+            return declared == "uuid" || (keyKind != .integer && !declared.hasPrefix("json"))
+        default: return false
+        }
+    }
+
+    // MARK: Kept rows
 
     /// A row that is kept (masked) must not keep pointing at a row erasure deletes. On a
     /// row naming several users, the other sides point at users who stay.
@@ -377,15 +725,23 @@ private struct Checker {
     /// database handles itself (ON DELETE CASCADE / SET NULL) and a table's reference to
     /// itself (replies) do not constrain the order; a cycle of the others is refused.
     func eraseOrder(_ plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws -> [DataMapPlan.TablePlan] {
+        // Where it can, a mapped table goes before a mapped table it references even when
+        // the database would delete its rows itself (ON DELETE CASCADE): the purge then
+        // erases and counts them, rather than the database removing them unseen.
+        if let preferred = try? eraseOrder(plans, subject: subject, keys: catalog.foreignKeys) { return preferred }
+        return try eraseOrder(plans, subject: subject, keys: catalog.foreignKeys.filter { !$0.onDelete.handlesReferencingRows })
+    }
+
+    private func eraseOrder(_ plans: [DataMapPlan.TablePlan], subject: DataMap.Subject, keys: [SchemaCatalog.ForeignKey]) throws -> [DataMapPlan.TablePlan] {
         let names = plans.map(\.table.name)
         // Rows of a mask-only table never go, so nothing has to be erased before them.
         let deleting = Set(plans.filter { $0.table.erase.deletesRows }.map(\.table.name))
         var mustPrecede: [DataMap.TableName: Set<DataMap.TableName>] = [:]  // table → tables that reference it
-        for key in catalog.foreignKeys where !key.onDelete.handlesReferencingRows && key.table != key.referencedTable
-            && deleting.contains(key.referencedTable) {
+        for key in keys where key.table != key.referencedTable && deleting.contains(key.referencedTable) {
             if names.contains(key.table) {
                 mustPrecede[key.referencedTable, default: []].insert(key.table)
             }
+            guard !key.onDelete.handlesReferencingRows else { continue }
             if key.table == subject.table {
                 throw fail(subject.line, """
                     \(key): the user row references \(key.referencedTable), whose rows are erased before it; make that \
@@ -422,22 +778,5 @@ extension DataMap.Erase {
     var deletesRows: Bool {
         if case .mask = self { return false }
         return true
-    }
-}
-
-extension DataMapPlan.TablePlan {
-    /// Whether rows are the subject's through `column` pointing straight at the subject key.
-    func owns(throughSubjectColumn column: String) -> Bool {
-        switch owner {
-        case .column(let name): name == column
-        case .sides(let sides): sides.contains { $0.column == column }
-        case .parent: false
-        }
-    }
-
-    /// Whether `column` is how this table's rows belong to the user through `parent`.
-    func isOwnershipPath(column: String, to parent: DataMap.TableName) -> Bool {
-        if case .parent(let via, let parentName, _, _) = owner { return via == column && parentName == parent }
-        return false
     }
 }

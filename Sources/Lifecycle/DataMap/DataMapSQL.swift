@@ -82,6 +82,11 @@ struct SQLBuilder {
 
     /// `lhs` equal to `value`, a null equal to a null.
     mutating func nullSafeEquals(_ lhs: String, _ value: SQLValue, as column: SchemaCatalog.Column) -> String {
+        if value == .null { return "\(lhs) IS NULL" }
+        // PostgreSQL's json has no equality operator (jsonb has): compared as its text.
+        if dialect == .postgres, column.declaredType.lowercased() == "json" {
+            return "CAST(\(lhs) AS text) IS NOT DISTINCT FROM \(bind(value))"
+        }
         let placeholder = bind(value, as: column)
         return switch dialect {
         case .sqlite: "\(lhs) IS \(placeholder)"
@@ -126,10 +131,10 @@ public struct DataMapSQL: Sendable {
         switch owner {
         case .column(let name):
             return "\(alias).\(q(name)) = \(builder.bind(keyValue(key, for: column(table, name)), as: column(table, name)))"
+        case .value(let value):
+            return match(value, table: table, alias: alias, key: key, into: &builder)
         case .sides(let sides):
-            let terms = sides.map { side in
-                "\(alias).\(q(side.column)) = \(builder.bind(keyValue(key, for: column(table, side.column)), as: column(table, side.column)))"
-            }
+            let terms = sides.map { side in match(side.value, table: table, alias: alias, key: key, into: &builder) }
             return "(" + terms.joined(separator: " OR ") + ")"
         case .parent(let via, let parent, let parentColumn, let parentOwner):
             let inner = "p\(depth)"
@@ -140,7 +145,52 @@ public struct DataMapSQL: Sendable {
 
     /// Rows of one side of a two-user table.
     private func side(_ side: DataMap.Side, table: DataMap.TableName, alias: String, key: String, into builder: inout SQLBuilder) -> String {
-        "\(alias).\(q(side.column)) = \(builder.bind(keyValue(key, for: column(table, side.column)), as: column(table, side.column)))"
+        match(side.value, table: table, alias: alias, key: key, into: &builder)
+    }
+
+    /// Rows whose value names the subject: the column itself, a key inside a JSON column
+    /// (compared as text: JSON keeps numbers and strings apart, an app may write either),
+    /// or a generic relation's key column on the rows whose type is the subject's.
+    func match(_ value: DataMap.OwnerValue, table: DataMap.TableName, alias: String, key: String, into builder: inout SQLBuilder) -> String {
+        let expression = "\(alias).\(q(value.column))"
+        if !value.json.isEmpty {
+            switch dialect {
+            case .postgres:
+                let path = builder.bind(.text("{" + value.json.joined(separator: ",") + "}"))
+                return "(\(expression) #>> CAST(\(path) AS text[])) = \(builder.bind(.text(key)))"
+            case .sqlite:
+                let path = builder.bind(.text("$" + value.json.map { ".\"\($0)\"" }.joined()))
+                // json_extract fails the whole statement on text that is not JSON.
+                return "(CASE WHEN json_valid(\(expression)) THEN CAST(json_extract(\(expression), \(path)) AS TEXT) END) = \(builder.bind(.text(key)))"
+            }
+        }
+        let owner = column(table, value.column)
+        var condition: String
+        if owner.kind == .integer || (owner.kind == .other && dialect == .postgres && owner.declaredType.lowercased() == "uuid") {
+            condition = "\(expression) = \(builder.bind(keyValue(key, for: owner), as: owner))"
+        } else {
+            // A generic relation's key column is text whatever the keys it holds are.
+            condition = "\(expression) = \(builder.bind(.text(key), as: owner))"
+        }
+        if let type = value.type {
+            let typeColumn = column(table, type.column)
+            if let expected = type.value {
+                condition += " AND \(alias).\(q(type.column)) = \(builder.bind(.text(expected), as: typeColumn))"
+            } else if let typeTable = type.table.map(catalog.qualified), let typeKey = typeKey(type, of: table) {
+                let terms = type.match.map { pair in "k.\(q(pair.column)) = \(builder.bind(.text(pair.value), as: column(typeTable, pair.column)))" }
+                condition += " AND \(alias).\(q(type.column)) IN (SELECT k.\(q(typeKey)) FROM \(dialect.table(typeTable)) k WHERE \(terms.joined(separator: " AND ")))"
+            }
+        }
+        return "(" + condition + ")"
+    }
+
+    /// The column of a generic relation's type table its type column holds (checked by the plan).
+    private func typeKey(_ type: DataMap.TypeCondition, of table: DataMap.TableName) -> String? {
+        guard let typeTable = type.table.map(catalog.qualified) else { return nil }
+        if let key = catalog.foreignKeys(from: table).first(where: { $0.columns == [type.column] && $0.referencedTable == typeTable }) {
+            return key.referencedColumns[0]
+        }
+        return catalog.table(typeTable)?.primaryKey.first
     }
 
     // MARK: Looking an account up
@@ -329,8 +379,111 @@ public struct DataMapSQL: Sendable {
         let keyColumns = primaryKey(of: cascade.table)
         let condition = cascadeRows(table, index: index, alias: "c", key: key, target: .deletableNow, into: &builder)
         let bound = builder.bind(.integer(Int64(limit)))
-        builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: bound))
-        return builder.statement()
+        let blobs = plan.plan(for: cascade.table)?.table.blobs ?? []
+        builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: bound)
+            + returning(blobs))
+        return builder.statement(blobs.map { _ in .text })
+    }
+
+    /// ` RETURNING` the file columns of the rows a statement deletes, so the purge records
+    /// the files in the same transaction that takes the last rows naming them.
+    private func returning(_ blobs: [String]) -> String {
+        guard !blobs.isEmpty else { return "" }
+        let columns = blobs.map { dialect == .postgres ? "CAST(\(q($0)) AS text)" : q($0) }
+        return " RETURNING " + columns.joined(separator: ", ")
+    }
+
+    /// The file columns of the subject's rows a mask is about to empty (the rows not yet
+    /// masked), read before the mask: an UPDATE's RETURNING gives the new values.
+    public func blobsBeforeMask(_ table: DataMapPlan.TablePlan, mask: DataMap.Mask, key: String, side onlySide: DataMap.Side? = nil) -> SQLStatement? {
+        let blobs = table.table.blobs.filter { blob in mask.contains { $0.column == blob } }
+        guard !blobs.isEmpty else { return nil }
+        var builder = SQLBuilder(dialect)
+        let name = table.table.name
+        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
+            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
+        let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
+        condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        let columns = blobs.map { dialect == .postgres ? "CAST(t.\(q($0)) AS text)" : "t.\(q($0))" }
+        builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(name)) t WHERE \(condition)")
+        return builder.statement(blobs.map { _ in .text })
+    }
+
+    /// The user row's file columns, read before the row is erased.
+    public func subjectBlobs(key: String) -> SQLStatement? {
+        let subject = plan.subject
+        guard !subject.blobs.isEmpty else { return nil }
+        var builder = SQLBuilder(dialect)
+        let keyColumn = column(subject.table, subject.key)
+        let columns = subject.blobs.map { dialect == .postgres ? "CAST(s.\(q($0)) AS text)" : "s.\(q($0))" }
+        builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(subject.table)) s WHERE s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement(subject.blobs.map { _ in .text })
+    }
+
+    // MARK: Verifying
+
+    /// How many of the subject's rows of the table are still there as they were: for a
+    /// deleted table every row the map says is the user's, for a masked one every such
+    /// row that does not hold exactly the mask. Erasure is verified when each is zero.
+    public func remaining(_ table: DataMapPlan.TablePlan, key: String, side onlySide: DataMap.Side? = nil) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let name = table.table.name
+        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
+            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
+        if let mask = onlySide?.erase.mask ?? (onlySide == nil ? table.table.erase.mask : nil) {
+            let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
+            condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        }
+        builder.append("SELECT COUNT(*) FROM \(dialect.table(name)) t WHERE \(condition)")
+        return builder.statement([.integer])
+    }
+
+    /// The user row, if it is still there as it was: present when it is deleted, or
+    /// holding anything but the mask when it is kept.
+    public func subjectRemaining(key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let subject = plan.subject
+        let keyColumn = column(subject.table, subject.key)
+        var condition = "s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))"
+        if let mask = subject.erase.mask {
+            let done = mask.map { builder.nullSafeEquals("s.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(subject.table, $0.column)) }
+            condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        }
+        builder.append("SELECT COUNT(*) FROM \(dialect.table(subject.table)) s WHERE \(condition)")
+        return builder.statement([.integer])
+    }
+
+    /// Which of `keys` a row of `table` still names in `column`: a file shared with a row
+    /// the purge keeps (another account's, or one kept masked) stays.
+    public func stillNamed(_ keys: [String], table: DataMap.TableName, column name: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let blob = "t.\(q(name))"
+        let placeholders = keys.map { builder.bind(.text($0), as: column(table, name)) }
+        let selected = dialect == .postgres ? "CAST(\(blob) AS text)" : blob
+        builder.append("SELECT DISTINCT \(selected) FROM \(dialect.table(table)) t WHERE \(blob) IN (\(placeholders.joined(separator: ", ")))")
+        return builder.statement([.text])
+    }
+
+    /// Every file column the map names, with its table: where a file may still be named.
+    public var fileColumns: [(table: DataMap.TableName, column: String)] {
+        plan.subject.blobs.map { (plan.subject.table, $0) } + plan.tables.flatMap { table in table.table.blobs.map { (table.table.name, $0) } }
+    }
+
+    /// The keys at the top level of the JSON values of a column, from its first rows: a
+    /// look at what an audit payload holds (`actor_id`), without reading the whole table.
+    public func jsonKeysSample(table: DataMap.TableName, column name: String, rows: Int) -> SQLStatement {
+        let value = q(name)
+        let sql: String = switch dialect {
+        case .postgres: """
+            SELECT DISTINCT k FROM (SELECT CAST(\(value) AS json) AS v FROM \(dialect.table(table)) WHERE \(value) IS NOT NULL LIMIT \(rows)) s,
+            LATERAL json_object_keys(CASE WHEN json_typeof(s.v) = 'object' THEN s.v END) AS k
+            """
+        case .sqlite: """
+            SELECT DISTINCT j.key FROM (SELECT \(value) AS v FROM \(dialect.table(table)) WHERE json_valid(\(value)) LIMIT \(rows)) s,
+            json_each(s.v) AS j WHERE json_type(s.v) = 'object'
+            """
+        }
+        return SQLStatement(sql: sql, bindings: [], resultKinds: [.text])
     }
 
     /// Deletes at most `limit` of the subject's rows that nothing references any more
@@ -340,8 +493,9 @@ public struct DataMapSQL: Sendable {
         var builder = SQLBuilder(dialect)
         let condition = deletable(table, alias: "t", key: key, side: onlySide, into: &builder)
         let bound = builder.bind(.integer(Int64(limit)))
-        builder.append(deleteByKey(table.table.name, table.key, select: "FROM \(dialect.table(table.table.name)) t WHERE \(condition)", alias: "t", limit: bound))
-        return builder.statement()
+        builder.append(deleteByKey(table.table.name, table.key, select: "FROM \(dialect.table(table.table.name)) t WHERE \(condition)", alias: "t", limit: bound)
+            + returning(table.table.blobs))
+        return builder.statement(table.table.blobs.map { _ in .text })
     }
 
     /// Masks at most `limit` of the subject's rows not masked yet; returns a statement

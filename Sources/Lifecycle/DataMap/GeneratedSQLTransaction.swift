@@ -13,6 +13,13 @@ public protocol GeneratedSQLTransaction {
     /// when the page is full, the rest of its last row as stored, which the next page
     /// starts after.
     func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage
+    /// What this connection's role may do with each table, read now: row level security
+    /// or a privilege can change under a running worker, and a purge checks before it erases.
+    func tableAccess(_ tables: [DataMap.TableName]) throws -> [DataMap.TableName: SchemaCatalog.Access]
+    /// Makes every constraint of the transaction checked at its statement, deferred ones
+    /// too (Django declares its foreign keys DEFERRABLE INITIALLY DEFERRED): a refusal
+    /// then names the statement, and so the table, instead of coming at COMMIT.
+    func checkConstraintsImmediately() throws
 }
 
 public struct ExportPage: Sendable {
@@ -29,6 +36,14 @@ public struct ExportPage: Sendable {
 }
 
 extension GeneratedSQLTransaction {
+    /// A database without roles, privileges or row level security (SQLite).
+    public func tableAccess(_ tables: [DataMap.TableName]) throws -> [DataMap.TableName: SchemaCatalog.Access] {
+        Dictionary(tables.map { ($0, SchemaCatalog.Access.full) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// SQLite checks a deferred foreign key only at COMMIT, and has no way to say otherwise.
+    public func checkConstraintsImmediately() throws {}
+
     /// Through `rows`: what a backend without a faster reader of its own uses.
     public func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage {
         let rows = try rows(statement)

@@ -59,14 +59,42 @@ public struct SchemaCatalog: Sendable {
         public var name: DataMap.TableName
         public var columns: [Column]
         public var primaryKey: [String]
+        /// What the connection's role may do with the table's rows.
+        public var access: Access
+        /// Columns that lead an index (or a primary key, or a unique constraint): where a
+        /// look-up by that column alone does not read the whole table.
+        public var indexedColumns: Set<String>
 
-        public init(name: DataMap.TableName, columns: [Column], primaryKey: [String]) {
+        public init(name: DataMap.TableName, columns: [Column], primaryKey: [String], access: Access = .full, indexedColumns: Set<String> = []) {
             self.name = name
             self.columns = columns
             self.primaryKey = primaryKey
+            self.access = access
+            self.indexedColumns = indexedColumns
         }
 
         public func column(_ name: String) -> Column? { columns.first { $0.name == name } }
+    }
+
+    /// The privileges and row level security a table holds for the connection's role.
+    /// SQLite has neither: every table is fully accessible.
+    public struct Access: Sendable, Equatable {
+        /// Row level security is on and this role does not bypass it (not a superuser, no
+        /// BYPASSRLS, not the owner of a table without FORCE ROW LEVEL SECURITY): its
+        /// statements see and change only the rows a policy lets through.
+        public var rowSecurity: Bool
+        public var select: Bool
+        public var update: Bool
+        public var delete: Bool
+
+        public init(rowSecurity: Bool, select: Bool, update: Bool, delete: Bool) {
+            self.rowSecurity = rowSecurity
+            self.select = select
+            self.update = update
+            self.delete = delete
+        }
+
+        public static let full = Access(rowSecurity: false, select: true, update: true, delete: true)
     }
 
     /// `public` on PostgreSQL (the connection's current schema), `main` on SQLite.

@@ -8,7 +8,7 @@ public enum DeletionJobs {
     public static let sweepKind = "deletion.purge-sweep"
 
     /// The step after which an account is purged, whichever the app.
-    public static let finalPurgeSteps: Set<String> = ["tombstone", "erase-user"]
+    public static let finalPurgeSteps: Set<String> = ["tombstone", "erase-user", "verify"]
 
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         let policy = Result { try DeletionPolicy(policies: services.policies) }

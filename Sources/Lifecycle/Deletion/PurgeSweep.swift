@@ -26,11 +26,18 @@ public struct PurgePreview: Sendable, Codable, Equatable {
     public var blobBytes: Int64
     /// The hold in force, if any: then nothing is purged until it ends.
     public var hold: AccountHold?
+    /// An app's account: what its purge would delete and mask per table, rehearsed for
+    /// real in a transaction that was rolled back (the counts its receipt then holds).
+    public var erase: [String: PurgeCounts]?
+    /// An app's account: why its purge would fail now (the database refused a statement of
+    /// the rehearsal, or this role cannot see or change every row), naming the table.
+    public var refused: String?
 
     public var rowsTotal: Int { rows.values.reduce(0, +) }
 
     enum CodingKeys: String, CodingKey {
-        case accountID = "account", state, purgeAfter = "purge_after", rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", hold
+        case accountID = "account", state, purgeAfter = "purge_after", rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", hold,
+             erase, refused
     }
 
     public init(accountID: String, state: AccountState, purgeAfter: Date?, rows: [String: Int], blobs: Int, blobBytes: Int64, hold: AccountHold? = nil) {
@@ -50,6 +57,8 @@ public struct PurgePreview: Sendable, Codable, Equatable {
             purgeAfter: try container.decodeIfPresent(Date.self, forKey: .purgeAfter), rows: try container.decode([String: Int].self, forKey: .rows),
             blobs: try container.decode(Int.self, forKey: .blobs), blobBytes: try container.decode(Int64.self, forKey: .blobBytes),
             hold: try container.decodeIfPresent(AccountHold.self, forKey: .hold))
+        erase = try container.decodeIfPresent([String: PurgeCounts].self, forKey: .erase)
+        refused = try container.decodeIfPresent(String.self, forKey: .refused)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -62,6 +71,8 @@ public struct PurgePreview: Sendable, Codable, Equatable {
         try container.encode(blobs, forKey: .blobs)
         try container.encode(blobBytes, forKey: .blobBytes)
         try container.encodeIfPresent(hold, forKey: .hold)
+        try container.encodeIfPresent(erase, forKey: .erase)
+        try container.encodeIfPresent(refused, forKey: .refused)
     }
 }
 
@@ -171,6 +182,14 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 }
             }
             for var preview in due {
+                if case .app(let data) = directory.source {
+                    let rehearsal = try await AppErasure.rehearse(key: preview.accountID, data: data, store: store)
+                    preview.erase = rehearsal.rows
+                    preview.refused = rehearsal.refused
+                    if rehearsal.refused == nil {
+                        preview.rows = rehearsal.rows.mapValues { $0.deleted + $0.masked }
+                    }
+                }
                 try await countBlobs(of: &preview, directory: directory, batch: blobBatch)
                 previews.append(preview)
             }

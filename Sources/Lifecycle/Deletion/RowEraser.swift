@@ -4,14 +4,22 @@ import JobRunner
 /// Erases one account's rows as the data map says, for both purges (the reference app's
 /// and an app's own database): table after table in the plan's order (children first),
 /// in bounded batches, each its own transaction together with its counts (purge
-/// progress), so a rerun after a crash carries on with what is left and counts every row
-/// once. The transaction that finds nothing more to erase also runs the purge's last
-/// writes (the user row, the receipt), so an account of at most one batch of rows, most
-/// of them, is erased in one commit.
+/// progress) and, for an app, the files the erased rows named (recorded for the purge to
+/// delete once the rows are gone), so a rerun after a crash carries on with what is left
+/// and counts every row once. The transaction that finds nothing more to erase also runs
+/// the purge's last writes (the user row), so an account of at most one batch of rows,
+/// most of them, is erased in one commit.
+///
+/// A refusal by the database (a foreign key, a trigger, a missing privilege, a check
+/// constraint) rolls the batch back and fails the attempt naming the table, the action
+/// and the database's own words: no file has been deleted by then, and the job retries.
 struct RowEraser<Store: LifecycleStore>: Sendable {
     let store: Store
     let data: AppData
     let policy: DeletionPolicy
+    /// Whether the files of erased rows are recorded for the purge to delete afterwards
+    /// (an app's purge); the reference app's purge deletes the account's prefix instead.
+    var recordsFiles = false
     /// Whether the account is still purging, checked in every batch's transaction: once the
     /// last batch marked it purged, a rerun erases nothing, whatever rows now carry its key.
     let isPurging: @Sendable (_ key: String, Store.Transaction) throws -> Bool
@@ -30,15 +38,17 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
     func erase<T: Sendable>(
         key: String, context: StepContext, last: @escaping @Sendable (Store.Transaction, [String: PurgeCounts]) throws -> T
     ) async throws -> T? {
-        let (data, policy, isPurging) = (data, policy, isPurging)
+        let (data, policy, isPurging, recordsFiles) = (data, policy, isPurging, recordsFiles)
         var erased = 0
         while true {
             let batch = try await store.write { tx -> Batch<T> in
                 guard try isPurging(key, tx) else { return .notPurging }
+                try tx.checkConstraintsImmediately()
                 var counts: [String: PurgeCounts] = [:]
-                if try Self.eraseBatch(key: key, data: data, budget: policy.purgeRowBatch, counts: &counts, in: tx) {
-                    return .done(try last(tx, counts))
-                }
+                var files: [String] = []
+                let finished = try Self.eraseBatch(key: key, data: data, budget: policy.purgeRowBatch, counts: &counts, files: &files, in: tx)
+                if recordsFiles { try tx.recordPurgeFiles(key: key, files: files) }
+                if finished { return .done(try last(tx, counts)) }
                 try Self.record(counts, key: key, in: tx)
                 return .more(erased: counts.values.reduce(0) { $0 + $1.deleted + $1.masked })
             }
@@ -60,28 +70,56 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
     }
 
     /// Erases at most `budget` rows (the user's, deleted or masked, and other users' rows
-    /// cascaded with them), table after table in the plan's order, adding them to `counts`.
-    /// True when no table has anything left to erase; false when the budget ran out first.
-    /// Within a table: cascades, then the user's rows nothing references any more (leaf
-    /// rows first, so a reply goes before what it answers) until none can go, then the
-    /// rest masked where the map keeps them.
+    /// cascaded with them), table after table in the plan's order, adding them to `counts`
+    /// and the files the erased rows named to `files`. True when no table has anything
+    /// left to erase; false when the budget ran out first. Within a table: cascades, then
+    /// the user's rows nothing references any more (leaf rows first, so a reply goes
+    /// before what it answers) until none can go, then the rest masked where the map keeps them.
     static func eraseBatch(
-        key: String, data: AppData, budget: Int, counts: inout [String: PurgeCounts], in tx: Store.Transaction
+        key: String, data: AppData, budget: Int, counts: inout [String: PurgeCounts], files: inout [String], in tx: Store.Transaction
     ) throws -> Bool {
         let sql = data.sql
         var left = budget
+
+        /// One statement; a refusal names the table and what was being done to it.
+        func run(_ statement: SQLStatement, _ table: String, _ action: ErasureRefused.Action) throws -> Int {
+            do {
+                guard !statement.resultKinds.isEmpty else { return try tx.execute(statement) }
+                let rows = try tx.rows(statement)
+                for row in rows { for value in row { if let file = value.text, !file.isEmpty { files.append(file) } } }
+                return rows.count
+            } catch let refused as ErasureRefused {
+                throw refused
+            } catch {
+                throw ErasureRefused(table: table, action: action, cause: error)
+            }
+        }
+
+        func read(_ statement: SQLStatement, _ table: String) throws -> [[SQLValue]] {
+            do {
+                return try tx.rows(statement)
+            } catch {
+                throw ErasureRefused(table: table, action: .reading, cause: error)
+            }
+        }
 
         /// Runs statements of at most what is left of the budget until one erases fewer
         /// than asked (or none, with `rounds`); false when the budget ran out.
         func drain(_ table: String, deletes: Bool, rounds: Bool, _ statement: (Int) -> SQLStatement) throws -> Bool {
             while true {
                 let limit = left
-                let count = try tx.execute(statement(limit))
+                let count = try run(statement(limit), table, deletes ? .deleting : .masking)
                 left -= count
                 if deletes { counts[table, default: PurgeCounts()].deleted += count } else { counts[table, default: PurgeCounts()].masked += count }
                 if left == 0 { return false }
                 if count == 0 || (!rounds && count < limit) { return true }
             }
+        }
+
+        /// The files of rows about to be masked (a mask empties the file columns it names).
+        func filesBeforeMask(_ table: DataMapPlan.TablePlan, _ mask: DataMap.Mask, side: DataMap.Side? = nil) throws {
+            guard let statement = sql.blobsBeforeMask(table, mask: mask, key: key, side: side) else { return }
+            for row in try read(statement, data.displayName(table.table.name)) { for value in row { if let file = value.text, !file.isEmpty { files.append(file) } } }
         }
 
         for table in data.plan.tables {
@@ -90,9 +128,13 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
             switch table.owner {
             case .sides(let sides):
                 for side in sides {
-                    let erased = try side.erase.mask.map { mask in
-                        try drain(name, deletes: false, rounds: false) { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }
-                    } ?? drain(name, deletes: true, rounds: rounds) { sql.deleteOwned(table, key: key, limit: $0, side: side) }
+                    let erased: Bool
+                    if let mask = side.erase.mask {
+                        try filesBeforeMask(table, mask, side: side)
+                        erased = try drain(name, deletes: false, rounds: false) { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }
+                    } else {
+                        erased = try drain(name, deletes: true, rounds: rounds) { sql.deleteOwned(table, key: key, limit: $0, side: side) }
+                    }
                     guard erased else { return false }
                 }
             default:
@@ -104,7 +146,7 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
                             guard try drain(cascade, deletes: true, rounds: false, { sql.deleteCascade(table, cascade: index, key: key, limit: $0) }) else { return false }
                         }
                         let limit = left
-                        let count = try tx.execute(sql.deleteOwned(table, key: key, limit: limit))
+                        let count = try run(sql.deleteOwned(table, key: key, limit: limit), name, .deleting)
                         left -= count
                         counts[name, default: PurgeCounts()].deleted += count
                         if left == 0 { return false }
@@ -112,13 +154,14 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
                     }
                 }
                 if let mask = table.table.erase.mask {
+                    try filesBeforeMask(table, mask)
                     guard try drain(name, deletes: false, rounds: false, { sql.maskOwned(table, mask: mask, key: key, limit: $0) }) else { return false }
                 }
                 // Rows left that no erase could reach are held by a reference the map did not
                 // declare (added to the schema since the check): retrying cannot help. Without
                 // a reference that holds rows back, a delete short of its limit took them all.
                 if table.table.erase == .delete && rounds,
-                   case .integer(let count) = try tx.rows(sql.countOwned(table, key: key)).first?.first, count > 0 {
+                   case .integer(let count) = try read(sql.countOwned(table, key: key), name).first?.first, count > 0 {
                     throw PermanentJobFailure("""
                         \(count) row(s) of \(name) could not be deleted: another row still references them. Run \
                         `lifecycle map check` and add the reference to the map (cascade or delete_unless_referenced_by), then retry the purge
@@ -127,5 +170,29 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
             }
         }
         return true
+    }
+}
+
+/// The database refused one of the purge's statements: the batch is rolled back, nothing
+/// irreversible has happened, and the job retries (a trigger dropped, a privilege granted,
+/// a policy changed, and the next attempt goes through).
+struct ErasureRefused: Error, CustomStringConvertible {
+    enum Action: String {
+        case deleting = "deleting rows of"
+        case masking = "masking rows of"
+        case reading = "reading"
+        case erasingUser = "erasing the user row of"
+    }
+
+    let table: String
+    let action: Action
+    let cause: any Error
+
+    var description: String {
+        """
+        the database refused \(action.rawValue) \(table): \(cause). The batch was rolled back and no file has been deleted; \
+        fix the cause (a trigger, a missing privilege, a row level security policy, a constraint), and the purge carries on \
+        at its next attempt (`lifecycle jobs retry ID` to try at once)
+        """
     }
 }

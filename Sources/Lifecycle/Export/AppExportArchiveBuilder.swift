@@ -68,6 +68,8 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let work = try ExportEntries.freshWorkDirectory(blobs: services.blobs, exportID: exportID)
         let appData = self.appData
         let key = subjectKey
+        // Row level security this role does not bypass would hand out part of the account.
+        try await AppErasure.requireAccess(appData, store: services.store, exportOnly: true)
         guard try await services.store.read({ tx in try appData.exists(key: key, in: tx) }) else {
             throw PermanentJobFailure("account \(key) no longer exists in \(appData.displayName(appData.plan.subject.table))")
         }
@@ -150,7 +152,9 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     private func planFiles(_ tables: [ExportedTable], planPath: String) async throws -> FilePlan {
         var plan = FilePlan(path: planPath)
         var problems: [Omitted] = []
-        var seenKeys = Set<String>()
+        // Exact bytes: an NFC and an NFD spelling of one name are two files.
+        var seenKeys = Set<[UInt8]>()
+        var lifecycleOwn: [Omitted] = []
         var usedNames = Set<String>()
         let output = try HashingFileOutput(path: planPath)
         let encoder = JSONEncoder()
@@ -167,7 +171,12 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                     let from = after
                     let page = try await store.read { tx in try tx.rows(sql.exportFiles(table, column: column, key: key, after: from, limit: limit)) }
                     for row in page {
-                        guard let blobKey = row.first?.text, seenKeys.insert(blobKey).inserted else { continue }
+                        guard let blobKey = row.first?.text, seenKeys.insert(Array(blobKey.utf8)).inserted else { continue }
+                        // Never one of lifecycle's own files (another account's archive), whatever a row says.
+                        guard !BlobKey.isLifecycleOwn(blobKey) else {
+                            lifecycleOwn.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), one of lifecycle's own files, which no export hands out"))
+                            continue
+                        }
                         guard BlobKey.isValid(blobKey) else {
                             problems.append(Omitted(key: blobKey, source: source, reason: "'\(blobKey)' is not a valid storage key"))
                             continue
@@ -190,6 +199,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             }
         }
         _ = try output.finish(archivePath: "")
+        plan.omitted = lifecycleOwn
         if !problems.isEmpty {
             guard skipMissingFiles else {
                 let shown = problems.prefix(10).map(\.reason).joined(separator: "; ")
@@ -197,7 +207,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                 throw PermanentJobFailure(
                     "\(problems.count) file(s) cannot be exported: \(shown)\(more). Restore them, or run the export again with --skip-missing-photos to leave them out (each is then listed in manifest.json)")
             }
-            plan.omitted = problems
+            plan.omitted += problems
         }
         return plan
     }

@@ -2,28 +2,31 @@ import Foundation
 import JobRunner
 
 /// Removes everything of one account of an app's own database whose grace period is
-/// over, as its data map says, then erases the user row. Three steps, each safe to run
-/// again after a crash:
+/// over, as its data map says, verifies it, and only then calls it purged. Four steps,
+/// each safe to run again after a crash, and nothing irreversible before the rows are gone:
 ///
 /// 1. `lock-and-mark` — re-checks lifecycle's record of the account under the write lock
 ///    and moves it to `purging`; from then on restore is refused.
-/// 2. `delete-blobs` — every file the user's rows name (each `blobs:` column of the rows
-///    the purge deletes, of other users' rows cascaded with them, and of the user row),
-///    and lifecycle's own files of the account (export archives), deleted and then
-///    checked gone one by one. The rows still name them, so a rerun finds them again.
-/// 3. `erase-user` — table after table in the plan's order (children first), in bounded
-///    batches, each its own transaction together with its counts: rows are deleted, or
-///    masked where the map keeps them, a batch going on to the next table when one is
-///    done. The transaction that finds nothing more to erase also erases the user row,
-///    removes lifecycle's own records of the account, marks it purged and audits the
-///    receipt: an account of at most one batch of rows (most of them) is erased in one
-///    commit. A rerun carries on with what is left; after the last commit it finds the
-///    account purged and stops.
+/// 2. `erase-rows` — first checks that this role can erase what the map names (row level
+///    security it does not bypass, or a missing privilege, stops here with the table
+///    named). Then table after table in the plan's order (children first), in bounded
+///    batches, each its own transaction together with its counts and the files the erased
+///    rows named (recorded in lifecycle's own state, from the rows themselves: `RETURNING`
+///    on a delete, read before a mask): rows are deleted, or masked where the map keeps
+///    them. The transaction that finds nothing more to erase also erases the user row. A
+///    refusal by the database rolls the batch back and names the table; the job retries
+///    with every file still in place.
+/// 3. `delete-files` — each recorded file that no row the purge keeps still names (another
+///    account's, or a row kept masked), and that is not one of lifecycle's own, is deleted
+///    and checked gone; then lifecycle's own files of the account (export archives).
+/// 4. `verify` — every mapped table read again for the account, as the same role, through
+///    the same predicates: a deleted table must hold none of its rows, a masked one only the
+///    mask, the user row must be gone or masked. Only that read, in the transaction that
+///    marks the account purged and audits the receipt, moves it to `purged`; a row found
+///    fails the attempt naming the table, and the next attempt erases again before it verifies.
 ///
-/// Steps 2–3 read the app's tables through statements generated from the map, whose
-/// check against the catalog needs a database round trip, so they are external steps
-/// written to be repeated rather than database steps. (A job recorded by an earlier
-/// version may hold an `erase-rows` step: erase-user carries on after it all the same.)
+/// (A job recorded by an earlier version may hold `delete-blobs` or `erase-user` steps: the
+/// steps above carry on after them all the same.)
 struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
@@ -32,31 +35,57 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
             JobStep("lock-and-mark", database: lockAndMark),
-            JobStep("delete-blobs", external: deleteBlobs),
-            JobStep("erase-user", external: eraseUser),
+            JobStep("erase-rows", external: eraseRows),
+            JobStep("delete-files", external: deleteFiles),
+            JobStep("verify", external: verify),
         ])
     }
 
     typealias LockOutcome = PurgeJob<Store>.LockOutcome
 
-    struct BlobsRemoved: Codable, Sendable {
-        var blobs: Int
-        var bytes: Int64
+    /// Which attempt erased the rows: a later attempt of `verify` erases again first, since
+    /// the app may have written rows for the account in between.
+    struct Erased: Codable, Sendable {
+        var attempt: Int
     }
 
-    /// The audit receipt: what the purge removed, per table deleted and masked apart, with no personal data.
+    /// The audit receipt: what the purge removed, per table, and what the verification read
+    /// found; no personal data.
     struct Receipt: Codable, Sendable {
-        var rows: [String: PurgeCounts]
+        struct Table: Codable, Sendable {
+            var deleted: Int
+            var masked: Int
+            /// Rows of the table the purge found as the account's (deleted + masked).
+            var before: Int
+            /// What the verification read found left as it was: 0, or there is no receipt.
+            var after: Int
+        }
+
+        struct Verification: Codable, Sendable {
+            var result: String
+            var tablesChecked: Int
+            var rowsLeft: Int
+
+            enum CodingKeys: String, CodingKey {
+                case result, tablesChecked = "tables_checked", rowsLeft = "rows_left"
+            }
+        }
+
+        var rows: [String: Table]
         var rowsTotal: Int
         var blobs: Int
         var blobBytes: Int64
+        /// Files the erased rows named that stay, because a row the purge keeps still names them.
+        var blobsKept: Int
         var user: String
+        var verification: Verification
         var purgeJob: JobID
         /// Every hold the account had (all ended, or it would not be purged).
         var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", user, purgeJob = "purge_job", holds
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", user, verification,
+                 purgeJob = "purge_job", holds
         }
     }
 
@@ -89,118 +118,298 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         return StepResult(output: nil)
     }
 
-    // MARK: 2. delete-blobs
+    // MARK: 2. erase-rows
 
-    private func deleteBlobs(_ context: StepContext) async throws -> StepResult {
-        let policy = try policy.get()
+    private func eraseRows(_ context: StepContext) async throws -> StepResult {
         let key = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
-        let store = services.store
+        try await AppErasure.requireAccess(data, store: services.store)
+        try await erase(key: key, data: data, context: context)
+        return try .output(Erased(attempt: context.job.attempt))
+    }
 
-        // One read for the first page of every file column: for most accounts that page is all there is.
-        let queries = data.blobQueries(key: key, batch: policy.purgeBlobBatch)
-        let firstPages = try await store.read { tx in try queries.map { query in try tx.rows(query.page(nil)).compactMap { $0.first?.text } } }
-        var deleted = 0
-        var bytes: Int64 = 0
-        var named: [String] = []
-        for (query, first) in zip(queries, firstPages) {
-            var page = first
-            while let last = page.last {
-                for blobKey in page where !BlobKey.isValid(blobKey) {
-                    throw PermanentJobFailure("""
-                        \(query.label) names the file '\(blobKey)', which is not a key this blob store accepts; remove or \
-                        fix that value, then retry the purge (`lifecycle jobs retry \(context.job.id)`)
-                        """)
+    /// The account's rows, recorded files and all; the user row with the last batch. Run
+    /// again, it erases only what is left (or what the app wrote since).
+    private func erase(key: String, data: AppData, context: StepContext) async throws {
+        let policy = try policy.get()
+        let sql = data.sql
+        let userTable = data.displayName(data.plan.subject.table)
+        let deletesUser = data.plan.subject.erase == .delete
+        var eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
+        eraser.recordsFiles = true
+        _ = try await eraser.erase(key: key, context: context) { tx, counts in
+            var counts = counts
+            // Not again once it is erased: a mask would count the row twice, and its lookup
+            // values would be the masked ones.
+            if case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 {
+                // `lifecycle audit <email>` finds the account by these once its values are gone.
+                let lookupValues = try data.plan.subject.lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text }
+                try LookupDigest.record(values: lookupValues, key: key, in: tx)
+                if let statement = sql.subjectBlobs(key: key) {
+                    let files = try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
+                    try tx.recordPurgeFiles(key: key, files: files)
                 }
-                for blobKey in page {
-                    if let info = try await services.blobs.info(key: blobKey) { bytes += info.size }
+                let userRows: Int
+                do {
+                    userRows = try tx.execute(sql.eraseSubject(key: key))
+                } catch {
+                    throw ErasureRefused(table: userTable, action: .erasingUser, cause: error)
                 }
-                try await services.blobs.delete(keys: page)
-                deleted += page.count
-                named += page
-                context.progress("\(deleted) file(s) deleted")
-                guard page.count == policy.purgeBlobBatch else { break }
-                if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
-                let statement = query.page(last)
-                page = try await store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
+                counts[userTable, default: PurgeCounts()].deleted += deletesUser ? userRows : 0
+                counts[userTable, default: PurgeCounts()].masked += deletesUser ? 0 : userRows
             }
+            try RowEraser<Store>.record(counts, key: key, in: tx)
+        }
+    }
+
+    // MARK: 3. delete-files
+
+    private func deleteFiles(_ context: StepContext) async throws -> StepResult {
+        let key = try context.payload(PurgePayload.self).account
+        let data = try await appData.appData(services)
+        try await removeFiles(key: key, data: data, context: context)
+        return .done
+    }
+
+    /// Every recorded file, settled: deleted (and checked gone) unless a row the purge keeps
+    /// still names it or it is one of lifecycle's own; then lifecycle's own files of the
+    /// account (export archives). Files are compared as exact bytes: an NFC and an NFD
+    /// spelling of one name are two files.
+    private func removeFiles(key: String, data: AppData, context: StepContext) async throws {
+        let policy = try policy.get()
+        let store = services.store
+        let blobs = services.blobs
+        let sql = data.sql
+        var deleted = 0
+        var after: String?
+        while true {
+            let cursor = after
+            let page = try await store.read { tx in try tx.pendingPurgeFiles(key: key, after: cursor, limit: policy.purgeBlobBatch) }
+            guard let last = page.last else { break }
+            let candidates = page.filter { !BlobKey.isLifecycleOwn($0) && BlobKey.isValid($0) }
+            let named: Set<[UInt8]> = candidates.isEmpty ? [] : try await store.read { tx in
+                var named = Set<[UInt8]>()
+                for (table, column) in sql.fileColumns {
+                    for row in try tx.rows(sql.stillNamed(candidates, table: table, column: column)) {
+                        if let file = row.first?.text { named.insert(Array(file.utf8)) }
+                    }
+                }
+                return named
+            }
+            var settled: [PurgeFile] = []
+            var doomed: [(key: String, bytes: Int64)] = []
+            for file in page {
+                if BlobKey.isLifecycleOwn(file) || !BlobKey.isValid(file) || named.contains(Array(file.utf8)) {
+                    if !BlobKey.isValid(file) {
+                        context.logger.notice("a row named a file this blob store cannot hold; nothing deleted", metadata: ["blob_key": "\(file)"])
+                    }
+                    settled.append(PurgeFile(key: file, state: .kept, bytes: 0))
+                } else {
+                    doomed.append((file, try await blobs.info(key: file)?.size ?? 0))
+                }
+            }
+            try await blobs.delete(keys: doomed.map(\.key))
+            // Checked one by one: a store that acknowledged a delete it did not do must not end the purge.
+            for file in doomed where try await blobs.info(key: file.key) != nil {
+                throw PurgeIncomplete("file \(file.key) is still there after it was deleted; the purge will retry")
+            }
+            settled += doomed.map { PurgeFile(key: $0.key, state: .deleted, bytes: $0.bytes) }
+            let done = settled
+            try await store.write { tx in try tx.settlePurgeFiles(key: key, files: done) }
+            deleted += doomed.count
+            context.progress("\(deleted) file(s) deleted")
+            guard page.count == policy.purgeBlobBatch else { break }
+            after = last
+            if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
         }
 
         // Lifecycle's own files of the account (export archives) live under its prefix.
         let prefix = BlobKey.accountPrefix(BlobKey.segment(forID: key))
         while true {
-            let page = try await services.blobs.list(prefix: prefix, after: nil, limit: policy.purgeBlobBatch)
+            let page = try await blobs.list(prefix: prefix, after: nil, limit: policy.purgeBlobBatch)
             if page.isEmpty { break }
-            try await services.blobs.delete(keys: page.map(\.key))
-            deleted += page.count
-            bytes += page.reduce(0) { $0 + $1.size }
+            try await blobs.delete(keys: page.map(\.key))
+            try await store.write { tx in
+                try tx.recordPurgeFiles(key: key, files: page.map(\.key))
+                try tx.settlePurgeFiles(key: key, files: page.map { PurgeFile(key: $0.key, state: .deleted, bytes: $0.size) })
+            }
         }
-
-        // Checked one by one: a store that acknowledged a delete it did not do must not end the purge.
-        for blobKey in named where try await services.blobs.info(key: blobKey) != nil {
-            throw PurgeIncomplete("file \(blobKey) is still there after it was deleted; the purge will retry")
-        }
-        if let survivor = try await services.blobs.list(prefix: prefix, after: nil, limit: 1).first {
+        if let survivor = try await blobs.list(prefix: prefix, after: nil, limit: 1).first {
             throw PurgeIncomplete("file \(survivor.key) is still there after deleting \(prefix); the purge will retry")
         }
-        // The files for the receipt, kept apart from the job: a fresh job after this one died
-        // finds none left to count, and the first record of a purge wins. Rows need no
-        // inventory here: each batch counts what it erased (purge progress).
-        let (total, size, now) = (deleted, bytes, context.now)
-        try await store.write { tx in
-            try tx.recordRowInventory(accountID: key, rows: [:], at: now)
-            if total > 0 { try tx.recordBlobInventory(accountID: key, count: total, bytes: size) }
-        }
-        return try .output(BlobsRemoved(blobs: deleted, bytes: bytes))
     }
 
-    // MARK: 3. erase-user
+    // MARK: 4. verify
 
-
-    /// The rows in batches; with the last, the user row deleted or masked, lifecycle's own
-    /// records of the account removed, the account marked purged and the receipt audited.
-    private func eraseUser(_ context: StepContext) async throws -> StepResult {
-        let policy = try policy.get()
+    private func verify(_ context: StepContext) async throws -> StepResult {
         let key = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
-        let sql = data.sql
+        if try context.output(of: "erase-rows", as: Erased.self)?.attempt != context.job.attempt {
+            // A later attempt (or a job of an earlier version): the app may have written rows
+            // for the account since they were erased. Erase and delete their files again.
+            try await AppErasure.requireAccess(data, store: services.store)
+            try await erase(key: key, data: data, context: context)
+            try await removeFiles(key: key, data: data, context: context)
+        }
         let now = context.now
         let jobID = context.job.id
-        let eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
-        let done = try await eraser.erase(key: key, context: context) { tx, counts -> (Receipt, String) in
-            // `lifecycle audit <email>` finds the account by these once its values are gone.
-            let lookupValues = try data.plan.subject.lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text }
-            try LookupDigest.record(values: lookupValues, key: key, in: tx)
-            let userRows = try tx.execute(sql.eraseSubject(key: key))
-            var rows = try tx.takePurgeProgress(key: key)
-            for (table, count) in counts {
-                rows[table, default: PurgeCounts()].deleted += count.deleted
-                rows[table, default: PurgeCounts()].masked += count.masked
+        let done = try await services.store.write { tx -> (Receipt, String)? in
+            guard try tx.subject(key: key)?.state == .purging else { return nil }  // Committed by an earlier run.
+            let problems = data.plan.accessProblems(try tx.tableAccess(data.plan.touchedTables.map(\.table)))
+            guard problems.isEmpty else { throw AppErasure.AccessRefused(problems: problems) }
+            let left = try AppErasure.remainingRows(key: key, data: data, in: tx)
+            guard left.values.allSatisfy({ $0 == 0 }) else {
+                let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
+                throw VerificationFailed(description: """
+                    verification found \(shown.joined(separator: ", ")) still the account's after erasure (written since, by the \
+                    app or a trigger?): the account is not marked purged, and the next attempt erases and verifies again
+                    """)
             }
-            rows = rows.filter { $0.value != PurgeCounts() }
-            let userTable = data.displayName(data.plan.subject.table)
-            rows[userTable, default: PurgeCounts()].deleted += data.plan.subject.erase == .delete ? userRows : 0
-            rows[userTable, default: PurgeCounts()].masked += data.plan.subject.erase == .delete ? 0 : userRows
-            let own = try tx.deleteLifecycleRows(accountID: key)
-            for (table, count) in own where count > 0 { rows["lifecycle." + table, default: PurgeCounts()].deleted += count }
+            let files = try tx.takePurgeFiles(key: key)
+            guard files.pending == 0 else {
+                throw PurgeIncomplete("\(files.pending) file(s) of the account are not settled yet; the purge will retry")
+            }
+            var tables: [String: Receipt.Table] = [:]
+            for (table, count) in try tx.takePurgeProgress(key: key) where count != PurgeCounts() {
+                tables[table] = Receipt.Table(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
+            }
+            for (table, count) in try tx.deleteLifecycleRows(accountID: key) where count > 0 {
+                tables["lifecycle." + table] = Receipt.Table(deleted: count, masked: 0, before: count, after: 0)
+            }
+            // A purge begun by an earlier version counted the files it deleted here.
             let inventory = try tx.takePurgeInventory(accountID: key)
             guard try tx.markSubjectPurged(key: key, at: now) else {
                 throw PermanentJobFailure("account \(key) is no longer purging: refusing to mark it purged")
             }
             let receipt = Receipt(
-                rows: rows, rowsTotal: rows.values.reduce(0) { $0 + $1.deleted + $1.masked },
-                blobs: inventory?.blobCount ?? 0, blobBytes: inventory?.blobBytes ?? 0,
-                user: data.plan.subject.erase == .delete ? "deleted" : "masked", purgeJob: jobID, holds: try tx.holds(key: key))
+                rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
+                blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
+                blobsKept: files.kept, user: data.plan.subject.erase == .delete ? "deleted" : "masked",
+                verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0),
+                purgeJob: jobID, holds: try tx.holds(key: key))
             let detail = try JobJSON.encode(receipt)
             try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
             return (receipt, detail)
         }
-        guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
+        guard let (receipt, detail) = done else { return StepResult(output: nil) }
         LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
         context.logger.notice("account purged", metadata: [
-            "account": "\(key)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs), "blob_bytes": .stringConvertible(receipt.blobBytes),
+            "account": "\(key)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs),
+            "blob_bytes": .stringConvertible(receipt.blobBytes), "verification": "verified",
         ])
         // Encoded once: the step's output is the audited receipt.
         return StepResult(output: detail)
+    }
+}
+
+/// The verification read found rows of the account after its erasure: retried, not purged.
+struct VerificationFailed: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// What erasing and exporting an app's account need beyond the statements: the role's
+/// access to every table, and the verification read.
+public enum AppErasure {
+    /// Row level security this role does not bypass, or a missing privilege: a purge would
+    /// erase nothing and report success, an export hand out part of an account.
+    struct AccessRefused: Error, CustomStringConvertible {
+        let problems: [String]
+        var description: String {
+            "this database role cannot see or change every row the data map names:\n" + problems.map { "  - " + $0 }.joined(separator: "\n")
+        }
+    }
+
+    static func requireAccess<Store: LifecycleStore>(_ data: AppData, store: Store, exportOnly: Bool = false) async throws {
+        let tables = data.plan.touchedTables.map(\.table)
+        let access = try await store.read { tx in try tx.tableAccess(tables) }
+        let problems = data.plan.accessProblems(access, exportOnly: exportOnly)
+        guard problems.isEmpty else { throw AccessRefused(problems: problems) }
+    }
+
+    /// What a purge of the account would do, done for real inside a transaction that is
+    /// then rolled back: rows deleted and masked per table (the user row and lifecycle's
+    /// own records of the account included, as the receipt counts them), the files the
+    /// erased rows name, and the first refusal by the database, naming the table.
+    public struct Rehearsal: Sendable, Encodable {
+        public var rows: [String: PurgeCounts]
+        public var files: Int
+        public var refused: String?
+        /// Rows the verification read would still find (none, unless something is wrong).
+        public var rowsLeft: Int
+
+        enum CodingKeys: String, CodingKey {
+            case rows, files, refused, rowsLeft = "rows_left"
+        }
+    }
+
+    private struct RolledBack: Error {
+        let rehearsal: Rehearsal
+    }
+
+    public static func rehearse<Store: LifecycleStore>(key: String, data: AppData, store: Store) async throws -> Rehearsal {
+        let tables = data.plan.touchedTables.map(\.table)
+        return try await store.writeUnshared { tx in
+            let problems = data.plan.accessProblems(try tx.tableAccess(tables))
+            guard problems.isEmpty else {
+                return Rehearsal(rows: [:], files: 0, refused: AccessRefused(problems: problems).description, rowsLeft: 0)
+            }
+            do {
+                return try store.savepoint(in: tx) { () throws -> Rehearsal in
+                    try tx.checkConstraintsImmediately()
+                    var counts: [String: PurgeCounts] = [:]
+                    var files: [String] = []
+                    _ = try RowEraser<Store>.eraseBatch(key: key, data: data, budget: Int(Int32.max), counts: &counts, files: &files, in: tx)
+                    let sql = data.sql
+                    let userTable = data.displayName(data.plan.subject.table)
+                    if let statement = sql.subjectBlobs(key: key) {
+                        files += try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
+                    }
+                    let userRows: Int
+                    do {
+                        userRows = try tx.execute(sql.eraseSubject(key: key))
+                    } catch {
+                        throw ErasureRefused(table: userTable, action: .erasingUser, cause: error)
+                    }
+                    if data.plan.subject.erase == .delete {
+                        counts[userTable, default: PurgeCounts()].deleted += userRows
+                    } else {
+                        counts[userTable, default: PurgeCounts()].masked += userRows
+                    }
+                    for (table, count) in try tx.lifecycleRowCounts(accountID: key) where count > 0 {
+                        counts["lifecycle." + table] = PurgeCounts(deleted: count)
+                    }
+                    let left = try remainingRows(key: key, data: data, in: tx).values.reduce(0, +)
+                    throw RolledBack(rehearsal: Rehearsal(
+                        rows: counts.filter { $0.value != PurgeCounts() }, files: files.count, refused: nil, rowsLeft: left))
+                }
+            } catch let done as RolledBack {
+                return done.rehearsal
+            } catch let refused as ErasureRefused {
+                return Rehearsal(rows: [:], files: 0, refused: refused.description, rowsLeft: 0)
+            } catch let failure as PermanentJobFailure {
+                return Rehearsal(rows: [:], files: 0, refused: failure.description, rowsLeft: 0)
+            }
+        }
+    }
+
+    /// Per mapped table (and the user table), how many of the account's rows are still as
+    /// they were: every row of a deleted table, every unmasked row of a masked one.
+    static func remainingRows<T: GeneratedSQLTransaction>(key: String, data: AppData, in tx: T) throws -> [String: Int] {
+        let sql = data.sql
+        var left: [String: Int] = [:]
+        func count(_ statement: SQLStatement) throws -> Int {
+            if case .integer(let number) = try tx.rows(statement).first?.first { return Int(number) }
+            return 0
+        }
+        for table in data.plan.tables {
+            let name = data.displayName(table.table.name)
+            if case .sides(let sides) = table.owner {
+                left[name] = try sides.reduce(0) { $0 + (try count(sql.remaining(table, key: key, side: $1))) }
+            } else {
+                left[name] = try count(sql.remaining(table, key: key))
+            }
+        }
+        left[data.displayName(data.plan.subject.table), default: 0] += try count(sql.subjectRemaining(key: key))
+        return left
     }
 }

@@ -51,6 +51,45 @@ public protocol SubjectTransaction {
     /// Rows deleted and masked per table so far; removed with `takePurgeProgress`.
     func purgeProgress(key: String) throws -> [String: PurgeCounts]
     func takePurgeProgress(key: String) throws -> [String: PurgeCounts]
+
+    /// Records files a purge deletes once nothing names them, pending (a file already
+    /// recorded keeps its state): in the transaction that erases the rows naming them.
+    func recordPurgeFiles(key: String, files: [String]) throws
+    /// Pending files in key order after `after`.
+    func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String]
+    /// Settles files: deleted (with their size) or kept (another row still names them).
+    func settlePurgeFiles(key: String, files: [PurgeFile]) throws
+    /// What the purge did with its files; removed with `takePurgeFiles`.
+    func takePurgeFiles(key: String) throws -> PurgeFileTotals
+}
+
+public struct PurgeFile: Sendable, Equatable {
+    public enum State: String, Sendable { case deleted, kept }
+    public var key: String
+    public var state: State
+    public var bytes: Int64
+
+    public init(key: String, state: State, bytes: Int64) {
+        self.key = key
+        self.state = state
+        self.bytes = bytes
+    }
+}
+
+public struct PurgeFileTotals: Sendable, Equatable {
+    public var deleted: Int
+    public var bytes: Int64
+    /// Still named by a row the purge keeps (another account's, or one kept masked).
+    public var kept: Int
+    /// Never settled: the purge must not end with any.
+    public var pending: Int
+
+    public init(deleted: Int = 0, bytes: Int64 = 0, kept: Int = 0, pending: Int = 0) {
+        self.deleted = deleted
+        self.bytes = bytes
+        self.kept = kept
+        self.pending = pending
+    }
 }
 
 public struct PurgeCounts: Sendable, Codable, Equatable {

@@ -1,0 +1,550 @@
+import ChildProcesses
+import Foundation
+import JobRunner
+import Lifecycle
+import PostgresTesting
+import Testing
+
+/// What a purge receipt promises (DESIGN.md, "Erasure guarantees"), on the social app of
+/// the tests and on both backends: every reference to a row the purge erases is mapped or
+/// deliberately ignored; nothing irreversible happens before the rows are gone, and a
+/// refusal by the database leaves every row and every file in place, names the table and
+/// the cause, and the purge goes through once the cause is gone; only a verification
+/// read after erasure makes an account purged; a file another row still names stays.
+@Suite(.serialized)
+struct ErasureGuaranteeTests {
+    let app = AppPurgeTests()
+
+    func socialMap() throws -> String { try DataMapCheckTests.AppSchema.social.map }
+
+    /// The social app with its map changed by `edit` and extra DDL, checked by `map check`.
+    func check(_ backend: Backend, ddl: String = "", map edit: (String) -> String, arguments: [String] = []) async throws -> CommandResult {
+        var schema = try DataMapCheckTests.AppSchema.social
+        schema.ddl += "\n" + ddl
+        schema.map = edit(schema.map)
+        let workspace = try await app.schemas.install(schema, backend)
+        return try await workspace.run(["map", "check"] + arguments)
+    }
+
+    /// Rows of every app table of the social schema, as text, to compare before and after.
+    func everything(_ workspace: Workspace) async throws -> [String] {
+        var all: [String] = []
+        for table in ["members", "statuses", "media", "media_variants", "favourites", "follows", "messages"] {
+            all += try await app.rows(workspace, "SELECT * FROM \(table) ORDER BY 1, 2").map { "\(table): \($0)" }
+        }
+        return all
+    }
+
+    func receipt(_ workspace: Workspace, of key: String = "1") async throws -> String? {
+        try await workspace.auditRows(of: key).first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail
+    }
+
+    /// An hour on, past any backoff a failed attempt set.
+    static let later = ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(3_600))]
+    static let muchLater = ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(86_400))]
+
+    // MARK: - Coverage, column by column
+
+    @Test(arguments: Backend.allCases)
+    func aSecondOwnerColumnIsNamed(_ backend: Backend) async throws {
+        let result = try await check(backend) {
+            $0.replacingOccurrences(of: "    owners: [follower_id, followee_id]", with: "    owner: follower_id")
+        }
+        #expect(result.status == 65, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("follows.followee_id references"), "\(result.stderr)")
+        #expect(result.stderr.contains("is mapped through another column"), "\(result.stderr)")
+        #expect(result.stderr.contains("`owners:`"), "\(result.stderr)")
+    }
+
+    /// A kept (masked) user row still has other tables pointing at it: their rows would
+    /// keep the user's data, whatever their ON DELETE says.
+    @Test(arguments: Backend.allCases)
+    func tablesReferencingAMaskedRowAreNamedWithTheLineToAdd(_ backend: Backend) async throws {
+        let ddl = """
+            CREATE TABLE logins (id integer PRIMARY KEY, member_id integer NOT NULL REFERENCES members(id) ON DELETE CASCADE, ip text);
+            CREATE TABLE devices (id integer PRIMARY KEY, login_id integer NOT NULL REFERENCES logins(id) ON DELETE CASCADE, name text);
+            """
+        let masked = try await check(backend, ddl: ddl) {
+            $0.replacingOccurrences(of: "  erase: delete\n\ntables:", with: """
+                  erase:
+                    mask: {handle: "deleted-{key}", email: "deleted-{key}@invalid", pw: null, avatar_key: null}
+
+                tables:
+                """)
+        }
+        #expect(masked.status == 65, "\(masked.stdout) \(masked.stderr)")
+        #expect(masked.stderr.contains("logins.member_id references"), "\(masked.stderr)")
+        #expect(masked.stderr.contains("keeps masked"), "\(masked.stderr)")
+        #expect(masked.stderr.contains("- {table: logins, owner: member_id}"), "\(masked.stderr)")
+
+        // Mapped, the logins go; the devices under them the database deletes itself.
+        let mapped = try await check(backend, ddl: ddl) {
+            $0.replacingOccurrences(of: "  erase: delete\n\ntables:", with: """
+                  erase:
+                    mask: {handle: "deleted-{key}", email: "deleted-{key}@invalid", pw: null, avatar_key: null}
+
+                tables:
+                  - table: logins
+                    owner: member_id
+                """)
+        }
+        #expect(mapped.status == 0, "\(mapped.stdout) \(mapped.stderr)")
+        #expect(mapped.stdout.contains("deleted by the database:") && mapped.stdout.contains("devices.login_id"), "\(mapped.stdout)")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func anIgnoreThatWouldMakeThePurgeFailIsRefusedAndOneTheDatabaseHandlesIsNot(_ backend: Backend) async throws {
+        let refused = try await check(backend) {
+            $0.replacingOccurrences(of: "    cascade: [favourites.status_id]\n", with: "")
+                .replacingOccurrences(of: """
+                  - table: favourites
+                    owner: member_id
+                    export_file: favourites
+                    columns: [status_id, created_at]
+                    timestamps: [created_at]
+                    order_by: [created_at, status_id]
+
+                """, with: "") + "\nignore:\n  - table: favourites\n    reason: counted elsewhere\n"
+        }
+        #expect(refused.status == 65, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("favourites is ignored"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("would make every purge fail"), "\(refused.stderr)")
+
+        let handled = try await check(backend, ddl: "CREATE TABLE bookmarks (member_id integer NOT NULL REFERENCES members(id) ON DELETE CASCADE, url text);") {
+            $0 + "\nignore:\n  - table: bookmarks\n    reason: the database deletes them with the member\n"
+        }
+        #expect(handled.status == 0, "\(handled.stdout) \(handled.stderr)")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func columnsThatLookLikeTheUsersKeyAreWarnedWithTheLineToAdd(_ backend: Backend) async throws {
+        var schema = try DataMapCheckTests.AppSchema.social
+        schema.ddl += """
+
+            CREATE TABLE api_tokens (id integer PRIMARY KEY, user_id integer, token text);
+            CREATE TABLE events (id integer PRIMARY KEY, payload json);
+            """
+        let workspace = try await app.schemas.install(schema, backend)
+        try await app.seed(workspace, #"INSERT INTO events (id, payload) VALUES (1, '{"actor_id": 1, "action": "login"}');"#)
+        let result = try await workspace.run(["map", "check"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: api_tokens.user_id"), "\(result.stderr)")
+        #expect(result.stderr.contains("owner: user_id}"), "\(result.stderr)")
+        #expect(result.stderr.contains("warning: events.payload"), "\(result.stderr)")
+        #expect(result.stderr.contains("owner: {column: payload, json: actor_id}"), "\(result.stderr)")
+        let strict = try await workspace.run(["map", "check", "--strict"])
+        #expect(strict.status == 65, "\(strict.stderr)")
+        let json = try await workspace.run(["map", "check", "--json"])
+        #expect(json.stdout.contains(#""json_key":"actor_id""#), "\(json.stdout)")
+    }
+
+    // MARK: - Owners no foreign key can name
+
+    static let ownersDDL = """
+        CREATE TABLE events (id integer PRIMARY KEY, payload json, happened_at timestamp);
+        CREATE TABLE content_types (id integer PRIMARY KEY, app_label varchar(100) NOT NULL, model varchar(100) NOT NULL);
+        CREATE TABLE admin_log (
+            id integer PRIMARY KEY,
+            actor_id integer REFERENCES members(id),
+            content_type_id integer REFERENCES content_types(id),
+            object_id text,
+            message text
+        );
+        """
+
+    static let ownersMap = """
+
+          - table: events
+            owner: {column: payload, json: actor_id}
+
+          - table: admin_log
+            owners:
+              - actor_id
+              - column: object_id
+                type: {column: content_type_id, table: content_types, match: {app_label: social, model: member}}
+        """
+
+    @Test(arguments: Backend.allCases)
+    func rowsOwnedThroughAJSONPayloadAndAGenericRelationAreErased(_ backend: Backend) async throws {
+        var schema = try DataMapCheckTests.AppSchema.social
+        schema.ddl += "\n" + Self.ownersDDL
+        schema.map += Self.ownersMap
+        let workspace = try await app.schemas.install(schema, backend)
+        try await app.seed(workspace, AppPurgeTests.socialSeed + """
+
+            INSERT INTO events (id, payload, happened_at) VALUES
+              (1, '{"actor_id": 1, "action": "login"}', '2025-01-01 00:00:00'),
+              (2, '{"actor_id": "1", "action": "logout"}', '2025-01-02 00:00:00'),
+              (3, '{"actor_id": 2, "action": "login"}', '2025-01-03 00:00:00'),
+              (4, '{"actor_id": 11}', '2025-01-04 00:00:00'),
+              (5, '[1, 2]', '2025-01-05 00:00:00'),
+              (6, NULL, '2025-01-06 00:00:00');
+            INSERT INTO content_types (id, app_label, model) VALUES (1, 'social', 'member'), (2, 'social', 'status');
+            INSERT INTO admin_log (id, actor_id, content_type_id, object_id, message) VALUES
+              (1, 2, 1, '1', 'bob edited ada'),
+              (2, 2, 2, '1', 'bob edited a status whose id is 1'),
+              (3, 1, 1, '2', 'ada edited bob'),
+              (4, 2, 1, '3', 'bob edited cy');
+            """)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in AppPurgeTests.socialFiles { _ = try await blobs.put(key: key, data: Data("file \(key)".utf8)) }
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("payload->actor_id"), "\(check.stdout)")
+
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await app.rows(workspace, "SELECT id FROM events ORDER BY id") == ["3", "4", "5", "6"])
+        #expect(try await app.rows(workspace, "SELECT id FROM admin_log ORDER BY id") == ["2", "4"])
+        let receipt = try #require(try await receipt(workspace))
+        #expect(receipt.contains(#""events":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+        #expect(receipt.contains(#""admin_log":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+    }
+
+    // MARK: - Reversible until sure
+
+    /// A trigger that refuses deletes (Supabase Storage has one): the purge fails naming the
+    /// table and the trigger's words, every row and every file stays, and once the trigger
+    /// is gone the next attempt purges.
+    @Test(arguments: Backend.allCases)
+    func aTriggerThatRefusesDeletesLeavesEveryRowAndFileUntilItIsGone(_ backend: Backend) async throws {
+        let workspace = try await app.installSocial(backend)
+        let trigger = switch backend {
+        case .sqlite: """
+            CREATE TRIGGER no_deletes BEFORE DELETE ON statuses BEGIN SELECT RAISE(ABORT, 'statuses are kept forever'); END;
+            """
+        case .postgres: """
+            CREATE FUNCTION no_deletes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'statuses are kept forever'; END $$;
+            CREATE TRIGGER no_deletes BEFORE DELETE ON statuses FOR EACH ROW EXECUTE FUNCTION no_deletes();
+            """
+        }
+        try await app.seed(workspace, trigger)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let before = try await everything(workspace)
+        let files = app.files(workspace)
+
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 75, "\(purge.stdout) \(purge.stderr)")
+        let said = purge.stdout + purge.stderr
+        #expect(said.contains("the database refused deleting rows of statuses"), "\(said)")
+        #expect(said.contains("statuses are kept forever"), "\(said)")
+        #expect(try await everything(workspace) == before)
+        #expect(app.files(workspace) == files)
+        #expect(try await receipt(workspace) == nil)
+
+        try await app.seed(workspace, "DROP TRIGGER no_deletes\(backend == .postgres ? " ON statuses" : "");")
+        let again = try await workspace.run(["purge"], environment: Self.later)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        #expect(again.stdout.contains("1 purged"), "\(again.stdout)")
+        try await app.expectAdaPurged(workspace, catalog: try await app.appCatalog(workspace))
+    }
+
+    /// A role held back by row level security sees none of ada's rows: without the check a
+    /// purge would delete nothing and report success.
+    @Test
+    func rowLevelSecurityThatHidesRowsIsRefusedUntilTheRoleBypassesIt() async throws {
+        let workspace = try await app.installSocial(.postgres)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let role = "purger_" + UUID().uuidString.prefix(8).lowercased()
+        try await app.seed(workspace, """
+            CREATE ROLE \(role) LOGIN PASSWORD 'purger-secret' NOBYPASSRLS;
+            GRANT USAGE ON SCHEMA public, lifecycle TO \(role);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public, lifecycle TO \(role);
+            GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public, lifecycle TO \(role);
+            ALTER TABLE statuses ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY members_see_nothing ON statuses USING (false);
+            """)
+        var asRole = workspace
+        let url = try #require(workspace.postgresURL)
+        asRole.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(role):purger-secret@", options: .regularExpression)
+        asRole.initialisesOnFirstCommand = false
+        let before = try await everything(workspace)
+        let files = app.files(workspace)
+
+        let check = try await asRole.run(["map", "check"])
+        #expect(check.status == 77, "\(check.stdout) \(check.stderr)")
+        #expect(check.stderr.contains("statuses has row level security"), "\(check.stderr)")
+        #expect(check.stderr.contains("BYPASSRLS"), "\(check.stderr)")
+
+        let purge = try await asRole.run(["purge"])
+        #expect(purge.status == 75, "\(purge.stdout) \(purge.stderr)")
+        #expect((purge.stdout + purge.stderr).contains("statuses has row level security"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await everything(workspace) == before)
+        #expect(app.files(workspace) == files)
+        #expect(try await app.rows(workspace, "SELECT state FROM lifecycle.subjects WHERE subject_key = '1'") == ["purging"])
+
+        let export = try await asRole.run(["export", "bob", "--output", workspace.root + "/bob.zip"])
+        #expect(export.status != 0, "an export under row level security handed out part of an account: \(export.stdout)")
+
+        try await app.seed(workspace, "ALTER ROLE \(role) BYPASSRLS;")
+        let again = try await asRole.run(["purge"], environment: Self.later)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        try await app.expectAdaPurged(workspace, catalog: try await app.appCatalog(workspace))
+    }
+
+    // MARK: - Verified
+
+    /// The app writes a row for the user as the purge erases (here a trigger re-creating a
+    /// note): the verification read finds it, the account stays purging, no receipt is
+    /// written, and the purge goes through once the writer stops.
+    @Test(arguments: Backend.allCases)
+    func rowsWrittenAfterErasureFailTheVerificationInsteadOfRecordingPurged(_ backend: Backend) async throws {
+        var schema = try DataMapCheckTests.AppSchema.social
+        schema.ddl += "\nCREATE TABLE notes (id integer PRIMARY KEY, member_id integer, body text);\n"
+        schema.map += "\n  - table: notes\n    owner: member_id\n"
+        let workspace = try await app.schemas.install(schema, backend)
+        try await app.seed(workspace, AppPurgeTests.socialSeed + "\nINSERT INTO notes (id, member_id, body) VALUES (1, 1, 'ada'), (2, 2, 'bob');")
+        let writer = switch backend {
+        case .sqlite: """
+            CREATE TRIGGER again AFTER DELETE ON notes WHEN OLD.member_id = 1
+            BEGIN INSERT INTO notes (id, member_id, body) VALUES ((SELECT MAX(id) + 1 FROM notes), 1, 'written back'); END;
+            """
+        case .postgres: """
+            CREATE FUNCTION again() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO notes (id, member_id, body) VALUES ((SELECT MAX(id) + 1 FROM notes), 1, 'written back'); RETURN OLD; END $$;
+            CREATE TRIGGER again AFTER DELETE ON notes FOR EACH ROW WHEN (OLD.member_id = 1) EXECUTE FUNCTION again();
+            """
+        }
+        try await app.seed(workspace, writer)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 75, "\(purge.stdout) \(purge.stderr)")
+        #expect((purge.stdout + purge.stderr).contains("verification found 1 row(s) of notes"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await receipt(workspace) == nil)
+        let state = backend == .postgres ? "lifecycle.subjects" : "lifecycle_subjects"
+        #expect(try await app.rows(workspace, "SELECT state FROM \(state) WHERE subject_key = '1'") == ["purging"])
+
+        try await app.seed(workspace, "DROP TRIGGER again\(backend == .postgres ? " ON notes" : "");")
+        let again = try await workspace.run(["purge"], environment: Self.later)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        #expect(try await app.rows(workspace, "SELECT member_id FROM notes ORDER BY id") == ["2"])
+        let receipt = try #require(try await receipt(workspace))
+        #expect(receipt.contains(#""verification":{"result":"verified""#), "\(receipt)")
+    }
+
+    // MARK: - Contained
+
+    /// Bob's row names ada's file: it stays, and the receipt says so.
+    @Test(arguments: Backend.allCases)
+    func aFileAnotherRowStillNamesIsKept(_ backend: Backend) async throws {
+        let workspace = try await app.installSocial(backend)
+        try await app.seed(workspace, "INSERT INTO media (id, status_id, file_key) VALUES (103, 14, 'media/100.jpg');")
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        #expect(app.files(workspace) == ["avatars/2.jpg", "media/100.jpg", "media/102.jpg", "media/102-s.jpg"])
+        let receipt = try #require(try await receipt(workspace))
+        #expect(receipt.contains(#""blobs":3,"#) && receipt.contains(#""blobs_kept":1"#), "\(receipt)")
+    }
+
+    // MARK: - The rehearsal
+
+    struct Preview: Decodable {
+        var account: String
+        var erase: [String: PurgeCounts]?
+        var refused: String?
+    }
+
+    struct Receipt: Decodable {
+        struct Table: Decodable {
+            var deleted: Int
+            var masked: Int
+        }
+        var rows: [String: Table]
+    }
+
+    @Test(arguments: Backend.allCases)
+    func theDryRunRehearsesAndReportsTheCountsThePurgeThenWrites(_ backend: Backend) async throws {
+        let workspace = try await app.installSocial(backend)
+        let catalog = try await app.appCatalog(workspace)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let before = try await everything(workspace)
+        let dryRun = try await workspace.run(["purge", "--dry-run", "--json"])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        let previews = try JSONDecoder().decode([Preview].self, from: Data(dryRun.stdout.utf8))
+        let rehearsed = try #require(previews.first?.erase)
+        #expect(try await everything(workspace) == before)
+
+        let rehearsal = try await workspace.run(["map", "check", "--account", "ada@example.com"])
+        #expect(rehearsal.status == 0, "\(rehearsal.stderr)")
+        #expect(rehearsal.stdout.contains("statuses: 2 deleted, 1 masked"), "\(rehearsal.stdout)")
+        #expect(try await everything(workspace) == before)
+
+        #expect(try await workspace.run(["purge"]).stdout.contains("1 purged"))
+        try await app.expectAdaPurged(workspace, catalog: catalog)
+        let receipt = try JSONDecoder().decode(Receipt.self, from: Data(try #require(try await receipt(workspace)).utf8))
+        let written = receipt.rows.mapValues { PurgeCounts(deleted: $0.deleted, masked: $0.masked) }
+        #expect(written == rehearsed, "rehearsed \(rehearsed), purged \(written)")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func theDryRunNamesARefusalAndExits75(_ backend: Backend) async throws {
+        let workspace = try await app.installSocial(backend)
+        let trigger = switch backend {
+        case .sqlite: "CREATE TRIGGER keep BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'messages are evidence'); END;"
+        case .postgres: """
+            CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'messages are evidence'; END $$;
+            CREATE TRIGGER keep BEFORE UPDATE ON messages FOR EACH ROW EXECUTE FUNCTION keep();
+            """
+        }
+        try await app.seed(workspace, trigger)
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let before = try await everything(workspace)
+        let dryRun = try await workspace.run(["purge", "--dry-run"])
+        #expect(dryRun.status == 75, "\(dryRun.stdout) \(dryRun.stderr)")
+        #expect(dryRun.stdout.contains("would fail: the database refused masking rows of messages"), "\(dryRun.stdout)")
+        #expect(dryRun.stdout.contains("messages are evidence"), "\(dryRun.stdout)")
+        #expect(try await everything(workspace) == before)
+    }
+}
+
+/// The product's app on Supabase's real `auth` schema (GoTrue's 70 migrations, reproduced in
+/// Tests/Fixtures/supabase/platform.sql): a map that masks auth.users but maps nothing that
+/// points at it is refused naming each table, and the shipped map leaves nothing of the user
+/// in `auth`: identities, sessions, live refresh tokens, MFA factors and their challenges,
+/// one-time tokens, flow state, passkeys, the audit log's payloads.
+@Suite(.serialized)
+struct SupabaseAuthErasureTests {
+    let app = AppPurgeTests()
+    static let ada = AppPurgeTests.ada
+    static let bob = AppPurgeTests.bob
+
+    static let authSeed = """
+        INSERT INTO auth.identities (provider_id, user_id, identity_data, provider, created_at) VALUES
+          ('\(ada)', '\(ada)', '{"sub": "\(ada)", "email": "ada@example.com"}', 'email', now()),
+          ('\(bob)', '\(bob)', '{"sub": "\(bob)", "email": "bob@example.com"}', 'email', now());
+        INSERT INTO auth.sessions (id, user_id, created_at, user_agent, ip) VALUES
+          ('5e000000-0000-4000-8000-00000000000a', '\(ada)', now(), 'Safari', '192.0.2.1'),
+          ('5e000000-0000-4000-8000-00000000000b', '\(bob)', now(), 'Firefox', '192.0.2.2');
+        INSERT INTO auth.refresh_tokens (token, user_id, revoked, session_id, created_at) VALUES
+          ('ada-live-token', '\(ada)', false, '5e000000-0000-4000-8000-00000000000a', now()),
+          ('ada-legacy-token', '\(ada)', false, NULL, now()),
+          ('bob-token', '\(bob)', false, '5e000000-0000-4000-8000-00000000000b', now());
+        INSERT INTO auth.mfa_factors (id, user_id, friendly_name, factor_type, status, created_at, updated_at, secret) VALUES
+          ('fa000000-0000-4000-8000-00000000000a', '\(ada)', 'phone app', 'totp', 'verified', now(), now(), 'ADA-TOTP-SECRET'),
+          ('fa000000-0000-4000-8000-00000000000b', '\(bob)', 'phone app', 'totp', 'verified', now(), now(), 'BOB-TOTP-SECRET');
+        INSERT INTO auth.mfa_challenges (id, factor_id, created_at, ip_address) VALUES
+          ('c4000000-0000-4000-8000-00000000000a', 'fa000000-0000-4000-8000-00000000000a', now(), '192.0.2.1');
+        INSERT INTO auth.one_time_tokens (id, user_id, token_type, token_hash, relates_to) VALUES
+          ('07000000-0000-4000-8000-00000000000a', '\(ada)', 'recovery_token', 'hash-a', 'ada@example.com');
+        INSERT INTO auth.flow_state (id, user_id, provider_type, authentication_method, auth_code) VALUES
+          ('f1000000-0000-4000-8000-00000000000a', '\(ada)', 'github', 'oauth', 'code-a');
+        INSERT INTO auth.webauthn_credentials (user_id, credential_id, public_key, friendly_name) VALUES
+          ('\(ada)', '\\x01', '\\x02', 'ada''s passkey');
+        INSERT INTO auth.audit_log_entries (id, payload, created_at, ip_address) VALUES
+          ('a0000000-0000-4000-8000-00000000000a', '{"actor_id": "\(ada)", "actor_username": "ada@example.com", "action": "login"}', now(), '192.0.2.1'),
+          ('a0000000-0000-4000-8000-00000000000b', '{"actor_id": "\(bob)", "actor_username": "bob@example.com", "action": "login"}', now(), '192.0.2.2');
+        """
+
+    /// Every auth table that names a user, with how to find ada's rows in it.
+    static let adasAuthRows = [
+        "auth.identities WHERE user_id = '\(ada)'", "auth.sessions WHERE user_id = '\(ada)'",
+        "auth.refresh_tokens WHERE user_id = '\(ada)'", "auth.mfa_factors WHERE user_id = '\(ada)'",
+        "auth.mfa_challenges WHERE factor_id = 'fa000000-0000-4000-8000-00000000000a'", "auth.one_time_tokens WHERE user_id = '\(ada)'",
+        "auth.flow_state WHERE user_id = '\(ada)'", "auth.webauthn_credentials WHERE user_id = '\(ada)'",
+        "auth.audit_log_entries WHERE payload::text LIKE '%ada@example.com%'", "auth.users WHERE email = 'ada@example.com'",
+    ]
+
+    @Test
+    func aMapThatMasksAuthUsersButMapsNothingPointingAtItIsRefusedNamingEachTable() async throws {
+        var schema = try DataMapCheckTests.AppSchema.supabase
+        // The map as it was before this check existed: auth.users masked, nothing under it.
+        let start = try #require(schema.map.range(of: "  # Everything GoTrue keeps"))
+        let end = try #require(schema.map.range(of: "  - table: user_preferences"))
+        schema.map.removeSubrange(start.lowerBound..<end.lowerBound)
+        let workspace = try await app.schemas.install(schema, .postgres)
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 65, "\(check.stdout) \(check.stderr)")
+        for column in ["auth.identities.user_id", "auth.sessions.user_id", "auth.mfa_factors.user_id", "auth.one_time_tokens.user_id",
+                       "auth.webauthn_credentials.user_id", "auth.oauth_consents.user_id"] {
+            #expect(check.stderr.contains("\(column) references auth.users, whose rows the purge keeps masked"), "\(column): \(check.stderr)")
+        }
+    }
+
+    @Test
+    func theShippedMapLeavesNothingOfTheUserInAuth() async throws {
+        let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + Self.authSeed)
+        for query in Self.adasAuthRows {
+            #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM \(query)") != ["0"], "\(query) holds nothing to erase")
+        }
+        let bobsBefore = try await app.rows(workspace, """
+            SELECT (SELECT COUNT(*) FROM auth.identities WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT COUNT(*) FROM auth.refresh_tokens WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT COUNT(*) FROM auth.mfa_factors WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload->>'actor_id' = '\(Self.bob)')
+            """)
+        let right = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
+        #expect(right.status == 0, "\(right.stderr)")
+        let purge = try await workspace.run(["purge"], environment: ErasureGuaranteeTests.muchLater.merging(
+            ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))]) { $1 })
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        for query in Self.adasAuthRows {
+            #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM \(query)") == ["0"], "\(query)")
+        }
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload IS NULL") == ["1"])
+        #expect(try await app.rows(workspace, """
+            SELECT (SELECT COUNT(*) FROM auth.identities WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT COUNT(*) FROM auth.refresh_tokens WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT COUNT(*) FROM auth.mfa_factors WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload->>'actor_id' = '\(Self.bob)')
+            """) == bobsBefore)
+        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
+        #expect(receipt.contains(#""auth.refresh_tokens":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+        #expect(receipt.contains(#""auth.audit_log_entries":{"after":0,"before":1,"deleted":0,"masked":1}"#), "\(receipt)")
+    }
+}
+
+/// A purge of an app's account killed (SIGKILL) just after each of its steps, then run
+/// again: the end state and the receipt are those of a purge never interrupted.
+@Suite(.serialized)
+struct AppPurgeStepBoundaryKillTests {
+    let app = AppPurgeTests()
+
+    @Test(arguments: Backend.allCases)
+    func killedAfterEachStepThenRerunEndsAsAPurgeNeverInterrupted(_ backend: Backend) async throws {
+        // One row and one file per batch, with pauses: each step outlasts the poll between
+        // the boundary and the kill, so the kill lands before the next step is done.
+        let policy = "deletion:\n  purge_row_batch: 1\n  purge_blob_batch: 1\n  batch_pause_milliseconds: 300\n"
+        var landed: [String] = []
+        for (boundary, step) in ["lock-and-mark", "erase-rows", "delete-files"].enumerated() {
+            let workspace = try await app.installSocial(backend, policy: policy)
+            let catalog = try await app.appCatalog(workspace)
+            #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+            let steps = "SELECT COUNT(*) FROM \(workspace.ownTable("job_steps")) s JOIN \(workspace.ownTable("jobs")) j ON j.id = s.job_id WHERE j.kind = 'deletion.purge'"
+            let (process, _, _) = try workspace.process(["purge"])
+            let killed = await killProcess(process, when: { try workspace.integerNow(steps) == boundary + 1 }, timeout: 600)
+            await process.exited()
+            guard killed else {
+                // Only `verify` is left after delete-files, one transaction: the purge may end
+                // between two polls. It must then have ended as a whole purge does.
+                #expect(boundary == 2, "the kill never found the purge after \(step)")
+                #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+                try await app.expectAdaPurged(workspace, catalog: catalog)
+                continue
+            }
+            #expect(process.terminationReason == .uncaughtSignal)
+            // Landed mid-work: this step recorded, the next not yet.
+            if killed, try await workspace.int(steps) == boundary + 1 { landed.append(step) }
+            let state = backend == .postgres ? "lifecycle.subjects" : "lifecycle_subjects"
+            #expect(try await app.rows(workspace, "SELECT state FROM \(state) WHERE subject_key = '1'") == ["purging"])
+            // Nothing irreversible before the rows are gone: a file of ada's is missing only
+            // once none of her rows is left.
+            if boundary == 0 || !Set(AppPurgeTests.socialFiles).isSubset(of: app.files(workspace)) {
+                let left = try await app.rows(workspace, "SELECT (SELECT COUNT(*) FROM members WHERE id = 1) + (SELECT COUNT(*) FROM statuses WHERE member_id = 1)")
+                #expect(boundary == 0 ? left != ["0"] : left == ["0"], "after \(step): \(left)")
+            }
+            if boundary == 0 { #expect(Set(AppPurgeTests.socialFiles).isSubset(of: app.files(workspace))) }
+
+            try "deletion:\n  purge_row_batch: 1\n".write(toFile: workspace.jobsDirectory + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
+            let rerun = try await workspace.run(["purge"], environment: ErasureGuaranteeTests.later)
+            #expect(rerun.status == 0, "\(rerun.stdout) \(rerun.stderr)")
+            try await app.expectAdaPurged(workspace, catalog: catalog)
+        }
+        // After the two long steps the kill always lands before the next step is done; after
+        // delete-files only `verify` is left, one transaction, which may win the race.
+        #expect(landed.starts(with: ["lock-and-mark", "erase-rows"]), "kills that landed between steps: \(landed)")
+    }
+}
