@@ -154,10 +154,13 @@ struct MapSummary: Encodable {
     /// References through which the database deletes rows itself (ON DELETE CASCADE).
     var deletedByDatabase: [String]
     var warnings: [Warning]
+    /// File columns no index leads (each purge then reads the table to find shared files).
+    var unindexedFileColumns: [String]
     var rehearsal: Rehearsal?
 
     enum CodingKeys: String, CodingKey {
-        case source, database, subject, eraseOrder = "erase_order", ignored, deletedByDatabase = "deleted_by_database", warnings, rehearsal
+        case source, database, subject, eraseOrder = "erase_order", ignored, deletedByDatabase = "deleted_by_database", warnings,
+             unindexedFileColumns = "unindexed_file_columns", rehearsal
     }
 
     init(_ plan: DataMapPlan, location: String, suspects: [DataMapPlan.Suspect] = [], rehearsal: Rehearsal? = nil) {
@@ -192,6 +195,7 @@ struct MapSummary: Encodable {
         warnings = suspects.map {
             Warning(table: shown($0.table), column: $0.column, type: $0.declaredType, jsonKey: $0.jsonKey, why: $0.why, add: $0.suggestion)
         }
+        unindexedFileColumns = plan.unindexedFileColumns.map { "\(shown($0.table)).\($0.column)" }
         self.rehearsal = rehearsal
     }
 
@@ -229,6 +233,9 @@ struct MapSummary: Encodable {
                 }
                 Terminal.line("  \(rehearsal.files) file(s) named by the erased rows; the verification read would find \(rehearsal.rowsLeft) row(s) left")
             }
+        }
+        for column in unindexedFileColumns {
+            Terminal.note("note: no index leads with \(column): each purge reads the whole table to see whether a row it keeps still names a file it would delete; an index on it avoids that")
         }
         for warning in warnings {
             let what = warning.jsonKey.map { "\(warning.table).\(warning.column) (\(warning.type), key '\($0)')" } ?? "\(warning.table).\(warning.column) (\(warning.type))"

@@ -548,3 +548,81 @@ struct AppPurgeStepBoundaryKillTests {
         #expect(landed.starts(with: ["lock-and-mark", "erase-rows"]), "kills that landed between steps: \(landed)")
     }
 }
+
+/// A real Django 5.2 + django-allauth site (Tests/Fixtures/django: its tables made by
+/// Django's own `migrate`, its users, sessions, admin log, allauth rows and FileField files
+/// by Django's own code), on both backends. Django declares every foreign key without an
+/// ON DELETE action (it cascades in Python), so an `ignore:` of the admin log with the user
+/// row deleted would fail every purge: refused at load. Mapped whole, the user goes.
+@Suite(.serialized)
+struct DjangoSiteErasureTests {
+    let app = AppPurgeTests()
+
+    struct Seeded: Decodable {
+        struct File: Decodable {
+            var name: String
+            var owner: String
+        }
+        var users: [String: Int]
+        var files: [File]
+    }
+
+    func site(_ backend: Backend, map: String) async throws -> (Workspace, Seeded) {
+        let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("django-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
+        try map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+        let workspace = try await Workspace.make(backend, jobsDirectory: jobs)
+        let output = try await runTool(repositoryRoot + "/Tests/Fixtures/django/build.sh", [workspace.database, workspace.blobs])
+        return (workspace, try JSONDecoder().decode(Seeded.self, from: Data(output.utf8)))
+    }
+
+    static var map: String { get throws { try String(contentsOfFile: repositoryRoot + "/Tests/CLITests/Schemas/django-site.yaml", encoding: .utf8) } }
+
+    @Test(arguments: Backend.allCases)
+    func anIgnoredAdminLogThatWouldFailEveryPurgeIsRefused(_ backend: Backend) async throws {
+        let start = try #require(try Self.map.range(of: "  - table: django_admin_log"))
+        let map = String(try Self.map[..<start.lowerBound]) + "\nignore:\n  - table: django_admin_log\n    reason: staff actions, kept for the site's own audit\n"
+        let (workspace, _) = try await site(backend, map: map)
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 65, "\(check.stdout) \(check.stderr)")
+        #expect(check.stderr.contains("django_admin_log is ignored"), "\(check.stderr)")
+        #expect(check.stderr.contains("would make every purge fail"), "\(check.stderr)")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aUserOfARealDjangoSiteIsPurgedWholeAndVerified(_ backend: Backend) async throws {
+        let (workspace, seeded) = try await site(backend, map: try Self.map)
+        let ada = try #require(seeded.users["ada"])
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 0, "\(check.stderr)")
+        let adaFiles = Set(seeded.files.filter { $0.owner == "ada" }.map(\.name))
+        let others = Set(seeded.files.filter { $0.owner != "ada" }.map(\.name))
+        #expect(!adaFiles.isEmpty && adaFiles.isSubset(of: app.files(workspace)))
+
+        let wrong = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "battery staple")
+        #expect(wrong.status == 77, "\(wrong.stderr)")
+        let right = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse")
+        #expect(right.status == 0, "\(right.stderr)")
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.status == 0, "\(purge.stdout) \(purge.stderr)")
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout)")
+
+        for query in [
+            "auth_user WHERE id = \(ada)", "account_emailaddress WHERE user_id = \(ada)", "socialaccount_socialaccount WHERE user_id = \(ada)",
+            "blog_post WHERE author_id = \(ada)", "blog_comment WHERE author_id = \(ada)", "blog_profile WHERE user_id = \(ada)",
+            "blog_follow WHERE follower_id = \(ada) OR followee_id = \(ada)", "django_admin_log WHERE user_id = \(ada)",
+            "django_admin_log WHERE object_id = '\(ada)' AND content_type_id = (SELECT id FROM django_content_type WHERE app_label = 'auth' AND model = 'user')",
+        ] {
+            #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM \(query)") == ["0"], "\(query)")
+        }
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM socialaccount_socialtoken") == ["0"])
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth_user") == ["2"])
+        // No file of ada's is left; every file of the others is, but the attachment on bob's
+        // comment under ada's post, which went with the post.
+        let left = app.files(workspace)
+        #expect(adaFiles.isDisjoint(with: left), "\(adaFiles.intersection(left))")
+        #expect(others.subtracting(left).count <= 1, "\(others.subtracting(left))")
+        let receipt = try #require(try await workspace.auditRows(of: String(ada)).first { $0.action == "account.purge" }?.detail)
+        #expect(receipt.contains(#""verification":{"result":"verified""#), "\(receipt)")
+    }
+}

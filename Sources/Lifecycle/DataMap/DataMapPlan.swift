@@ -91,6 +91,18 @@ public struct DataMapPlan: Sendable {
     /// keys into the user table included).
     let keyNames: Set<String>
 
+    /// File columns no index leads: a purge looks, for each file it would delete, whether a
+    /// row it keeps still names it, and without an index that look-up reads the whole table.
+    public var unindexedFileColumns: [DataMap.ColumnReference] {
+        var columns: [DataMap.ColumnReference] = []
+        for (table, column) in [(subject.table, subject.blobs)] + tables.map({ ($0.table.name, $0.table.blobs) }) {
+            for name in column where !(catalog.table(table)?.indexedColumns.contains(name) ?? true) {
+                columns.append(.init(table: table, column: name))
+            }
+        }
+        return columns
+    }
+
     /// JSON columns nothing maps or ignores, to look into for a key that names the user
     /// (an audit payload's `actor_id`): no foreign key can say so.
     public var jsonColumnsToLookInto: [(table: DataMap.TableName, column: String)] {
