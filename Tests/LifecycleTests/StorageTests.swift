@@ -67,7 +67,7 @@ struct FileSystemBlobStoreTests {
         #expect(try await store.info(key: "accounts/u-1/exports/final.zip")?.size == 3 << 20)
     }
 
-    @Test(arguments: ["../etc/passwd", "/abs", "accounts//x", "accounts/./x", "accounts/u-1/..", "a b", ""])
+    @Test(arguments: ["../etc/passwd", "/abs", "accounts//x", "accounts/./x", "accounts/u-1/..", "control\u{1}character", ""])
     func keysThatCouldEscapeTheRootAreRefused(_ key: String) async throws {
         let (store, _) = try makeStore()
         await #expect(throws: BlobStoreError.self) { _ = try await store.put(key: key, data: Data()) }
@@ -131,5 +131,17 @@ struct PathTextTests {
         #expect(PathText.parent("a/b/c.txt") == "a/b")
         #expect(PathText.parent("a//b/") == "a")
         #expect(PathText.parent("/srv/blobs/accounts/") == "/srv/blobs")
+    }
+}
+
+struct BlobKeyTests {
+    @Test func keysAreComparedAsBytes() {
+        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        #expect(nfc == nfd)
+        #expect(!nfc.isExactly(nfd))
+        #expect(Set([ExactText(nfc), ExactText(nfd)]).count == 2)
+        #expect(ExactText(nfd) < ExactText(nfc))
+        #expect("a/\u{301}b".hasExactPrefix("a/") && !"a/\u{301}b".hasPrefix("a/"))
+        #expect(PathText.parent("a/\u{301}b") == "a")
     }
 }

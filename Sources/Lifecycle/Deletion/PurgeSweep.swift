@@ -191,7 +191,7 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 while true {
                     let statement = query.page(after)
                     let page = try await services.store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
-                    for key in page where BlobKey.isValid(key) {
+                    for key in page where services.blobs.keyProblem(key) == nil {
                         if let info = try await services.blobs.info(key: key) {
                             preview.blobs += 1
                             preview.blobBytes += info.size

@@ -106,10 +106,11 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         for (query, first) in zip(queries, firstPages) {
             var page = first
             while let last = page.last {
-                for blobKey in page where !BlobKey.isValid(blobKey) {
+                for blobKey in page {
+                    guard let problem = services.blobs.keyProblem(blobKey) else { continue }
                     throw PermanentJobFailure("""
-                        \(query.label) names the file '\(blobKey)', which is not a key this blob store accepts; remove or \
-                        fix that value, then retry the purge (`lifecycle jobs retry \(context.job.id)`)
+                        \(query.label) names the file \(BlobKey.quoted(blobKey)), which is not a key this blob store accepts \
+                        (\(problem)); remove or fix that value, then retry the purge (`lifecycle jobs retry \(context.job.id)`)
                         """)
                 }
                 for blobKey in page {
