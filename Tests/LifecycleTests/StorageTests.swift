@@ -135,6 +135,25 @@ struct PathTextTests {
 }
 
 struct BlobKeyTests {
+    /// An app's key that cannot be a folder name is hashed; an id that is literally that
+    /// hash must not land in the same folder (where the other account's archives live).
+    @Test func noTwoIdsShareAFolder() {
+        let email = "ada@example.com"
+        let hashed = BlobKey.segment(forID: email)
+        #expect(hashed.hasPrefix("sha256-") && hashed.utf8.count == 47)
+        #expect(BlobKey.isSafeSegment(hashed))
+        #expect(BlobKey.segment(forID: hashed) != hashed)
+        #expect(BlobKey.segment(forID: BlobKey.segment(forID: hashed)) != BlobKey.segment(forID: hashed))
+        let ids = [email, hashed, "ada", "sha256-", "sha256-abc", "SHA256-abc", "u-1.profile", "a b", "caf\u{E9}", "cafe\u{301}"]
+        #expect(Set(ids.map { ExactText(BlobKey.segment(forID: $0)) }).count == ids.count)
+        // Existing folders keep their meaning: a safe id not starting with "sha256-" is its own segment.
+        for id in ["ada", "u-1.profile", "SHA256-abc", "sha256", "018f2c1e-7b7a-7c3e-9f00-1a2b3c4d5e6f"] {
+            #expect(BlobKey.segment(forID: id) == id)
+        }
+        // Stable across runs.
+        #expect(BlobKey.segment(forID: email) == hashed)
+    }
+
     @Test func keysAreComparedAsBytes() {
         let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
         #expect(nfc == nfd)

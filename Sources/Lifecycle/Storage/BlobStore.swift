@@ -172,14 +172,18 @@ public enum BlobKey {
     /// The key in double quotes, control characters and quotes escaped, for messages.
     public static func quoted(_ key: String) -> String { key.quotedExactly }
 
-    /// The key segment for an id. Ids are at most 128 safe characters, but a derived one
-    /// (a profile photo's id is `<account>.profile`) can be longer than a segment may be;
-    /// such an id becomes `sha256-` and 40 hex digits of its digest, the same on every
-    /// run. Shorter ids stay as they are, so keys already stored keep their meaning.
+    /// The key segment for an id: the id itself when it is a safe segment that does not
+    /// begin with `sha256-`, else `sha256-` and 40 hex digits of its digest, the same on
+    /// every run. A derived id (a profile photo's `<account>.profile`) can be longer than a
+    /// segment may be, an app's key can be an email. Safe ids that begin with `sha256-`
+    /// are hashed too: left as they are, an id that is literally another id's digest would
+    /// share its folder (`accounts/<segment>/`, where export archives live).
     public static func segment(forID id: String) -> String {
-        if isSafeSegment(id) { return id }
-        return "sha256-" + FileDigest.hex(SHA256.hash(data: Data(id.utf8))).prefix(40)
+        if isSafeSegment(id), !id.hasPrefix(hashedPrefix) { return id }
+        return hashedPrefix + FileDigest.hex(SHA256.hash(data: Data(id.utf8))).prefix(40)
     }
+
+    static let hashedPrefix = "sha256-"
 
     public static func accountPrefix(_ accountID: String) -> String { "accounts/\(accountID)/" }
     public static func photo(accountID: String, photoID: String) -> String {
