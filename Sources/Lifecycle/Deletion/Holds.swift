@@ -49,8 +49,9 @@ public protocol HoldTransaction {
     func releaseHold(key: String, by actor: String, at: Date) throws -> AccountHold?
     /// Every hold the account had, oldest first.
     func holds(key: String) throws -> [AccountHold]
-    /// Of `keys`, those with a hold in force at `now`.
-    func heldKeys(_ keys: [String], now: Date) throws -> Set<String>
+    /// Of `keys`, those with a hold in force at `now`, as bytes: an NFC and an NFD key
+    /// are two accounts, and a hold on one must not stop the other's purge.
+    func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText>
 }
 
 /// What the purge's first step asks, under the account's lock, before it moves the

@@ -118,11 +118,11 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 // account from getting a job that would only stand down.
                 let held = try tx.heldKeys(due.map(\.accountID), now: now)
                 var created = 0
-                for account in due where !held.contains(account.accountID) {
+                for account in due where !held.contains(ExactText(account.accountID)) {
                     let request = try DeletionJobs.purgeRequest(accountID: account.accountID, runAt: min(account.purgeAfter ?? now, now))
                     if try store.enqueue(request, policy: purgePolicy, now: now, in: tx).created { created += 1 }
                 }
-                return (due.count, created, due.map(\.accountID).filter(held.contains), due.last?.accountID)
+                return (due.count, created, due.map(\.accountID).filter { held.contains(ExactText($0)) }, due.last?.accountID)
             }
             report.due += count
             report.enqueued += created
