@@ -42,6 +42,8 @@ public struct LifecycleError: Error, CustomStringConvertible, Sendable {
         .init(.noSuchAccount, "no account with id or email '\(reference)'")
     }
 
+    public static func noSuchAccount(_ reference: AccountReference) -> Self { noSuchAccount(reference.text) }
+
     /// A failed file-system call, in the category its cause calls for: a full disk or a
     /// disk error is temporary (free space, run again: every step is safe to repeat), a
     /// read-only or foreign-owned location needs the operator, anything else is unavailable.

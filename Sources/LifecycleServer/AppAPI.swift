@@ -148,11 +148,16 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     // MARK: Plumbing
 
-    static func account(in context: ServerContext) throws -> String {
-        guard let account = context.parameters.get("account"), !account.isEmpty, account.count <= 320 else {
+    /// The account the path names: its key exactly, or `COLUMN:VALUE` for one lookup column
+    /// of the data map. Never "the key or any lookup column": a user who chose another
+    /// account's key as their username would otherwise make that account ambiguous, and
+    /// block every call on it. The router hands the segment over still percent-encoded.
+    static func account(in context: ServerContext) throws -> AccountReference {
+        guard let raw = context.parameters.get("account"), let account = raw.removingPercentEncoding,
+              !account.isEmpty, account.count <= 320 else {
             throw APIError(.badRequest, code: "bad_request", message: "the path names no account")
         }
-        return account
+        return .app(account)
     }
 
     /// Runs a route's work and turns its result or refusal into JSON with the status the

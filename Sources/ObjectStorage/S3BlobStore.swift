@@ -52,8 +52,8 @@ public struct S3BlobStore: BlobStore {
     // MARK: Keys
 
     private func objectKey(_ key: String) throws -> String {
-        guard BlobKey.isValid(key) else { throw BlobStoreError.invalidKey(key) }
-        return location.prefix.isEmpty ? key : location.prefix + "/" + key
+        if let problem = BlobKey.problem(key) { throw BlobStoreError.invalidKey(key, problem) }
+        return keyPrefix + key
     }
 
     private var keyPrefix: String { location.prefix.isEmpty ? "" : location.prefix + "/" }
@@ -270,8 +270,11 @@ public struct S3BlobStore: BlobStore {
         var found: [BlobInfo] = []
         var token: String?
         repeat {
+            // URL-encoded keys: XML 1.0 cannot carry every character a key may hold (most
+            // control characters), and its parsers turn a carriage return into a line feed.
             var query: [(name: String, value: String)] = [
                 ("list-type", "2"), ("prefix", keyPrefix + prefix), ("max-keys", String(min(1_000, limit - found.count))),
+                ("encoding-type", "url"),
             ]
             if let token {
                 query.append(("continuation-token", token))
@@ -282,9 +285,11 @@ public struct S3BlobStore: BlobStore {
             guard response.isSuccess, let root = XMLElement.parse(response.body) else {
                 throw client.failure(response, operation: "ListObjectsV2", key: keyPrefix + prefix)
             }
+            let encoded = root.value("EncodingType") == "url"
             for entry in root.all("Contents") {
-                guard let fullKey = entry.value("Key"), fullKey.hasPrefix(keyPrefix) else { continue }
-                found.append(BlobInfo(key: String(fullKey.dropFirst(keyPrefix.count)), size: entry.value("Size").flatMap { Int64($0) } ?? 0))
+                guard let listed = entry.value("Key"), let fullKey = encoded ? URIEncoding.decodeListedKey(listed) : listed,
+                      fullKey.hasExactPrefix(keyPrefix) else { continue }
+                found.append(BlobInfo(key: fullKey.droppingExactPrefix(keyPrefix), size: entry.value("Size").flatMap { Int64($0) } ?? 0))
             }
             token = root.value("IsTruncated") == "true" ? root.value("NextContinuationToken") : nil
         } while token != nil && found.count < limit
@@ -296,7 +301,13 @@ public struct S3BlobStore: BlobStore {
     /// DeleteObjects in batches of 1,000. Keys S3 reports as failed are sent again with
     /// the retry policy's backoff; an absent key counts as deleted, as S3 itself says.
     public func delete(keys: [String]) async throws {
-        let objectKeys = try keys.map(objectKey)
+        var objectKeys = try keys.map(objectKey)
+        // A key XML 1.0 cannot carry goes in a DELETE of its own; S3 answers 204 whether it was there or not.
+        for key in objectKeys where !XMLElement.canCarry(key) {
+            let response = try await client.send("DELETE", key: key, operation: "DELETE")
+            guard response.isSuccess || response.status == 404 else { throw client.failure(response, operation: "DELETE", key: key) }
+        }
+        objectKeys.removeAll { !XMLElement.canCarry($0) }
         var start = 0
         while start < objectKeys.count {
             let batch = Array(objectKeys[start..<min(objectKeys.count, start + Self.deleteBatchSize)])

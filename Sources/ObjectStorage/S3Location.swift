@@ -48,7 +48,7 @@ public struct S3Location: Sendable, Equatable {
             throw S3ConfigurationError("blob location '\(text)' has a port after the bucket name: the server goes in ?endpoint=http://host:port")
         }
         let path = components.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        if !path.isEmpty, !BlobKey.isValid(path) {
+        if !path.isEmpty, !BlobKey.isSafe(path) {
             throw S3ConfigurationError("the key prefix '\(path)' in '\(text)' is not allowed: use segments of letters, digits, '.', '_' or '-' separated by '/'")
         }
         var values: [String: String] = [:]

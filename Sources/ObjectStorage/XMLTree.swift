@@ -22,20 +22,36 @@ struct XMLElement: Sendable {
         return root
     }
 
-    /// Escapes text for element content.
+    /// Escapes text for element content, scalar by scalar: "\r\n" is one `Character`.
+    /// Tab, line feed and carriage return go as references, which a parser keeps as they
+    /// are (a literal carriage return would come back as a line feed).
     static func escape(_ text: String) -> String {
         var out = ""
-        for character in text {
-            switch character {
+        for scalar in text.unicodeScalars {
+            switch scalar {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
             case "'": out += "&apos;"
-            default: out.append(character)
+            case "\t": out += "&#9;"
+            case "\n": out += "&#10;"
+            case "\r": out += "&#13;"
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out
+    }
+
+    /// Whether XML 1.0 can carry the text at all, escaped or not: it has no way to write
+    /// most C0 control characters, nor U+FFFE and U+FFFF.
+    static func canCarry(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { scalar in
+            switch scalar.value {
+            case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...: true
+            default: false
+            }
+        }
     }
 }
 

@@ -25,12 +25,12 @@ extension PostgresTransaction: HoldTransaction {
         try query("SELECT * FROM lifecycle.holds WHERE subject_key = \(key) ORDER BY held_at, id").map(Self.hold)
     }
 
-    public func heldKeys(_ keys: [String], now: Date) throws -> Set<String> {
+    public func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText> {
         guard !keys.isEmpty else { return [] }
         return Set(try query("""
             SELECT subject_key FROM lifecycle.holds
             WHERE released_at IS NULL AND (until IS NULL OR until > \(now)) AND subject_key = ANY(\(keys))
-            """).map { try $0.decode(String.self) })
+            """).map { ExactText(try $0.decode(String.self)) })
     }
 
     private static func hold(_ row: PostgresRow) throws -> AccountHold {

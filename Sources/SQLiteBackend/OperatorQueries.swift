@@ -29,15 +29,15 @@ extension SQLiteTransaction: HoldTransaction {
         try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_holds WHERE subject_key = ? ORDER BY held_at, id", arguments: [key]).map(Self.hold)
     }
 
-    public func heldKeys(_ keys: [String], now: Date) throws -> Set<String> {
+    public func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText> {
         guard !keys.isEmpty else { return [] }
         // Most nights nobody is held: one indexed look at the open holds, not one per key.
         let open = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT subject_key, until FROM lifecycle_holds WHERE released_at IS NULL"))
-        let wanted = Set(keys)
-        return Set(try open.compactMap { row -> String? in
+        let wanted = Set(keys.map(ExactText.init))
+        return Set(try open.compactMap { row -> ExactText? in
             let r = CheckedRow(row, table: "lifecycle_holds", key: "subject_key")
-            let key: String = try r("subject_key")
+            let key = ExactText(try r("subject_key") as String)
             let until: Date? = try r("until")
             return wanted.contains(key) && (until.map { $0 > now } ?? true) ? key : nil
         })

@@ -106,7 +106,7 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         commandName: "show", abstract: "Show one account by id or email (exit 67 if there is none).")
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var reference: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var reference: String
 
     func run() async throws {
         try await guarded {
@@ -146,7 +146,7 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         let reference = self.reference
         let found = try await services.store.read { tx -> AppAccountSummary? in
             // A purged user whose row the map deletes is found by its key in lifecycle's record.
-            guard let key = try data.resolve(reference, in: tx) ?? tx.subject(key: reference)?.key else { return nil }
+            guard let key = try data.resolve(.operator(reference), in: tx) ?? tx.subject(key: reference)?.key else { return nil }
             let record = try tx.subject(key: key)
             return AppAccountSummary(
                 key: key, state: record?.state ?? .active, deletionRequestedAt: record?.deletionRequestedAt,

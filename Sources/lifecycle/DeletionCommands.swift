@@ -51,7 +51,7 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
     @Flag(name: .customLong("password-stdin"), help: "Read the user's password from standard input.") var passwordStdin = false
     @Option(name: .customLong("operator"), help: ArgumentHelp("Who deletes on the user's behalf (audited).", valueName: "name"))
     var operatorName: String?
@@ -87,10 +87,10 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
         let result: DeletionRequestResult
         if let operatorName {
             result = try await deletion.requestDeletionByOperator(
-                account: account, operatorName: operatorName, reason: reason ?? "", immediately: immediately)
+                account: .operator(account), operatorName: operatorName, reason: reason ?? "", immediately: immediately)
         } else {
             let password = try readPasswordFromStandardInput()
-            result = try await deletion.requestDeletion(account: account, password: password)
+            result = try await deletion.requestDeletion(account: .operator(account), password: password)
         }
         if options.json {
             try Terminal.printJSON(result)
@@ -117,7 +117,7 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var operatorOption: OperatorOption
-    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
 
     func run() async throws {
         try await guarded {
@@ -126,7 +126,7 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let result = try await DeletionService(services: services, directory: try await services.directory()).restore(account: account, actor: operatorOption.actor)
+        let result = try await DeletionService(services: services, directory: try await services.directory()).restore(account: .operator(account), actor: operatorOption.actor)
         if options.json {
             try Terminal.printJSON(result)
         } else {
@@ -145,7 +145,7 @@ struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var operatorOption: OperatorOption
-    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
     @Flag(name: .customLong("password-stdin"), help: "Read the new password from standard input (required).") var passwordStdin = false
 
     func validate() throws {
@@ -163,7 +163,7 @@ struct SetPasswordCommand: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let password = try readPasswordFromStandardInput()
         let format = try await DeletionService(services: services, directory: try await services.directory())
-            .setPassword(account: account, password: password, actor: operatorOption.actor)
+            .setPassword(account: .operator(account), password: password, actor: operatorOption.actor)
         if options.json {
             try Terminal.printJSON(["account": account, "hash_format": format])
         } else {

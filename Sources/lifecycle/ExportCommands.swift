@@ -28,7 +28,7 @@ struct ExportCommand: AsyncParsableCommand, StoreCommand {
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Account id or email.") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
     @Option(help: ArgumentHelp("zip or tar.gz (default: export.default_format in the policy, zip).", valueName: "format"))
     var format: String?
     @Flag(help: "Run the export now in this process and print where the archive is, the link and its expiry.")
@@ -60,7 +60,7 @@ struct ExportCommand: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let request = ExportRequest(
-            account: account, format: try format.map(ExportSettings.format(named:)), allowPending: allowPending,
+            account: .operator(account), format: try format.map(ExportSettings.format(named:)), allowPending: allowPending,
             operatorName: operatorName, skipMissingPhotos: skipMissingPhotos)
         let outcome = try await services.requestExport(request)
         if !outcome.created {
@@ -177,7 +177,7 @@ struct ListExports: AsyncParsableCommand, StoreCommand {
         commandName: "list", abstract: "An account's exports, newest first, with their state and expiry (exit 67 if no such account).")
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "Account id or email.") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
 
     func run() async throws {
         try await guarded {
@@ -187,7 +187,7 @@ struct ListExports: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let directory = try await services.directory()
-        let reference = account
+        let reference = AccountReference.operator(account)
         guard let accountID = try await services.store.read({ tx in try directory.find(reference, in: tx) }) else {
             throw LifecycleError.noSuchAccount(account)
         }

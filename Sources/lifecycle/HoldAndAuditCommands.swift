@@ -33,7 +33,7 @@ struct HoldAccount: AsyncParsableCommand, StoreCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var operatorOption: OperatorOption
-    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
     @Option(help: ArgumentHelp("Why (audited and shown wherever the hold is), e.g. a case number.", valueName: "text")) var reason: String
     @Option(help: ArgumentHelp("When the hold ends by itself: YYYY-MM-DD (UTC) or an ISO-8601 instant.", valueName: "date"))
     var until: HoldEnd?
@@ -44,7 +44,7 @@ struct HoldAccount: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let result = try await HoldService(services: services, directory: try await services.directory())
-            .hold(account: account, reason: reason, until: until?.date, actor: operatorOption.actor)
+            .hold(account: .operator(account), reason: reason, until: until?.date, actor: operatorOption.actor)
         if options.json {
             try Terminal.printJSON(result)
         } else {
@@ -64,7 +64,7 @@ struct UnholdAccount: AsyncParsableCommand, StoreCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var operatorOption: OperatorOption
-    @Argument(help: "The account: its key, or any lookup column of the data map (id or email for the reference app).") var account: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
 
     func run() async throws {
         try await guarded { try await options.withServices(self) }
@@ -72,7 +72,7 @@ struct UnholdAccount: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let result = try await HoldService(services: services, directory: try await services.directory())
-            .unhold(account: account, actor: operatorOption.actor)
+            .unhold(account: .operator(account), actor: operatorOption.actor)
         if options.json {
             try Terminal.printJSON(result)
         } else if !result.changed {
@@ -102,7 +102,7 @@ struct AuditCommand: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let report = try await AuditTrail(services: services, directory: try await services.directory()).report(for: account)
+        let report = try await AuditTrail(services: services, directory: try await services.directory()).report(for: .operator(account))
         if options.json {
             try Terminal.printJSON(report)
             return .ok

@@ -16,6 +16,10 @@ enum Entry {
         // Past a file-size limit (ulimit -f) a write should fail with EFBIG and be
         // reported like a full disk (exit 75), not kill the process half-way.
         signal(SIGXFSZ, SIG_IGN)
+        // A reader that goes away (`lifecycle map check | head -2`) should end this process's
+        // output, not the process: with SIGPIPE ignored, write(2) returns EPIPE and Output
+        // stops writing to that stream while the command finishes its work.
+        signal(SIGPIPE, SIG_IGN)
         await LifecycleCommand.main()
     }
 }

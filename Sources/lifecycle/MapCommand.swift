@@ -81,7 +81,7 @@ struct CheckMapCommand: AsyncParsableCommand {
             guard case .app(let data) = directory.source else {
                 throw LifecycleError(.badInput, "--account rehearses a purge of an app's own database; this installation's map is the reference app's (use `lifecycle purge --dry-run`)")
             }
-            guard let key = try await services.store.read({ tx in try directory.find(reference, in: tx) }) else {
+            guard let key = try await services.store.read({ tx in try directory.find(.operator(reference), in: tx) }) else {
                 throw LifecycleError.noSuchAccount(reference)
             }
             let rehearsal = try await AppErasure.rehearse(key: key, data: data, store: services.store)

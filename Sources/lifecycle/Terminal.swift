@@ -113,9 +113,35 @@ final class Output: @unchecked Sendable {
         if let status { raw(status, to: .standardError) }
     }
 
+    /// Streams whose reader has gone (`| head`), or that failed otherwise: nothing more is
+    /// written to them, and the command goes on to end with its own status.
+    private var gone: [Stream] = []
+
+    /// write(2), not FileHandle, whose `write(_: Data)` traps (`try!`) on EPIPE: a reader
+    /// that stops early must not crash a purge half-way through its report.
     private func raw(_ text: String, to stream: Stream) {
-        let handle = stream == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
-        handle.write(Data(text.utf8))
+        guard !gone.contains(stream) else { return }
+        let descriptor = stream == .standardOutput ? STDOUT_FILENO : STDERR_FILENO
+        var text = text
+        let complete = text.withUTF8 { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written >= 0 {
+                    offset += written
+                } else if errno == EINTR {
+                    continue
+                } else if errno == EAGAIN {
+                    // A descriptor someone else made non-blocking (a shared terminal): wait until it takes more.
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&ready, 1, -1)
+                } else {
+                    return false
+                }
+            }
+            return true
+        }
+        if !complete { gone.append(stream) }
     }
 }
 

@@ -166,7 +166,7 @@ struct ImportHardeningTests {
         #expect(result.stdout.contains("imported 3 account(s)"))
         let profile = try #require(try await workspace.photos(of: longest).first { $0.role == .profile })
         #expect(profile.id == longest + ".profile")
-        #expect(BlobKey.isValid(profile.blobKey))
+        #expect(BlobKey.isSafe(profile.blobKey))
         #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + profile.blobKey))
 
         let worker = try await workspace.run(["worker", "--once"])

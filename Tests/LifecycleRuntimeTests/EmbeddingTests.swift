@@ -75,7 +75,7 @@ struct RequestDeletion: InstallationBody {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> DeletionRequestResult {
         try await DeletionService(services: services, directory: try await services.directory())
-            .requestDeletion(account: account, password: password)
+            .requestDeletion(account: .app(account), password: password)
     }
 }
 

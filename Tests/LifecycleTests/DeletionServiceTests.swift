@@ -188,7 +188,7 @@ struct DeletionServiceTests {
         try await fixture.addAccount("plain", passwordHash: "correct horse battery staple")
         try await fixture.addAccount("cut", passwordHash: String(demoPasswordHash.dropLast(5)))
         for id in ["plain", "cut"] {
-            let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: id, password: demoPassword) }
+            let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: .key(id), password: demoPassword) }
             #expect(error?.category == .badInput)
             #expect(error?.message.contains("set-password") == true)
             #expect(try await fixture.account(id)?.state == .active)

@@ -37,7 +37,7 @@ struct DeletionTimelineTests {
             switch random.next() % 9 {
             case 0, 1:
                 let rightPassword = random.next() % 4 != 0
-                let outcome = await attempt { try await fixture.deletion.requestDeletion(account: id, password: rightPassword ? demoPassword : "nope") }
+                let outcome = await attempt { try await fixture.deletion.requestDeletion(account: .key(id), password: rightPassword ? demoPassword : "nope") }
                 switch model[id]! {
                 case .active:
                     if rightPassword {
@@ -54,7 +54,7 @@ struct DeletionTimelineTests {
             case 2:
                 let immediately = random.next() % 2 == 0
                 let outcome = await attempt {
-                    try await fixture.deletion.requestDeletionByOperator(account: id, operatorName: "ops", reason: "timeline", immediately: immediately)
+                    try await fixture.deletion.requestDeletionByOperator(account: .key(id), operatorName: "ops", reason: "timeline", immediately: immediately)
                 }
                 switch model[id]! {
                 case .active:
@@ -73,7 +73,7 @@ struct DeletionTimelineTests {
                     #expect(outcome.error?.category == .noSuchAccount, "\(context)")
                 }
             case 3, 4:
-                let outcome = await attempt { try await fixture.deletion.restore(account: id) }
+                let outcome = await attempt { try await fixture.deletion.restore(account: .key(id)) }
                 if case .pending(let purgeAfter) = model[id]!, purgeAfter > now {
                     #expect(outcome.result != nil, "\(context): \(outcome.error?.message ?? "")")
                     model[id] = .active
@@ -92,7 +92,7 @@ struct DeletionTimelineTests {
                 let pending = ids.filter { if case .pending = model[$0]! { true } else { false } }
                 let run = Task { try await fixture.purge() }
                 var restored: Set<String> = []
-                for other in pending where (try? await fixture.deletion.restore(account: other)) != nil { restored.insert(other) }
+                for other in pending where (try? await fixture.deletion.restore(account: .key(other))) != nil { restored.insert(other) }
                 _ = try await run.value
                 for other in pending {
                     guard case .pending(let purgeAfter) = model[other]! else { continue }

@@ -64,7 +64,7 @@ struct ExportTestbed<Store: LifecycleStore> {
 
     /// Requests and runs an export; returns its row.
     func export(_ account: String, _ request: ExportRequest? = nil) async throws -> ExportRecord {
-        let outcome = try await services.requestExport(request ?? ExportRequest(account: account))
+        let outcome = try await services.requestExport(request ?? ExportRequest(account: .operator(account)))
         try await runWorker()
         let job = try #require(try await store.job(id: outcome.job.id))
         #expect(job.state == .succeeded, "\(job.lastError ?? "")")

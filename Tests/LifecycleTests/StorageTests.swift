@@ -67,7 +67,7 @@ struct FileSystemBlobStoreTests {
         #expect(try await store.info(key: "accounts/u-1/exports/final.zip")?.size == 3 << 20)
     }
 
-    @Test(arguments: ["../etc/passwd", "/abs", "accounts//x", "accounts/./x", "accounts/u-1/..", "a b", ""])
+    @Test(arguments: ["../etc/passwd", "/abs", "accounts//x", "accounts/./x", "accounts/u-1/..", "control\u{1}character", ""])
     func keysThatCouldEscapeTheRootAreRefused(_ key: String) async throws {
         let (store, _) = try makeStore()
         await #expect(throws: BlobStoreError.self) { _ = try await store.put(key: key, data: Data()) }
@@ -131,5 +131,36 @@ struct PathTextTests {
         #expect(PathText.parent("a/b/c.txt") == "a/b")
         #expect(PathText.parent("a//b/") == "a")
         #expect(PathText.parent("/srv/blobs/accounts/") == "/srv/blobs")
+    }
+}
+
+struct BlobKeyTests {
+    /// An app's key that cannot be a folder name is hashed; an id that is literally that
+    /// hash must not land in the same folder (where the other account's archives live).
+    @Test func noTwoIdsShareAFolder() {
+        let email = "ada@example.com"
+        let hashed = BlobKey.segment(forID: email)
+        #expect(hashed.hasPrefix("sha256-") && hashed.utf8.count == 47)
+        #expect(BlobKey.isSafeSegment(hashed))
+        #expect(BlobKey.segment(forID: hashed) != hashed)
+        #expect(BlobKey.segment(forID: BlobKey.segment(forID: hashed)) != BlobKey.segment(forID: hashed))
+        let ids = [email, hashed, "ada", "sha256-", "sha256-abc", "SHA256-abc", "u-1.profile", "a b", "caf\u{E9}", "cafe\u{301}"]
+        #expect(Set(ids.map { ExactText(BlobKey.segment(forID: $0)) }).count == ids.count)
+        // Existing folders keep their meaning: a safe id not starting with "sha256-" is its own segment.
+        for id in ["ada", "u-1.profile", "SHA256-abc", "sha256", "018f2c1e-7b7a-7c3e-9f00-1a2b3c4d5e6f"] {
+            #expect(BlobKey.segment(forID: id) == id)
+        }
+        // Stable across runs.
+        #expect(BlobKey.segment(forID: email) == hashed)
+    }
+
+    @Test func keysAreComparedAsBytes() {
+        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        #expect(nfc == nfd)
+        #expect(!nfc.isExactly(nfd))
+        #expect(Set([ExactText(nfc), ExactText(nfd)]).count == 2)
+        #expect(ExactText(nfd) < ExactText(nfc))
+        #expect("a/\u{301}b".hasExactPrefix("a/") && !"a/\u{301}b".hasPrefix("a/"))
+        #expect(PathText.parent("a/\u{301}b") == "a")
     }
 }

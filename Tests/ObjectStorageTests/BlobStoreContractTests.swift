@@ -130,18 +130,128 @@ extension S3Tests {
             await #expect(throws: BlobStoreError.self) { try await store.move(from: "accounts/u-1/nothing", to: "accounts/u-1/else") }
         }
 
-        static let invalidKeys = ["../etc/passwd", "/abs", "accounts//x", "accounts/./x", "accounts/u-1/..", "a b", "", "accounts/ü", "trailing/"]
+        /// Keys as Supabase Storage and S3 allow them. "é" twice: NFC (one scalar) and NFD
+        /// (e + combining acute) are two keys, as they are for S3 and for Linux file names.
+        static let keysS3Allows: [String] = [
+            "accounts/u-1/files/my holiday photo.jpg",
+            "accounts/u-1/files/caf\u{E9}.jpg",
+            "accounts/u-1/files/cafe\u{301}.jpg",
+            "accounts/u-1/files/\u{301}starts with an accent",
+            "accounts/u-1/files/Ελληνικά/日本語/😀.png",
+            "accounts/u-1/files/a+b=c&d;e,f",
+            "accounts/u-1/files/100% done",
+            "accounts/u-1/files/why?",
+            "accounts/u-1/files/#tag",
+            "accounts/u-1/files/\"quoted\" and 'single' <tags>",
+            "accounts/u-1/files/tilde~ and `backtick` and \\backslash",
+            "accounts/u-1/files/ leading and trailing spaces ",
+            // 1,024 bytes: four segments, each within a file name's 255.
+            "accounts/u-1/files/" + [String](repeating: String(repeating: "é", count: 125), count: 4).joined(separator: "/")
+                + String(repeating: "x", count: 1_024 - 19 - 4 * 250 - 3),
+        ]
 
-        @Test(arguments: StoreKind.allCases, invalidKeys)
-        func keysThatCouldEscapeAreRefusedByEveryOperation(_ kind: StoreKind, _ key: String) async throws {
+        @Test func theLongKeyIsExactlyTheLimit() {
+            #expect(Self.keysS3Allows.last?.utf8.count == 1_024)
+            #expect(Self.keysS3Allows[1] == Self.keysS3Allows[2], "Swift calls the two spellings equal")
+            #expect(Self.keysS3Allows[1].utf8.count != Self.keysS3Allows[2].utf8.count)
+        }
+
+        @Test(arguments: StoreKind.allCases)
+        func everyKeyS3AllowsWorksInEveryOperation(_ kind: StoreKind) async throws {
             let store = try await kind.make()
+            let source = try Scratch.file(size: 100, seed: 3)
+            for (index, key) in Self.keysS3Allows.enumerated() {
+                let content = Data("\(index):".utf8) + Data(key.utf8)
+                #expect(try await store.put(key: key, data: content) == BlobInfo(key: key, size: Int64(content.count)), "\(key)")
+                #expect(try await store.info(key: key)?.size == Int64(content.count), "\(key)")
+                #expect(try await store.readAll(key: key) == content, "\(key)")
+            }
+            // Both spellings of "café.jpg" kept apart, each with its own content.
+            #expect(try await store.readAll(key: Self.keysS3Allows[1]).starts(with: Data("1:".utf8)))
+            #expect(try await store.readAll(key: Self.keysS3Allows[2]).starts(with: Data("2:".utf8)))
+
+            // Listed in byte order (as S3 lists), each key exactly as stored, page by page too.
+            let sorted = Self.keysS3Allows.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            let listed = try await store.list(prefix: "accounts/u-1/", after: nil, limit: 100).map(\.key)
+            #expect(listed.map { Array($0.utf8) } == sorted.map { Array($0.utf8) })
+            var paged: [String] = []
+            var after: String?
+            while true {
+                let page = try await store.list(prefix: "accounts/u-1/", after: after, limit: 2)
+                if page.isEmpty { break }
+                paged += page.map(\.key)
+                after = page.last?.key
+            }
+            #expect(paged.map { Array($0.utf8) } == sorted.map { Array($0.utf8) })
+            // A prefix is bytes too: "cafe" stops inside neither spelling's character but before NFD's accent.
+            #expect(try await store.list(prefix: "accounts/u-1/files/cafe", after: nil, limit: 10).map { Array($0.key.utf8) }
+                    == [Array(Self.keysS3Allows[2].utf8)])
+            #expect(try await store.list(prefix: "accounts/u-1/files/caf\u{E9}", after: nil, limit: 10).map { Array($0.key.utf8) }
+                    == [Array(Self.keysS3Allows[1].utf8)])
+
+            // Stored from a file, moved between such keys; deleting one spelling leaves the other.
+            // Folder names as long as "files", so the 1,024-byte key stays within the limit.
+            func elsewhere(_ key: String, _ folder: String) -> String { "accounts/u-1/\(folder)/" + key.droppingExactPrefix("accounts/u-1/files/") }
+            for key in Self.keysS3Allows {
+                _ = try await store.put(key: elsewhere(key, "ready"), fromFile: source.path, moving: false)
+                try await store.move(from: elsewhere(key, "ready"), to: elsewhere(key, "moved"))
+                #expect(try await store.info(key: elsewhere(key, "ready")) == nil, "\(key)")
+                #expect(try await store.info(key: elsewhere(key, "moved"))?.size == 100, "\(key)")
+            }
+            try await store.delete(keys: [Self.keysS3Allows[1]])
+            #expect(try await store.info(key: Self.keysS3Allows[1]) == nil)
+            #expect(try await store.readAll(key: Self.keysS3Allows[2]).starts(with: Data("2:".utf8)))
+            try await store.delete(keys: Self.keysS3Allows + Self.keysS3Allows.map { elsewhere($0, "moved") })
+            #expect(try await store.list(prefix: "accounts/", after: nil, limit: 10).isEmpty)
+        }
+
+        /// Refused by every store: S3 itself takes no such key.
+        static let keysNoStoreTakes = ["", String(repeating: "k", count: 1_025), "accounts/u-1/" + String(repeating: "é", count: 506)]
+
+        @Test(arguments: StoreKind.allCases, keysNoStoreTakes)
+        func keysOverTheLimitAreRefusedEverywhere(_ kind: StoreKind, _ key: String) async throws {
+            try await expectRefusedByEveryOperation(try await kind.make(), key)
+        }
+
+        /// What cannot map to a path below the store's folder safely.
+        static let keysNoPathCanHold: [(key: String, problem: String)] = [
+            ("../etc/passwd", "'..' segment"), ("accounts/u-1/..", "'..' segment"), ("accounts/../../x", "'..' segment"),
+            ("/abs", "absolute path"), ("/", "absolute path"),
+            ("accounts//x", "empty segment"), ("trailing/", "empty segment"), ("accounts/./x", "'.' segment"), (".", "'.' segment"),
+            ("a\u{0}b", "U+0000"), ("line\nfeed", "U+000A"), ("tab\there", "U+0009"), ("del\u{7F}", "U+007F"), ("next\u{85}line", "U+0085"),
+            ("accounts/" + String(repeating: "n", count: 256), "256 bytes"), ("accounts/" + String(repeating: "é", count: 128), "256 bytes"),
+            (".incoming/123-abc", "writes in flight"),
+        ]
+
+        @Test(arguments: keysNoPathCanHold)
+        func keysThatCannotBeAPathAreRefusedOnTheFileSystem(_ key: String, _ problem: String) async throws {
+            let store = try await StoreKind.fileSystem.make()
+            #expect(store.keyProblem(key)?.contains(problem) == true, "\(store.keyProblem(key) ?? "accepted")")
+            let error = try await expectRefusedByEveryOperation(store, key)
+            #expect(error?.isInvalidKey == true)
+            #expect(error?.message.contains(BlobKey.quoted(key)) == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
+            #expect(error?.message.unicodeScalars.contains { $0.value < 0x20 } == false, "control characters are escaped")
+        }
+
+        @discardableResult
+        private func expectRefusedByEveryOperation(_ store: any BlobStore, _ key: String) async throws -> BlobStoreError? {
             let source = try Scratch.file(size: 10)
+            _ = try await store.put(key: "accounts/u-1/x", data: Data("x".utf8))
             await #expect(throws: BlobStoreError.self) { _ = try await store.put(key: key, data: Data()) }
             await #expect(throws: BlobStoreError.self) { _ = try await store.put(key: key, fromFile: source.path, moving: false) }
             await #expect(throws: BlobStoreError.self) { _ = try await store.info(key: key) }
             await #expect(throws: BlobStoreError.self) { _ = try await store.readAll(key: key) }
             await #expect(throws: BlobStoreError.self) { try await store.delete(keys: [key]) }
-            await #expect(throws: BlobStoreError.self) { try await store.move(from: key, to: "accounts/u-1/x") }
+            await #expect(throws: BlobStoreError.self) { try await store.move(from: key, to: "accounts/u-1/y") }
+            await #expect(throws: BlobStoreError.self) { try await store.move(from: "accounts/u-1/x", to: key) }
+            #expect(try await store.readAll(key: "accounts/u-1/x") == Data("x".utf8), "a refused move leaves its source")
+            do {
+                _ = try await store.info(key: key)
+                return nil
+            } catch let error as BlobStoreError {
+                return error
+            }
         }
 
         /// 12 MiB: above the tests' 6 MiB threshold, so S3 gets three parts (5 + 5 + 2 MiB).

@@ -195,8 +195,8 @@ public struct DataMapSQL: Sendable {
 
     // MARK: Looking an account up
 
-    /// The subject's key for an operator's reference: the key itself, or any lookup column.
-    public func findSubject(_ reference: String) -> SQLStatement {
+    /// The keys of the user rows whose `columns` (the key, lookup columns) hold `reference`; at most two.
+    public func findSubject(_ reference: String, columns: [String]) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let subject = plan.subject
         let keyColumn = column(subject.table, subject.key)
@@ -214,9 +214,9 @@ public struct DataMapSQL: Sendable {
                 return "CAST(s.\(q(name)) AS \(dialect == .postgres ? "text" : "TEXT")) = \(builder.bind(.text(reference)))"
             }
         }
-        if let keyTerm = term(subject.key, keyColumn) { terms.append(keyTerm) }
-        for name in subject.lookup {
-            if let lookupTerm = term(name, column(subject.table, name)) { terms.append(lookupTerm) }
+        for name in columns {
+            let described = name == subject.key ? keyColumn : column(subject.table, name)
+            if let found = term(name, described) { terms.append(found) }
         }
         if terms.isEmpty { terms.append("1 = 0") }
         let keyText = dialect == .postgres ? "CAST(s.\(q(subject.key)) AS text)" : "CAST(s.\(q(subject.key)) AS TEXT)"

@@ -25,13 +25,21 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
         self.source = source
     }
 
-    /// The account named by its id (key) or, for the reference app, its email; for an
-    /// app, by its key or any lookup column of the map.
-    public func find(_ reference: String, in tx: Store.Transaction) throws -> String? {
+    /// The account a reference names (see `AccountReference`). The reference app's ids
+    /// never hold an '@' and its emails are unique, so there "id, or email when it has an
+    /// '@'" is one account whoever asks, as it always was; `email:VALUE` works too.
+    public func find(_ reference: AccountReference, in tx: Store.Transaction) throws -> String? {
         switch source {
         case .reference:
-            if let account = try tx.account(id: reference) { return account.id }
-            return reference.contains("@") ? try tx.account(email: reference)?.id : nil
+            switch reference.target(lookupColumns: lookupColumns) {
+            case .key(let id) where reference.addressing == .key:
+                return try tx.account(id: id)?.id
+            case .key(let text), .keyOrAnyLookup(let text):
+                if let account = try tx.account(id: text) { return account.id }
+                return text.contains("@") ? try tx.account(email: text)?.id : nil
+            case .lookup(_, let email):
+                return try tx.account(email: email)?.id
+            }
         case .app(let data):
             return try data.resolve(reference, in: tx)
         }
@@ -95,6 +103,14 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
         switch source {
         case .reference: try tx.accountsDueForPurge(now: now, after: after, limit: limit)
         case .app: try tx.subjectsDueForPurge(now: now, after: after, limit: limit)
+        }
+    }
+
+    /// The columns `COLUMN:VALUE` may name.
+    public var lookupColumns: [String] {
+        switch source {
+        case .reference: ["email"]
+        case .app(let data): data.plan.subject.lookup
         }
     }
 

@@ -66,14 +66,16 @@ public struct AuditTrail<Store: LifecycleStore>: Sendable {
 
     /// The account named by its key, a lookup column, or (once purged) a lookup value it had.
     /// Exit 67 (`noSuchAccount`) when nothing was ever recorded under that name.
-    public func report(for reference: String) async throws -> AuditReport {
+    public func report(for reference: AccountReference) async throws -> AuditReport {
         let directory = self.directory
         let now = services.clock.now()
         return try await services.store.read { tx in
             var foundBy = AuditReport.FoundBy.reference
             var key = try directory.find(reference, in: tx)
             if key == nil {
-                let keys = try tx.subjectKeys(lookupDigest: LookupDigest.digest(reference, salt: try tx.lookupSalt()))
+                var value = reference.text
+                if case .lookup(_, let named) = reference.target(lookupColumns: directory.lookupColumns) { value = named }
+                let keys = try tx.subjectKeys(lookupDigest: LookupDigest.digest(value, salt: try tx.lookupSalt()))
                 guard keys.count <= 1 else {
                     throw LifecycleError(.badInput, "'\(reference)' was a lookup value of more than one purged account (\(keys.joined(separator: ", "))); name one by its key")
                 }
@@ -83,7 +85,7 @@ public struct AuditTrail<Store: LifecycleStore>: Sendable {
                 }
             }
             // An app account purged by a map that erases the user row leaves only its key.
-            let id = key ?? reference
+            let id = key ?? reference.text
             let entry = try directory.entry(id: id, in: tx, locking: false, now: now)
             let events = try tx.auditEvents(accountID: id)
             let holds = try tx.holds(key: id)

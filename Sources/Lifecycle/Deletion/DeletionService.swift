@@ -79,7 +79,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// (`permissionDenied`) on mismatch, `tryLater` while repeated failures lock
     /// deletion. On success, in one transaction: pendingDeletion, purge date,
     /// every session revoked, audit event, purge job scheduled for the purge date.
-    public func requestDeletion(account reference: String, password: String) async throws -> DeletionRequestResult {
+    public func requestDeletion(account reference: AccountReference, password: String) async throws -> DeletionRequestResult {
         let now = services.clock.now()
         let store = services.store
         let account = try await existingAccount(reference)
@@ -200,7 +200,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// with the operator's name and reason. `immediately` skips the grace period: the
     /// next purge run removes the account (also for one already pending).
     public func requestDeletionByOperator(
-        account reference: String, operatorName: String, reason: String, immediately: Bool
+        account reference: AccountReference, operatorName: String, reason: String, immediately: Bool
     ) async throws -> DeletionRequestResult {
         let operatorName = operatorName.trimmingCharacters(in: .whitespacesAndNewlines)
         let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -262,7 +262,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// date, and cancels the scheduled purge in the same transaction. Sessions stay
     /// revoked; the user signs in afresh. The app's sign-in path calls this when a
     /// pending user signs in again.
-    public func restore(account reference: String, actor: String = "user") async throws -> RestoreResult {
+    public func restore(account reference: AccountReference, actor: String = "user") async throws -> RestoreResult {
         let now = services.clock.now()
         let store = services.store
         let id = try await existingAccount(reference, allowPurged: true).id
@@ -310,7 +310,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// Stores a new argon2id hash, e.g. for an account whose imported hash is in a
     /// format nothing can verify. Returns the format name written.
     @discardableResult
-    public func setPassword(account reference: String, password: String, actor: String = "operator") async throws -> String {
+    public func setPassword(account reference: AccountReference, password: String, actor: String = "operator") async throws -> String {
         guard !password.isEmpty else { throw LifecycleError(.badInput, "the new password is empty") }
         guard directory.isReferenceApp else {
             throw LifecycleError(.badInput, "the app's own users keep their passwords in the app's tables: set it through the app, not lifecycle")
@@ -335,7 +335,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
 
     // MARK: - Helpers
 
-    private func existingAccount(_ reference: String, allowPurged: Bool = false) async throws -> AccountDirectory<Store>.Entry {
+    private func existingAccount(_ reference: AccountReference, allowPurged: Bool = false) async throws -> AccountDirectory<Store>.Entry {
         let directory = self.directory
         let now = services.clock.now()
         let found = try await services.store.read { tx in

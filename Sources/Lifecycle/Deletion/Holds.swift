@@ -49,8 +49,9 @@ public protocol HoldTransaction {
     func releaseHold(key: String, by actor: String, at: Date) throws -> AccountHold?
     /// Every hold the account had, oldest first.
     func holds(key: String) throws -> [AccountHold]
-    /// Of `keys`, those with a hold in force at `now`.
-    func heldKeys(_ keys: [String], now: Date) throws -> Set<String>
+    /// Of `keys`, those with a hold in force at `now`, as bytes: an NFC and an NFD key
+    /// are two accounts, and a hold on one must not stop the other's purge.
+    func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText>
 }
 
 /// What the purge's first step asks, under the account's lock, before it moves the
@@ -102,7 +103,7 @@ public struct HoldService<Store: LifecycleStore>: Sendable {
     /// while another hold is in force (lift it first, so each hold keeps its own reason).
     /// A queued purge job is cancelled with the hold; the sweep schedules a new one once
     /// the hold ends, and `unhold` at once.
-    public func hold(account reference: String, reason: String, until: Date?, actor: String) async throws -> HoldResult {
+    public func hold(account reference: AccountReference, reason: String, until: Date?, actor: String) async throws -> HoldResult {
         let reason = reason.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw LifecycleError(.badInput, "a hold needs a reason (--reason): it is audited and shown to whoever finds the account held") }
         guard !reason.contains(where: { $0.isNewline }), reason.count <= 500 else {
@@ -155,7 +156,7 @@ public struct HoldService<Store: LifecycleStore>: Sendable {
 
     /// Lifts the account's hold. A pending account whose purge date has passed gets its
     /// purge job back at once (due now); one still in its grace period, at its purge date.
-    public func unhold(account reference: String, actor: String) async throws -> HoldResult {
+    public func unhold(account reference: AccountReference, actor: String) async throws -> HoldResult {
         let now = services.clock.now()
         let store = services.store
         let directory = self.directory
@@ -183,7 +184,7 @@ public struct HoldService<Store: LifecycleStore>: Sendable {
     }
 
     /// The account's holds, oldest first (ended ones included).
-    public func holds(account reference: String) async throws -> (account: String, holds: [AccountHold]) {
+    public func holds(account reference: AccountReference) async throws -> (account: String, holds: [AccountHold]) {
         let directory = self.directory
         let now = services.clock.now()
         return try await services.store.read { tx in
@@ -195,7 +196,7 @@ public struct HoldService<Store: LifecycleStore>: Sendable {
     }
 
     private static func lockedEntry(
-        _ reference: String, directory: AccountDirectory<Store>, now: Date, in tx: Store.Transaction
+        _ reference: AccountReference, directory: AccountDirectory<Store>, now: Date, in tx: Store.Transaction
     ) throws -> (String, AccountDirectory<Store>.Entry) {
         guard let id = try directory.find(reference, in: tx),
               let entry = try directory.entry(id: id, in: tx, locking: true, now: now)

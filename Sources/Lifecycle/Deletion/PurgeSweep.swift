@@ -129,11 +129,11 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 // account from getting a job that would only stand down.
                 let held = try tx.heldKeys(due.map(\.accountID), now: now)
                 var created = 0
-                for account in due where !held.contains(account.accountID) {
+                for account in due where !held.contains(ExactText(account.accountID)) {
                     let request = try DeletionJobs.purgeRequest(accountID: account.accountID, runAt: min(account.purgeAfter ?? now, now))
                     if try store.enqueue(request, policy: purgePolicy, now: now, in: tx).created { created += 1 }
                 }
-                return (due.count, created, due.map(\.accountID).filter(held.contains), due.last?.accountID)
+                return (due.count, created, due.map(\.accountID).filter { held.contains(ExactText($0)) }, due.last?.accountID)
             }
             report.due += count
             report.enqueued += created
@@ -210,7 +210,7 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 while true {
                     let statement = query.page(after)
                     let page = try await services.store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
-                    for key in page where BlobKey.isValid(key) {
+                    for key in page where services.blobs.keyProblem(key) == nil {
                         if let info = try await services.blobs.info(key: key) {
                             preview.blobs += 1
                             preview.blobBytes += info.size

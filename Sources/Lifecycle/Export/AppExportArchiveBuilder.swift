@@ -152,8 +152,8 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     private func planFiles(_ tables: [ExportedTable], planPath: String) async throws -> FilePlan {
         var plan = FilePlan(path: planPath)
         var problems: [Omitted] = []
-        // Exact bytes: an NFC and an NFD spelling of one name are two files.
-        var seenKeys = Set<[UInt8]>()
+        // Keys as bytes: an NFC and an NFD spelling are two files of the store.
+        var seenKeys = Set<ExactText>()
         var lifecycleOwn: [Omitted] = []
         var usedNames = Set<String>()
         let output = try HashingFileOutput(path: planPath)
@@ -171,14 +171,15 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                     let from = after
                     let page = try await store.read { tx in try tx.rows(sql.exportFiles(table, column: column, key: key, after: from, limit: limit)) }
                     for row in page {
-                        guard let blobKey = row.first?.text, seenKeys.insert(Array(blobKey.utf8)).inserted else { continue }
+                        guard let blobKey = row.first?.text, seenKeys.insert(ExactText(blobKey)).inserted else { continue }
                         // Never one of lifecycle's own files (another account's archive), whatever a row says.
                         guard !BlobKey.isLifecycleOwn(blobKey) else {
                             lifecycleOwn.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), one of lifecycle's own files, which no export hands out"))
                             continue
                         }
-                        guard BlobKey.isValid(blobKey) else {
-                            problems.append(Omitted(key: blobKey, source: source, reason: "'\(blobKey)' is not a valid storage key"))
+                        if let problem = services.blobs.keyProblem(blobKey) {
+                            problems.append(Omitted(
+                                key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which this blob store cannot hold: \(problem)"))
                             continue
                         }
                         guard let info = try await services.blobs.info(key: blobKey) else {
@@ -213,7 +214,9 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     }
 
     /// `files/<table>/YYYY/MM/DD/<last part of the key>` (the date from the row's first
-    /// timestamp, in UTC), a number added when two keys end alike.
+    /// timestamp, in UTC), a number added when two keys end alike. Alike as `String`
+    /// compares, case and Unicode normalisation aside: an NFC and an NFD name would be one
+    /// file once unpacked on a Mac, so the second gets a number.
     private func uniqueName(folder: String, key: String, date: Date?, used: inout Set<String>) -> String {
         var directory = folder
         if let date {
@@ -222,7 +225,8 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             let day = calendar.dateComponents([.year, .month, .day], from: date)
             directory += String(format: "/%04d/%02d/%02d", day.year ?? 1970, day.month ?? 1, day.day ?? 1)
         }
-        let last = ExportNames.segment(String(key.split(separator: "/").last ?? Substring(key)), fallback: "file")
+        let lastSegment = key.utf8.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? key
+        let last = ExportNames.segment(lastSegment, fallback: "file")
         var name = directory + "/" + last
         var number = 2
         while !used.insert(name.lowercased()).inserted {

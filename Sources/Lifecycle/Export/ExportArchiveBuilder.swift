@@ -280,7 +280,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
 
     private func blobProblem(_ photo: PhotoRecord) async throws -> String? {
         // A key outside the account's prefix would copy someone else's file into this archive.
-        guard BlobKey.isValid(photo.blobKey), photo.blobKey.hasPrefix(BlobKey.accountPrefix(accountID)) else {
+        guard BlobKey.isSafe(photo.blobKey), photo.blobKey.hasExactPrefix(BlobKey.accountPrefix(accountID)) else {
             return "its blob key '\(photo.blobKey)' is not inside this account's storage"
         }
         guard let info = try await services.blobs.info(key: photo.blobKey) else {

@@ -44,8 +44,8 @@ public enum ExportJobs {
 }
 
 public struct ExportRequest: Sendable {
-    /// Account id or email.
-    public var account: String
+    /// The account, as the caller names it (`AccountReference`).
+    public var account: AccountReference
     /// nil: the policy's `default_format`.
     public var format: ArchiveFormat?
     /// Operators only: export an account that is scheduled for deletion.
@@ -55,7 +55,7 @@ public struct ExportRequest: Sendable {
     /// Leave out photos whose blob is missing or corrupt, listing each in manifest.json.
     public var skipMissingPhotos: Bool
 
-    public init(account: String, format: ArchiveFormat? = nil, allowPending: Bool = false, operatorName: String? = nil, skipMissingPhotos: Bool = false) {
+    public init(account: AccountReference, format: ArchiveFormat? = nil, allowPending: Bool = false, operatorName: String? = nil, skipMissingPhotos: Bool = false) {
         self.account = account
         self.format = format
         self.allowPending = allowPending

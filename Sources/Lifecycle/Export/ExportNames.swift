@@ -62,7 +62,7 @@ enum ExportNames {
         while text.utf8.count > 120 { text.removeLast() }
         let digest = FileDigest.hex(SHA256.hash(data: Data(raw.utf8)))
         if text.isEmpty { text = fallback }
-        if text != raw { text += "-" + digest.prefix(8) }
+        if !text.isExactly(raw) { text += "-" + digest.prefix(8) }
         guard ArchiveWriter.isSafeEntryName(text), !text.contains("/") else {
             return "\(fallback)-\(digest.prefix(16))"
         }

@@ -223,7 +223,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         // Only files under the account's own prefix: a row naming another account's file
         // must never have this job delete it.
         guard let account = retired.account else { return .done }
-        let owned = retired.keys.filter { BlobKey.isValid($0) && $0.hasPrefix(BlobKey.accountPrefix(account)) }
+        let owned = retired.keys.filter { BlobKey.isSafe($0) && $0.hasExactPrefix(BlobKey.accountPrefix(account)) }
         if !owned.isEmpty { try await services.blobs.delete(keys: owned) }
         return .done
     }

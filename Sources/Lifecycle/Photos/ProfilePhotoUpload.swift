@@ -31,7 +31,7 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
     public func maxBytes() throws -> Int { try PhotoPolicy(policies: services.policies).maxInputBytes }
 
     /// Refusals for an account that cannot take a photo now, before a byte is read.
-    public func checkAccount(_ reference: String) async throws -> String {
+    public func checkAccount(_ reference: AccountReference) async throws -> String {
         let directory = try await services.directory()
         guard directory.isReferenceApp else {
             throw LifecycleError(.badInput, "this installation serves the app's own database (Jobs/account-data.yaml): profile photos are the app's to store; uploads here need the reference schema")

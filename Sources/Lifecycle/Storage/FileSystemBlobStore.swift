@@ -7,12 +7,14 @@ import Crypto
 /// are created 0600 and folders 0700 whatever the umask, so only the owner reads them.
 public struct FileSystemBlobStore: BlobStore {
     public let root: String
-    private var incoming: String { (root as NSString).appendingPathComponent(".incoming") }
+    /// The folder below the root where writes wait for their rename; no key may begin with it.
+    public static let incomingFolder = ".incoming"
+    private var incoming: String { root + "/" + Self.incomingFolder }
 
     public init(root: String) throws {
         self.root = (root as NSString).standardizingPath
         try Self.makeDirectories(self.root, storeRoot: self.root)
-        try Self.makeDirectories((self.root as NSString).appendingPathComponent(".incoming"), storeRoot: self.root)
+        try Self.makeDirectories(self.root + "/" + Self.incomingFolder, storeRoot: self.root)
         removeAbandonedWrites()
     }
 
@@ -42,9 +44,13 @@ public struct FileSystemBlobStore: BlobStore {
         }
     }
 
+    public func keyProblem(_ key: String) -> String? { BlobKey.fileSystemProblem(key) }
+
+    /// Joined as text: NSString's path methods tidy what they join ('//' merged, a
+    /// trailing '/' dropped), and a key must map to its path byte for byte.
     public func path(for key: String) throws -> String {
-        guard BlobKey.isValid(key) else { throw BlobStoreError.invalidKey(key) }
-        return (root as NSString).appendingPathComponent(key)
+        if let problem = BlobKey.fileSystemProblem(key) { throw BlobStoreError.invalidKey(key, problem) }
+        return root + "/" + key
     }
 
     private func temporaryPath() -> String {
@@ -172,14 +178,16 @@ public struct FileSystemBlobStore: BlobStore {
 
     public func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
         // Walk only the directory the prefix names, so listing one account stays cheap.
-        let directoryPart = prefix.hasSuffix("/") ? String(prefix.dropLast()) : PathText.parent(prefix)
+        // Bytes throughout, as S3 compares keys: a prefix may end inside a character.
+        let directoryPart = prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: prefix.utf8[..<$0], as: UTF8.self) } ?? ""
         let start = directoryPart.isEmpty ? root : root + "/" + directoryPart
-        var keys: [String] = []
+        let floor = after.map(ExactText.init)
+        var keys: [ExactText] = []
         try collectKeys(in: start, keyPrefix: directoryPart.isEmpty ? "" : directoryPart + "/", into: &keys) { key in
-            key.hasPrefix(prefix) && after.map { key > $0 } ?? true
+            key.text.hasExactPrefix(prefix) && floor.map { key > $0 } ?? true
         }
         keys.sort()
-        return try keys.prefix(limit).map { key in
+        return try keys.prefix(limit).map(\.text).map { key in
             var status = stat()
             guard stat(root + "/" + key, &status) == 0 else {
                 if errno == ENOENT { return nil }  // Deleted since the walk saw it.
@@ -192,7 +200,7 @@ public struct FileSystemBlobStore: BlobStore {
     /// The regular files below `directory` as keys. readdir's entry types spare a stat
     /// per file: a nightly purge lists every due account's prefix.
     private func collectKeys(
-        in directory: String, keyPrefix: String, into keys: inout [String], where wanted: (String) -> Bool
+        in directory: String, keyPrefix: String, into keys: inout [ExactText], where wanted: (ExactText) -> Bool
     ) throws {
         guard let stream = opendir(directory) else {
             if errno == ENOENT || errno == ENOTDIR { return }
@@ -204,7 +212,7 @@ public struct FileSystemBlobStore: BlobStore {
             let name = withUnsafePointer(to: &entry.pointee.d_name) {
                 String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
             }
-            if name == "." || name == ".." || (keyPrefix.isEmpty && name == ".incoming") { continue }
+            if name == "." || name == ".." || (keyPrefix.isEmpty && name == Self.incomingFolder) { continue }
             var type = Int32(entry.pointee.d_type)
             if type == Int32(DT_UNKNOWN) {
                 var status = stat()
@@ -213,8 +221,8 @@ public struct FileSystemBlobStore: BlobStore {
             }
             if type == Int32(DT_DIR) {
                 subdirectories.append(name)
-            } else if type == Int32(DT_REG), wanted(keyPrefix + name) {
-                keys.append(keyPrefix + name)
+            } else if type == Int32(DT_REG), case let key = ExactText(keyPrefix + name), wanted(key) {
+                keys.append(key)
             }
         }
         for name in subdirectories {
@@ -223,16 +231,16 @@ public struct FileSystemBlobStore: BlobStore {
     }
 
     public func delete(keys: [String]) async throws {
-        var parents: Set<String> = []
+        var parents: Set<ExactText> = []
         for key in keys {
             let file = try path(for: key)
             if unlink(file) != 0 && errno != ENOENT {
                 throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot delete blob '\(key)'")
             }
-            parents.insert(PathText.parent(file))
+            parents.insert(ExactText(PathText.parent(file)))
         }
         // Deepest first, once per directory rather than once per file.
-        for directory in parents.sorted(by: { $0.count > $1.count }) { removeEmptyDirectories(from: directory) }
+        for directory in parents.sorted(by: { $0.text.utf8.count > $1.text.utf8.count }) { removeEmptyDirectories(from: directory.text) }
     }
 
     public func move(from: String, to: String) async throws {
@@ -241,7 +249,8 @@ public struct FileSystemBlobStore: BlobStore {
         try Self.makeDirectories(PathText.parent(destination), storeRoot: root)
         guard rename(source, destination) == 0 else {
             // Already moved by an earlier run of the same step.
-            if errno == ENOENT, FileManager.default.fileExists(atPath: destination) { return }
+            var status = stat()
+            if errno == ENOENT, lstat(destination, &status) == 0 { return }
             throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot move blob '\(from)' to '\(to)'")
         }
         removeEmptyDirectories(from: PathText.parent(source))
@@ -250,7 +259,7 @@ public struct FileSystemBlobStore: BlobStore {
     /// A purged account should leave no empty directories that still carry its id.
     private func removeEmptyDirectories(from start: String) {
         var directory = start
-        while directory.count > root.count, directory.hasPrefix(root + "/") {
+        while directory.utf8.count > root.utf8.count, directory.hasExactPrefix(root + "/") {
             if rmdir(directory) != 0 { return }
             directory = PathText.parent(directory)
         }

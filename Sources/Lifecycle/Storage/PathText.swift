@@ -6,13 +6,16 @@ import Foundation
 public enum PathText {
     /// The path without its last component: "" for a bare name, "/" for a file at the root,
     /// trailing slashes ignored, as `deletingLastPathComponent` answers where it works.
+    /// By bytes: a name may begin with a combining accent, which as a `Character` would
+    /// swallow the '/' before it.
     public static func parent(_ path: String) -> String {
-        var text = Substring(path)
-        while text.count > 1, text.hasSuffix("/") { text = text.dropLast() }
-        guard let slash = text.lastIndex(of: "/") else { return "" }
-        if slash == text.startIndex { return "/" }
-        var parent = text[..<slash]
-        while parent.count > 1, parent.hasSuffix("/") { parent = parent.dropLast() }
-        return String(parent)
+        let slash = UInt8(ascii: "/")
+        var text = path.utf8[...]
+        while text.count > 1, text.last == slash { text = text.dropLast() }
+        guard let index = text.lastIndex(of: slash) else { return "" }
+        if index == text.startIndex { return "/" }
+        var parent = text[..<index]
+        while parent.count > 1, parent.last == slash { parent = parent.dropLast() }
+        return String(decoding: parent, as: UTF8.self)
     }
 }

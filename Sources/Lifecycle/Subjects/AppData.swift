@@ -15,14 +15,26 @@ public struct AppData: Sendable {
 
     public var map: DataMap { plan.map }
 
-    /// The account an operator or the app names: by key or any lookup column. Two matches
-    /// (one account's email is another's username) are refused rather than guessed.
-    public func resolve<T: GeneratedSQLTransaction>(_ reference: String, in tx: T) throws -> String? {
-        let keys = Set(try tx.rows(sql.findSubject(reference)).compactMap { $0.first?.text })
-        guard keys.count <= 1 else {
-            throw LifecycleError(.badInput, "'\(reference)' names more than one account (\(keys.sorted().joined(separator: ", "))); name it by its key")
+    /// The account a reference names (see `AccountReference`). Two matches (one account's
+    /// email is another's username, a lookup column that is not unique) are refused rather
+    /// than guessed. Keys are told apart by their bytes, as the database tells them: an NFC
+    /// and an NFD spelling are two accounts, not one found twice.
+    public func resolve<T: GeneratedSQLTransaction>(_ reference: AccountReference, in tx: T) throws -> String? {
+        let subject = plan.subject
+        let statement = switch reference.target(lookupColumns: subject.lookup) {
+        case .key(let key): sql.findSubject(key, columns: [subject.key])
+        case .lookup(let column, let value): sql.findSubject(value, columns: [column])
+        case .keyOrAnyLookup(let text): sql.findSubject(text, columns: [subject.key] + subject.lookup)
         }
-        return keys.first
+        let keys = Set(try tx.rows(statement).compactMap { ($0.first?.text).map(ExactText.init) })
+        guard keys.count <= 1 else {
+            guard reference.disclosesMatches else {
+                throw LifecycleError(.badInput, "'\(reference)' names more than one account; name the account by its key")
+            }
+            let listed = keys.sorted().map(\.text.quotedExactly).joined(separator: ", ")
+            throw LifecycleError(.badInput, "'\(reference)' names more than one account (\(listed)); name it by its key")
+        }
+        return keys.first?.text
     }
 
     public func exists<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Bool {

@@ -186,12 +186,12 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             let cursor = after
             let page = try await store.read { tx in try tx.pendingPurgeFiles(key: key, after: cursor, limit: policy.purgeBlobBatch) }
             guard let last = page.last else { break }
-            let candidates = page.filter { !BlobKey.isLifecycleOwn($0) && BlobKey.isValid($0) }
-            let named: Set<[UInt8]> = candidates.isEmpty ? [] : try await store.read { tx in
-                var named = Set<[UInt8]>()
+            let candidates = page.filter { !BlobKey.isLifecycleOwn($0) && blobs.keyProblem($0) == nil }
+            let named: Set<ExactText> = candidates.isEmpty ? [] : try await store.read { tx in
+                var named = Set<ExactText>()
                 for (table, column) in sql.fileColumns {
                     for row in try tx.rows(sql.stillNamed(candidates, table: table, column: column)) {
-                        if let file = row.first?.text { named.insert(Array(file.utf8)) }
+                        if let file = row.first?.text { named.insert(ExactText(file)) }
                     }
                 }
                 return named
@@ -199,9 +199,12 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             var settled: [PurgeFile] = []
             var doomed: [(key: String, bytes: Int64)] = []
             for file in page {
-                if BlobKey.isLifecycleOwn(file) || !BlobKey.isValid(file) || named.contains(Array(file.utf8)) {
-                    if !BlobKey.isValid(file) {
-                        context.logger.notice("a row named a file this blob store cannot hold; nothing deleted", metadata: ["blob_key": "\(file)"])
+                let problem = blobs.keyProblem(file)
+                if BlobKey.isLifecycleOwn(file) || problem != nil || named.contains(ExactText(file)) {
+                    if let problem {
+                        context.logger.notice("a row named a file this blob store cannot hold; nothing deleted", metadata: [
+                            "blob_key": "\(BlobKey.quoted(file))", "problem": "\(problem)",
+                        ])
                     }
                     settled.append(PurgeFile(key: file, state: .kept, bytes: 0))
                 } else {

@@ -112,8 +112,17 @@ public struct SigV4Signer: Sendable {
         return (stringToSign, signature)
     }
 
+    /// Each segment encoded, '/' kept. A segment of dots only is sent as `%2E`: HTTP
+    /// clients (libcurl under URLSession) remove `.` and `..` segments from a path before
+    /// sending it, which would address another key. S3 signs the path it receives, as sent.
     public static func canonicalURI(_ path: String) -> String {
-        path.isEmpty ? "/" : URIEncoding.encode(path, keepingSlashes: true)
+        guard !path.isEmpty else { return "/" }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            if !segment.isEmpty, segment.utf8.allSatisfy({ $0 == UInt8(ascii: ".") }) {
+                return String(repeating: "%2E", count: segment.utf8.count)
+            }
+            return URIEncoding.encode(String(segment), keepingSlashes: false)
+        }.joined(separator: "/")
     }
 
     /// Names and values encoded, then sorted by name and value; a name without value keeps its `=`.
@@ -157,6 +166,36 @@ struct AmzDate {
 
 /// RFC 3986 percent-encoding as SigV4 wants it: only unreserved characters stay as they are.
 public enum URIEncoding {
+    /// A key from a listing asked for with `encoding-type=url`. S3 writes a space as `+`
+    /// there (and a `+` as `%2B`), as a form would; moto writes `%20`. Both decode here.
+    /// nil when the text is not percent-encoded UTF-8.
+    public static func decodeListedKey(_ text: String) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"):
+                bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
+            default:
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     public static func encode(_ text: String, keepingSlashes: Bool) -> String {
         let hexDigits = Array("0123456789ABCDEF".utf8)
         var out = [UInt8]()
