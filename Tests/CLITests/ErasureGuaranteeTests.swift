@@ -626,3 +626,53 @@ struct DjangoSiteErasureTests {
         #expect(receipt.contains(#""verification":{"result":"verified""#), "\(receipt)")
     }
 }
+
+/// Storage keys as real apps write them (Supabase Storage object names with spaces and
+/// accents), exported and purged on both backends; an NFC and an NFD spelling of one name
+/// are two files of two accounts, each kept apart; a row naming one of lifecycle's own
+/// files (another account's export archive) neither exports nor deletes it.
+@Suite(.serialized)
+struct RealStorageKeyTests {
+    let app = AppPurgeTests()
+    let exports = AppExportTests()
+
+    static let nfc = "media/\u{E9}t\u{E9} 2025/photo 1.jpg"
+    static let nfd = "media/e\u{301}te\u{301} 2025/photo 1.jpg"
+
+    @Test(arguments: Backend.allCases)
+    func keysWithSpacesAndAccentsAreExportedAndPurgedAndLifecyclesOwnFilesAreNeverFollowed(_ backend: Backend) async throws {
+        let workspace = try await app.installSocial(backend)
+        let avatar = "avatars/Ada Lovelace – portrait.jpg"
+        // bob's archive, as lifecycle keeps it: a row of ada's names it.
+        let bobsArchive = "accounts/2/exports/e-1.zip"
+        try await app.seed(workspace, """
+            UPDATE members SET avatar_key = '\(avatar)' WHERE id = 1;
+            INSERT INTO media (id, status_id, file_key) VALUES (103, 10, '\(Self.nfc)'), (104, 14, '\(Self.nfd)'), (105, 11, '\(bobsArchive)');
+            """)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in [avatar, Self.nfc, Self.nfd, bobsArchive] { _ = try await blobs.put(key: key, data: Data("file \(key)".utf8)) }
+        // Swift's String compares canonically (NFC equals NFD): the tests compare bytes.
+        func bytes(_ keys: some Sequence<String>) -> Set<[UInt8]> { Set(keys.map { Array($0.utf8) }) }
+        func stored() -> Set<[UInt8]> {
+            let all = FileManager.default.enumerator(atPath: workspace.blobs)?.allObjects.compactMap { $0 as? String } ?? []
+            return bytes(all.filter { path in
+                (try? FileManager.default.attributesOfItem(atPath: workspace.blobs + "/" + path)[.type] as? FileAttributeType) == .typeRegular
+            })
+        }
+        #expect(stored().isSuperset(of: bytes([Self.nfc, Self.nfd])))
+
+        let (_, archive) = try await exports.export(workspace, "ada@example.com")
+        let manifest = try #require(archive.manifest["files"] as? [[String: Any]])
+        let exported = bytes(manifest.compactMap { $0["blob_key"] as? String })
+        #expect(exported.isSuperset(of: bytes([avatar, Self.nfc])), "\(manifest)")
+        #expect(exported.isDisjoint(with: bytes([Self.nfd, bobsArchive])), "\(manifest)")
+        #expect(archive.files.keys.contains("files/members/2025/01/01/Ada Lovelace – portrait.jpg"), "\(archive.files.keys)")
+
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        let left = stored()
+        #expect(left.isDisjoint(with: bytes([avatar, Self.nfc])), "\(left)")
+        #expect(left.isSuperset(of: bytes([Self.nfd, bobsArchive])), "\(left)")
+    }
+}
