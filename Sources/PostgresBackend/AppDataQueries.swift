@@ -184,7 +184,8 @@ extension PostgresTransaction: SubjectTransaction {
         guard !files.isEmpty else { return }
         try execute("""
             INSERT INTO lifecycle.purge_files (subject_key, blob_key, state)
-            SELECT \(key), f, 'pending' FROM unnest(\(files)::text[]) AS f ON CONFLICT DO NOTHING
+            SELECT DISTINCT \(key), f, 'pending' FROM unnest(\(files)::text[]) AS f
+            ON CONFLICT (subject_key, blob_key) DO UPDATE SET state = 'pending'
             """)
     }
 
@@ -198,7 +199,7 @@ extension PostgresTransaction: SubjectTransaction {
     public func settlePurgeFiles(key: String, files: [PurgeFile]) throws {
         guard !files.isEmpty else { return }
         try execute("""
-            UPDATE lifecycle.purge_files p SET state = s.state, bytes = s.bytes
+            UPDATE lifecycle.purge_files p SET state = s.state, bytes = GREATEST(p.bytes, s.bytes)
             FROM unnest(\(files.map(\.key))::text[], \(files.map(\.state.rawValue))::text[], \(files.map(\.bytes))::bigint[]) AS s(blob_key, state, bytes)
             WHERE p.subject_key = \(key) AND p.blob_key = s.blob_key
             """)

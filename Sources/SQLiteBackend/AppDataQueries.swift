@@ -184,7 +184,8 @@ extension SQLiteTransaction: SubjectTransaction {
 
     public func recordPurgeFiles(key: String, files: [String]) throws {
         let statement = try db.cachedStatement(sql: """
-            INSERT INTO lifecycle_purge_files (subject_key, blob_key, state) VALUES (?, ?, 'pending') ON CONFLICT DO NOTHING
+            INSERT INTO lifecycle_purge_files (subject_key, blob_key, state) VALUES (?, ?, 'pending')
+            ON CONFLICT (subject_key, blob_key) DO UPDATE SET state = 'pending'
             """)
         for file in files { try statement.execute(arguments: [key, file]) }
     }
@@ -196,7 +197,7 @@ extension SQLiteTransaction: SubjectTransaction {
     }
 
     public func settlePurgeFiles(key: String, files: [PurgeFile]) throws {
-        let statement = try db.cachedStatement(sql: "UPDATE lifecycle_purge_files SET state = ?, bytes = ? WHERE subject_key = ? AND blob_key = ?")
+        let statement = try db.cachedStatement(sql: "UPDATE lifecycle_purge_files SET state = ?, bytes = MAX(bytes, ?) WHERE subject_key = ? AND blob_key = ?")
         for file in files { try statement.execute(arguments: [file.state.rawValue, file.bytes, key, file.key]) }
     }
 

@@ -41,6 +41,8 @@ struct DataMapCheckTests {
         }
     }
 
+    static let platformLoads = NSLock()
+
     /// Builds the app's database with its own DDL and a Jobs folder holding the map.
     func install(_ schema: AppSchema, _ backend: Backend) async throws -> Workspace {
         let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("map-\(UUID().uuidString)").path
@@ -53,7 +55,9 @@ struct DataMapCheckTests {
             try await runTool("/usr/bin/sqlite3", ["-cmd", ".timeout 10000", workspace.database], input: schema.ddl)
         case .postgres:
             let url = workspace.database, ddl = schema.ddl
-            _ = try await onThreadOfItsOwn { try psqlQuery(url, ddl) }
+            // Supabase's platform schemas create cluster-wide roles: two databases loading them
+            // at once would race on the same role names.
+            _ = try await onThreadOfItsOwn { try Self.platformLoads.withLock { try psqlQuery(url, ddl) } }
         }
         return workspace
     }

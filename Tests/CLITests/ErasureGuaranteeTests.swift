@@ -529,7 +529,8 @@ struct AppPurgeStepBoundaryKillTests {
             // Landed mid-work: this step recorded, the next not yet.
             if killed, try await workspace.int(steps) == boundary + 1 { landed.append(step) }
             let state = backend == .postgres ? "lifecycle.subjects" : "lifecycle_subjects"
-            #expect(try await app.rows(workspace, "SELECT state FROM \(state) WHERE subject_key = '1'") == ["purging"])
+            // After delete-files the kill may come just after `verify` committed.
+            #expect(try await app.rows(workspace, "SELECT state FROM \(state) WHERE subject_key = '1'") == (landed.last == step || boundary < 2 ? ["purging"] : ["purged"]))
             // Nothing irreversible before the rows are gone: a file of ada's is missing only
             // once none of her rows is left.
             if boundary == 0 || !Set(AppPurgeTests.socialFiles).isSubset(of: app.files(workspace)) {

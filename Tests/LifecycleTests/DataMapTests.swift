@@ -177,6 +177,39 @@ struct DataMapPlanTests {
         #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
     }
 
+    /// Rows owned through a parent find themselves through the parent's rows: they are
+    /// erased first even where no foreign key says so, or the parent's erase would orphan them.
+    @Test func aTableOwnedThroughAParentGoesFirstWithoutAForeignKey() throws {
+        let catalog = SchemaCatalog(defaultSchema: "main", tables: Self.blog.tables.values.map { $0 } + [
+            Self.table("attachments", [Self.column("id"), Self.column("post_id"), Self.column("file", .text)]),
+        ], foreignKeys: Self.blog.foreignKeys)
+        let plan = try Self.plan("""
+              - {table: posts, owner: user_id, cascade: [comments.post_id, likes.post_id]}
+              - {table: attachments, owner: {via: post_id, parent: posts}}
+              - {table: comments, owner: user_id}
+              - {table: likes, owner: user_id}
+            """, catalog: catalog)
+        let order = plan.tables.map(\.table.name.name)
+        #expect(order.firstIndex(of: "attachments")! < order.firstIndex(of: "posts")!, "\(order)")
+    }
+
+    /// Other accounts' rows pointing at the user row: deleting it must neither fail on them
+    /// nor, through ON DELETE CASCADE, take those accounts with it.
+    @Test(arguments: [SchemaCatalog.DeleteAction.noAction, .cascade])
+    func aUserTableReferencingItselfIsRefusedUnlessTheDatabaseUnlinks(_ action: SchemaCatalog.DeleteAction) throws {
+        let tables = Self.blog.tables.values.map { table -> SchemaCatalog.Table in
+            var table = table
+            if table.name.name == "users" { table.columns.append(Self.column("invited_by")) }
+            return table
+        }
+        func catalog(_ action: SchemaCatalog.DeleteAction) -> SchemaCatalog {
+            SchemaCatalog(defaultSchema: "main", tables: tables, foreignKeys: Self.blog.foreignKeys + [Self.key("users", "invited_by", "users", onDelete: action)])
+        }
+        let error = #expect(throws: LifecycleError.self) { try Self.plan(Self.goodTables, catalog: catalog(action)) }
+        #expect(error?.message.contains("main.users.invited_by → main.users.id lets other accounts' rows point at this one") == true, "\(error?.message ?? "")")
+        _ = try Self.plan(Self.goodTables, catalog: catalog(.setNull))
+    }
+
     @Test func maskingANotNullColumnToNullIsRefusedAtLoad() {
         let error = #expect(throws: LifecycleError.self) {
             try Self.plan(Self.goodTables, subject: "{table: users, key: id, erase: {mask: {email: null}}}")

@@ -116,7 +116,7 @@ public struct DataMapPlan: Sendable {
         var found: [(DataMap.TableName, String)] = []
         for table in catalog.tables.values.sorted(by: { $0.name < $1.name })
         where !(table.name.schema == "lifecycle" || table.name.name.hasPrefix("lifecycle_")) && !ignoredTables.contains(table.name) {
-            for column in table.columns where column.declaredType.lowercased().hasPrefix("json") {
+            for column in table.columns where ["json", "jsonb"].contains(column.declaredType.lowercased()) {
                 let reference = DataMap.ColumnReference(table: table.name, column: column.name)
                 if !ignoredColumns.contains(reference) && !mapped.contains(reference) { found.append((table.name, column.name)) }
             }
@@ -158,6 +158,11 @@ public struct DataMapPlan: Sendable {
             }
             add(plan.table.name, updates: updates, deletes: deletes)
             for cascade in plan.cascades { add(cascade.table, deletes: true) }
+            // A generic relation reads its type table: a policy hiding its rows would hide the user's.
+            var values: [DataMap.OwnerValue] = []
+            if case .value(let value) = plan.owner { values.append(value) }
+            if case .sides(let sides) = plan.owner { values += sides.map(\.value) }
+            for case let table? in values.map({ $0.type?.table }) { add(catalog.qualified(table)) }
         }
         return needs.map { ($0.key, $0.value.0, $0.value.1, $0.value.2) }.sorted { $0.table < $1.table }
     }
@@ -169,8 +174,11 @@ public struct DataMapPlan: Sendable {
     public func accessProblems(_ access: [DataMap.TableName: SchemaCatalog.Access], exportOnly: Bool = false) -> [String] {
         var problems: [String] = []
         for need in touchedTables {
-            guard let granted = access[need.table] else { continue }
             let shown = need.table.schema == catalog.defaultSchema ? need.table.name : need.table.description
+            guard let granted = access[need.table] else {
+                problems.append("\(shown): this role cannot see the table at all (no USAGE on its schema, or it is gone): GRANT USAGE and SELECT to the role lifecycle connects as")
+                continue
+            }
             if granted.rowSecurity {
                 problems.append("""
                     \(shown) has row level security, which this role does not bypass: its statements would see only the \
@@ -243,6 +251,12 @@ private struct Checker {
             if key.contains(name) { throw fail(line, "\(table.name).\(name) is part of the key and cannot be masked") }
             if case .template = value, column.kind != .text, column.kind != .other {
                 throw fail(line, "\(table.name).\(name) is not text, so its mask cannot contain {key}")
+            }
+            // PostgreSQL's json and jsonb take text (or null); a number there is no JSON it parses.
+            if ["json", "jsonb"].contains(column.declaredType.lowercased()), value != .null {
+                guard case .text = value else {
+                    throw fail(line, "\(table.name).\(name) is \(column.declaredType): mask it to null or to JSON written as text (\"{}\")")
+                }
             }
             // A value the column cannot hold as written would fail every purge on PostgreSQL,
             // or be stored converted on SQLite and never again read as masked.
@@ -531,19 +545,33 @@ private struct Checker {
         var problems: [String] = []
         var deletedByDatabase: [SchemaCatalog.ForeignKey] = []
         var queue = Array(touched.keys).sorted()
-        var seen = Set(queue)
+        var checked: [DataMap.TableName: Touch] = [:]
         while !queue.isEmpty {
             let target = queue.removeFirst()
             let touch = touched[target] ?? []
-            // The user row's own references are checked with the erase order (it goes last)
-            // and with the kept rows (a tombstone must not point at a deleted row).
-            for key in catalog.foreignKeys(to: target) where !Checker.isLifecycleOwn(key.table) && key.table != subject.table {
-                if handledByMap(key, byName: byName, subject: subject) { continue }
+            // Checked again only when the table's rows are touched in a new way (a masked
+            // table that the database also deletes from).
+            guard checked[target].map({ !$0.isSuperset(of: touch) }) ?? true else { continue }
+            checked[target] = touch
+            let deletes = !touch.isDisjoint(with: [.deleted, .deletedByDatabase])
+            for key in catalog.foreignKeys(to: target) where !Checker.isLifecycleOwn(key.table) {
                 let path = (paths[target] ?? []) + [key]
                 let trail = path.map(\.description).joined(separator: ", then ")
+                if key.table == subject.table {
+                    // The user row is erased last. A reference from it into a row erased before it
+                    // is the erase order's to refuse; one into the user table itself comes from
+                    // other accounts' rows, which the purge must neither block on nor delete.
+                    guard target == subject.table, deletes, key.onDelete != .setNull, key.onDelete != .setDefault else { continue }
+                    problems.append("""
+                        \(key) lets other accounts' rows point at this one, which `erase: delete` removes \
+                        (ON DELETE \(key.onDelete.rawValue): \(key.onDelete == .cascade ? "the database would delete those accounts" : "the database would refuse")): \
+                        make that foreign key ON DELETE SET NULL, or mask the user row instead of deleting it
+                        """)
+                    continue
+                }
+                if handledByMap(key, byName: byName, subject: subject) { continue }
                 let columns = key.columns.joined(separator: ",")
                 let ignored = ignoreEntry(key)
-                let deletes = !touch.isDisjoint(with: [.deleted, .deletedByDatabase])
                 if deletes, !key.onDelete.handlesReferencingRows {
                     if let ignored {
                         problems.append("""
@@ -556,17 +584,17 @@ private struct Checker {
                     }
                     continue
                 }
-                if ignored != nil { continue }
-                if deletes, touch.isDisjoint(with: .masked), target != subject.table {
-                    // The database deletes the rows (CASCADE) or unlinks them (SET NULL).
-                    if key.onDelete == .cascade {
-                        deletedByDatabase.append(key)
-                        touched[key.table, default: []].insert(.deletedByDatabase)
-                        if paths[key.table] == nil { paths[key.table] = path }
-                        if seen.insert(key.table).inserted { queue.append(key.table) }
-                    }
-                    continue
+                // Rows the database deletes with the target's are followed, ignored or not:
+                // whatever references them must not make the purge fail either.
+                if deletes, key.onDelete == .cascade {
+                    deletedByDatabase.append(key)
+                    touched[key.table, default: []].insert(.deletedByDatabase)
+                    if paths[key.table] == nil { paths[key.table] = path }
+                    queue.append(key.table)
                 }
+                if ignored != nil { continue }
+                // The database deletes the rows (CASCADE) or unlinks them (SET NULL).
+                if deletes, touch.isDisjoint(with: .masked), target != subject.table { continue }
                 problems.append(unhandled(key, target: target, trail: trail, byName: byName, subject: subject, masked: !touch.isDisjoint(with: .masked)))
             }
         }
@@ -623,10 +651,12 @@ private struct Checker {
             if case .column(let owner) = target?.owner { return owner == key.referencedColumns[0] }
             return false
         }()
-        if let target {
-            if target.cascades.contains(where: { $0.table == key.table && $0.column == column }) { return true }
-            if target.keptBy.contains(where: { $0.table == key.table && $0.column == column }) { return true }
-        }
+        if let target, target.keptBy.contains(where: { $0.table == key.table && $0.column == column }) { return true }
+        // A cascade may hang off another cascade (a comment's likes under the user's post):
+        // whichever mapped table lists it.
+        if byName.values.contains(where: { plan in
+            plan.cascades.contains { $0.table == key.table && $0.column == column && $0.referencedTable == key.referencedTable }
+        }) { return true }
         guard let referencing = byName[key.table] else { return false }
         switch referencing.owner {
         case .column(let owner): return owner == column && referencesTheKey
@@ -749,6 +779,11 @@ private struct Checker {
         // Rows of a mask-only table never go, so nothing has to be erased before them.
         let deleting = Set(plans.filter { $0.table.erase.deletesRows }.map(\.table.name))
         var mustPrecede: [DataMap.TableName: Set<DataMap.TableName>] = [:]  // table → tables that reference it
+        // A table owned through a parent finds its rows through the parent's: it goes first,
+        // declared foreign key or not, and whether the parent's rows are deleted or masked.
+        for plan in plans {
+            if case .parent(_, let parent, _, _) = plan.owner, parent != plan.table.name { mustPrecede[parent, default: []].insert(plan.table.name) }
+        }
         for key in keys where key.table != key.referencedTable && deleting.contains(key.referencedTable) {
             if names.contains(key.table) {
                 mustPrecede[key.referencedTable, default: []].insert(key.table)

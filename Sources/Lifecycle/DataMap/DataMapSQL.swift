@@ -400,10 +400,7 @@ public struct DataMapSQL: Sendable {
         guard !blobs.isEmpty else { return nil }
         var builder = SQLBuilder(dialect)
         let name = table.table.name
-        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
-            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
-        let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
-        condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        let condition = unmasked(table, mask: mask, key: key, side: onlySide, into: &builder)
         let columns = blobs.map { dialect == .postgres ? "CAST(t.\(q($0)) AS text)" : "t.\(q($0))" }
         builder.append("SELECT \(columns.joined(separator: ", ")) FROM \(dialect.table(name)) t WHERE \(condition)")
         return builder.statement(blobs.map { _ in .text })
@@ -428,12 +425,8 @@ public struct DataMapSQL: Sendable {
     public func remaining(_ table: DataMapPlan.TablePlan, key: String, side onlySide: DataMap.Side? = nil) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let name = table.table.name
-        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
-            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
-        if let mask = onlySide?.erase.mask ?? (onlySide == nil ? table.table.erase.mask : nil) {
-            let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
-            condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
-        }
+        let mask = onlySide.map(\.erase.mask) ?? table.table.erase.mask
+        let condition = unmasked(table, mask: mask, key: key, side: onlySide, into: &builder)
         builder.append("SELECT COUNT(*) FROM \(dialect.table(name)) t WHERE \(condition)")
         return builder.statement([.integer])
     }
@@ -458,9 +451,13 @@ public struct DataMapSQL: Sendable {
     public func stillNamed(_ keys: [String], table: DataMap.TableName, column name: String) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let blob = "t.\(q(name))"
-        let placeholders = keys.map { builder.bind(.text($0), as: column(table, name)) }
+        // Compared in the column's own type only where that is text: a key bound as a uuid
+        // would fail the statement for every key that is not one.
+        let asText = dialect == .postgres && column(table, name).kind != .text
+        let compared = asText ? "CAST(\(blob) AS text)" : blob
+        let placeholders = keys.map { asText ? builder.bind(.text($0)) : builder.bind(.text($0), as: column(table, name)) }
         let selected = dialect == .postgres ? "CAST(\(blob) AS text)" : blob
-        builder.append("SELECT DISTINCT \(selected) FROM \(dialect.table(table)) t WHERE \(blob) IN (\(placeholders.joined(separator: ", ")))")
+        builder.append("SELECT DISTINCT \(selected) FROM \(dialect.table(table)) t WHERE \(compared) IN (\(placeholders.joined(separator: ", ")))")
         return builder.statement([.text])
     }
 
@@ -503,14 +500,26 @@ public struct DataMapSQL: Sendable {
     public func maskOwned(_ table: DataMapPlan.TablePlan, mask: DataMap.Mask, key: String, limit: Int, side onlySide: DataMap.Side? = nil) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let name = table.table.name
-        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
-            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
-        let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
-        condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        let condition = unmasked(table, mask: mask, key: key, side: onlySide, into: &builder)
         let selection = "SELECT \(list(table.key, alias: "t")) FROM \(dialect.table(name)) t WHERE \(condition) LIMIT \(builder.bind(.integer(Int64(limit))))"
         let assignments = mask.map { "\(q($0.column)) = \(builder.bind($0.value.resolved(key: key).sqlValue, as: column(name, $0.column)))" }
         builder.append("UPDATE \(dialect.table(name)) SET \(assignments.joined(separator: ", ")) WHERE \(tuple(table.key, alias: nil)) IN (\(selection))")
         return builder.statement()
+    }
+
+    /// The subject's rows of the table (or of one side) that do not hold `mask` yet; all of
+    /// them without a mask. Alias `t`.
+    private func unmasked(
+        _ table: DataMapPlan.TablePlan, mask: DataMap.Mask?, key: String, side onlySide: DataMap.Side?, into builder: inout SQLBuilder
+    ) -> String {
+        let name = table.table.name
+        var condition = onlySide.map { side($0, table: name, alias: "t", key: key, into: &builder) }
+            ?? owned(table.owner, table: name, alias: "t", key: key, into: &builder)
+        if let mask {
+            let done = mask.map { builder.nullSafeEquals("t.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(name, $0.column)) }
+            condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
+        }
+        return condition
     }
 
     /// The subject row's erase: deleted, or masked into a tombstone.

@@ -43,10 +43,17 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
 
     typealias LockOutcome = PurgeJob<Store>.LockOutcome
 
-    /// Which attempt erased the rows: a later attempt of `verify` erases again first, since
-    /// the app may have written rows for the account in between.
-    struct Erased: Codable, Sendable {
-        var attempt: Int
+    /// Purges whose rows this process erased in the run that goes on to `verify`: any other
+    /// run of `verify` (a later attempt, a rescue after a crash, `jobs retry`) erases again
+    /// first, since the app may have written rows for the account in between.
+    let erasedHere = ErasedHere()
+
+    final class ErasedHere: @unchecked Sendable {
+        private let lock = NSLock()
+        private var jobs: Set<JobID> = []
+
+        func insert(_ job: JobID) { lock.withLock { _ = jobs.insert(job) } }
+        func take(_ job: JobID) -> Bool { lock.withLock { jobs.remove(job) != nil } }
     }
 
     /// The audit receipt: what the purge removed, per table, and what the verification read
@@ -125,7 +132,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let data = try await appData.appData(services)
         try await AppErasure.requireAccess(data, store: services.store)
         try await erase(key: key, data: data, context: context)
-        return try .output(Erased(attempt: context.job.attempt))
+        erasedHere.insert(context.job.id)
+        return .done
     }
 
     /// The account's rows, recorded files and all; the user row with the last batch. Run
@@ -247,9 +255,10 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     private func verify(_ context: StepContext) async throws -> StepResult {
         let key = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
-        if try context.output(of: "erase-rows", as: Erased.self)?.attempt != context.job.attempt {
-            // A later attempt (or a job of an earlier version): the app may have written rows
-            // for the account since they were erased. Erase and delete their files again.
+        if !erasedHere.take(context.job.id) {
+            // Not straight after this process erased the rows (a later attempt, a rescue, a job
+            // of an earlier version): the app may have written rows for the account since.
+            // Erase and delete their files again.
             try await AppErasure.requireAccess(data, store: services.store)
             try await erase(key: key, data: data, context: context)
             try await removeFiles(key: key, data: data, context: context)
@@ -381,9 +390,13 @@ public enum AppErasure {
                     for (table, count) in try tx.lifecycleRowCounts(accountID: key) where count > 0 {
                         counts["lifecycle." + table] = PurgeCounts(deleted: count)
                     }
-                    let left = try remainingRows(key: key, data: data, in: tx).values.reduce(0, +)
+                    let left = try remainingRows(key: key, data: data, in: tx).filter { $0.value > 0 }
+                    // Rows the erasure leaves as they were (a trigger that writes back what a mask
+                    // empties): the verification would fail every attempt.
+                    let refused = left.isEmpty ? nil : "the verification read would find " + left.sorted { $0.key < $1.key }
+                        .map { "\($0.value) row(s) of \($0.key)" }.joined(separator: ", ") + " still the account's after erasure"
                     throw RolledBack(rehearsal: Rehearsal(
-                        rows: counts.filter { $0.value != PurgeCounts() }, files: files.count, refused: nil, rowsLeft: left))
+                        rows: counts.filter { $0.value != PurgeCounts() }, files: files.count, refused: refused, rowsLeft: left.values.reduce(0, +)))
                 }
             } catch let done as RolledBack {
                 return done.rehearsal

@@ -52,12 +52,14 @@ public protocol SubjectTransaction {
     func purgeProgress(key: String) throws -> [String: PurgeCounts]
     func takePurgeProgress(key: String) throws -> [String: PurgeCounts]
 
-    /// Records files a purge deletes once nothing names them, pending (a file already
-    /// recorded keeps its state): in the transaction that erases the rows naming them.
+    /// Records files a purge deletes once nothing names them, pending: in the transaction
+    /// that erases the rows naming them. A file recorded again is pending again (a row
+    /// written since named it, so whether it is still shared is looked at anew).
     func recordPurgeFiles(key: String, files: [String]) throws
     /// Pending files in key order after `after`.
     func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String]
-    /// Settles files: deleted (with their size) or kept (another row still names them).
+    /// Settles files: deleted (with their size; a size found before is kept) or kept
+    /// (another row still names them).
     func settlePurgeFiles(key: String, files: [PurgeFile]) throws
     /// What the purge did with its files; removed with `takePurgeFiles`.
     func takePurgeFiles(key: String) throws -> PurgeFileTotals

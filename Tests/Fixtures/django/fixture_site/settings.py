@@ -68,7 +68,8 @@ AUTHENTICATION_BACKENDS = [
     "allauth.account.auth_backends.AuthenticationBackend",
 ]
 
-# PASSWORD_HASHERS is left at Django's default: PBKDF2 (pbkdf2_sha256$iterations$salt$hash).
+# Django's PBKDF2 (pbkdf2_sha256$iterations$salt$hash), with fewer iterations (hashers.py).
+PASSWORD_HASHERS = ["fixture_site.hashers.FixturePBKDF2PasswordHasher"]
 
 
 def _database_from_environment():
