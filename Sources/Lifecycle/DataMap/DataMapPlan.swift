@@ -440,7 +440,7 @@ private struct Checker {
             if let typeTable = type.table {
                 let holder = try self.table(typeTable, line: line, role: "owner.type table")
                 for pair in type.match { _ = try self.column(pair.column, of: holder, line: line, role: "owner.type match column") }
-                guard typeKey(type, of: table.name) != nil else {
+                guard catalog.typeKey(type, of: table.name) != nil else {
                     throw fail(line, "\(table.name).\(type.column) does not reference \(holder.name) by a foreign key, and \(holder.name) has no single-column primary key to match it against")
                 }
             }
@@ -448,16 +448,6 @@ private struct Checker {
                 try ownerColumn(value.column, of: table, keyKind: keyKind, line: line)
             }
         }
-    }
-
-    /// The column of the type table a generic relation's type column holds.
-    func typeKey(_ type: DataMap.TypeCondition, of table: DataMap.TableName) -> String? {
-        guard let typeTable = type.table.map(catalog.qualified) else { return nil }
-        if let key = catalog.foreignKeys(from: table).first(where: { $0.columns == [type.column] && $0.referencedTable == typeTable }) {
-            return key.referencedColumns[0]
-        }
-        guard let primaryKey = catalog.table(typeTable)?.primaryKey, primaryKey.count == 1 else { return nil }
-        return primaryKey[0]
     }
 
     /// An entry of `ignore:` names a table (and column) that exists.
@@ -625,11 +615,8 @@ private struct Checker {
         }
         // Owned by the column when it holds the user's key; through the row it references otherwise.
         var ownedBy = columns
-        if target != subject.table, case .column(let owner)? = byName[target]?.owner, [owner] == key.referencedColumns {
-            ownedBy = columns
-        } else if target != subject.table {
-            ownedBy = "{via: \(columns), parent: \(referenced)}"
-        }
+        let keyedByTheUser = if case .column(let owner)? = byName[target]?.owner { [owner] == key.referencedColumns } else { false }
+        if target != subject.table, !keyedByTheUser { ownedBy = "{via: \(columns), parent: \(referenced)}" }
         return """
             \(table).\(columns) references \(referenced), whose rows the purge \(fate) (\(trail)), but \(table) is not in \
             the map: add `- {table: \(table), owner: \(ownedBy)}` under `tables:` (with what erasure does), \

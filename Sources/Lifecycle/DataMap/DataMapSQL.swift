@@ -176,21 +176,12 @@ public struct DataMapSQL: Sendable {
             let typeColumn = column(table, type.column)
             if let expected = type.value {
                 condition += " AND \(alias).\(q(type.column)) = \(builder.bind(.text(expected), as: typeColumn))"
-            } else if let typeTable = type.table.map(catalog.qualified), let typeKey = typeKey(type, of: table) {
+            } else if let typeTable = type.table.map(catalog.qualified), let typeKey = catalog.typeKey(type, of: table) {
                 let terms = type.match.map { pair in "k.\(q(pair.column)) = \(builder.bind(.text(pair.value), as: column(typeTable, pair.column)))" }
                 condition += " AND \(alias).\(q(type.column)) IN (SELECT k.\(q(typeKey)) FROM \(dialect.table(typeTable)) k WHERE \(terms.joined(separator: " AND ")))"
             }
         }
         return "(" + condition + ")"
-    }
-
-    /// The column of a generic relation's type table its type column holds (checked by the plan).
-    private func typeKey(_ type: DataMap.TypeCondition, of table: DataMap.TableName) -> String? {
-        guard let typeTable = type.table.map(catalog.qualified) else { return nil }
-        if let key = catalog.foreignKeys(from: table).first(where: { $0.columns == [type.column] && $0.referencedTable == typeTable }) {
-            return key.referencedColumns[0]
-        }
-        return catalog.table(typeTable)?.primaryKey.first
     }
 
     // MARK: Looking an account up

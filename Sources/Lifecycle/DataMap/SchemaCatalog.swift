@@ -121,6 +121,17 @@ public struct SchemaCatalog: Sendable {
         return foreignKeys.filter { $0.table == name }
     }
 
+    /// The column of a generic relation's type table that its type column holds: the one a
+    /// foreign key names, else the type table's single-column primary key.
+    public func typeKey(_ type: DataMap.TypeCondition, of table: DataMap.TableName) -> String? {
+        guard let typeTable = type.table.map(qualified) else { return nil }
+        if let key = foreignKeys(from: table).first(where: { $0.columns == [type.column] && $0.referencedTable == typeTable }) {
+            return key.referencedColumns[0]
+        }
+        guard let primaryKey = self.table(typeTable)?.primaryKey, primaryKey.count == 1 else { return nil }
+        return primaryKey[0]
+    }
+
     public func foreignKeys(to table: DataMap.TableName) -> [ForeignKey] {
         let name = qualified(table)
         return foreignKeys.filter { $0.referencedTable == name }
