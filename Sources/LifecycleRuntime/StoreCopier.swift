@@ -131,7 +131,7 @@ enum RowCopier {
         .app("accounts"), .app("preferences"), .app("sessions"), .app("journal_entries"), .app("photos"), .app("mesocycles"),
         .app("meditation_sessions"),
         .own("audit_events"), .own("exports"), .own("outbox"), .own("purge_inventory"), .own("deletion_attempts"),
-        .own("subjects"), .own("purge_progress"), .own("purge_files"),
+        .own("subjects"), .own("purge_progress"), .own("purge_files"), .own("grace_values"),
         .own("paused_kinds"), .own("holds"), .own("settings", replacesDestination: true), .own("lookup_digests"),
     ]
     /// The source's record of its own migrations: the destination has run its own.

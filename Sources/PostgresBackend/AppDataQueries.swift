@@ -220,4 +220,25 @@ extension PostgresTransaction: SubjectTransaction {
         try execute("DELETE FROM lifecycle.purge_files WHERE subject_key = \(key)")
         return totals
     }
+
+    public func recordGraceValues(key: String, values: [GraceValue]) throws {
+        // Row by row: a deletion request keeps a few values, and a text[] cannot carry a null.
+        for value in values {
+            try execute("""
+                INSERT INTO lifecycle.grace_values (subject_key, table_name, row_key, column_name, value)
+                VALUES (\(key), \(value.table), \(value.row), \(value.column), \(value.value))
+                ON CONFLICT DO NOTHING
+                """)
+        }
+    }
+
+    public func takeGraceValues(key: String) throws -> [GraceValue] {
+        try query("""
+            DELETE FROM lifecycle.grace_values WHERE subject_key = \(key) RETURNING table_name, row_key, column_name, value
+            """).map {
+            let (table, row, column, value) = try $0.decode((String, String, String, String?).self)
+            return GraceValue(table: table, row: row, column: column, value: value)
+        }
+    }
+
 }

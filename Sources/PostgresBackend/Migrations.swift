@@ -322,6 +322,109 @@ enum Migrations {
             )
             """,
         ]),
+        // Grace values: see the SQLite backend's migration v12-grace-values.
+        Migration(name: "v8-grace-values", statements: [
+            """
+            CREATE TABLE lifecycle.grace_values (
+                subject_key TEXT NOT NULL,
+                table_name TEXT NOT NULL,
+                row_key TEXT NOT NULL,
+                column_name TEXT NOT NULL,
+                value TEXT,
+                PRIMARY KEY (subject_key, table_name, row_key, column_name)
+            )
+            """,
+        ]),
+        // Signing in again restores an account in its grace period, where the platform
+        // signs users in inside the database: Supabase's custom access token hook calls
+        // lifecycle.custom_access_token_hook (selected in the dashboard, Auth → Hooks) before
+        // it issues any token. What DeletionService.restore does, in the sign-in's own
+        // transaction: the account active again, the values deletion set put back, the purge
+        // job cancelled (flagged, if a worker holds it), an audit event. A token refresh is not
+        // a sign-in; an account past its purge date, or purging, is refused a token.
+        Migration(name: "v9-sign-in-restore", statements: [
+            """
+            CREATE FUNCTION lifecycle.restore_on_sign_in(subject text) RETURNS boolean
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                kept record;
+                target regclass;
+                conditions text;
+                job record;
+                cancelled bigint;
+            BEGIN
+                UPDATE lifecycle.subjects SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = now()
+                WHERE subject_key = subject AND state = 'pendingDeletion' AND purge_after > now();
+                IF NOT FOUND THEN
+                    RETURN false;
+                END IF;
+                FOR kept IN DELETE FROM lifecycle.grace_values WHERE subject_key = subject RETURNING table_name, row_key, column_name, value LOOP
+                    target := to_regclass(format('%I.%I', split_part(kept.table_name, '.', 1), split_part(kept.table_name, '.', 2)));
+                    IF target IS NULL THEN
+                        RAISE EXCEPTION 'lifecycle cannot put back %.% for account %: the table is gone', kept.table_name, kept.column_name, subject;
+                    END IF;
+                    -- The row by its primary key, as the data map's catalog reads it (index order).
+                    SELECT string_agg(format('%I = CAST(%L AS %s)', a.attname, v.value, format_type(a.atttypid, a.atttypmod)), ' AND ' ORDER BY k.position)
+                    INTO conditions
+                    FROM pg_index i
+                    JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, position) ON true
+                    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                    JOIN LATERAL jsonb_array_elements_text(kept.row_key::jsonb) WITH ORDINALITY AS v(value, position) ON v.position = k.position
+                    WHERE i.indrelid = target AND i.indisprimary;
+                    EXECUTE format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %s', target, kept.column_name,
+                        (SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = target AND attname = kept.column_name),
+                        conditions) USING kept.value;
+                END LOOP;
+                SELECT id, state INTO job FROM lifecycle.jobs
+                WHERE unique_key = 'purge:' || subject AND state IN ('queued', 'running', 'retrying') FOR UPDATE;
+                IF FOUND THEN
+                    IF job.state = 'running' THEN
+                        -- Its first step finds the account active and stands down.
+                        UPDATE lifecycle.jobs SET cancel_requested = true, updated_at = now() WHERE id = job.id;
+                    ELSE
+                        UPDATE lifecycle.jobs SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE id = job.id;
+                    END IF;
+                    cancelled := job.id;
+                END IF;
+                INSERT INTO lifecycle.audit_events (at, actor, action, account_id, outcome, detail)
+                VALUES (now(), 'sign-in', 'deletion.restore', subject, 'restored', jsonb_build_object('cancelled_job', cancelled)::text);
+                RETURN true;
+            END
+            $fn$
+            """,
+            """
+            CREATE FUNCTION lifecycle.custom_access_token_hook(event jsonb) RETURNS jsonb
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                subject text := event->>'user_id';
+                state text;
+                purge_after timestamptz;
+            BEGIN
+                SELECT s.state, s.purge_after INTO state, purge_after FROM lifecycle.subjects s WHERE s.subject_key = subject FOR UPDATE;
+                IF state IN ('purging', 'purged') OR (state = 'pendingDeletion' AND purge_after <= now()) THEN
+                    RETURN jsonb_build_object('error', jsonb_build_object(
+                        'http_code', 403, 'message', 'This account has been deleted.'));
+                END IF;
+                IF state = 'pendingDeletion' AND event->>'authentication_method' IS DISTINCT FROM 'token_refresh' THEN
+                    PERFORM lifecycle.restore_on_sign_in(subject);
+                END IF;
+                RETURN jsonb_build_object('claims', event->'claims');
+            END
+            $fn$
+            """,
+            "REVOKE EXECUTE ON FUNCTION lifecycle.restore_on_sign_in(text), lifecycle.custom_access_token_hook(jsonb) FROM PUBLIC",
+            // GoTrue calls hooks as supabase_auth_admin; elsewhere the role does not exist.
+            """
+            DO $grant$
+            BEGIN
+                IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'supabase_auth_admin') THEN
+                    GRANT USAGE ON SCHEMA lifecycle TO supabase_auth_admin;
+                    GRANT EXECUTE ON FUNCTION lifecycle.custom_access_token_hook(jsonb) TO supabase_auth_admin;
+                END IF;
+            END
+            $grant$
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

@@ -216,4 +216,19 @@ extension SQLiteTransaction: SubjectTransaction {
         try db.cachedStatement(sql: "DELETE FROM lifecycle_purge_files WHERE subject_key = ?").execute(arguments: [key])
         return totals
     }
+
+    public func recordGraceValues(key: String, values: [GraceValue]) throws {
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO lifecycle_grace_values (subject_key, table_name, row_key, column_name, value) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT DO NOTHING
+            """)
+        for value in values { try statement.execute(arguments: [key, value.table, value.row, value.column, value.value]) }
+    }
+
+    public func takeGraceValues(key: String) throws -> [GraceValue] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            DELETE FROM lifecycle_grace_values WHERE subject_key = ? RETURNING table_name, row_key, column_name, value
+            """), arguments: [key]).map { GraceValue(table: $0[0], row: $0[1], column: $0[2], value: $0[3]) }
+    }
+
 }

@@ -353,6 +353,20 @@ enum Migrations {
                 ) WITHOUT ROWID;
                 """)
         }
+        // What an account's deletion request set in the app's tables (the map's
+        // `on_deletion: set:`), kept until a restore puts it back or the purge starts.
+        migrator.registerMigration("v12-grace-values") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_grace_values (
+                    subject_key TEXT NOT NULL,
+                    table_name TEXT NOT NULL,
+                    row_key TEXT NOT NULL,
+                    column_name TEXT NOT NULL,
+                    value TEXT,
+                    PRIMARY KEY (subject_key, table_name, row_key, column_name)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

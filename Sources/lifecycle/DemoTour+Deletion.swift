@@ -45,7 +45,7 @@ extension DemoTour {
         }
         _ = try await PurgeSweep(services: later).enqueueDuePurges()
         let run = try await runWorker(services: later, once: true, concurrency: 2, kinds: [DeletionJobs.purgeKind])
-        say("purge                          → \(run.succeeded) purge job(s) ran: lock-and-mark → delete-blobs → tombstone")
+        say("purge                          → \(run.succeeded) purge job(s) ran: lock-and-mark → erase-rows → delete-blobs → tombstone (verified)")
 
         let rows = try await services.rowCounts(accountID: "linus")
         let (tombstone, receipt) = try await services.store.read { tx in

@@ -157,10 +157,16 @@ struct MapSummary: Encodable {
     /// File columns no index leads (each purge then reads the table to find shared files).
     var unindexedFileColumns: [String]
     var rehearsal: Rehearsal?
+    /// Presets the map includes, and their tables this database does not have (left out).
+    var presets: [String]
+    var presetTablesLeftOut: [String]
+    /// What requesting deletion does in the app: rows removed, values set (put back by a restore).
+    var onDeletion: [String]
 
     enum CodingKeys: String, CodingKey {
         case source, database, subject, eraseOrder = "erase_order", ignored, deletedByDatabase = "deleted_by_database", warnings,
-             unindexedFileColumns = "unindexed_file_columns", rehearsal
+             unindexedFileColumns = "unindexed_file_columns", rehearsal, presets, presetTablesLeftOut = "preset_tables_left_out",
+             onDeletion = "on_deletion"
     }
 
     init(_ plan: DataMapPlan, location: String, suspects: [DataMapPlan.Suspect] = [], rehearsal: Rehearsal? = nil) {
@@ -197,6 +203,10 @@ struct MapSummary: Encodable {
         }
         unindexedFileColumns = plan.unindexedFileColumns.map { "\(shown($0.table)).\($0.column)" }
         self.rehearsal = rehearsal
+        presets = plan.map.presets
+        presetTablesLeftOut = plan.presetTablesLeftOut
+        onDeletion = plan.onDeletion.remove.map { "remove the rows of \(shown($0.table)) by \($0.owner.description)" }
+            + plan.onDeletion.set.map { "set \($0.values.map(\.column).joined(separator: ", ")) of \(shown($0.table)) by \($0.owner.description) (put back by a restore)" }
     }
 
     static func describe(_ erase: DataMap.Erase) -> String {
@@ -223,6 +233,9 @@ struct MapSummary: Encodable {
         Terminal.line("  \(eraseOrder.count + 1). \(subject.table) (the user row): \(subject.erase)")
         for entry in ignored { Terminal.line("ignored: \(entry)") }
         for entry in deletedByDatabase { Terminal.line("deleted by the database: \(entry)") }
+        if !presets.isEmpty { Terminal.line("presets: \(presets.joined(separator: ", "))") }
+        for entry in presetTablesLeftOut { Terminal.line("left out (not in this database): \(entry)") }
+        for entry in onDeletion { Terminal.line("on deletion request: \(entry)") }
         if let rehearsal {
             Terminal.line("rehearsal of account \(rehearsal.account) (rolled back, nothing changed):")
             if let refused = rehearsal.refused {

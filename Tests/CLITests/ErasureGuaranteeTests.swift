@@ -451,9 +451,14 @@ struct SupabaseAuthErasureTests {
     func aMapThatMasksAuthUsersButMapsNothingPointingAtItIsRefusedNamingEachTable() async throws {
         var schema = try DataMapCheckTests.AppSchema.supabase
         // The map as it was before this check existed: auth.users masked, nothing under it.
-        let start = try #require(schema.map.range(of: "  # Everything GoTrue keeps"))
-        let end = try #require(schema.map.range(of: "  - table: user_preferences"))
-        schema.map.removeSubrange(start.lowerBound..<end.lowerBound)
+        schema.map = schema.map.replacingOccurrences(of: "include: [supabase]\n", with: "").replacingOccurrences(of: "\ntables:\n", with: """
+
+            tables:
+              - table: auth.users
+                owner: id
+                erase: {mask: {email: "deleted-{key}@users.invalid", encrypted_password: ""}}
+
+            """)
         let workspace = try await app.schemas.install(schema, .postgres)
         let check = try await workspace.run(["map", "check"])
         #expect(check.status == 65, "\(check.stdout) \(check.stderr)")
@@ -492,8 +497,76 @@ struct SupabaseAuthErasureTests {
                    (SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload->>'actor_id' = '\(Self.bob)')
             """) == bobsBefore)
         let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
-        #expect(receipt.contains(#""auth.refresh_tokens":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+        // Its sessions and refresh tokens went when deletion was asked for (the preset's on_deletion).
+        #expect(receipt.contains(#""auth.identities":{"after":0,"before":1,"deleted":1,"masked":0}"#), "\(receipt)")
+        #expect(!receipt.contains("auth.refresh_tokens"), "\(receipt)")
         #expect(receipt.contains(#""auth.audit_log_entries":{"after":0,"before":1,"deleted":0,"masked":1}"#), "\(receipt)")
+    }
+}
+
+extension SupabaseAuthErasureTests {
+    /// GoTrue's access token hook event (supabase.com/docs/guides/auth/auth-hooks/custom-access-token-hook).
+    static func hookEvent(_ user: String, method: String) -> String {
+        """
+        {"user_id": "\(user)", "authentication_method": "\(method)",
+         "claims": {"aud": "authenticated", "sub": "\(user)", "role": "authenticated", "aal": "aal1", "session_id": "5e000000-0000-4000-8000-0000000000ff", "is_anonymous": false}}
+        """
+    }
+
+    @Test
+    func deletionSignsTheUserOutOfGoTrueAndSigningInAgainRestoresThroughTheHook() async throws {
+        let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + Self.authSeed)
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        #expect(check.stdout.contains("presets: supabase") && check.stdout.contains("on deletion request: remove the rows of auth.sessions by user_id"), "\(check.stdout)")
+        let bobs = """
+            SELECT (SELECT string_agg(id::text, ',') FROM auth.sessions WHERE user_id = '\(Self.bob)') || '|' ||
+                   (SELECT string_agg(token || revoked::text, ',') FROM auth.refresh_tokens WHERE user_id = '\(Self.bob)')
+            """
+        let bobsBefore = try await app.rows(workspace, bobs)
+        let adasUser = "SELECT email, encrypted_password FROM auth.users WHERE id = '\(Self.ada)'"
+        let adasUserBefore = try await app.rows(workspace, adasUser)
+
+        let request = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
+        #expect(request.status == 0, "\(request.stderr)")
+        // No session to refresh, no refresh token to trade, no one-time link to follow;
+        // signing in again stays possible (the identity and the password are there).
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.sessions WHERE user_id = '\(Self.ada)'") == ["0"])
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.refresh_tokens WHERE user_id = '\(Self.ada)' AND NOT revoked") == ["0"])
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.one_time_tokens WHERE user_id = '\(Self.ada)'") == ["0"])
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.identities WHERE user_id = '\(Self.ada)'") == ["1"])
+        #expect(try await app.rows(workspace, adasUser) == adasUserBefore)
+        #expect(try await app.rows(workspace, bobs) == bobsBefore)
+        let state = "SELECT state FROM lifecycle.subjects WHERE subject_key = '\(Self.ada)'"
+        #expect(try await app.rows(workspace, state) == ["pendingDeletion"])
+
+        // A token refresh is not a sign-in: nothing changes, and the claims pass through.
+        let refresh = try await app.rows(workspace, "SELECT lifecycle.custom_access_token_hook('\(Self.hookEvent(Self.ada, method: "token_refresh"))'::jsonb)->'claims'->>'sub'")
+        #expect(refresh == [Self.ada])
+        #expect(try await app.rows(workspace, state) == ["pendingDeletion"])
+
+        // A sign-in with the password, as GoTrue calls the hook (its own role), restores.
+        let url = workspace.database, event = Self.hookEvent(Self.ada, method: "password")
+        let signIn = try await onThreadOfItsOwn {
+            try psqlQuery(url, "SET ROLE supabase_auth_admin; SELECT lifecycle.custom_access_token_hook('\(event)'::jsonb)->'claims'->>'role'")
+        }
+        #expect(signIn.split(separator: "\n").last == "authenticated", "\(signIn)")
+        #expect(try await app.rows(workspace, state) == ["active"])
+        #expect(try await app.rows(workspace, "SELECT state FROM lifecycle.jobs WHERE unique_key = 'purge:\(Self.ada)'") == ["cancelled"])
+        let restored = try await workspace.auditRows(of: Self.ada).last
+        #expect(restored?.action == "deletion.restore" && restored?.actor == "sign-in" && restored?.outcome == "restored")
+        #expect(try await workspace.run(["accounts", "show", "ada@example.com"]).stdout.contains("active"))
+
+        // Past the purge date (here: moved there) a sign-in gets no token and restores nothing.
+        #expect(try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2").status == 0)
+        try await app.seed(workspace, "UPDATE lifecycle.subjects SET purge_after = now() - interval '1 minute' WHERE subject_key = '\(Self.ada)';")
+        let late = try await app.rows(workspace, "SELECT lifecycle.custom_access_token_hook('\(Self.hookEvent(Self.ada, method: "password"))'::jsonb)->'error'->>'http_code'")
+        #expect(late == ["403"])
+        #expect(try await app.rows(workspace, state) == ["pendingDeletion"])
+        // Someone with no deletion pending signs in as ever.
+        let bob = try await app.rows(workspace, "SELECT lifecycle.custom_access_token_hook('\(Self.hookEvent(Self.bob, method: "password"))'::jsonb)->'claims'->>'sub'")
+        #expect(bob == [Self.bob])
     }
 }
 

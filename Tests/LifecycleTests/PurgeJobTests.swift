@@ -176,7 +176,7 @@ struct PurgeJobTests {
         // Every batch counted once: the receipt (the last step's output) matches what there was.
         let jobID = try #require(try await fixture.purgeJobs("ada").first?.id)
         let steps = try await fixture.store.steps(of: jobID)
-        #expect(steps.map(\.step).sorted() == ["delete-blobs", "lock-and-mark", "tombstone"])
+        #expect(steps.map(\.step).sorted() == ["delete-blobs", "erase-rows", "lock-and-mark", "tombstone"])
         let receipt = try #require(steps.first { $0.step == "tombstone" }?.output)
         let detail = try JSONSerialization.jsonObject(with: Data(receipt.utf8)) as? [String: Any]
         #expect(detail?["rows"] as? [String: Int] == expected)
@@ -251,6 +251,66 @@ struct PurgeJobTests {
         #expect(adaBadges == 0)
         #expect(bobBadges == 3)
         #expect(nickname == nil)
+    }
+
+    /// Nothing irreversible before the rows are gone: a database that refuses part of the
+    /// erasure leaves every row and every file of the account, names the table and the
+    /// cause, and the purge goes through once the cause is gone.
+    @Test func aRefusedRowErasureLeavesEveryRowAndFileThenSucceedsOnceFixed() async throws {
+        let fixture = try DeletionFixture { db in
+            try db.execute(sql: "CREATE TRIGGER keep_entries BEFORE DELETE ON journal_entries BEGIN SELECT RAISE(ABORT, 'entries are kept'); END")
+        }
+        try await fixture.addAccount("ada", entries: 3, state: .pendingDeletion, purgeAfter: deletionEpoch)
+        let (rows, files) = (try await fixture.rows("ada"), try await fixture.blobKeys("ada"))
+        #expect(files.count == 5)
+
+        let first = try await fixture.purge()
+        #expect(first.succeeded == 0 && first.retrying == 1)
+        #expect(try await fixture.rows("ada") == rows)
+        #expect(try await fixture.blobKeys("ada") == files)
+        #expect(try await fixture.account("ada")?.state == .purging)
+        let error = try #require(try await fixture.purgeJobs("ada").first?.lastError)
+        #expect(error.contains("journal_entries") && error.contains("entries are kept") && error.contains("no file has been deleted"), "\(error)")
+
+        try fixture.store.writeSync { tx in try tx.db.execute(sql: "DROP TRIGGER keep_entries") }
+        fixture.clock.advance(by: day)
+        #expect(try await fixture.purge().succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .purged)
+        #expect(try await fixture.rows("ada").values.allSatisfy { $0 == 0 })
+        #expect(try await fixture.blobKeys("ada").isEmpty)
+        let receipt = try #require(try await fixture.audit("ada").last?.detail)
+        #expect(receipt.contains("\"verification\":{\"result\":\"verified\""), "\(receipt)")
+    }
+
+    /// Rows of the account written after the erasure (here by a trigger that puts each
+    /// deleted session back once) fail the verification: the account stays purging, and the
+    /// next attempt erases again before it verifies.
+    @Test func rowsWrittenBackAfterErasureFailTheVerificationUntilTheyAreGone() async throws {
+        let fixture = try DeletionFixture { db in
+            try db.execute(sql: """
+                CREATE TRIGGER sessions_come_back AFTER DELETE ON sessions WHEN old.id NOT LIKE 'again-%'
+                BEGIN INSERT INTO sessions (id, account_id, created_at) VALUES ('again-' || old.id, old.account_id, old.created_at); END
+                """)
+        }
+        try await fixture.addAccount("ada", sessions: 2, state: .pendingDeletion, purgeAfter: deletionEpoch)
+        try await fixture.addAccount("bob")
+        let bob = try await fixture.rows("bob")
+
+        let first = try await fixture.purge()
+        #expect(first.succeeded == 0 && first.retrying == 1)
+        #expect(try await fixture.account("ada")?.state == .purging)
+        let error = try #require(try await fixture.purgeJobs("ada").first?.lastError)
+        #expect(error.contains("verification found 2 row(s) of sessions"), "\(error)")
+        #expect(!(try await fixture.audit("ada").contains { $0.action == DeletionAudit.purge }))
+
+        fixture.clock.advance(by: day)
+        #expect(try await fixture.purge().succeeded == 1)
+        #expect(try await fixture.account("ada")?.state == .purged)
+        #expect(try await fixture.rows("ada").values.allSatisfy { $0 == 0 })
+        #expect(try await fixture.rows("bob") == bob)
+        let receipt = try #require(try await fixture.audit("ada").last?.detail)
+        let detail = try JSONSerialization.jsonObject(with: Data(receipt.utf8)) as? [String: Any]
+        #expect((detail?["rows"] as? [String: Int])?["sessions"] == 4)
     }
 
     @Test func aMapMissingATableStopsThePurgeBeforeAnyRowIsDeleted() async throws {

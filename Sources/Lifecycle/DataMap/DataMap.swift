@@ -201,6 +201,8 @@ public struct DataMap: Sendable, Equatable {
         /// are deleted with it.
         public var cascade: [ColumnReference]
         public var line: Int
+        /// The preset (`include:`) the entry comes from; nil when the map itself lists it.
+        public var preset: String? = nil
     }
 
     /// A table, or one column of a table, that references the subject (or a row the purge
@@ -211,13 +213,47 @@ public struct DataMap: Sendable, Equatable {
         public var column: String?
         public var reason: String
         public var line: Int
+        public var preset: String? = nil
 
         public var description: String { column.map { "\(table).\($0)" } ?? table.description }
+    }
+
+    /// What requesting deletion does in the app, in the same transaction, so the grace
+    /// period is felt: the user's sessions and tokens go (never put back), and values are
+    /// set (a profile hidden) that a restore puts back as they were.
+    public struct OnDeletion: Sendable, Equatable {
+        public struct Removal: Sendable, Equatable {
+            public var table: TableName
+            public var owner: OwnerValue
+            public var line: Int
+            public var preset: String? = nil
+        }
+
+        public struct Setting: Sendable, Equatable {
+            public var table: TableName
+            public var owner: OwnerValue
+            public var values: Mask
+            public var line: Int
+            public var preset: String? = nil
+
+            public static func == (lhs: Self, rhs: Self) -> Bool {
+                lhs.table == rhs.table && lhs.owner == rhs.owner && lhs.line == rhs.line && lhs.preset == rhs.preset
+                    && DataMap.Erase.mask(lhs.values) == DataMap.Erase.mask(rhs.values)
+            }
+        }
+
+        public var remove: [Removal] = []
+        public var set: [Setting] = []
+
+        public var isEmpty: Bool { remove.isEmpty && set.isEmpty }
     }
 
     public var subject: Subject
     public var tables: [Table]
     public var ignored: [Ignored]
+    public var onDeletion = OnDeletion()
+    /// Presets the map includes (`include: [supabase]`), in the order written.
+    public var presets: [String] = []
     /// `app: reference`: the map of the reference app whose schema lifecycle itself creates
     /// (`lifecycle demo`); its accounts keep their deletion state in its `accounts` table.
     /// Any other map describes an app's own database, which lifecycle never alters.
@@ -226,4 +262,16 @@ public struct DataMap: Sendable, Equatable {
     public var source: String
 
     public func table(_ name: TableName) -> Table? { tables.first { $0.name == name } }
+
+    /// Where an entry was written, for messages: the map's file and line, or the preset's.
+    /// A preset's entries carry `presetLine` lines (the preset's index in the millions), so
+    /// every check that names a line names the right file without knowing about presets.
+    public func place(_ line: Int?) -> String {
+        guard let line else { return source }
+        let index = line / Self.presetLine - 1
+        guard index >= 0, index < presets.count else { return "\(source):\(line)" }
+        return "preset \(presets[index]) (included by \(source)):\(line % Self.presetLine)"
+    }
+
+    static let presetLine = 1_000_000
 }

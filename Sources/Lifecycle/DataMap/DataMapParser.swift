@@ -24,7 +24,7 @@ extension DataMap {
         }
         guard let root else { throw LifecycleError(.badInput, "\(source): the file is empty; it needs `version: 2`, `subject:` and `tables:`") }
         let top = try YAMLField(node: root, path: "", source: source).mapping(
-            allowed: ["version", "app", "subject", "tables", "ignore"])
+            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion"])
         guard let version = top["version"] else {
             if top["tables"] != nil {
                 throw LifecycleError(.badInput, """
@@ -46,19 +46,29 @@ extension DataMap {
         }
         var ignored: [Ignored] = []
         for item in try top["ignore"]?.sequence() ?? [] {
-            let fields = try item.mapping(allowed: ["table", "column", "reason"])
-            guard let reason = try fields.required("reason").string().nilIfBlank else {
-                throw fields.error("`reason:` must say why it holds nothing to export or erase")
+            ignored.append(try Self.ignored(item))
+        }
+        var onDeletion = try top["on_deletion"].map(Self.onDeletion) ?? OnDeletion()
+        var presets: [String] = []
+        for item in try top["include"]?.sequence() ?? [] {
+            let name = try item.string()
+            guard let preset = DataMapPreset.named(name) else {
+                throw item.error("unknown preset '\(name)' (known: \(DataMapPreset.all.map(\.name).joined(separator: ", ")))")
             }
-            switch (fields["table"], fields["column"]) {
-            case (let table?, nil):
-                ignored.append(Ignored(table: try table.tableName(), column: nil, reason: reason, line: item.line))
-            case (nil, let column?):
-                let reference = try column.columnReference()
-                ignored.append(Ignored(table: reference.table, column: reference.column, reason: reason, line: item.line))
-            default:
-                throw fields.error("needs `table: TABLE` (the whole table) or `column: TABLE.COLUMN` (one reference), not both")
-            }
+            guard !presets.contains(name) else { throw item.error("includes '\(name)' twice") }
+            presets.append(name)
+            let part = try Self.preset(preset, lineBase: presets.count * Self.presetLine)
+            // The map's own entries win: a table it maps or ignores, or the user table itself,
+            // is the map's, whatever the preset says of it.
+            let own = Set(tables.map(\.name.description) + [subject.table.description] + ignored.filter { $0.column == nil }.map(\.table.description))
+            let ownIgnores = Set(ignored.map(\.description))
+            let earlier = Set(tables.map(\.name.description))
+            tables += part.tables.filter { !own.contains($0.name.description) && !earlier.contains($0.name.description) }
+            ignored += part.ignored.filter { !own.contains($0.table.description) && !ownIgnores.contains($0.description) }
+            let removed = Set(onDeletion.remove.map(\.table.description))
+            onDeletion.remove += part.onDeletion.remove.filter { !removed.contains($0.table.description) }
+            let set = Set(onDeletion.set.map(\.table.description))
+            onDeletion.set += part.onDeletion.set.filter { !set.contains($0.table.description) }
         }
         var seen: [TableName: Int] = [subject.table: subject.line]
         for table in tables {
@@ -83,7 +93,85 @@ extension DataMap {
             }
             isReferenceApp = true
         }
-        self.init(subject: subject, tables: tables, ignored: ignored, isReferenceApp: isReferenceApp, source: source)
+        self.init(
+            subject: subject, tables: tables, ignored: ignored, onDeletion: onDeletion, presets: presets,
+            isReferenceApp: isReferenceApp, source: source)
+    }
+
+    /// A preset's entries, their lines moved to `lineBase` and up (see `place`).
+    private static func preset(_ preset: DataMapPreset, lineBase: Int) throws -> (tables: [Table], ignored: [Ignored], onDeletion: OnDeletion) {
+        let source = "preset \(preset.name)"
+        guard let root = try? Yams.compose(yaml: preset.yaml) else {
+            throw LifecycleError(.internalError, "\(source): the preset is not valid YAML")
+        }
+        let top = try YAMLField(node: root, path: "", source: source).mapping(allowed: ["tables", "ignore", "on_deletion"])
+        var tables = try top["tables"]?.sequence().map(table) ?? []
+        var ignored = try top["ignore"]?.sequence().map(Self.ignored) ?? []
+        var onDeletion = try top["on_deletion"].map(Self.onDeletion) ?? OnDeletion()
+        for index in tables.indices {
+            tables[index].line += lineBase
+            tables[index].preset = preset.name
+        }
+        for index in ignored.indices {
+            ignored[index].line += lineBase
+            ignored[index].preset = preset.name
+        }
+        for index in onDeletion.remove.indices {
+            onDeletion.remove[index].line += lineBase
+            onDeletion.remove[index].preset = preset.name
+        }
+        for index in onDeletion.set.indices {
+            onDeletion.set[index].line += lineBase
+            onDeletion.set[index].preset = preset.name
+        }
+        return (tables, ignored, onDeletion)
+    }
+
+    private static func ignored(_ item: YAMLField) throws -> Ignored {
+        let fields = try item.mapping(allowed: ["table", "column", "reason"])
+        guard let reason = try fields.required("reason").string().nilIfBlank else {
+            throw fields.error("`reason:` must say why it holds nothing to export or erase")
+        }
+        switch (fields["table"], fields["column"]) {
+        case (let table?, nil):
+            return Ignored(table: try table.tableName(), column: nil, reason: reason, line: item.line)
+        case (nil, let column?):
+            let reference = try column.columnReference()
+            return Ignored(table: reference.table, column: reference.column, reason: reason, line: item.line)
+        default:
+            throw fields.error("needs `table: TABLE` (the whole table) or `column: TABLE.COLUMN` (one reference), not both")
+        }
+    }
+
+    /// `on_deletion: {remove: [{table, owner}], set: [{table, owner, values: {COLUMN: VALUE}}]}`.
+    private static func onDeletion(_ field: YAMLField) throws -> OnDeletion {
+        let parts = try field.mapping(allowed: ["remove", "set"])
+        var result = OnDeletion()
+        func owner(_ fields: YAMLMapping) throws -> OwnerValue {
+            let owner = try fields.required("owner")
+            guard owner.isMapping else { return OwnerValue(column: try owner.identifier()) }
+            return try ownerValue(try owner.mapping(allowed: ["column", "json", "type"]))
+        }
+        for item in try parts["remove"]?.sequence() ?? [] {
+            let fields = try item.mapping(allowed: ["table", "owner"])
+            result.remove.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields), line: item.line))
+        }
+        for item in try parts["set"]?.sequence() ?? [] {
+            let fields = try item.mapping(allowed: ["table", "owner", "values"])
+            let valuesField = try fields.required("values")
+            var values: Mask = []
+            for (column, value) in try valuesField.pairs() {
+                guard DataMap.isIdentifier(column.text) else { throw column.error("'\(column.text)' is not a plain SQL identifier") }
+                values.append((column.text, try value.maskValue()))
+            }
+            guard !values.isEmpty else { throw valuesField.error("names no column") }
+            result.set.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields), values: values, line: item.line))
+        }
+        let tables = result.remove.map(\.table.description) + result.set.map(\.table.description)
+        if let twice = Dictionary(grouping: tables, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw field.error("names table \(twice) twice (a table's rows are removed or have values set, once)")
+        }
+        return result
     }
 
     private static func subject(_ field: YAMLField) throws -> Subject {

@@ -69,11 +69,26 @@ public struct DataMapPlan: Sendable {
         public var suggestion: String
     }
 
-    public init(map: DataMap, catalog: SchemaCatalog) throws {
+    public init(map written: DataMap, catalog: SchemaCatalog) throws {
+        // A preset's table this database does not have (a part of the platform the app does
+        // not install, or an older release) is left out; the map's own entries never are.
+        var map = written
+        func present(_ name: DataMap.TableName) -> Bool { catalog.table(catalog.qualified(name)) != nil }
+        var leftOut = Set<String>()
+        for entry in map.tables where entry.preset != nil && !present(entry.name) { leftOut.insert("\(entry.name) (preset \(entry.preset!))") }
+        for entry in map.onDeletion.remove where entry.preset != nil && !present(entry.table) { leftOut.insert("\(entry.table) (preset \(entry.preset!))") }
+        map.tables.removeAll { $0.preset != nil && !present($0.name) }
+        map.onDeletion.remove.removeAll { $0.preset != nil && !present($0.table) }
+        map.onDeletion.set.removeAll { $0.preset != nil && !present($0.table) }
+        map.ignored.removeAll { entry in
+            entry.preset != nil && (catalog.table(catalog.qualified(entry.table)).map { table in entry.column.map { table.column($0) == nil } ?? false } ?? true)
+        }
+        self.presetTablesLeftOut = leftOut.sorted()
         var checker = Checker(map: map, catalog: catalog)
         let (subject, subjectTable, keyKind) = try checker.subject()
         let plans = try checker.tables(subject: subject, keyKind: keyKind)
         try checker.ignoredEntries()
+        self.onDeletion = try checker.onDeletion(keyKind: keyKind)
         let deletedByDatabase = try checker.coverage(plans: plans, subject: subject)
         try checker.keptRowsReferences(plans: plans, subject: subject)
         self.map = map
@@ -86,6 +101,11 @@ public struct DataMapPlan: Sendable {
         self.suspects = checker.suspects(plans: plans, subject: subject, keyKind: keyKind)
         self.keyNames = checker.keyNames(subject: subject)
     }
+
+    /// Preset tables this database does not have, left out (for `map check`'s notes).
+    public let presetTablesLeftOut: [String]
+    /// What requesting deletion does in the app (`on_deletion:`), tables qualified.
+    public let onDeletion: DataMap.OnDeletion
 
     /// Column and JSON key names that usually hold a user's key (the schema's own foreign
     /// keys into the user table included).
@@ -164,6 +184,8 @@ public struct DataMapPlan: Sendable {
             if case .sides(let sides) = plan.owner { values += sides.map(\.value) }
             for case let table? in values.map({ $0.type?.table }) { add(catalog.qualified(table)) }
         }
+        for removal in onDeletion.remove { add(removal.table, deletes: true) }
+        for setting in onDeletion.set { add(setting.table, updates: true) }
         return needs.map { ($0.key, $0.value.0, $0.value.1, $0.value.2) }.sorted { $0.table < $1.table }
     }
 
@@ -220,7 +242,7 @@ private struct Checker {
     }
 
     func fail(_ line: Int?, _ message: String) -> LifecycleError {
-        LifecycleError(.badInput, "\(map.source)\(line.map { ":\($0)" } ?? ""): \(message)")
+        LifecycleError(.badInput, "\(map.place(line)): \(message)")
     }
 
     /// Lifecycle's own tables are never the app's: neither mapped nor required.
@@ -451,6 +473,37 @@ private struct Checker {
     }
 
     /// An entry of `ignore:` names a table (and column) that exists.
+    /// `on_deletion:` entries: tables and columns that exist, owners that can hold the key,
+    /// values their columns can hold, and a primary key for rows whose values a restore
+    /// puts back.
+    func onDeletion(keyKind: SchemaCatalog.ColumnKind) throws -> DataMap.OnDeletion {
+        var result = map.onDeletion
+        func owner(_ value: DataMap.OwnerValue, of table: SchemaCatalog.Table, line: Int) throws {
+            if value.isPlainColumn {
+                try ownerColumn(value.column, of: table, keyKind: keyKind, line: line)
+            } else {
+                try ownerValue(value, of: table, keyKind: keyKind, line: line)
+            }
+        }
+        for index in result.remove.indices {
+            let entry = result.remove[index]
+            let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
+            try owner(entry.owner, of: table, line: entry.line)
+            result.remove[index].table = table.name
+        }
+        for index in result.set.indices {
+            let entry = result.set[index]
+            let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
+            try owner(entry.owner, of: table, line: entry.line)
+            guard !table.primaryKey.isEmpty else {
+                throw fail(entry.line, "on_deletion: \(shown(table.name)) has no primary key, so a restore could not put each row's values back")
+            }
+            try mask(entry.values, of: table, key: table.primaryKey, line: entry.line)
+            result.set[index].table = table.name
+        }
+        return result
+    }
+
     func ignoredEntries() throws {
         for entry in map.ignored {
             guard let table = catalog.table(entry.table) else {

@@ -67,7 +67,13 @@ struct SQLBuilder {
     /// A placeholder for `value`, cast on PostgreSQL to the column's own type so a text
     /// compares with a uuid, and a boolean lands in a boolean column.
     mutating func bind(_ value: SQLValue, as column: SchemaCatalog.Column? = nil) -> String {
-        bindings.append(value)
+        // 0 and 1 are how SQLite keeps booleans, and how a map may write them: PostgreSQL
+        // casts no integer to boolean.
+        if column?.kind == .boolean, case .integer(let number) = value {
+            bindings.append(.boolean(number != 0))
+        } else {
+            bindings.append(value)
+        }
         // Numbered on both dialects (SQLite reads `?NNN`), so a statement may use its
         // values in another order than they were bound.
         switch dialect {
@@ -183,6 +189,50 @@ public struct DataMapSQL: Sendable {
         }
         return "(" + condition + ")"
     }
+
+    // MARK: The grace period (on_deletion)
+
+    /// The user's rows a deletion request removes (sessions, tokens); never put back.
+    public func graceRemove(_ removal: DataMap.OnDeletion.Removal, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let table = dialect.table(removal.table)
+        let condition = match(removal.owner, table: removal.table, alias: table, key: key, into: &builder)
+        builder.append("DELETE FROM \(table) WHERE \(condition)")
+        return builder.statement()
+    }
+
+    /// Before a deletion request sets values: each row's primary key, then the values it
+    /// replaces, all as text (what a restore writes back).
+    public func graceCapture(_ setting: DataMap.OnDeletion.Setting, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let columns = graceKey(setting.table) + setting.values.map(\.column)
+        let condition = match(setting.owner, table: setting.table, alias: "t", key: key, into: &builder)
+        builder.append("SELECT \(columns.map { "CAST(t.\(q($0)) AS TEXT)" }.joined(separator: ", ")) FROM \(dialect.table(setting.table)) t WHERE \(condition)")
+        return builder.statement(columns.map { _ in .text })
+    }
+
+    public func graceSet(_ setting: DataMap.OnDeletion.Setting, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let table = dialect.table(setting.table)
+        let assignments = setting.values.map { "\(q($0.column)) = \(builder.bind($0.value.resolved(key: key).sqlValue, as: column(setting.table, $0.column)))" }
+        let condition = match(setting.owner, table: setting.table, alias: table, key: key, into: &builder)
+        builder.append("UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE \(condition)")
+        return builder.statement()
+    }
+
+    /// Puts one kept value back into the row whose primary key is `row` (as `graceCapture`
+    /// read it).
+    public func graceRestore(table name: DataMap.TableName, row: [String?], column columnName: String, value: String?) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let assignment = "\(q(columnName)) = \(builder.bind(value.map(SQLValue.text) ?? .null, as: column(name, columnName)))"
+        // A primary key holds no null; `=` keeps its index usable (IS NOT DISTINCT FROM does not).
+        let key = zip(graceKey(name), row).map { "\(q($0.0)) = \(builder.bind(.text($0.1 ?? ""), as: column(name, $0.0)))" }
+        builder.append("UPDATE \(dialect.table(name)) SET \(assignment) WHERE \(key.joined(separator: " AND "))")
+        return builder.statement()
+    }
+
+    /// The columns that tell a row of an `on_deletion: set:` table apart (the plan checked it has a primary key).
+    public func graceKey(_ table: DataMap.TableName) -> [String] { catalog.table(table)?.primaryKey ?? [] }
 
     // MARK: Looking an account up
 
@@ -410,22 +460,49 @@ public struct DataMapSQL: Sendable {
 
     // MARK: Verifying
 
-    /// How many of the subject's rows of the table are still there as they were: for a
-    /// deleted table every row the map says is the user's, for a masked one every such
-    /// row that does not hold exactly the mask. Erasure is verified when each is zero.
-    public func remaining(_ table: DataMapPlan.TablePlan, key: String, side onlySide: DataMap.Side? = nil) -> SQLStatement {
-        var builder = SQLBuilder(dialect)
-        let name = table.table.name
-        let mask = onlySide.map(\.erase.mask) ?? table.table.erase.mask
-        let condition = unmasked(table, mask: mask, key: key, side: onlySide, into: &builder)
-        builder.append("SELECT COUNT(*) FROM \(dialect.table(name)) t WHERE \(condition)")
-        return builder.statement([.integer])
+    /// How many of the subject's rows are still there as they were, for every mapped table
+    /// (each side of a two-user table apart) and the user row: for a deleted table every
+    /// row the map says is the user's, for a masked one every such row that does not hold
+    /// exactly the mask. Erasure is verified when each is zero. Rows of `(position, count)`,
+    /// `position` being the table's index in `plan.tables`, `plan.tables.count` the user
+    /// row; few statements of many `UNION ALL` terms (SQLite allows 500 per statement), as
+    /// the read runs for every purged account.
+    public func verificationReads(key: String, includingSubject: Bool = true) -> [SQLStatement] {
+        var terms: [(position: Int, table: DataMapPlan.TablePlan?, side: DataMap.Side?)] = []
+        for (position, table) in plan.tables.enumerated() {
+            if case .sides(let sides) = table.owner {
+                terms += sides.map { (position, table, $0) }
+            } else {
+                terms.append((position, table, nil))
+            }
+        }
+        if includingSubject { terms.append((plan.tables.count, nil, nil)) }
+        return stride(from: 0, to: terms.count, by: 100).map { start in
+            var builder = SQLBuilder(dialect)
+            let parts = terms[start..<min(start + 100, terms.count)].map { term -> String in
+                guard let table = term.table else {
+                    let condition = subjectUnerased(key: key, into: &builder)
+                    return "SELECT \(term.position), COUNT(*) FROM \(dialect.table(plan.subject.table)) s WHERE \(condition)"
+                }
+                let mask = term.side.map(\.erase.mask) ?? table.table.erase.mask
+                let condition = unmasked(table, mask: mask, key: key, side: term.side, into: &builder)
+                return "SELECT \(term.position), COUNT(*) FROM \(dialect.table(table.table.name)) t WHERE \(condition)"
+            }
+            builder.append(parts.joined(separator: " UNION ALL "))
+            return builder.statement([.integer, .integer])
+        }
     }
 
     /// The user row, if it is still there as it was: present when it is deleted, or
     /// holding anything but the mask when it is kept.
     public func subjectRemaining(key: String) -> SQLStatement {
         var builder = SQLBuilder(dialect)
+        let condition = subjectUnerased(key: key, into: &builder)
+        builder.append("SELECT COUNT(*) FROM \(dialect.table(plan.subject.table)) s WHERE \(condition)")
+        return builder.statement([.integer])
+    }
+
+    private func subjectUnerased(key: String, into builder: inout SQLBuilder) -> String {
         let subject = plan.subject
         let keyColumn = column(subject.table, subject.key)
         var condition = "s.\(q(subject.key)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))"
@@ -433,8 +510,7 @@ public struct DataMapSQL: Sendable {
             let done = mask.map { builder.nullSafeEquals("s.\(q($0.column))", $0.value.resolved(key: key).sqlValue, as: column(subject.table, $0.column)) }
             condition += " AND NOT (" + done.joined(separator: " AND ") + ")"
         }
-        builder.append("SELECT COUNT(*) FROM \(dialect.table(subject.table)) s WHERE \(condition)")
-        return builder.statement([.integer])
+        return condition
     }
 
     /// Which of `keys` a row of `table` still names in `column`: a file shared with a row

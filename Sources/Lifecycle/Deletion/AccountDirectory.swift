@@ -83,19 +83,23 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
         }
     }
 
+    /// Back to active, with what deletion set in an app's tables put back.
     public func restore(id: String, now: Date, in tx: Store.Transaction) throws -> Bool {
         switch source {
-        case .reference: try tx.restoreAccount(accountID: id, now: now)
-        case .app: try tx.restoreSubject(key: id, now: now)
+        case .reference: return try tx.restoreAccount(accountID: id, now: now)
+        case .app(let data):
+            guard try tx.restoreSubject(key: id, now: now) else { return false }
+            try data.endGrace(key: id, in: tx)
+            return true
         }
     }
 
-    /// Signs the account out everywhere. An app's sessions are the app's own: its map
-    /// names no session table, so there is nothing lifecycle can revoke (0).
+    /// Signs the account out everywhere: the reference app's sessions, or what an app's
+    /// map says deletion does (`on_deletion:`: sessions and tokens removed, values set).
     public func revokeSessions(id: String, at: Date, in tx: Store.Transaction) throws -> Int {
         switch source {
         case .reference: try tx.revokeSessions(accountID: id, at: at)
-        case .app: 0
+        case .app(let data): try data.beginGrace(key: id, in: tx)
         }
     }
 

@@ -1,33 +1,41 @@
 import Foundation
 import JobRunner
 
-/// Removes everything of one account whose grace period is over, then leaves a
-/// tombstone. Three steps, each safe to run again after a crash:
+/// Removes everything of one account whose grace period is over, verifies it, then leaves
+/// a tombstone. Four steps, each safe to run again after a crash, and nothing irreversible
+/// before the rows are gone:
 ///
 /// 1. `lock-and-mark` — re-checks the state under the write lock and moves the
 ///    account to `purging`; from then on restore is refused.
-/// 2. `delete-blobs` — photos, profile photo, export archives: everything under
+/// 2. `erase-rows` — every table of the account data map in the plan's order (children
+///    first), through the statements generated from the map, in bounded batches that are
+///    each their own transaction with their counts (RowEraser.swift). A refusal by the
+///    database rolls the batch back and names the table: every file is still in place.
+/// 3. `delete-blobs` — photos, profile photo, export archives: everything under
 ///    `accounts/<id>/`, listed and deleted in batches, then listed again to prove it empty.
-/// 3. `tombstone` — every table of the account data map in the plan's order (children
-///    first), through the statements generated from the map, in bounded batches that
-///    are each their own transaction with their counts; the transaction that finds
-///    nothing more to delete also removes lifecycle's own rows about the account
-///    (exports, outbox), leaves the account row as a tombstone (id, state, purged_at)
-///    and audits a receipt of how many rows and blobs went (RowEraser.swift). An
-///    account of at most one batch of rows, most of them, is erased in one commit.
+/// 4. `tombstone` — every mapped table read again for the account: only when none holds
+///    a row of it does the same transaction remove lifecycle's own rows about the account
+///    (exports, outbox), leave the account row as a tombstone (id, state, purged_at),
+///    check that row holds nothing but the mask, and audit a receipt of what went with the
+///    verification's result. A row found fails the attempt naming the table; the next
+///    attempt erases rows and files again before it verifies.
 ///
-/// A job recorded by an earlier version may hold a `delete-rows` step, or a row count
-/// from its first step: tombstone carries on after it all the same, and the receipt
-/// keeps that count.
+/// A job recorded by an earlier version may hold a `delete-rows` step, a row count from
+/// its first step, or `delete-blobs` done before `erase-rows`: the steps carry on after it
+/// all the same, and the receipt keeps that count.
 struct PurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
     let appData: AppDataCache
     private let coverage = CoverageCheck()
+    /// Purges whose rows this process erased in the run that goes on to `tombstone`
+    /// (AppPurgeJob.swift): any other run of it erases again first.
+    private let erasedHere = AppPurgeJob<Store>.ErasedHere()
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
             JobStep("lock-and-mark", database: lockAndMark),
+            JobStep("erase-rows", external: eraseRows),
             JobStep("delete-blobs", external: deleteBlobs),
             JobStep("tombstone", external: tombstone),
         ])
@@ -63,9 +71,12 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         var purgeJob: JobID
         /// Every hold the account had (all ended, or it would not be purged).
         var holds: [AccountHold]?
+        /// What the read of every mapped table after erasure found (absent from receipts
+        /// of earlier versions, which did not verify).
+        var verification: AppPurgeJob<Store>.Receipt.Verification?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", purgeJob = "purge_job", holds
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", purgeJob = "purge_job", holds, verification
         }
     }
 
@@ -108,13 +119,37 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         return StepResult(output: nil)
     }
 
-    // MARK: 2. delete-blobs
+    // MARK: 2. erase-rows
+
+    private func eraseRows(_ context: StepContext) async throws -> StepResult {
+        let id = try context.payload(PurgePayload.self).account
+        try await erase(id: id, context: context)
+        erasedHere.insert(context.job.id)
+        return .done
+    }
+
+    /// The account's rows in batches, each committed with its counts; run again, it erases
+    /// only what is left (or what was written since). Nothing when the account is no
+    /// longer purging.
+    private func erase(id: String, context: StepContext) async throws {
+        let policy = try policy.get()
+        let data = try await appData.appData(services)
+        try await coverage.check(services)
+        let eraser = RowEraser(store: services.store, data: data, policy: policy) { id, tx in try tx.account(id: id)?.state == .purging }
+        _ = try await eraser.erase(key: id, context: context) { tx, counts in try RowEraser<Store>.record(counts, key: id, in: tx) }
+    }
+
+    // MARK: 3. delete-blobs
 
     /// Idempotent: deleting a missing key is not an error, and the step ends only
     /// when a fresh listing of the prefix comes back empty.
     private func deleteBlobs(_ context: StepContext) async throws -> StepResult {
-        let policy = try policy.get()
         let id = try context.payload(PurgePayload.self).account
+        return try .output(BlobsRemoved(blobs: try await removeBlobs(id: id, context: context)))
+    }
+
+    private func removeBlobs(id: String, context: StepContext) async throws -> Int {
+        let policy = try policy.get()
         let prefix = BlobKey.accountPrefix(id)
         let blobs = services.blobs
         let store = services.store
@@ -175,25 +210,36 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             // Retried with backoff: a blob store that acknowledged a delete it did not do must not end the purge.
             throw PurgeIncomplete("blob \(survivor.key) is still there after deleting the prefix \(prefix); the purge will retry")
         }
-        return try .output(BlobsRemoved(blobs: deleted))
+        return deleted
     }
 
-    // MARK: 3. tombstone
+    // MARK: 4. tombstone
 
-    /// The rows in batches; with the last, lifecycle's own rows about the account, the
-    /// tombstone and the receipt. A rerun after that commit finds the account purged and
-    /// erases nothing.
+    /// The verification read, lifecycle's own rows, the tombstone and the receipt, in one
+    /// transaction. A rerun after that commit finds the account purged and changes nothing.
     private func tombstone(_ context: StepContext) async throws -> StepResult {
-        let policy = try policy.get()
         let id = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
-        try await coverage.check(services)
+        if !erasedHere.take(context.job.id) {
+            // Not straight after this process erased the rows (a later attempt, a rescue after
+            // a crash, a job of an earlier version): rows or files may have been written since.
+            try await erase(id: id, context: context)
+            _ = try await removeBlobs(id: id, context: context)
+        }
         let tables = data.plan.tables.map { data.displayName($0.table.name) }
+        let accounts = data.displayName(data.plan.subject.table)
         let (now, jobID) = (context.now, context.job.id)
-        let eraser = RowEraser(store: services.store, data: data, policy: policy) { id, tx in try tx.account(id: id)?.state == .purging }
-        let done = try await eraser.erase(key: id, context: context) { tx, counts -> (Receipt, String) in
-            var erased = try tx.takePurgeProgress(key: id)
-            erased.merge(counts) { PurgeCounts(deleted: $0.deleted + $1.deleted, masked: $0.masked + $1.masked) }
+        let done = try await services.store.write { tx -> (Receipt, String)? in
+            guard try tx.account(id: id)?.state == .purging else { return nil }  // Committed by an earlier run.
+            let left = try AppErasure.remainingRows(key: id, data: data, includingSubject: false, in: tx)
+            guard left.values.allSatisfy({ $0 == 0 }) else {
+                let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
+                throw VerificationFailed(description: """
+                    verification found \(shown.joined(separator: ", ")) still the account's after erasure (written since?): the \
+                    account is not marked purged, and the next attempt erases and verifies again
+                    """)
+            }
+            let erased = try tx.takePurgeProgress(key: id)
             let own = try tx.deleteLifecycleRows(accountID: id)
             let inventory = try tx.takePurgeInventory(accountID: id)
             var rows: [String: Int]
@@ -210,17 +256,22 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
                 let state = try tx.account(id: id)?.state.rawValue ?? "gone"
                 throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
             }
+            guard case .integer(0) = try tx.rows(data.sql.subjectRemaining(key: id)).first?.first else {
+                throw VerificationFailed(description: "the tombstone of account \(id) in \(accounts) still holds a value the data map masks; the account is not marked purged")
+            }
             let receipt = Receipt(
                 rows: rows, rowsTotal: rows.values.reduce(0, +), blobs: inventory?.blobCount ?? 0,
-                blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID, holds: try tx.holds(key: id))
+                blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID, holds: try tx.holds(key: id),
+                verification: .init(result: "verified", tablesChecked: left.count + 1, rowsLeft: 0))
             let detail = try JobJSON.encode(receipt)
             try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))
             return (receipt, detail)
         }
-        guard let (receipt, detail) = done else { return StepResult(output: nil) }  // Committed by an earlier run.
+        guard let (receipt, detail) = done else { return StepResult(output: nil) }
         LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
         context.logger.notice("account purged", metadata: [
-            "account": "\(id)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs), "blob_bytes": .stringConvertible(receipt.blobBytes),
+            "account": "\(id)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs),
+            "blob_bytes": .stringConvertible(receipt.blobBytes), "verification": "verified",
         ])
         return StepResult(output: detail)
     }

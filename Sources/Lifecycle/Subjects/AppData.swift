@@ -95,6 +95,44 @@ public struct AppData: Sendable {
         return queries
     }
 
+    /// What requesting deletion does in the app (`on_deletion:`), in the request's
+    /// transaction: the values it replaces kept in lifecycle's namespace, then set, and the
+    /// user's sessions and tokens removed. The rows removed (the sessions signed out).
+    public func beginGrace<T: GeneratedSQLTransaction & SubjectTransaction>(key: String, in tx: T) throws -> Int {
+        var kept: [GraceValue] = []
+        for setting in plan.onDeletion.set {
+            let keyColumns = sql.graceKey(setting.table).count
+            for row in try tx.rows(sql.graceCapture(setting, key: key)) {
+                let texts: [String?] = row.map { if case .text(let text) = $0 { text } else { nil } }
+                let rowKey = String(decoding: try JSONEncoder().encode(Array(texts.prefix(keyColumns))), as: UTF8.self)
+                for (index, value) in setting.values.enumerated() {
+                    kept.append(GraceValue(table: setting.table.description, row: rowKey, column: value.column, value: texts[keyColumns + index]))
+                }
+            }
+        }
+        try tx.recordGraceValues(key: key, values: kept)
+        for setting in plan.onDeletion.set { _ = try tx.execute(sql.graceSet(setting, key: key)) }
+        var removed = 0
+        for removal in plan.onDeletion.remove { removed += try tx.execute(sql.graceRemove(removal, key: key)) }
+        return removed
+    }
+
+    /// A restore's part in the app: every value deletion set, put back as it was. Removed
+    /// sessions stay removed: the user signs in afresh.
+    public func endGrace<T: GeneratedSQLTransaction & SubjectTransaction>(key: String, in tx: T) throws {
+        for value in try tx.takeGraceValues(key: key) {
+            let parts = value.table.split(separator: ".", maxSplits: 1).map(String.init)
+            let table = parts.count == 2 ? DataMap.TableName(schema: parts[0], name: parts[1]) : DataMap.TableName(name: parts[0])
+            guard plan.catalog.table(table) != nil, let row = try? JSONDecoder().decode([String?].self, from: Data(value.row.utf8)) else {
+                throw LifecycleError(.internalError, """
+                    cannot put back \(value.table).\(value.column) for account \(key): the table is gone from the database; \
+                    nothing was restored (restore the table, or put the value back by hand and run the restore again)
+                    """)
+            }
+            _ = try tx.execute(sql.graceRestore(table: table, row: row, column: value.column, value: value.value))
+        }
+    }
+
     /// A table by its plain name when it lives in the default schema (`users`, not `public.users`).
     public func displayName(_ name: DataMap.TableName) -> String {
         name.schema == plan.catalog.defaultSchema ? name.name : name.description

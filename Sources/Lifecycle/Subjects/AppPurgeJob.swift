@@ -122,6 +122,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             }
         }
         try ExportJobs.withdraw(accountID: key, actor: "purge", purgeJob: context.job.id, store: services.store, now: context.now, in: tx)
+        // What deletion set in the app's tables is no longer to be put back, and the values
+        // kept for that are the user's: they go before anything else.
+        _ = try tx.takeGraceValues(key: key)
         return StepResult(output: nil)
     }
 
@@ -410,22 +413,24 @@ public enum AppErasure {
 
     /// Per mapped table (and the user table), how many of the account's rows are still as
     /// they were: every row of a deleted table, every unmasked row of a masked one.
-    static func remainingRows<T: GeneratedSQLTransaction>(key: String, data: AppData, in tx: T) throws -> [String: Int] {
-        let sql = data.sql
+    static func remainingRows<T: GeneratedSQLTransaction>(
+        key: String, data: AppData, includingSubject: Bool = true, in tx: T
+    ) throws -> [String: Int] {
+        let tables = data.plan.tables
         var left: [String: Int] = [:]
-        func count(_ statement: SQLStatement) throws -> Int {
-            if case .integer(let number) = try tx.rows(statement).first?.first { return Int(number) }
-            return 0
-        }
-        for table in data.plan.tables {
-            let name = data.displayName(table.table.name)
-            if case .sides(let sides) = table.owner {
-                left[name] = try sides.reduce(0) { $0 + (try count(sql.remaining(table, key: key, side: $1))) }
-            } else {
-                left[name] = try count(sql.remaining(table, key: key))
+        for table in tables { left[data.displayName(table.table.name)] = 0 }
+        let userTable = data.displayName(data.plan.subject.table)
+        if includingSubject { left[userTable, default: 0] += 0 }
+        for statement in data.sql.verificationReads(key: key, includingSubject: includingSubject) {
+            for row in try tx.rows(statement) {
+                // Fails closed: a count it cannot read is not a zero.
+                guard row.count == 2, case .integer(let position) = row[0], case .integer(let count) = row[1] else {
+                    throw VerificationFailed(description: "the verification read returned a row it cannot read (\(row)); the account is not marked purged")
+                }
+                let name = Int(position) < tables.count ? data.displayName(tables[Int(position)].table.name) : userTable
+                left[name, default: 0] += Int(count)
             }
         }
-        left[data.displayName(data.plan.subject.table), default: 0] += try count(sql.subjectRemaining(key: key))
         return left
     }
 }

@@ -63,6 +63,29 @@ public protocol SubjectTransaction {
     func settlePurgeFiles(key: String, files: [PurgeFile]) throws
     /// What the purge did with its files; removed with `takePurgeFiles`.
     func takePurgeFiles(key: String) throws -> PurgeFileTotals
+
+    /// Keeps the values `on_deletion: set:` is about to replace, for a restore to put back.
+    /// A value already kept stays: the one there now is the one deletion set.
+    func recordGraceValues(key: String, values: [GraceValue]) throws
+    /// The kept values, removed: by a restore that puts them back, or a purge that starts.
+    func takeGraceValues(key: String) throws -> [GraceValue]
+}
+
+/// One value an account's deletion request replaced in the app's database (`on_deletion:
+/// set:`), as text, with the row it was in by its primary key (a JSON array of the key's
+/// values as text).
+public struct GraceValue: Sendable, Equatable {
+    public var table: String
+    public var row: String
+    public var column: String
+    public var value: String?
+
+    public init(table: String, row: String, column: String, value: String?) {
+        self.table = table
+        self.row = row
+        self.column = column
+        self.value = value
+    }
 }
 
 public struct PurgeFile: Sendable, Equatable {

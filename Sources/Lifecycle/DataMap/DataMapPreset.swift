@@ -1,0 +1,144 @@
+import Foundation
+
+/// Maintained maps of a platform's own tables that an app's map includes by name
+/// (`include: [supabase]`), so the app's map lists only the app's tables. A preset is
+/// written in the map's own format (`tables:`, `ignore:`, `on_deletion:`; no `subject:`:
+/// the user is the including map's) and checked against the live catalog like the rest:
+/// a table of the platform that the preset does not know and that references the user
+/// fails `map check` as any unmapped table does. A preset table missing from the database
+/// (an app without that part of the platform installed) is left out, with a note.
+///
+/// The map's own entries win over a preset's, table by table: a table it maps or ignores
+/// is taken as the map says.
+public struct DataMapPreset: Sendable {
+    public let name: String
+    /// What the preset was written against, for `map check` and the docs.
+    public let platform: String
+    public let yaml: String
+
+    public static let all: [DataMapPreset] = [supabase, django, djangoAllauth]
+
+    public static func named(_ name: String) -> DataMapPreset? { all.first { $0.name == name } }
+
+    /// GoTrue's `auth` schema (supabase/auth migrations up to bc32168) and Supabase Storage's
+    /// `storage.objects` (supabase/storage 4fa61fb). Where the user is `auth.users` itself,
+    /// map it as the subject; otherwise (a profile table keyed by the same uuid) the preset
+    /// masks it, keeping the row GoTrue and the profile's foreign key need.
+    public static let supabase = DataMapPreset(name: "supabase", platform: "Supabase Auth (GoTrue) and Storage", yaml: """
+        tables:
+          # GoTrue reads its token columns as plain strings: "" rather than null.
+          - table: auth.users
+            owner: id
+            erase:
+              mask:
+                email: "deleted-{key}@users.invalid"
+                encrypted_password: ""
+                phone: null
+                email_change: ""
+                phone_change: ""
+                confirmation_token: ""
+                recovery_token: ""
+                email_change_token_new: ""
+                email_change_token_current: ""
+                phone_change_token: ""
+                reauthentication_token: ""
+                raw_user_meta_data: "{}"
+                raw_app_meta_data: "{}"
+          # Deleting a session deletes its refresh tokens and MFA claims (ON DELETE CASCADE);
+          # refresh tokens are mapped by their user_id too (varchar, no foreign key), so a
+          # token without a session goes as well.
+          - table: auth.identities
+            owner: user_id
+          - table: auth.sessions
+            owner: user_id
+          - table: auth.refresh_tokens
+            owner: user_id
+          - table: auth.mfa_factors            # the TOTP secret; its challenges go with it
+            owner: user_id
+          - table: auth.one_time_tokens
+            owner: user_id
+          - table: auth.flow_state             # no foreign key; its SAML relay states go with it
+            owner: user_id
+          - table: auth.oauth_authorizations
+            owner: user_id
+          - table: auth.oauth_consents
+            owner: user_id
+          - table: auth.webauthn_credentials
+            owner: user_id
+          - table: auth.webauthn_challenges
+            owner: user_id
+          # The audit log names the user only inside its JSON payload: the entry stays, emptied.
+          - table: auth.audit_log_entries
+            owner: {column: payload, json: actor_id}
+            erase:
+              mask:
+                payload: null
+                ip_address: ""
+        ignore:
+          - column: storage.objects.owner
+            reason: Storage's own record of an object; a trigger forbids deleting its rows with SQL, so the files the app's rows name are deleted in the store and Storage's rows through its API
+          - column: storage.objects.owner_id
+            reason: Storage's own record of an object; a trigger forbids deleting its rows with SQL, so the files the app's rows name are deleted in the store and Storage's rows through its API
+          - column: storage.buckets.owner
+            reason: buckets are the project's, not a user's
+          - column: storage.buckets.owner_id
+            reason: buckets are the project's, not a user's
+          - column: storage.s3_multipart_uploads.owner_id
+            reason: uploads in flight, removed by Storage when they expire
+          - column: storage.s3_multipart_uploads_parts.owner_id
+            reason: uploads in flight, removed by Storage when they expire
+        on_deletion:
+          # Signed out everywhere when deletion is requested: no session to refresh, no
+          # refresh token to trade (a session's tokens go with it). Signing in again stays
+          # possible, and restores the account (the access token hook).
+          remove:
+            - table: auth.sessions
+              owner: user_id
+            - table: auth.refresh_tokens
+              owner: user_id
+            - table: auth.one_time_tokens
+              owner: user_id
+        """)
+
+    /// Django's own apps (django.contrib.auth, admin; Django 5.2), for the default user
+    /// model `auth_user`. `django_session` holds the user's id only inside its encoded
+    /// `session_data`, which SQL cannot read: sessions end when they expire, or by the
+    /// app's `clearsessions`.
+    public static let django = DataMapPreset(name: "django", platform: "Django 5.2 (auth, admin, contenttypes)", yaml: """
+        tables:
+          - table: auth_user_groups
+            owner: user_id
+          - table: auth_user_user_permissions
+            owner: user_id
+          # Admin history: what the user did as staff, and what staff did to the user (a
+          # generic relation: content type auth.user, object_id as text).
+          - table: django_admin_log
+            owners:
+              - user_id
+              - column: object_id
+                type: {column: content_type_id, table: django_content_type, match: {app_label: auth, model: user}}
+        """)
+
+    /// django-allauth 65 (account, socialaccount, mfa, usersessions); a part the project
+    /// does not install has no tables and is left out.
+    public static let djangoAllauth = DataMapPreset(name: "django-allauth", platform: "django-allauth 65", yaml: """
+        tables:
+          - table: account_emailaddress
+            owner: user_id
+          - table: account_emailconfirmation
+            owner: {via: email_address_id, parent: account_emailaddress}
+          - table: socialaccount_socialaccount
+            owner: user_id
+          # OAuth access and refresh tokens of the user's linked accounts.
+          - table: socialaccount_socialtoken
+            owner: {via: account_id, parent: socialaccount_socialaccount}
+          - table: mfa_authenticator
+            owner: user_id
+          - table: usersessions_usersession
+            owner: user_id
+        on_deletion:
+          remove:
+            - table: usersessions_usersession
+              owner: user_id
+        """)
+}
