@@ -68,11 +68,18 @@ public struct JobStep<Transaction>: Sendable {
     public init(_ name: String, database body: @escaping @Sendable (StepContext, Transaction) throws -> StepResult) {
         self.name = name
         self.body = .database(body)
+        self.runsEveryAttempt = false
     }
 
-    public init(_ name: String, external body: @escaping @Sendable (StepContext) async throws -> StepResult) {
+    /// Runs in every attempt that gets to it, whatever an earlier attempt recorded: for an
+    /// idempotent step that returns unrecorded results (no done-mark, no commit) in a job
+    /// whose earlier versions recorded it.
+    public let runsEveryAttempt: Bool
+
+    public init(_ name: String, external body: @escaping @Sendable (StepContext) async throws -> StepResult, runsEveryAttempt: Bool = false) {
         self.name = name
         self.body = .external(body)
+        self.runsEveryAttempt = runsEveryAttempt
     }
 
     var isDatabase: Bool {

@@ -367,7 +367,9 @@ public final class Worker<Store: JobStore>: Sendable {
                 let lastDone = kind.steps.last { outputs[$0.name] != nil }?.name ?? "none"
                 return try await cancelBetweenSteps(job, after: lastDone, logger: jobLogger)
             }
-            for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil {
+            // A step that runs every attempt does, when a step after it is still to do.
+            let lastToDo = kind.steps.lastIndex { outputs[$0.name] == nil } ?? -1
+            for (index, step) in kind.steps.enumerated() where outputs[step.name] == nil || (step.runsEveryAttempt && index < lastToDo) {
                 if shuttingDown.isSet && !outputs.isEmpty {
                     if let pending = carried {
                         carried = nil

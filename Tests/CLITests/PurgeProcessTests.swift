@@ -123,7 +123,7 @@ struct PurgeProcessTests {
         let job = try #require(try await store.job(id: orphan.id))
         #expect(job.state == .succeeded)
         #expect(job.attempt == 2)
-        #expect(try await store.steps(of: orphan.id).map(\.step).sorted() == ["delete-blobs", "erase-rows", "lock-and-mark", "tombstone"])
+        #expect(try await store.steps(of: orphan.id).map(\.step).sorted() == ["lock-and-mark", "tombstone"])
         let receipts = try await workspace.auditRows(of: "big").filter { $0.action == DeletionAudit.purge && $0.outcome == "purged" }
         #expect(receipts.count == 1)
         #expect(receipts.first?.detail?.contains("\"blobs\":\(blobs),") == true)

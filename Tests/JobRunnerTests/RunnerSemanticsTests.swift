@@ -81,6 +81,39 @@ struct RunnerSemanticsTests {
         try await check(try await backend.makeStore())
     }
 
+    /// A step that runs every attempt and records nothing (a purge's erase, before the
+    /// step that verifies it) runs again in the attempt after a failure of the step after
+    /// it, and leaves no done-mark.
+    @Test(arguments: Backend.allCases)
+    func aStepThatRunsEveryAttemptRunsAgainAfterALaterStepFails(_ backend: Backend) async throws {
+        func check<S: JobStore>(_ store: S) async throws {
+            let counts = StepCounts()
+            let kind = JobKind<S.Transaction>(name: "runner.every-attempt", steps: [
+                JobStep("prepare", external: { _ in
+                    counts.lock.withLock { counts.prepared += 1 }
+                    return StepResult(output: nil, recorded: false)
+                }, runsEveryAttempt: true),
+                JobStep("finish", database: { _, _ in
+                    let attempt = counts.lock.withLock { counts.finishes += 1; return counts.finishes }
+                    if attempt == 1 { throw NotYet() }
+                    return StepResult(output: "done")
+                }),
+            ])
+            let clock = ManualTimeSource(epoch)
+            let job = try await enqueue(store, EnqueueRequest(kind: "runner.every-attempt"), now: epoch).job
+            let worker = Worker(store: store, registry: JobRegistry([kind]), policies: PolicyBook(), clock: clock)
+            let first = try await worker.drain()
+            #expect(first.retrying == 1, "\(first)")
+            #expect(try await store.steps(of: job.id).isEmpty)
+            let waiting = try #require(try await store.job(id: job.id))
+            clock.set(waiting.runAt)
+            #expect(try await worker.drain().succeeded == 1)
+            #expect(counts.prepared == 2)
+            #expect(try await store.steps(of: job.id).map(\.step) == ["finish"])
+        }
+        try await check(try await backend.makeStore())
+    }
+
     @Test func retryDelayStaysWithinJitterBoundsAndCap() {
         var policy = JobPolicy()
         policy.backoffBase = 2
@@ -583,4 +616,13 @@ final class CancelWhenAttached: @unchecked Sendable {
             task?.cancel()
         }
     }
+}
+
+private struct NotYet: Error {}
+
+/// How often each step of the every-attempt test ran.
+private final class StepCounts: @unchecked Sendable {
+    let lock = NSLock()
+    var prepared = 0
+    var finishes = 0
 }

@@ -137,17 +137,22 @@ public struct DataMap: Sendable, Equatable {
         public var column: String
         public var json: [String]
         public var type: TypeCondition?
+        /// The column holds an encoded value (a Django session) that names the user only once
+        /// decoded: only under `on_deletion: remove:`, where lifecycle reads each row.
+        public var encoding: ValueEncoding?
 
-        public init(column: String, json: [String] = [], type: TypeCondition? = nil) {
+        public init(column: String, json: [String] = [], type: TypeCondition? = nil, encoding: ValueEncoding? = nil) {
             self.column = column
             self.json = json
             self.type = type
+            self.encoding = encoding
         }
 
-        public var isPlainColumn: Bool { json.isEmpty && type == nil }
+        public var isPlainColumn: Bool { json.isEmpty && type == nil && encoding == nil }
 
         public var description: String {
             var text = column
+            if let encoding { text += " (\(encoding.rawValue))" }
             if !json.isEmpty { text += "->" + json.joined(separator: "->") }
             if let type { text += " where \(type.description)" }
             return text

@@ -147,14 +147,26 @@ extension DataMap {
     private static func onDeletion(_ field: YAMLField) throws -> OnDeletion {
         let parts = try field.mapping(allowed: ["remove", "set"])
         var result = OnDeletion()
-        func owner(_ fields: YAMLMapping) throws -> OwnerValue {
+        func owner(_ fields: YAMLMapping, encodingAllowed: Bool) throws -> OwnerValue {
             let owner = try fields.required("owner")
             guard owner.isMapping else { return OwnerValue(column: try owner.identifier()) }
-            return try ownerValue(try owner.mapping(allowed: ["column", "json", "type"]))
+            let parts = try owner.mapping(allowed: encodingAllowed ? ["column", "json", "type", "encoding"] : ["column", "json", "type"])
+            var value = try ownerValue(parts)
+            if let field = parts["encoding"] {
+                let name = try field.string()
+                guard let encoding = ValueEncoding(rawValue: name) else {
+                    throw field.error("unknown encoding '\(name)' (known: \(ValueEncoding.allCases.map(\.rawValue).joined(separator: ", ")))")
+                }
+                guard !value.json.isEmpty else {
+                    throw field.error("says where the user's key is inside the decoded value with `json:` (Django's sessions: json: _auth_user_id)")
+                }
+                value.encoding = encoding
+            }
+            return value
         }
         for item in try parts["remove"]?.sequence() ?? [] {
             let fields = try item.mapping(allowed: ["table", "owner"])
-            result.remove.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields), line: item.line))
+            result.remove.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields, encodingAllowed: true), line: item.line))
         }
         for item in try parts["set"]?.sequence() ?? [] {
             let fields = try item.mapping(allowed: ["table", "owner", "values"])
@@ -165,7 +177,7 @@ extension DataMap {
                 values.append((column.text, try value.maskValue()))
             }
             guard !values.isEmpty else { throw valuesField.error("names no column") }
-            result.set.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields), values: values, line: item.line))
+            result.set.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields, encodingAllowed: false), values: values, line: item.line))
         }
         let tables = result.remove.map(\.table.description) + result.set.map(\.table.description)
         if let twice = Dictionary(grouping: tables, by: { $0 }).first(where: { $0.value.count > 1 })?.key {

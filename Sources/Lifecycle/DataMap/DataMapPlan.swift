@@ -488,6 +488,18 @@ private struct Checker {
         for index in result.remove.indices {
             let entry = result.remove[index]
             let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
+            if entry.owner.encoding != nil {
+                // Read and decoded row by row, a page at a time in key order.
+                let column = try column(entry.owner.column, of: table, line: entry.line, role: "on_deletion owner")
+                guard column.kind == .text || column.kind == .other else {
+                    throw fail(entry.line, "on_deletion: \(shown(table.name)).\(column.name) is \(column.declaredType); an encoded value is text")
+                }
+                guard table.primaryKey.count == 1 else {
+                    throw fail(entry.line, "on_deletion: \(shown(table.name)) needs a one-column primary key for lifecycle to read its encoded rows a page at a time")
+                }
+                result.remove[index].table = table.name
+                continue
+            }
             try owner(entry.owner, of: table, line: entry.line)
             result.remove[index].table = table.name
         }

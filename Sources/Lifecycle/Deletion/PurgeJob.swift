@@ -13,31 +13,32 @@ import JobRunner
 ///    database rolls the batch back and names the table: every file is still in place.
 /// 3. `delete-blobs` — photos, profile photo, export archives: everything under
 ///    `accounts/<id>/`, listed and deleted in batches, then listed again to prove it empty.
-/// 4. `tombstone` — every mapped table read again for the account: only when none holds
-///    a row of it does the same transaction remove lifecycle's own rows about the account
-///    (exports, outbox), leave the account row as a tombstone (id, state, purged_at),
-///    check that row holds nothing but the mask, and audit a receipt of what went with the
-///    verification's result. A row found fails the attempt naming the table; the next
-///    attempt erases rows and files again before it verifies.
+/// 4. `tombstone` — a database step: every mapped table read again for the account, and
+///    only when none holds a row of it does the same transaction remove lifecycle's own rows
+///    about the account (exports, outbox), leave the account row as a tombstone (id, state,
+///    purged_at), check that row holds nothing but the mask, and audit a receipt of what
+///    went with the verification's result. A row found fails the attempt naming the table.
+///
+/// Steps 2 and 3 run in every attempt and are not recorded as done: whatever ends an
+/// attempt before the tombstone commits (a crash, a failed verification), the next one
+/// erases and deletes again what is left (or was written since), which costs one empty
+/// batch when nothing is, and two commits fewer per account than recording them would.
 ///
 /// A job recorded by an earlier version may hold a `delete-rows` step, a row count from
-/// its first step, or `delete-blobs` done before `erase-rows`: the steps carry on after it
-/// all the same, and the receipt keeps that count.
+/// its first step, or `delete-blobs` done: the steps carry on after it all the same, and
+/// the receipt keeps that count.
 struct PurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
     let appData: AppDataCache
     private let coverage = CoverageCheck()
-    /// Purges whose rows this process erased in the run that goes on to `tombstone`
-    /// (AppPurgeJob.swift): any other run of it erases again first.
-    private let erasedHere = AppPurgeJob<Store>.ErasedHere()
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
             JobStep("lock-and-mark", database: lockAndMark),
-            JobStep("erase-rows", external: eraseRows),
-            JobStep("delete-blobs", external: deleteBlobs),
-            JobStep("tombstone", external: tombstone),
+            JobStep("erase-rows", external: eraseRows, runsEveryAttempt: true),
+            JobStep("delete-blobs", external: deleteBlobs, runsEveryAttempt: true),
+            JobStep("tombstone", database: tombstone),
         ])
     }
 
@@ -56,10 +57,6 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             case held
         }
         var outcome: Value
-    }
-
-    struct BlobsRemoved: Codable, Sendable {
-        var blobs: Int
     }
 
     /// The audit receipt: what the purge removed, with no personal data.
@@ -124,8 +121,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
     private func eraseRows(_ context: StepContext) async throws -> StepResult {
         let id = try context.payload(PurgePayload.self).account
         try await erase(id: id, context: context)
-        erasedHere.insert(context.job.id)
-        return .done
+        return StepResult(output: nil, recorded: false)
     }
 
     /// The account's rows in batches, each committed with its counts; run again, it erases
@@ -145,7 +141,8 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
     /// when a fresh listing of the prefix comes back empty.
     private func deleteBlobs(_ context: StepContext) async throws -> StepResult {
         let id = try context.payload(PurgePayload.self).account
-        return try .output(BlobsRemoved(blobs: try await removeBlobs(id: id, context: context)))
+        _ = try await removeBlobs(id: id, context: context)
+        return StepResult(output: nil, recorded: false)
     }
 
     private func removeBlobs(id: String, context: StepContext) async throws -> Int {
@@ -215,59 +212,55 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
 
     // MARK: 4. tombstone
 
-    /// The verification read, lifecycle's own rows, the tombstone and the receipt, in one
-    /// transaction. A rerun after that commit finds the account purged and changes nothing.
-    private func tombstone(_ context: StepContext) async throws -> StepResult {
+    /// The verification read, lifecycle's own rows, the tombstone and the receipt, with the
+    /// step's done-mark, in one transaction. A rerun after that commit finds the account
+    /// purged and changes nothing.
+    private func tombstone(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
         let id = try context.payload(PurgePayload.self).account
-        let data = try await appData.appData(services)
-        if !erasedHere.take(context.job.id) {
-            // Not straight after this process erased the rows (a later attempt, a rescue after
-            // a crash, a job of an earlier version): rows or files may have been written since.
-            try await erase(id: id, context: context)
-            _ = try await removeBlobs(id: id, context: context)
+        guard try tx.account(id: id)?.state == .purging else { return StepResult(output: nil) }  // Committed by an earlier run.
+        // Loaded by erase-rows or delete-blobs of this run: neither is ever recorded as done.
+        guard let data = appData.loadedAppData else {
+            throw PurgeIncomplete("the account data map is not loaded in this run; the purge will retry")
         }
         let tables = data.plan.tables.map { data.displayName($0.table.name) }
         let accounts = data.displayName(data.plan.subject.table)
         let (now, jobID) = (context.now, context.job.id)
-        let done = try await services.store.write { tx -> (Receipt, String)? in
-            guard try tx.account(id: id)?.state == .purging else { return nil }  // Committed by an earlier run.
-            let left = try AppErasure.remainingRows(key: id, data: data, includingSubject: false, in: tx)
-            guard left.values.allSatisfy({ $0 == 0 }) else {
-                let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
-                throw VerificationFailed(description: """
-                    verification found \(shown.joined(separator: ", ")) still the account's after erasure (written since?): the \
-                    account is not marked purged, and the next attempt erases and verifies again
-                    """)
-            }
-            let erased = try tx.takePurgeProgress(key: id)
-            let own = try tx.deleteLifecycleRows(accountID: id)
-            let inventory = try tx.takePurgeInventory(accountID: id)
-            var rows: [String: Int]
-            if let counted = inventory?.rows, !counted.isEmpty {
-                rows = counted  // Counted at the start by a job of an earlier version: the whole account.
-            } else {
-                rows = Dictionary(uniqueKeysWithValues: tables.map { ($0, 0) })
-                for (table, count) in erased { rows[table, default: 0] += count.deleted + count.masked }
-                rows.merge(own, uniquingKeysWith: +)
-            }
-            // `lifecycle audit <email>` finds the tombstone by this once the address is gone.
-            try LookupDigest.record(values: [try tx.account(id: id)?.email], key: id, in: tx)
-            guard try tx.tombstone(accountID: id, purgedAt: now) else {
-                let state = try tx.account(id: id)?.state.rawValue ?? "gone"
-                throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
-            }
-            guard case .integer(0) = try tx.rows(data.sql.subjectRemaining(key: id)).first?.first else {
-                throw VerificationFailed(description: "the tombstone of account \(id) in \(accounts) still holds a value the data map masks; the account is not marked purged")
-            }
-            let receipt = Receipt(
-                rows: rows, rowsTotal: rows.values.reduce(0, +), blobs: inventory?.blobCount ?? 0,
-                blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID, holds: try tx.holds(key: id),
-                verification: .init(result: "verified", tablesChecked: left.count + 1, rowsLeft: 0))
-            let detail = try JobJSON.encode(receipt)
-            try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))
-            return (receipt, detail)
+        let started = ContinuousClock.now
+        let left = try AppErasure.remainingRows(key: id, data: data, includingSubject: false, in: tx)
+        let took = AppErasure.milliseconds(since: started)
+        guard left.values.allSatisfy({ $0 == 0 }) else {
+            let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
+            throw VerificationFailed(description: """
+                verification found \(shown.joined(separator: ", ")) still the account's after erasure (written since?): the \
+                account is not marked purged, and the next attempt erases and verifies again
+                """)
         }
-        guard let (receipt, detail) = done else { return StepResult(output: nil) }
+        let erased = try tx.takePurgeProgress(key: id)
+        let own = try tx.deleteLifecycleRows(accountID: id)
+        let inventory = try tx.takePurgeInventory(accountID: id)
+        var rows: [String: Int]
+        if let counted = inventory?.rows, !counted.isEmpty {
+            rows = counted  // Counted at the start by a job of an earlier version: the whole account.
+        } else {
+            rows = Dictionary(uniqueKeysWithValues: tables.map { ($0, 0) })
+            for (table, count) in erased { rows[table, default: 0] += count.deleted + count.masked }
+            rows.merge(own, uniquingKeysWith: +)
+        }
+        // `lifecycle audit <email>` finds the tombstone by this once the address is gone.
+        try LookupDigest.record(values: [try tx.account(id: id)?.email], key: id, in: tx)
+        guard try tx.tombstone(accountID: id, purgedAt: now) else {
+            let state = try tx.account(id: id)?.state.rawValue ?? "gone"
+            throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
+        }
+        guard case .integer(0) = try tx.rows(data.sql.subjectRemaining(key: id)).first?.first else {
+            throw VerificationFailed(description: "the tombstone of account \(id) in \(accounts) still holds a value the data map masks; the account is not marked purged")
+        }
+        let receipt = Receipt(
+            rows: rows, rowsTotal: rows.values.reduce(0, +), blobs: inventory?.blobCount ?? 0,
+            blobBytes: inventory?.blobBytes ?? 0, purgeJob: jobID, holds: try tx.holds(key: id),
+            verification: .init(result: "verified", tablesChecked: left.count + 1, rowsLeft: 0, milliseconds: took))
+        let detail = try JobJSON.encode(receipt)
+        try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: id, outcome: "purged", detail: detail))
         LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
         context.logger.notice("account purged", metadata: [
             "account": "\(id)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs),

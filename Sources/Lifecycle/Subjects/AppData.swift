@@ -112,8 +112,34 @@ public struct AppData: Sendable {
         }
         try tx.recordGraceValues(key: key, values: kept)
         for setting in plan.onDeletion.set { _ = try tx.execute(sql.graceSet(setting, key: key)) }
+        return try signOut(key: key, in: tx)
+    }
+
+    /// The rows `on_deletion: remove:` names (sessions, tokens), deleted: when deletion is
+    /// asked for, and again as the purge erases the user (sessions signed in since). Rows
+    /// whose owner is encoded are read a page at a time and decoded here.
+    public func signOut<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Int {
         var removed = 0
-        for removal in plan.onDeletion.remove { removed += try tx.execute(sql.graceRemove(removal, key: key)) }
+        for removal in plan.onDeletion.remove {
+            guard let encoding = removal.owner.encoding else {
+                removed += try tx.execute(sql.graceRemove(removal, key: key))
+                continue
+            }
+            var after: String?
+            var doomed: [String] = []
+            while true {
+                let page = try tx.rows(sql.graceScan(removal, after: after, limit: 1_000))
+                for row in page {
+                    guard row.count == 2, case .text(let rowKey) = row[0] else { continue }
+                    if case .text(let value) = row[1], encoding.value(in: value, at: removal.owner.json) == key { doomed.append(rowKey) }
+                    after = rowKey
+                }
+                if page.count < 1_000 { break }
+            }
+            for start in stride(from: 0, to: doomed.count, by: 500) {
+                removed += try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)])))
+            }
+        }
         return removed
     }
 
@@ -152,6 +178,10 @@ public final class AppDataCache: @unchecked Sendable {
     init<Store: LifecycleStore>(directory: AccountDirectory<Store>) {
         if case .app(let data) = directory.source { loaded = data }
     }
+
+    /// What `appData` loaded, if it has: for a database step, which cannot wait on the
+    /// catalog, after an earlier step of the same run loaded it.
+    var loadedAppData: AppData? { lock.withLock { loaded } }
 
     public func appData<Store: LifecycleStore>(_ services: LifecycleServices<Store>) async throws -> AppData {
         if let loaded = lock.withLock({ loaded }) { return loaded }

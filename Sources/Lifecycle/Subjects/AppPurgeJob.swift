@@ -19,11 +19,16 @@ import JobRunner
 /// 3. `delete-files` — each recorded file that no row the purge keeps still names (another
 ///    account's, or a row kept masked), and that is not one of lifecycle's own, is deleted
 ///    and checked gone; then lifecycle's own files of the account (export archives).
-/// 4. `verify` — every mapped table read again for the account, as the same role, through
-///    the same predicates: a deleted table must hold none of its rows, a masked one only the
-///    mask, the user row must be gone or masked. Only that read, in the transaction that
-///    marks the account purged and audits the receipt, moves it to `purged`; a row found
-///    fails the attempt naming the table, and the next attempt erases again before it verifies.
+/// 4. `verify` — a database step: every mapped table read again for the account, as the
+///    same role, through the same predicates: a deleted table must hold none of its rows, a
+///    masked one only the mask, the user row must be gone or masked. Only that read, in the
+///    transaction that marks the account purged and audits the receipt, moves it to
+///    `purged`; a row found fails the attempt naming the table.
+///
+/// Steps 2 and 3 run in every attempt and are not recorded as done: an attempt that ends
+/// before `verify` commits (a crash, a row found) is followed by one that erases and deletes
+/// again what is left or was written since (one empty batch when nothing is), and each
+/// account costs three commits fewer than recording them would.
 ///
 /// (A job recorded by an earlier version may hold `delete-blobs` or `erase-user` steps: the
 /// steps above carry on after them all the same.)
@@ -35,26 +40,13 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
             JobStep("lock-and-mark", database: lockAndMark),
-            JobStep("erase-rows", external: eraseRows),
-            JobStep("delete-files", external: deleteFiles),
-            JobStep("verify", external: verify),
+            JobStep("erase-rows", external: eraseRows, runsEveryAttempt: true),
+            JobStep("delete-files", external: deleteFiles, runsEveryAttempt: true),
+            JobStep("verify", database: verify),
         ])
     }
 
     typealias LockOutcome = PurgeJob<Store>.LockOutcome
-
-    /// Purges whose rows this process erased in the run that goes on to `verify`: any other
-    /// run of `verify` (a later attempt, a rescue after a crash, `jobs retry`) erases again
-    /// first, since the app may have written rows for the account in between.
-    let erasedHere = ErasedHere()
-
-    final class ErasedHere: @unchecked Sendable {
-        private let lock = NSLock()
-        private var jobs: Set<JobID> = []
-
-        func insert(_ job: JobID) { lock.withLock { _ = jobs.insert(job) } }
-        func take(_ job: JobID) -> Bool { lock.withLock { jobs.remove(job) != nil } }
-    }
 
     /// The audit receipt: what the purge removed, per table, and what the verification read
     /// found; no personal data.
@@ -72,9 +64,11 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             var result: String
             var tablesChecked: Int
             var rowsLeft: Int
+            /// How long the read took (what verifying costs a purge: `make bench` sums it).
+            var milliseconds: Double?
 
             enum CodingKeys: String, CodingKey {
-                case result, tablesChecked = "tables_checked", rowsLeft = "rows_left"
+                case result, tablesChecked = "tables_checked", rowsLeft = "rows_left", milliseconds
             }
         }
 
@@ -135,8 +129,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let data = try await appData.appData(services)
         try await AppErasure.requireAccess(data, store: services.store)
         try await erase(key: key, data: data, context: context)
-        erasedHere.insert(context.job.id)
-        return .done
+        return StepResult(output: nil, recorded: false)
     }
 
     /// The account's rows, recorded files and all; the user row with the last batch. Run
@@ -160,6 +153,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                     let files = try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
                     try tx.recordPurgeFiles(key: key, files: files)
                 }
+                // Sessions signed in since the request (an app that does not restore on sign-in).
+                _ = try data.signOut(key: key, in: tx)
                 let userRows: Int
                 do {
                     userRows = try tx.execute(sql.eraseSubject(key: key))
@@ -179,7 +174,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let key = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
         try await removeFiles(key: key, data: data, context: context)
-        return .done
+        return StepResult(output: nil, recorded: false)
     }
 
     /// Every recorded file, settled: deleted (and checked gone) unless a row the purge keeps
@@ -255,64 +250,58 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
 
     // MARK: 4. verify
 
-    private func verify(_ context: StepContext) async throws -> StepResult {
+    /// A database step: the read, the mark and the receipt commit with the step's done-mark.
+    private func verify(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
         let key = try context.payload(PurgePayload.self).account
-        let data = try await appData.appData(services)
-        if !erasedHere.take(context.job.id) {
-            // Not straight after this process erased the rows (a later attempt, a rescue, a job
-            // of an earlier version): the app may have written rows for the account since.
-            // Erase and delete their files again.
-            try await AppErasure.requireAccess(data, store: services.store)
-            try await erase(key: key, data: data, context: context)
-            try await removeFiles(key: key, data: data, context: context)
+        guard try tx.subject(key: key)?.state == .purging else { return StepResult(output: nil) }  // Committed by an earlier run.
+        // Loaded by erase-rows and delete-files, which run in every attempt before this.
+        guard let data = appData.loadedAppData else {
+            throw PurgeIncomplete("the account data map is not loaded in this run; the purge will retry")
         }
         let now = context.now
         let jobID = context.job.id
-        let done = try await services.store.write { tx -> (Receipt, String)? in
-            guard try tx.subject(key: key)?.state == .purging else { return nil }  // Committed by an earlier run.
-            let problems = data.plan.accessProblems(try tx.tableAccess(data.plan.touchedTables.map(\.table)))
-            guard problems.isEmpty else { throw AppErasure.AccessRefused(problems: problems) }
-            let left = try AppErasure.remainingRows(key: key, data: data, in: tx)
-            guard left.values.allSatisfy({ $0 == 0 }) else {
-                let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
-                throw VerificationFailed(description: """
-                    verification found \(shown.joined(separator: ", ")) still the account's after erasure (written since, by the \
-                    app or a trigger?): the account is not marked purged, and the next attempt erases and verifies again
-                    """)
-            }
-            let files = try tx.takePurgeFiles(key: key)
-            guard files.pending == 0 else {
-                throw PurgeIncomplete("\(files.pending) file(s) of the account are not settled yet; the purge will retry")
-            }
-            var tables: [String: Receipt.Table] = [:]
-            for (table, count) in try tx.takePurgeProgress(key: key) where count != PurgeCounts() {
-                tables[table] = Receipt.Table(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
-            }
-            for (table, count) in try tx.deleteLifecycleRows(accountID: key) where count > 0 {
-                tables["lifecycle." + table] = Receipt.Table(deleted: count, masked: 0, before: count, after: 0)
-            }
-            // A purge begun by an earlier version counted the files it deleted here.
-            let inventory = try tx.takePurgeInventory(accountID: key)
-            guard try tx.markSubjectPurged(key: key, at: now) else {
-                throw PermanentJobFailure("account \(key) is no longer purging: refusing to mark it purged")
-            }
-            let receipt = Receipt(
-                rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
-                blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
-                blobsKept: files.kept, user: data.plan.subject.erase == .delete ? "deleted" : "masked",
-                verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0),
-                purgeJob: jobID, holds: try tx.holds(key: key))
-            let detail = try JobJSON.encode(receipt)
-            try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
-            return (receipt, detail)
+        let problems = data.plan.accessProblems(try tx.tableAccess(data.plan.touchedTables.map(\.table)))
+        guard problems.isEmpty else { throw AppErasure.AccessRefused(problems: problems) }
+        let started = ContinuousClock.now
+        let left = try AppErasure.remainingRows(key: key, data: data, in: tx)
+        let took = AppErasure.milliseconds(since: started)
+        guard left.values.allSatisfy({ $0 == 0 }) else {
+            let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
+            throw VerificationFailed(description: """
+                verification found \(shown.joined(separator: ", ")) still the account's after erasure (written since, by the \
+                app or a trigger?): the account is not marked purged, and the next attempt erases and verifies again
+                """)
         }
-        guard let (receipt, detail) = done else { return StepResult(output: nil) }
+        let files = try tx.takePurgeFiles(key: key)
+        guard files.pending == 0 else {
+            throw PurgeIncomplete("\(files.pending) file(s) of the account are not settled yet; the purge will retry")
+        }
+        var tables: [String: Receipt.Table] = [:]
+        for (table, count) in try tx.takePurgeProgress(key: key) where count != PurgeCounts() {
+            tables[table] = Receipt.Table(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
+        }
+        for (table, count) in try tx.deleteLifecycleRows(accountID: key) where count > 0 {
+            tables["lifecycle." + table] = Receipt.Table(deleted: count, masked: 0, before: count, after: 0)
+        }
+        // A purge begun by an earlier version counted the files it deleted here.
+        let inventory = try tx.takePurgeInventory(accountID: key)
+        guard try tx.markSubjectPurged(key: key, at: now) else {
+            throw PermanentJobFailure("account \(key) is no longer purging: refusing to mark it purged")
+        }
+        let receipt = Receipt(
+            rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
+            blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
+            blobsKept: files.kept, user: data.plan.subject.erase == .delete ? "deleted" : "masked",
+            verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took),
+            purgeJob: jobID, holds: try tx.holds(key: key))
+        let detail = try JobJSON.encode(receipt)
+        try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
         LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
         context.logger.notice("account purged", metadata: [
             "account": "\(key)", "rows": .stringConvertible(receipt.rowsTotal), "blobs": .stringConvertible(receipt.blobs),
             "blob_bytes": .stringConvertible(receipt.blobBytes), "verification": "verified",
         ])
-        // Encoded once: the step's output is the audited receipt.
+        // The step's output is the audited receipt.
         return StepResult(output: detail)
     }
 }
@@ -332,6 +321,11 @@ public enum AppErasure {
         var description: String {
             "this database role cannot see or change every row the data map names:\n" + problems.map { "  - " + $0 }.joined(separator: "\n")
         }
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return (Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15 * 1_000).rounded() / 1_000
     }
 
     static func requireAccess<Store: LifecycleStore>(_ data: AppData, store: Store, exportOnly: Bool = false) async throws {
