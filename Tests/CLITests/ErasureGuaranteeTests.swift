@@ -649,6 +649,7 @@ struct DjangoSiteErasureTests {
         }
         var users: [String: Int]
         var files: [File]
+        var sessions: [String: String]
     }
 
     func site(_ backend: Backend, map: String) async throws -> (Workspace, Seeded) {
@@ -708,6 +709,56 @@ struct DjangoSiteErasureTests {
         #expect(others.subtracting(left).count <= 1, "\(others.subtracting(left))")
         let receipt = try #require(try await workspace.auditRows(of: String(ada)).first { $0.action == "account.purge" }?.detail)
         #expect(receipt.contains(#""result":"verified","rows_left":0"#), "\(receipt)")
+    }
+}
+
+extension DjangoSiteErasureTests {
+    /// One of the site's management commands (Tests/Fixtures/django/manage.sh), with the
+    /// environment the sign-in receiver reads.
+    func manage(_ workspace: Workspace, _ arguments: [String], environment: [String: String] = [:]) async throws -> String {
+        try await runTool("/usr/bin/env", environment.map { "\($0.key)=\($0.value)" } + [
+            repositoryRoot + "/Tests/Fixtures/django/manage.sh", workspace.database, workspace.blobs,
+        ] + arguments)
+    }
+
+    /// Django itself decides: a deletion request signs the user out (the session backend's
+    /// rows, found by decoding them), a sign-in during the grace period restores through the
+    /// documented receiver calling `lifecycle serve`, and the purge leaves the site's schema
+    /// as its migrations say.
+    @Test(arguments: Backend.allCases)
+    func aDjangoUserIsSignedOutByDeletionAndSigningInAgainRestores(_ backend: Backend) async throws {
+        let (workspace, seeded) = try await site(backend, map: try Self.map)
+        let (ada, bob) = (try #require(seeded.users["ada"]), try #require(seeded.users["bob"]))
+        let (adasSession, bobsSession) = (try #require(seeded.sessions["ada"]), try #require(seeded.sessions["bob"]))
+        #expect(try await manage(workspace, ["whoami", adasSession]) == String(ada))
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.stdout.contains("on deletion request: remove the rows of django_session by session_data (django-signed)->_auth_user_id"), "\(check.stdout)")
+
+        let request = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse")
+        #expect(request.status == 0, "\(request.stderr)")
+        #expect(request.stdout.contains("1 session(s) signed out"), "\(request.stdout)")
+        #expect(try await manage(workspace, ["whoami", adasSession]) == "anonymous")
+        #expect(try await manage(workspace, ["whoami", bobsSession]) == String(bob))
+
+        // Signing in during the grace period: Django lets ada in, and its receiver restores.
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let session = try await manage(workspace, ["signin", "ada", "correct horse"], environment: [
+            "LIFECYCLE_API_URL": "http://" + server.base, "LIFECYCLE_API_TOKEN": ServeTests.apiToken,
+        ])
+        #expect(await server.stop() == 0)
+        #expect(try await manage(workspace, ["whoami", session]) == String(ada))
+        let shown = try await workspace.run(["accounts", "show", "ada", "--json"])
+        #expect(shown.stdout.contains(#""state":"active""#), "\(shown.stdout)")
+        #expect(try await workspace.auditRows(of: String(ada)).last?.action == "deletion.restore")
+
+        // Asked again, and purged: the new session goes too, and the schema is as migrated.
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse").status == 0)
+        #expect(try await manage(workspace, ["whoami", session]) == "anonymous")
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await manage(workspace, ["whoami", bobsSession]) == String(bob))
+        _ = try await manage(workspace, ["makemigrations", "--check", "--dry-run"])
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth_user WHERE id = \(ada)") == ["0"])
     }
 }
 

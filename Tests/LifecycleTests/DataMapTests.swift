@@ -248,3 +248,22 @@ struct DataMapPlanTests {
         #expect(plan?.tables.map(\.table.name.name) == ["a", "b"])
     }
 }
+
+/// Django's signed session data, as `django.core.signing.dumps` writes it (made with
+/// Django 5.2): the user's id found inside, compressed or not; anything else names no one.
+struct EncodedValueTests {
+    static let compressed = ".eJyrVopPLC3JiC8tTi2Kz0xRslIyMVLSQRZMSkzOTs0DyVQAJfLyS1KBzMpRQDRQqgUAF_WgqA:1xXSfn:B76R0KYMhj0M7NCP_eGdy6RBYtRxHqQ-oBEZWp1I3sE"
+    static let plain = "eyJfYXV0aF91c2VyX2lkIjoiNyJ9:1xXSfn:K68LLOBYA54JpPAl1zPCHQV1PoCasc-a1lq5bB9j0PA"
+
+    @Test func djangoSessionDataNamesItsUserCompressedOrNot() {
+        #expect(ValueEncoding.djangoSigned.value(in: Self.compressed, at: ["_auth_user_id"]) == "42")
+        #expect(ValueEncoding.djangoSigned.value(in: Self.plain, at: ["_auth_user_id"]) == "7")
+        #expect(ValueEncoding.djangoSigned.value(in: Self.plain, at: ["_auth_user_backend"]) == nil)
+    }
+
+    @Test func dataThatDoesNotDecodeNamesNoOne() {
+        for hostile in ["", ":", ".:x:y", ".AAAA:x:y", "not base64!:x:y", String(Self.compressed.dropLast(60)), "e30", "W10:1:2"] {
+            #expect(ValueEncoding.djangoSigned.value(in: hostile, at: ["_auth_user_id"]) == nil, "\(hostile)")
+        }
+    }
+}

@@ -100,10 +100,10 @@ public struct DataMapPreset: Sendable {
               owner: user_id
         """)
 
-    /// Django's own apps (django.contrib.auth, admin; Django 5.2), for the default user
-    /// model `auth_user`. `django_session` holds the user's id only inside its encoded
-    /// `session_data`, which SQL cannot read: sessions end when they expire, or by the
-    /// app's `clearsessions`.
+    /// Django's own apps (django.contrib.auth, admin, sessions; Django 5.2), for the default
+    /// user model `auth_user`. `django_session` holds the user's id only inside its signed,
+    /// encoded `session_data`: lifecycle reads and decodes each row to find the user's
+    /// sessions, when deletion is asked for and again as the purge erases the user.
     public static let django = DataMapPreset(name: "django", platform: "Django 5.2 (auth, admin, contenttypes)", yaml: """
         tables:
           - table: auth_user_groups
@@ -117,6 +117,11 @@ public struct DataMapPreset: Sendable {
               - user_id
               - column: object_id
                 type: {column: content_type_id, table: django_content_type, match: {app_label: auth, model: user}}
+        on_deletion:
+          # Signed out everywhere: the database session backend's rows of the user.
+          remove:
+            - table: django_session
+              owner: {column: session_data, encoding: django-signed, json: _auth_user_id}
         """)
 
     /// django-allauth 65 (account, socialaccount, mfa, usersessions); a part the project

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs one of the fixture site's management commands on a database build.sh made:
+#
+#   Tests/Fixtures/django/manage.sh DB MEDIA COMMAND [ARGUMENT…]
+#
+# e.g. `whoami SESSION_KEY` (whom a session authenticates), `signin USERNAME PASSWORD` (a
+# sign-in as a browser's would make it, signals and all), `makemigrations --check`. With
+# LIFECYCLE_API_URL and LIFECYCLE_API_TOKEN set, a sign-in restores an account whose
+# deletion is pending (blog/lifecycle_restore.py).
+set -euo pipefail
+
+if [ $# -lt 3 ]; then
+    echo "usage: $0 DB MEDIA COMMAND [ARGUMENT…]" >&2
+    exit 2
+fi
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+python="$root/.build-tools/venv/bin/python"
+export LIFECYCLE_DJANGO_DB="$1"
+export LIFECYCLE_DJANGO_MEDIA="$2"
+export DJANGO_SETTINGS_MODULE=fixture_site.settings
+export PYTHONDONTWRITEBYTECODE=1
+shift 2
+exec "$python" "$here/manage.py" "$@"
