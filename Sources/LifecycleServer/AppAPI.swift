@@ -105,10 +105,14 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
+        let service = try DeletionService(services: services, directory: try await services.directory())
         do {
-            let result = try await DeletionService(services: services, directory: try await services.directory())
-                .restore(account: reference, actor: "app")
-            return (.ok, result)
+            return (.ok, try await service.restore(account: reference, actor: "app"))
+        } catch let error as LifecycleError {
+            // Told apart from every other refusal (purging, past the purge date): a sign-in
+            // hook ignores this one and must refuse the sign-in on the others.
+            guard (try? await service.isActive(reference)) == true else { throw error }
+            throw APIError(.conflict, code: "not_pending", message: error.message)
         }
     }
 

@@ -371,6 +371,14 @@ enum Migrations {
                     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                     JOIN LATERAL jsonb_array_elements_text(kept.row_key::jsonb) WITH ORDINALITY AS v(value, position) ON v.position = k.position
                     WHERE i.indrelid = target AND i.indisprimary;
+                    -- The key as kept must be the table's key now, column for column, or the
+                    -- update could reach other rows: nothing is restored (the Swift restore agrees).
+                    IF conditions IS NULL OR jsonb_array_length(kept.row_key::jsonb) <> (
+                        SELECT array_length(i.indkey::int2[], 1) FROM pg_index i WHERE i.indrelid = target AND i.indisprimary) THEN
+                        RAISE EXCEPTION 'lifecycle cannot put back %.% for account %: the table''s primary key is not what it was', kept.table_name, kept.column_name, subject;
+                    END IF;
+                    -- The app's own triggers on the table see the app's search path, not this function's.
+                    PERFORM set_config('search_path', '"$user", public', true);
                     EXECUTE format('UPDATE %s SET %I = CAST($1 AS %s) WHERE %s', target, kept.column_name,
                         (SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = target AND attname = kept.column_name),
                         conditions) USING kept.value;
@@ -420,6 +428,13 @@ enum Migrations {
                 IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'supabase_auth_admin') THEN
                     GRANT USAGE ON SCHEMA lifecycle TO supabase_auth_admin;
                     GRANT EXECUTE ON FUNCTION lifecycle.custom_access_token_hook(jsonb) TO supabase_auth_admin;
+                END IF;
+                -- Supabase grants new functions to its API roles by default privileges.
+                IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN
+                    REVOKE EXECUTE ON FUNCTION lifecycle.restore_on_sign_in(text), lifecycle.custom_access_token_hook(jsonb) FROM anon;
+                END IF;
+                IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
+                    REVOKE EXECUTE ON FUNCTION lifecycle.restore_on_sign_in(text), lifecycle.custom_access_token_hook(jsonb) FROM authenticated;
                 END IF;
             END
             $grant$

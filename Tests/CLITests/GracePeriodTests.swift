@@ -104,5 +104,13 @@ struct GracePeriodTests {
         let check = try await workspace.run(["map", "check"])
         #expect(check.status == 65)
         #expect(check.stderr.contains("account-data.yaml:") && check.stderr.contains("'hidden' is not a column of main.profiles"), "\(check.stderr)")
+
+        // A column the account is found by (here its email, a lookup column) stays as it is.
+        var finder = Self.schema
+        finder.map += "\n    - table: members\n      owner: id\n      values: {email: \"hidden@example.invalid\"}\n"
+        let found = try await app.schemas.install(finder, .sqlite)
+        let refused = try await found.run(["map", "check"])
+        #expect(refused.status == 65)
+        #expect(refused.stderr.contains("on_deletion: set: cannot change members.email"), "\(refused.stderr)")
     }
 }

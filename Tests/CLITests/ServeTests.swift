@@ -275,7 +275,7 @@ struct ServeTests {
         #expect(restored.status == 200 && restored.json["cancelled_job_id"] as? Int != nil, "\(restored.json)")
         #expect(try await Self.api(server, "GET", "accounts/ada").json["state"] as? String == "active")
         let nothing = try await Self.api(server, "POST", "accounts/ada/restore")
-        #expect(nothing.status == 409 && Self.errorCode(nothing.json) == "refused")
+        #expect(nothing.status == 409 && Self.errorCode(nothing.json) == "not_pending")
 
         for _ in 0..<5 { _ = try await Self.api(server, "POST", "accounts/bob/deletion", body: #"{"password": "no"}"#) }
         let locked = try await Self.api(server, "POST", "accounts/bob/deletion", body: "{\"password\": \"\(DeletionLines.password)\"}")

@@ -146,6 +146,24 @@ struct DataMapPlanTests {
           - {table: likes, owner: user_id}
         """
 
+    /// Django's FileField is NOT NULL and keeps "" for "no file": a kept row's file column
+    /// masked to "" is accepted, any other text is refused, and null is refused as NOT NULL.
+    @Test func aKeptRowsFileColumnMaskedToTheEmptyTextNamesNoFile() throws {
+        let catalog = SchemaCatalog(defaultSchema: "main", tables: [
+            Self.table("users", [Self.column("id"), Self.column("avatar", .text, notNull: true)]),
+        ], foreignKeys: [])
+        let subject = { (mask: String) in "{table: users, key: id, blobs: [avatar], erase: {mask: {avatar: \(mask)}}}" }
+        _ = try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: \(subject("\"\""))\n", source: "m.yaml"), catalog: catalog)
+        for (mask, refusal) in [("\"gone.jpg\"", "is not masked to null (or \"\""), ("null", "(a file column: \"\", which names no file)")] {
+            #expect(throws: LifecycleError.self) { try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: \(subject(mask))\n", source: "m.yaml"), catalog: catalog) }
+            do {
+                _ = try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: \(subject(mask))\n", source: "m.yaml"), catalog: catalog)
+            } catch let error as LifecycleError {
+                #expect(error.message.contains(refusal), "\(error.message)")
+            }
+        }
+    }
+
     @Test func theEraseOrderComesFromTheForeignKeysNotTheFile() throws {
         let plan = try Self.plan(Self.goodTables)
         let order = plan.tables.map(\.table.name.name)

@@ -48,6 +48,10 @@ public struct DataMap: Sendable, Equatable {
         /// Text with `{key}` replaced by the subject's key, so a UNIQUE column stays unique.
         case template(String)
 
+        /// In a file column: no file. Null, or the empty text Django's FileField keeps for
+        /// "no file" in its NOT NULL column; every file query passes over both.
+        public var namesNoFile: Bool { self == .null || self == .text("") }
+
         public func resolved(key: String) -> MaskValue {
             if case .template(let text) = self { return .text(text.replacingOccurrences(of: "{key}", with: key)) }
             return self

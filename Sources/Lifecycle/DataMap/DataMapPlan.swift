@@ -78,6 +78,17 @@ public struct DataMapPlan: Sendable {
         for entry in map.tables where entry.preset != nil && !present(entry.name) { leftOut.insert("\(entry.name) (preset \(entry.preset!))") }
         for entry in map.onDeletion.remove where entry.preset != nil && !present(entry.table) { leftOut.insert("\(entry.table) (preset \(entry.preset!))") }
         map.tables.removeAll { $0.preset != nil && !present($0.name) }
+        // The map's own entries win over a preset's for the same table, however either
+        // spells its name (`auth_user_groups`, `public.auth_user_groups`).
+        let own = Set(map.tables.filter { $0.preset == nil }.map { catalog.qualified($0.name) } + [catalog.qualified(map.subject.table)]
+            + map.ignored.filter { $0.preset == nil && $0.column == nil }.map { catalog.qualified($0.table) })
+        map.tables.removeAll { $0.preset != nil && own.contains(catalog.qualified($0.name)) }
+        let mapped = Set(map.tables.map { catalog.qualified($0.name) })
+        map.ignored.removeAll { $0.preset != nil && mapped.contains(catalog.qualified($0.table)) }
+        let ownRemovals = Set(map.onDeletion.remove.filter { $0.preset == nil }.map { catalog.qualified($0.table) })
+        let ownSettings = Set(map.onDeletion.set.filter { $0.preset == nil }.map { catalog.qualified($0.table) })
+        map.onDeletion.remove.removeAll { $0.preset != nil && (ownRemovals.contains(catalog.qualified($0.table)) || ownSettings.contains(catalog.qualified($0.table))) }
+        map.onDeletion.set.removeAll { $0.preset != nil && (ownSettings.contains(catalog.qualified($0.table)) || ownRemovals.contains(catalog.qualified($0.table))) }
         map.onDeletion.remove.removeAll { $0.preset != nil && !present($0.table) }
         map.onDeletion.set.removeAll { $0.preset != nil && !present($0.table) }
         map.ignored.removeAll { entry in
@@ -268,7 +279,7 @@ private struct Checker {
         for (name, value) in mask {
             let column = try column(name, of: table, line: line, role: "masked column")
             if value == .null, column.isNotNull {
-                throw fail(line, "\(table.name).\(name) is NOT NULL, so masking it to null would fail every purge: give it a value such as \"deleted-{key}\"")
+                throw fail(line, "\(table.name).\(name) is NOT NULL, so masking it to null would fail every purge: give it a value such as \"deleted-{key}\" (a file column: \"\", which names no file)")
             }
             if key.contains(name) { throw fail(line, "\(table.name).\(name) is part of the key and cannot be masked") }
             if case .template = value, column.kind != .text, column.kind != .other {
@@ -324,8 +335,8 @@ private struct Checker {
         }
         if let mask = subject.erase.mask {
             try self.mask(mask, of: table, key: [subject.key], line: line)
-            if let blob = subject.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value == .null } }) {
-                throw fail(line, "the user row is kept (masked) but its file column \(blob) is not masked to null: the purge deletes the file")
+            if let blob = subject.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value.namesNoFile } }) {
+                throw fail(line, "the user row is kept (masked) but its file column \(blob) is not masked to null (or \"\", Django's \"no file\"): the purge deletes the file")
             }
         }
         return (subject, table, key.kind == .integer ? .integer : .text)
@@ -425,8 +436,8 @@ private struct Checker {
                 throw fail(entry.line, "cascade: \(cascade.table) has no primary key, so its rows cannot be deleted in batches; map it with `key:`")
             }
             // A kept row must not name a file the purge deletes.
-            if let mask = entry.erase.mask, let blob = entry.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value == .null } }) {
-                throw fail(entry.line, "\(table.name) rows are kept (masked) but their file column \(blob) is not masked to null: the purge deletes the file")
+            if let mask = entry.erase.mask, let blob = entry.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value.namesNoFile } }) {
+                throw fail(entry.line, "\(table.name) rows are kept (masked) but their file column \(blob) is not masked to null (or \"\", Django's \"no file\"): the purge deletes the file")
             }
             var keptBy: [DataMapPlan.Cascade] = []
             if case .deleteUnlessReferenced(let references, _) = entry.erase {
@@ -511,6 +522,27 @@ private struct Checker {
                 throw fail(entry.line, "on_deletion: \(shown(table.name)) has no primary key, so a restore could not put each row's values back")
             }
             try mask(entry.values, of: table, key: table.primaryKey, line: entry.line)
+            // Rows are found by these: changed during the grace period, erasure and its
+            // verification would look for the user where they no longer are.
+            var finders: Set<String> = [entry.owner.column]
+            if let type = entry.owner.type { finders.insert(type.column) }
+            for mapped in map.tables where catalog.qualified(mapped.name) == table.name {
+                switch mapped.ownership {
+                case .column(let column): finders.insert(column)
+                case .value(let value): finders.insert(value.column); if let type = value.type { finders.insert(type.column) }
+                case .parent(let via, _): finders.insert(via)
+                case .sides(let sides): for side in sides { finders.insert(side.column); if let type = side.type { finders.insert(type.column) } }
+                }
+            }
+            if catalog.qualified(map.subject.table) == table.name {
+                finders.formUnion([map.subject.key] + map.subject.lookup + [map.subject.email, map.subject.password?.column].compactMap { $0 })
+            }
+            if let column = entry.values.map(\.column).first(where: finders.contains) {
+                throw fail(entry.line, """
+                    on_deletion: set: cannot change \(shown(table.name)).\(column): lifecycle finds the account's rows (or the \
+                    account itself) by it, so erasure and its verification would miss them; set another column
+                    """)
+            }
             result.set[index].table = table.name
         }
         return result

@@ -305,6 +305,11 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         }
     }
 
+    /// Whether the account is active (no deletion pending, purging or done).
+    public func isActive(_ reference: AccountReference) async throws -> Bool {
+        try await existingAccount(reference, allowPurged: true).state == .active
+    }
+
     // MARK: - Passwords
 
     /// Stores a new argon2id hash, e.g. for an account whose imported hash is in a

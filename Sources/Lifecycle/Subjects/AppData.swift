@@ -149,10 +149,12 @@ public struct AppData: Sendable {
         for value in try tx.takeGraceValues(key: key) {
             let parts = value.table.split(separator: ".", maxSplits: 1).map(String.init)
             let table = parts.count == 2 ? DataMap.TableName(schema: parts[0], name: parts[1]) : DataMap.TableName(name: parts[0])
-            guard plan.catalog.table(table) != nil, let row = try? JSONDecoder().decode([String?].self, from: Data(value.row.utf8)) else {
+            guard plan.catalog.table(table) != nil, let row = try? JSONDecoder().decode([String?].self, from: Data(value.row.utf8)),
+                  row.count == sql.graceKey(table).count, !row.isEmpty else {
                 throw LifecycleError(.internalError, """
-                    cannot put back \(value.table).\(value.column) for account \(key): the table is gone from the database; \
-                    nothing was restored (restore the table, or put the value back by hand and run the restore again)
+                    cannot put back \(value.table).\(value.column) for account \(key): the table, or its primary key, is not \
+                    what it was when deletion was asked for; nothing was restored (put the value back by hand, or the table \
+                    as it was, and run the restore again)
                     """)
             }
             _ = try tx.execute(sql.graceRestore(table: table, row: row, column: value.column, value: value.value))

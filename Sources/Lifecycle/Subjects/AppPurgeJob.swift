@@ -262,6 +262,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let jobID = context.job.id
         let problems = data.plan.accessProblems(try tx.tableAccess(data.plan.touchedTables.map(\.table)))
         guard problems.isEmpty else { throw AppErasure.AccessRefused(problems: problems) }
+        // Sessions signed in since the user row went (a row kept masked can still sign in
+        // where the app does not restore on sign-in): none outlives the purge.
+        _ = try data.signOut(key: key, in: tx)
         let started = ContinuousClock.now
         let left = try AppErasure.remainingRows(key: key, data: data, in: tx)
         let took = AppErasure.milliseconds(since: started)

@@ -1,8 +1,10 @@
 """Signing in again restores an account whose deletion is pending: the few lines a Django
 app adds (Jobs/README.md, "Signing in again restores"). On every successful sign-in, ask
-lifecycle's app API to restore the account; 409 means there was nothing to restore (no
-deletion pending). Any other failure fails the sign-in: a user who signed in must never be
-purged afterwards because the restore was not heard."""
+lifecycle's app API to restore the account; a 409 with code `not_pending` means there was
+nothing to restore. Any other answer fails the sign-in (a purge under way, the grace period
+over, lifecycle unreachable): a user who signed in must never be purged afterwards because
+the restore was not heard."""
+import json
 import os
 import urllib.error
 import urllib.request
@@ -23,5 +25,5 @@ def restore_pending_deletion(sender, request, user, **kwargs):
     try:
         urllib.request.urlopen(restore, timeout=10).close()
     except urllib.error.HTTPError as error:
-        if error.code != 409:
+        if error.code != 409 or json.load(error).get("code") != "not_pending":
             raise
