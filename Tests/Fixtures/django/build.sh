@@ -15,19 +15,6 @@ if [ $# -ne 2 ]; then
 fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../.." && pwd)"
-python="$root/.build-tools/venv/bin/python"
-if [ ! -x "$python" ]; then
-    echo "$python is missing: run 'make deps' first" >&2
-    exit 1
-fi
-
-export LIFECYCLE_DJANGO_DB="$1"
-export LIFECYCLE_DJANGO_MEDIA="$2"
-export DJANGO_SETTINGS_MODULE=fixture_site.settings
-# No __pycache__ folders inside the repository.
-export PYTHONDONTWRITEBYTECODE=1
-mkdir -p "$LIFECYCLE_DJANGO_MEDIA"
-
-"$python" "$here/manage.py" migrate --noinput >&2
-"$python" "$here/manage.py" seed_accounts
+mkdir -p "$2"
+"$here/manage.sh" "$1" "$2" migrate --noinput >&2
+"$here/manage.sh" "$1" "$2" seed_accounts

@@ -17,9 +17,14 @@ fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 python="$root/.build-tools/venv/bin/python"
+if [ ! -x "$python" ]; then
+    echo "$python is missing: run 'make deps' first" >&2
+    exit 1
+fi
 export LIFECYCLE_DJANGO_DB="$1"
 export LIFECYCLE_DJANGO_MEDIA="$2"
 export DJANGO_SETTINGS_MODULE=fixture_site.settings
+# No __pycache__ folders inside the repository.
 export PYTHONDONTWRITEBYTECODE=1
 shift 2
 exec "$python" "$here/manage.py" "$@"
