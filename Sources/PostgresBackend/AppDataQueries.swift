@@ -34,8 +34,16 @@ extension PostgresTransaction: GeneratedSQLTransaction {
         return access
     }
 
-    public func checkConstraintsImmediately() throws {
+    public func prepareErasure(settings: [DataMap.TransactionSetting]) throws {
         try execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for setting in settings {
+            _ = try query(PostgresQuery(unsafeSQL: "SELECT set_config($1, $2, true)", binds: {
+                var bindings = PostgresBindings()
+                bindings.append(setting.name)
+                bindings.append(setting.value)
+                return bindings
+            }()))
+        }
     }
 
     static func query(_ statement: SQLStatement) -> PostgresQuery {

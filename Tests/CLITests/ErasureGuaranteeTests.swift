@@ -445,6 +445,7 @@ struct SupabaseAuthErasureTests {
         "auth.mfa_challenges WHERE factor_id = 'fa000000-0000-4000-8000-00000000000a'", "auth.one_time_tokens WHERE user_id = '\(ada)'",
         "auth.flow_state WHERE user_id = '\(ada)'", "auth.webauthn_credentials WHERE user_id = '\(ada)'",
         "auth.audit_log_entries WHERE payload::text LIKE '%ada@example.com%'", "auth.users WHERE email = 'ada@example.com'",
+        "storage.objects WHERE owner_id = '\(ada)'",
     ]
 
     @Test
@@ -468,19 +469,52 @@ struct SupabaseAuthErasureTests {
         }
     }
 
+    /// Storage's objects as Storage writes them: owner and owner_id both the user's id.
+    static let storageSeed = """
+        INSERT INTO storage.buckets (id, name) VALUES ('media', 'media');
+        INSERT INTO storage.objects (bucket_id, name, owner, owner_id, metadata) VALUES
+          ('media', 'avatars/ada.jpg', '\(ada)', '\(ada)', '{"size": 8, "mimetype": "image/jpeg"}'),
+          ('media', 'journal/ada/run.jpg', '\(ada)', '\(ada)', '{"size": 19, "mimetype": "image/jpeg"}'),
+          ('media', 'avatars/bob.jpg', '\(bob)', '\(bob)', '{"size": 8, "mimetype": "image/jpeg"}');
+        """
+
+    /// What names ada, or a row only she has: her id, email, hash and secrets, her session
+    /// and TOTP factor (their rows name no user), her files and words.
+    static let adasMarks = [
+        ada, "ada@example.com", "$2b$04$417W2BL6", "ADA-TOTP-SECRET", "ada-live-token", "ada-legacy-token", "hash-a", "code-a",
+        "5e000000-0000-4000-8000-00000000000a", "fa000000-0000-4000-8000-00000000000a", "avatars/ada", "journal/ada", "tempo run",
+    ]
+
+    /// Every row of every table of the platform's schemas and the app's, as PostgreSQL
+    /// prints it, prefixed with its table.
+    func everyRow(_ workspace: Workspace) async throws -> [String] {
+        let tables = try await app.rows(workspace, """
+            SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables
+            WHERE table_schema IN ('auth', 'storage', 'public') AND table_type = 'BASE TABLE' ORDER BY 1
+            """)
+        #expect(tables.count > 20, "\(tables)")
+        var rows: [String] = []
+        for table in tables {
+            rows += try await app.rows(workspace, "SELECT t::text FROM \(table) t").map { "\(table) \($0)" }
+        }
+        return rows
+    }
+
     @Test
-    func theShippedMapLeavesNothingOfTheUserInAuth() async throws {
+    func theShippedMapLeavesNothingOfTheUserInAuthStorageOrTheAppAndEveryOtherRowAsItWas() async throws {
         let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
-        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + Self.authSeed)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + Self.authSeed + "\n" + Self.storageSeed)
         for query in Self.adasAuthRows {
             #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM \(query)") != ["0"], "\(query) holds nothing to erase")
         }
-        let bobsBefore = try await app.rows(workspace, """
-            SELECT (SELECT COUNT(*) FROM auth.identities WHERE user_id = '\(Self.bob)') || '|' ||
-                   (SELECT COUNT(*) FROM auth.refresh_tokens WHERE user_id = '\(Self.bob)') || '|' ||
-                   (SELECT COUNT(*) FROM auth.mfa_factors WHERE user_id = '\(Self.bob)') || '|' ||
-                   (SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload->>'actor_id' = '\(Self.bob)')
-            """)
+        // Storage's guard is there: SQL cannot delete an object without the setting.
+        let guarded = try await workspace.run(["map", "check", "--account", "ada@example.com"])
+        #expect(guarded.status == 0, "\(guarded.stdout) \(guarded.stderr)")
+        #expect(guarded.stdout.contains("storage.objects"), "\(guarded.stdout)")
+        let before = try await everyRow(workspace)
+        func isAdas(_ row: String) -> Bool { Self.adasMarks.contains { row.contains($0) } }
+        #expect(before.filter(isAdas).count >= 20, "\(before.filter(isAdas))")
+
         let right = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
         #expect(right.status == 0, "\(right.stderr)")
         let purge = try await workspace.run(["purge"], environment: ErasureGuaranteeTests.muchLater.merging(
@@ -490,17 +524,50 @@ struct SupabaseAuthErasureTests {
             #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM \(query)") == ["0"], "\(query)")
         }
         #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload IS NULL") == ["1"])
-        #expect(try await app.rows(workspace, """
-            SELECT (SELECT COUNT(*) FROM auth.identities WHERE user_id = '\(Self.bob)') || '|' ||
-                   (SELECT COUNT(*) FROM auth.refresh_tokens WHERE user_id = '\(Self.bob)') || '|' ||
-                   (SELECT COUNT(*) FROM auth.mfa_factors WHERE user_id = '\(Self.bob)') || '|' ||
-                   (SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload->>'actor_id' = '\(Self.bob)')
-            """) == bobsBefore)
+
+        let after = try await everyRow(workspace)
+        // What names her now is the two tombstones the maps keep (the profile and auth.users),
+        // with nothing but her id and the masked address.
+        let left = after.filter(isAdas)
+        #expect(left.count == 2 && left.allSatisfy { $0.hasPrefix("auth.users (,\(Self.ada),") || $0.hasPrefix("public.users (\(Self.ada),") }, "\(left)")
+        for mark in Self.adasMarks.dropFirst() {
+            #expect(!left.contains { $0.contains(mark) }, "\(mark) in \(left)")
+        }
+        // Every other row, bob's and the platform's, byte for byte; and nothing new but the
+        // emptied audit entry.
+        let othersBefore = Set(before.filter { !isAdas($0) })
+        let othersAfter = Set(after.filter { !isAdas($0) })
+        #expect(othersBefore.subtracting(othersAfter).isEmpty, "\(othersBefore.subtracting(othersAfter))")
+        let new = othersAfter.subtracting(othersBefore)
+        #expect(new.count == 1 && new.allSatisfy { $0.hasPrefix("auth.audit_log_entries (,a0000000-0000-4000-8000-00000000000a,") }, "\(new)")
+
         let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
         // Its sessions and refresh tokens went when deletion was asked for (the preset's on_deletion).
         #expect(receipt.contains(#""auth.identities":{"after":0,"before":1,"deleted":1,"masked":0}"#), "\(receipt)")
+        #expect(receipt.contains(#""storage.objects":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
         #expect(!receipt.contains("auth.refresh_tokens"), "\(receipt)")
         #expect(receipt.contains(#""auth.audit_log_entries":{"after":0,"before":1,"deleted":0,"masked":1}"#), "\(receipt)")
+    }
+
+    @Test
+    func storagesDeleteGuardStillRefusesWhatTheMapDoesNotSetItFor() async throws {
+        var schema = try DataMapCheckTests.AppSchema.supabase
+        // The preset's entry, as a map would write it without the setting.
+        schema.map = schema.map.replacingOccurrences(of: "\ntables:\n", with: """
+
+            tables:
+              - table: storage.objects
+                owners: [owner_id, owner]
+
+            """)
+        let workspace = try await app.schemas.install(schema, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + Self.authSeed + "\n" + Self.storageSeed)
+        #expect(try await workspace.run(["init"]).status == 0)
+        let rehearsal = try await workspace.run(["map", "check", "--account", "ada@example.com"])
+        #expect(rehearsal.status == 75, "\(rehearsal.stdout) \(rehearsal.stderr)")
+        #expect((rehearsal.stdout + rehearsal.stderr).contains("storage.objects"), "\(rehearsal.stdout) \(rehearsal.stderr)")
+        #expect((rehearsal.stdout + rehearsal.stderr).contains("Direct deletion from storage tables is not allowed"), "\(rehearsal.stdout) \(rehearsal.stderr)")
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM storage.objects") == ["3"])
     }
 }
 

@@ -102,6 +102,9 @@ struct DataMapParserTests {
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    erase: {mask: {}}\n", "names no column"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: p\n    owner: a\nignore:\n  - {table: p, reason: r}\n", "both mapped and ignored"),
         ("version: 2\nsubject: {table: users, key: id}\ntables: []\nignore:\n  - {table: t, reason: \"  \"}\n", "must say why"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {session_replication_role: replica}}\n",
+         "`session_replication_role` is not a namespaced setting"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {storage.allow: [x]}}\n", "is one scalar"),
     ])
     func aMalformedMapIsRefusedNamingLineAndKey(_ yaml: String, _ expected: String) {
         let error = #expect(throws: LifecycleError.self) { try DataMap(yaml: yaml, source: "m.yaml") }
@@ -162,6 +165,24 @@ struct DataMapPlanTests {
                 #expect(error.message.contains(refusal), "\(error.message)")
             }
         }
+    }
+
+    /// A platform's delete guard is lifted for the erasure's transactions only, on PostgreSQL;
+    /// SQLite has no settings, and two tables cannot want one setting two ways.
+    @Test func eraseSettingsAreCollectedOnceAndRefusedWhereTheDatabaseHasNone() throws {
+        let tables = """
+              - {table: posts, owner: user_id, cascade: [comments.post_id, likes.post_id], erase_settings: {app.allow_delete: "true"}}
+              - {table: comments, owner: user_id, erase_settings: {app.allow_delete: "true"}}
+              - {table: likes, owner: user_id}
+            """
+        let postgres = SchemaCatalog(defaultSchema: "main", tables: Array(Self.blog.tables.values), foreignKeys: Self.blog.foreignKeys, hasTransactionSettings: true)
+        #expect(try Self.plan(tables, catalog: postgres).eraseSettings == [.init(name: "app.allow_delete", value: "true")])
+        let sqlite = #expect(throws: LifecycleError.self) { try Self.plan(tables) }
+        #expect(sqlite?.message.contains("m.yaml:4: erase_settings are PostgreSQL settings") == true, "\(sqlite?.message ?? "")")
+        let clash = #expect(throws: LifecycleError.self) {
+            try Self.plan(tables.replacingOccurrences(of: "comments, owner: user_id, erase_settings: {app.allow_delete: \"true\"}", with: "comments, owner: user_id, erase_settings: {app.allow_delete: \"no\"}"), catalog: postgres)
+        }
+        #expect(clash?.message.contains("app.allow_delete is 'true' here and something else") == true, "\(clash?.message ?? "")")
     }
 
     @Test func theEraseOrderComesFromTheForeignKeysNotTheFile() throws {

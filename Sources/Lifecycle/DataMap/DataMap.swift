@@ -212,6 +212,23 @@ public struct DataMap: Sendable, Equatable {
         public var line: Int
         /// The preset (`include:`) the entry comes from; nil when the map itself lists it.
         public var preset: String? = nil
+        /// PostgreSQL settings in force (`SET LOCAL`) while the purge erases rows: a
+        /// platform's guard that refuses SQL deletes unless one is set (Supabase Storage's
+        /// `storage.allow_delete_query`).
+        public var eraseSettings: [TransactionSetting] = []
+    }
+
+    /// A namespaced (`prefix.name`) PostgreSQL setting: one an extension or platform
+    /// defines. Built-in settings are refused: `session_replication_role` would switch
+    /// off every trigger and foreign key the erasure relies on.
+    public struct TransactionSetting: Sendable, Equatable, Hashable {
+        public var name: String
+        public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// A table, or one column of a table, that references the subject (or a row the purge

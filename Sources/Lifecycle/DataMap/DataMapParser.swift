@@ -218,6 +218,7 @@ extension DataMap {
     private static func table(_ field: YAMLField) throws -> Table {
         let fields = try field.mapping(allowed: [
             "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "erase", "cascade",
+            "erase_settings",
         ])
         let name = try fields.required("table").tableName()
         let ownership: Ownership
@@ -268,10 +269,37 @@ extension DataMap {
         if case .sides = ownership, fields["erase"] != nil {
             throw fields["erase"]!.error("a row naming several users is erased per side: put `erase:` on each entry of `owners:`")
         }
-        return Table(
+        var table = Table(
             name: name, ownership: ownership, key: try fields["key"]?.identifiers(), exportFile: exportFile,
             columns: columns, timestamps: timestamps, orderBy: orderBy, blobs: try fields["blobs"]?.identifiers() ?? [],
             erase: erase, cascade: try fields["cascade"]?.sequence().map { try $0.columnReference() } ?? [], line: field.line)
+        if let settings = fields["erase_settings"] {
+            table.eraseSettings = try eraseSettings(settings)
+        }
+        return table
+    }
+
+    /// `erase_settings: {prefix.name: VALUE, …}`: namespaced settings only (see
+    /// `DataMap.TransactionSetting`), values as PostgreSQL reads them, text.
+    private static func eraseSettings(_ field: YAMLField) throws -> [TransactionSetting] {
+        var settings: [TransactionSetting] = []
+        for (name, value) in try field.pairs() {
+            let text = name.text
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ DataMap.isIdentifier(String($0)) }) else {
+                throw value.error("""
+                    `\(text)` is not a namespaced setting (`prefix.name`, as a platform or extension defines one): \
+                    built-in settings are refused, since some (session_replication_role) switch off the triggers and \
+                    foreign keys the erasure relies on
+                    """)
+            }
+            guard !value.isMapping, !value.isSequence, let scalar = try? value.string() else {
+                throw value.error("the value of `\(text)` is one scalar (text, a number or true/false)")
+            }
+            settings.append(TransactionSetting(name: text, value: scalar))
+        }
+        guard !settings.isEmpty else { throw field.error("lists no setting; leave `erase_settings:` out") }
+        return settings
     }
 
     /// `{column: C}`, `{column: C, json: KEY or [KEY, …]}`, or `{column: C, type: {column: T,

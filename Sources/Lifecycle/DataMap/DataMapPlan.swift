@@ -113,6 +113,12 @@ public struct DataMapPlan: Sendable {
         self.keyNames = checker.keyNames(subject: subject)
     }
 
+    /// Every mapped table's `erase_settings`, each once.
+    public var eraseSettings: [DataMap.TransactionSetting] {
+        var seen = Set<DataMap.TransactionSetting>()
+        return tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
+    }
+
     /// Preset tables this database does not have, left out (for `map check`'s notes).
     public let presetTablesLeftOut: [String]
     /// What requesting deletion does in the app (`on_deletion:`), tables qualified.
@@ -415,6 +421,14 @@ private struct Checker {
                 throw fail(entry.line, "blob column \(table.name).\(name) is \(info.column(name)?.declaredType ?? "?"); it must hold text (blob keys)")
             }
             if let mask = entry.erase.mask { try self.mask(mask, of: info, key: key, line: entry.line) }
+            if !entry.eraseSettings.isEmpty && !catalog.hasTransactionSettings {
+                throw fail(entry.line, "erase_settings are PostgreSQL settings (SET LOCAL); this database has none: leave them out")
+            }
+            for setting in entry.eraseSettings {
+                if let other = map.tables.first(where: { $0.eraseSettings.contains { $0.name == setting.name && $0.value != setting.value } }) {
+                    throw fail(entry.line, "erase_settings: \(setting.name) is '\(setting.value)' here and something else for \(other.name) (line \(other.line)); every erasure transaction has one value")
+                }
+            }
             var cascades: [DataMapPlan.Cascade] = []
             var cascaded: [SchemaCatalog.Table] = [info]
             for item in entry.cascade {

@@ -74,11 +74,14 @@ public struct DataMapPreset: Sendable {
               mask:
                 payload: null
                 ip_address: ""
+          # Storage's record of the user's uploads: owner_id is text and owner (deprecated) a
+          # uuid, neither a foreign key since storage migration 0017. Storage's trigger refuses
+          # SQL deletes unless storage.allow_delete_query is set for the transaction. The files
+          # themselves go as the app's rows that name them are erased (their blobs: columns).
+          - table: storage.objects
+            owners: [owner_id, owner]
+            erase_settings: {storage.allow_delete_query: "true"}
         ignore:
-          - column: storage.objects.owner
-            reason: Storage's own record of an object; a trigger forbids deleting its rows with SQL, so the files the app's rows name are deleted in the store and Storage's rows through its API
-          - column: storage.objects.owner_id
-            reason: Storage's own record of an object; a trigger forbids deleting its rows with SQL, so the files the app's rows name are deleted in the store and Storage's rows through its API
           - column: storage.buckets.owner
             reason: buckets are the project's, not a user's
           - column: storage.buckets.owner_id

@@ -16,10 +16,11 @@ public protocol GeneratedSQLTransaction {
     /// What this connection's role may do with each table, read now: row level security
     /// or a privilege can change under a running worker, and a purge checks before it erases.
     func tableAccess(_ tables: [DataMap.TableName]) throws -> [DataMap.TableName: SchemaCatalog.Access]
-    /// Makes every constraint of the transaction checked at its statement, deferred ones
-    /// too (Django declares its foreign keys DEFERRABLE INITIALLY DEFERRED): a refusal
-    /// then names the statement, and so the table, instead of coming at COMMIT.
-    func checkConstraintsImmediately() throws
+    /// Readies a transaction that erases the app's rows: every constraint checked at its
+    /// statement, deferred ones too (Django declares its foreign keys DEFERRABLE INITIALLY
+    /// DEFERRED), so a refusal names the statement, and so the table, instead of coming at
+    /// COMMIT; and the map's `erase_settings` in force until the transaction ends.
+    func prepareErasure(settings: [DataMap.TransactionSetting]) throws
 }
 
 public struct ExportPage: Sendable {
@@ -41,8 +42,9 @@ extension GeneratedSQLTransaction {
         Dictionary(tables.map { ($0, SchemaCatalog.Access.full) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// SQLite checks a deferred foreign key only at COMMIT, and has no way to say otherwise.
-    public func checkConstraintsImmediately() throws {}
+    /// SQLite checks a deferred foreign key only at COMMIT, and has no way to say otherwise;
+    /// it has no settings either (the plan refuses `erase_settings` on it).
+    public func prepareErasure(settings: [DataMap.TransactionSetting]) throws {}
 
     /// Through `rows`: what a backend without a faster reader of its own uses.
     public func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage {

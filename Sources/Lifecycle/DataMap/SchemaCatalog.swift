@@ -101,10 +101,13 @@ public struct SchemaCatalog: Sendable {
     public let defaultSchema: String
     public let tables: [DataMap.TableName: Table]
     public let foreignKeys: [ForeignKey]
+    /// Whether a transaction can set settings for its length (`SET LOCAL`): PostgreSQL's.
+    public let hasTransactionSettings: Bool
 
     /// Tables and keys are keyed by fully qualified names.
-    public init(defaultSchema: String, tables: [Table], foreignKeys: [ForeignKey]) {
+    public init(defaultSchema: String, tables: [Table], foreignKeys: [ForeignKey], hasTransactionSettings: Bool = false) {
         self.defaultSchema = defaultSchema
+        self.hasTransactionSettings = hasTransactionSettings
         self.tables = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.foreignKeys = foreignKeys
     }

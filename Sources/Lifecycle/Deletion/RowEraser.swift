@@ -43,7 +43,7 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
         while true {
             let batch = try await store.write { tx -> Batch<T> in
                 guard try isPurging(key, tx) else { return .notPurging }
-                try tx.checkConstraintsImmediately()
+                try tx.prepareErasure(settings: data.plan.eraseSettings)
                 var counts: [String: PurgeCounts] = [:]
                 var files: [String] = []
                 let finished = try Self.eraseBatch(key: key, data: data, budget: policy.purgeRowBatch, counts: &counts, files: &files, in: tx)

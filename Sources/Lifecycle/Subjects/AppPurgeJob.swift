@@ -367,7 +367,7 @@ public enum AppErasure {
             }
             do {
                 return try store.savepoint(in: tx) { () throws -> Rehearsal in
-                    try tx.checkConstraintsImmediately()
+                    try tx.prepareErasure(settings: data.plan.eraseSettings)
                     var counts: [String: PurgeCounts] = [:]
                     var files: [String] = []
                     _ = try RowEraser<Store>.eraseBatch(key: key, data: data, budget: Int(Int32.max), counts: &counts, files: &files, in: tx)
