@@ -700,9 +700,9 @@ struct AppPurgeStepBoundaryKillTests {
     }
 }
 
-/// A real Django 5.2 + django-allauth site (Tests/Fixtures/django: its tables made by
+/// A real Django 5.2 + django-allauth site (Jobs/examples/django: its tables made by
 /// Django's own `migrate`, its users, sessions, admin log, allauth rows and FileField files
-/// by Django's own code), on both backends. Django declares every foreign key without an
+/// by Django's own code), mapped by the example's own map, on both backends. Django declares every foreign key without an
 /// ON DELETE action (it cascades in Python), so an `ignore:` of the admin log with the user
 /// row deleted would fail every purge: refused at load. Mapped whole, the user goes.
 @Suite(.serialized)
@@ -724,11 +724,11 @@ struct DjangoSiteErasureTests {
         try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
         try map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
         let workspace = try await Workspace.make(backend, jobsDirectory: jobs)
-        let output = try await runTool(repositoryRoot + "/Tests/Fixtures/django/build.sh", [workspace.database, workspace.blobs])
+        let output = try await runTool(repositoryRoot + "/Jobs/examples/django/build.sh", [workspace.database, workspace.blobs])
         return (workspace, try JSONDecoder().decode(Seeded.self, from: Data(output.utf8)))
     }
 
-    static var map: String { get throws { try String(contentsOfFile: repositoryRoot + "/Tests/CLITests/Schemas/django-site.yaml", encoding: .utf8) } }
+    static var map: String { get throws { try String(contentsOfFile: repositoryRoot + "/Jobs/examples/django/account-data.yaml", encoding: .utf8) } }
 
     @Test(arguments: Backend.allCases)
     func anIgnoredAdminLogThatWouldFailEveryPurgeIsRefused(_ backend: Backend) async throws {
@@ -763,6 +763,7 @@ struct DjangoSiteErasureTests {
             "auth_user WHERE id = \(ada)", "account_emailaddress WHERE user_id = \(ada)", "socialaccount_socialaccount WHERE user_id = \(ada)",
             "blog_post WHERE author_id = \(ada)", "blog_comment WHERE author_id = \(ada)", "blog_profile WHERE user_id = \(ada)",
             "blog_follow WHERE follower_id = \(ada) OR followee_id = \(ada)", "django_admin_log WHERE user_id = \(ada)",
+            "blog_message WHERE sender_id = \(ada) OR recipient_id = \(ada)",
             "django_admin_log WHERE object_id = '\(ada)' AND content_type_id = (SELECT id FROM django_content_type WHERE app_label = 'auth' AND model = 'user')",
         ] {
             #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM \(query)") == ["0"], "\(query)")
@@ -780,11 +781,11 @@ struct DjangoSiteErasureTests {
 }
 
 extension DjangoSiteErasureTests {
-    /// One of the site's management commands (Tests/Fixtures/django/manage.sh), with the
+    /// One of the site's management commands (Jobs/examples/django/manage.sh), with the
     /// environment the sign-in receiver reads.
     func manage(_ workspace: Workspace, _ arguments: [String], environment: [String: String] = [:]) async throws -> String {
         try await runTool("/usr/bin/env", environment.map { "\($0.key)=\($0.value)" } + [
-            repositoryRoot + "/Tests/Fixtures/django/manage.sh", workspace.database, workspace.blobs,
+            repositoryRoot + "/Jobs/examples/django/manage.sh", workspace.database, workspace.blobs,
         ] + arguments)
     }
 

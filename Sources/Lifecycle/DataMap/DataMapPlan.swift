@@ -84,7 +84,11 @@ public struct DataMapPlan: Sendable {
             + map.ignored.filter { $0.preset == nil && $0.column == nil }.map { catalog.qualified($0.table) })
         map.tables.removeAll { $0.preset != nil && own.contains(catalog.qualified($0.name)) }
         let mapped = Set(map.tables.map { catalog.qualified($0.name) })
-        map.ignored.removeAll { $0.preset != nil && mapped.contains(catalog.qualified($0.table)) }
+        // A preset's ignore of a column stays beside the preset's own entry for its table.
+        map.ignored.removeAll { entry in
+            let table = catalog.qualified(entry.table)
+            return entry.preset != nil && (own.contains(table) || (entry.column == nil && mapped.contains(table)))
+        }
         let ownRemovals = Set(map.onDeletion.remove.filter { $0.preset == nil }.map { catalog.qualified($0.table) })
         let ownSettings = Set(map.onDeletion.set.filter { $0.preset == nil }.map { catalog.qualified($0.table) })
         map.onDeletion.remove.removeAll { $0.preset != nil && (ownRemovals.contains(catalog.qualified($0.table)) || ownSettings.contains(catalog.qualified($0.table))) }
@@ -812,7 +816,7 @@ private struct Checker {
                         : "looks like it holds the user's key, but the table is mapped through another column",
                     suggestion: mapped == nil
                         ? "- {table: \(shown(table.name)), owner: \(column.name)}   (under tables:) or - {column: \(shown(table.name)).\(column.name), reason: …}   (under ignore:)"
-                        : "list it beside the table's owner under `owners:`, or - {column: \(shown(table.name)).\(column.name), reason: …}   (under ignore:)"))
+                        : "it beside the table's owner under `owners:`, or - {column: \(shown(table.name)).\(column.name), reason: …}   (under ignore:)"))
             }
         }
         return found

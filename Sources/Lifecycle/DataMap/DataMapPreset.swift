@@ -144,6 +144,9 @@ public struct DataMapPreset: Sendable {
             owner: user_id
           - table: usersessions_usersession
             owner: user_id
+        ignore:
+          - column: socialaccount_socialaccount.uid
+            reason: the provider's id of the user (GitHub's), not this site's key; the row goes by its user_id
         on_deletion:
           remove:
             - table: usersessions_usersession

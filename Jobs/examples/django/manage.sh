@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs one of the fixture site's management commands on a database build.sh made:
+# Runs one of the example project's management commands on a database build.sh made:
 #
-#   Tests/Fixtures/django/manage.sh DB MEDIA COMMAND [ARGUMENT…]
+#   Jobs/examples/django/manage.sh DB MEDIA COMMAND [ARGUMENT…]
 #
 # e.g. `whoami SESSION_KEY` (whom a session authenticates), `signin USERNAME PASSWORD` (a
 # sign-in as a browser's would make it, signals and all), `makemigrations --check`. With
@@ -23,7 +23,7 @@ if [ ! -x "$python" ]; then
 fi
 export LIFECYCLE_DJANGO_DB="$1"
 export LIFECYCLE_DJANGO_MEDIA="$2"
-export DJANGO_SETTINGS_MODULE=fixture_site.settings
+export DJANGO_SETTINGS_MODULE=example_site.settings
 # No __pycache__ folders inside the repository.
 export PYTHONDONTWRITEBYTECODE=1
 shift 2

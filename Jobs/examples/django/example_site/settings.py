@@ -1,5 +1,5 @@
-"""Settings of the Django fixture project: a real Django + django-allauth schema for the
-purge tests. Test only: the secret key is fixed and public.
+"""Settings of the example Django project: a real Django + django-allauth site that the
+tests migrate and purge. An example only: the secret key is fixed and public.
 
 LIFECYCLE_DJANGO_DB     a path to a SQLite file, or a PostgreSQL URL
                         postgres://user:pass@host:port/db?sslmode=disable&host=/socket/dir
@@ -46,7 +46,7 @@ MIDDLEWARE = [
     "allauth.account.middleware.AccountMiddleware",
 ]
 
-ROOT_URLCONF = "fixture_site.urls"
+ROOT_URLCONF = "example_site.urls"
 
 TEMPLATES = [
     {
@@ -69,7 +69,7 @@ AUTHENTICATION_BACKENDS = [
 ]
 
 # Django's PBKDF2 (pbkdf2_sha256$iterations$salt$hash), with fewer iterations (hashers.py).
-PASSWORD_HASHERS = ["fixture_site.hashers.FixturePBKDF2PasswordHasher"]
+PASSWORD_HASHERS = ["example_site.hashers.FixturePBKDF2PasswordHasher"]
 
 
 def _database_from_environment():

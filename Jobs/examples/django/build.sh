@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the Django fixture app on a fresh database: `migrate` (Django's, allauth's and the
+# Builds the example Django project on a fresh database: `migrate` (Django's, allauth's and the
 # blog's migrations, for real) and then `seed_accounts`, with the venv `make deps` fills.
 #
-#   Tests/Fixtures/django/build.sh DB MEDIA
+#   Jobs/examples/django/build.sh DB MEDIA
 #
 # DB is a SQLite file's path or a postgres://user:pass@host:port/db?... URL; MEDIA the media
 # folder (made if missing). stdout is seed_accounts' JSON alone (migrate's progress goes to

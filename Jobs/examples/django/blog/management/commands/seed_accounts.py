@@ -3,6 +3,7 @@ real app keeps about them, through Django's and allauth's own APIs, and prints a
 object on stdout: the users' ids, the sessions' keys, the rows made and every file written
 (its storage name, which is its key in the media folder). Run on a fresh database: it does
 not look for rows of an earlier run."""
+import io
 import json
 from datetime import timedelta
 
@@ -17,8 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.test import RequestFactory
 from django.utils import timezone
+from PIL import Image
 
-from blog.models import Attachment, Comment, Follow, Post, Profile
+from blog.models import Attachment, Comment, Follow, Message, Post, Profile
 
 ALLAUTH_BACKEND = "allauth.account.auth_backends.AuthenticationBackend"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -108,9 +110,21 @@ class Command(BaseCommand):
             Follow.objects.create(follower=cy, followee=ada)
             Follow.objects.create(follower=bob, followee=cy)
 
+            # Direct messages both ways: each is its sender's and its recipient's.
+            messages = {
+                "ada_to_bob": Message.objects.create(sender=ada, recipient=bob, body="Ada: the notes are ready.").pk,
+                "bob_to_ada": Message.objects.create(sender=bob, recipient=ada, body="Bob: splendid.").pk,
+                "bob_to_cy": Message.objects.create(sender=bob, recipient=cy, body="Bob: hello Cy.").pk,
+            }
+
+            # Avatars are images (an ImageField); cy has none ("", Django's "no file").
+            colours = {"ada": (180, 40, 60), "bob": (40, 90, 180)}
             for name, bio in (("ada", "Mathematician."), ("bob", "Engineer."), ("cy", "")):
                 profile = Profile.objects.create(user=users[name], bio=bio)
-                save_file(profile.avatar, f"{name}.png", f"{name}'s avatar\n".encode(), name, "blog_profile", "avatar", profile)
+                if name in colours:
+                    png = io.BytesIO()
+                    Image.new("RGB", (16, 16), colours[name]).save(png, "PNG")
+                    save_file(profile.avatar, f"{name}.png", png.getvalue(), name, "blog_profile", "avatar", profile)
 
             # The admin's history: bob changed ada's user, ada changed bob's post. Neither
             # names the object by a foreign key: content_type + object_id (text).
@@ -141,6 +155,7 @@ class Command(BaseCommand):
                 "bob_on_cy": bob_on_cy.pk,
             },
             "attachment": attachment.pk,
+            "messages": messages,
             "admin_log": {"bob_edits_ada": bob_edits_ada.pk, "ada_edits_bob_post": ada_edits_bob_post.pk},
             "media_root": str(settings.MEDIA_ROOT),
             "files": files,

@@ -1,7 +1,8 @@
 """A small blog with every shape of user data a real app has: rows a user owns directly
 (Post, Comment, Follow, Profile), rows owned through another row (Attachment, and other
-users' comments under a user's post), a one-to-one row, a row linking two users, and files
-(FileField: the column holds the storage name, "" when there is no file)."""
+users' comments under a user's post), a one-to-one row, rows linking two users (Follow,
+Message), and files (FileField and ImageField: the column holds the storage name, "" when
+there is no file)."""
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -41,7 +42,14 @@ class Follow(models.Model):
 
 class Profile(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
-    # A FileField rather than an ImageField: the same column (varchar(100), "" for none)
-    # without Pillow in the venv.
-    avatar = models.FileField(upload_to="avatars/", blank=True)
+    avatar = models.ImageField(upload_to="avatars/", blank=True)
     bio = models.TextField(blank=True)
+
+
+class Message(models.Model):
+    """A direct message: the sender's and the recipient's alike."""
+    sender = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sent_messages")
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="received_messages")
+    body = models.TextField()
+    sent_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
