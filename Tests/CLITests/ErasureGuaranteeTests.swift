@@ -419,6 +419,7 @@ struct SupabaseAuthErasureTests {
           ('5e000000-0000-4000-8000-00000000000a', '\(ada)', now(), 'Safari', '192.0.2.1'),
           ('5e000000-0000-4000-8000-00000000000b', '\(bob)', now(), 'Firefox', '192.0.2.2');
         INSERT INTO auth.refresh_tokens (token, user_id, revoked, session_id, created_at) VALUES
+          ('ada-revoked-token', '\(ada)', true, '5e000000-0000-4000-8000-00000000000a', now() - interval '1 day'),
           ('ada-live-token', '\(ada)', false, '5e000000-0000-4000-8000-00000000000a', now()),
           ('ada-legacy-token', '\(ada)', false, NULL, now()),
           ('bob-token', '\(bob)', false, '5e000000-0000-4000-8000-00000000000b', now());
@@ -481,7 +482,7 @@ struct SupabaseAuthErasureTests {
     /// What names ada, or a row only she has: her id, email, hash and secrets, her session
     /// and TOTP factor (their rows name no user), her files and words.
     static let adasMarks = [
-        ada, "ada@example.com", "$2b$04$417W2BL6", "ADA-TOTP-SECRET", "ada-live-token", "ada-legacy-token", "hash-a", "code-a",
+        ada, "ada@example.com", "$2b$04$417W2BL6", "ADA-TOTP-SECRET", "ada-live-token", "ada-revoked-token", "ada-legacy-token", "hash-a", "code-a",
         "5e000000-0000-4000-8000-00000000000a", "fa000000-0000-4000-8000-00000000000a", "avatars/ada", "journal/ada", "tempo run",
     ]
 
@@ -750,6 +751,7 @@ struct DjangoSiteErasureTests {
         let adaFiles = Set(seeded.files.filter { $0.owner == "ada" }.map(\.name))
         let others = Set(seeded.files.filter { $0.owner != "ada" }.map(\.name))
         #expect(!adaFiles.isEmpty && adaFiles.isSubset(of: app.files(workspace)))
+        let before = try await everyRow(workspace)
 
         let wrong = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "battery staple")
         #expect(wrong.status == 77, "\(wrong.stderr)")
@@ -777,6 +779,37 @@ struct DjangoSiteErasureTests {
         #expect(others.subtracting(left).count <= 1, "\(others.subtracting(left))")
         let receipt = try #require(try await workspace.auditRows(of: String(ada)).first { $0.action == "account.purge" }?.detail)
         #expect(receipt.contains(#""result":"verified","rows_left":0"#), "\(receipt)")
+
+        // Every row left is a row that was there, byte for byte (the user row goes, so
+        // nothing is masked), and the rows gone are the receipt's and ada's one session.
+        let after = try await everyRow(workspace)
+        #expect(after.subtracting(before).isEmpty, "\(after.subtracting(before))")
+        struct Total: Decodable { var rows_total: Int }
+        let total = try JSONDecoder().decode(Total.self, from: Data(receipt.utf8)).rows_total
+        #expect(before.subtracting(after).count == total + 1, "\(before.subtracting(after))")
+        #expect(before.subtracting(after).filter { $0.hasPrefix("django_session ") }.count == 1)
+    }
+
+    /// Every row of the site's tables (Django's, allauth's, the blog's; lifecycle's own
+    /// left out), prefixed with its table, as the database prints it.
+    func everyRow(_ workspace: Workspace) async throws -> Set<String> {
+        let tables = switch workspace.backend {
+        case .sqlite: try await app.rows(workspace, """
+            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'lifecycle\\_%' ESCAPE '\\'
+            AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name
+            """)
+        case .postgres: try await app.rows(workspace, """
+            SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1
+            """)
+        }
+        #expect(tables.contains("blog_message") && tables.contains("django_session") && tables.count > 20, "\(tables)")
+        var rows = Set<String>()
+        for table in tables {
+            for row in try await app.rows(workspace, "SELECT * FROM \(table)") {
+                #expect(rows.insert("\(table) \(row)").inserted, "\(table) holds two rows alike: \(row)")
+            }
+        }
+        return rows
     }
 }
 
