@@ -21,13 +21,13 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     func register(on router: Router<ServerContext>) {
         let api = router.group("v1").add(middleware: BearerTokenMiddleware(token: token))
-        api.get("accounts/:account") { _, context in try await Self.answer { try await self.account(context) } }
-        api.post("accounts/:account/exports") { request, context in try await Self.answer { try await self.requestExport(request, context) } }
-        api.get("accounts/:account/exports") { _, context in try await Self.answer { try await self.exports(context) } }
-        api.post("accounts/:account/deletion") { request, context in try await Self.answer { try await self.requestDeletion(request, context) } }
-        api.post("accounts/:account/restore") { _, context in try await Self.answer { try await self.restore(context) } }
+        api.get("accounts/:account") { _, context in try await answer { try await self.account(context) } }
+        api.post("accounts/:account/exports") { request, context in try await answer { try await self.requestExport(request, context) } }
+        api.get("accounts/:account/exports") { _, context in try await answer { try await self.exports(context) } }
+        api.post("accounts/:account/deletion") { request, context in try await answer { try await self.requestDeletion(request, context) } }
+        api.post("accounts/:account/restore") { _, context in try await answer { try await self.restore(context) } }
         api.put("accounts/:account/photo") { request, context in
-            var response = try await Self.answer { try await self.uploadPhoto(request, context) }
+            var response = try await answer { try await self.uploadPhoto(request, context) }
             // A refusal may leave the body unread: the connection is not reused.
             if response.status.code >= 400 { response.headers[.connection] = "close" }
             return response
@@ -166,14 +166,21 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     /// Runs a route's work and turns its result or refusal into JSON with the status the
     /// refusal's category calls for.
-    static func answer(_ work: () async throws -> (HTTPResponse.Status, any Encodable)) async throws -> Response {
+    func answer(_ work: () async throws -> (HTTPResponse.Status, any Encodable)) async throws -> Response {
         do {
             let (status, value) = try await work()
-            return try json(status, value)
+            return try Self.json(status, value)
         } catch let error as APIError {
             return try error.response()
         } catch {
-            return try APIError(LifecycleError(classifying: error)).response()
+            let classified = LifecycleError(classifying: error)
+            guard classified.category == .internalError else { return try APIError(classified).response() }
+            // The answer says only that it failed; the log says why, under the id the answer carries.
+            let id = ServerErrors.requestID()
+            services.logger.error("request failed", metadata: ["request_id": "\(id)", "error": "\(error)"])
+            var refusal = APIError(.internalServerError, code: "internal_error", message: "an internal error (request \(id)); it is in the server's log")
+            refusal.requestID = id
+            return try refusal.response()
         }
     }
 
@@ -193,8 +200,10 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: 65_536)
-        } catch {
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw APIError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than 64 KiB")
+        } catch {
+            throw APIError(.badRequest, code: "bad_request", message: "the request body ended before its Content-Length (or could not be read)")
         }
         guard buffer.readableBytes > 0 else { return nil }
         do {
@@ -301,6 +310,8 @@ struct APIError: Error {
     let code: String
     let message: String
     var retryAt: Date?
+    /// For a 500: the id under which the server's log has the cause.
+    var requestID: String?
 
     init(_ status: HTTPResponse.Status, code: String, message: String, retryAt: Date? = nil) {
         self.status = status
@@ -330,14 +341,16 @@ struct APIError: Error {
                 var code: String
                 var message: String
                 var retryAt: Date?
-                enum CodingKeys: String, CodingKey { case code, message, retryAt = "retry_at" }
+                var requestID: String?
+                enum CodingKeys: String, CodingKey { case code, message, retryAt = "retry_at", requestID = "request_id" }
             }
             var error: Detail
         }
         var headers = HTTPFields()
+        if let requestID { headers[ServerErrors.requestIDField] = requestID }
         if let retryAt { headers[.retryAfter] = "\(max(1, Int(retryAt.timeIntervalSinceNow.rounded(.up))))" }
         if status == .unauthorized, code == "unauthorized" { headers[.wwwAuthenticate] = "Bearer" }
-        return try jsonResponse(status, Body(error: .init(code: code, message: message, retryAt: retryAt)), headers: headers)
+        return try jsonResponse(status, Body(error: .init(code: code, message: message, retryAt: retryAt, requestID: requestID)), headers: headers)
     }
 }
 

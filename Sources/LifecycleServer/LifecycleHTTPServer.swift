@@ -14,12 +14,16 @@ public struct ServeOptions: Sendable {
     /// Also run a job worker in the same process (exports, photos, purges as they fall due).
     public var withWorker: Bool
     public var workerConcurrency: Int
+    public var limits: ServerLimits
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, withWorker: Bool = false, workerConcurrency: Int = 2) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, withWorker: Bool = false, workerConcurrency: Int = 2, limits: ServerLimits = .standard
+    ) {
         self.host = host
         self.port = port
         self.withWorker = withWorker
         self.workerConcurrency = workerConcurrency
+        self.limits = limits
     }
 }
 
@@ -53,6 +57,7 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
 
     public func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
+        router.add(middleware: ServerErrorMiddleware(logger: services.logger))
         if let apiToken { AppAPI(services: services, token: apiToken).register(on: router) }
         OpsDashboard(services: services, access: opsAccess).register(on: router)
         let downloads = DownloadResponder(services: services)
@@ -69,9 +74,12 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
         if options.withWorker {
             services.append(WorkerService(services: self.services, concurrency: options.workerConcurrency))
         }
+        let (limits, connections) = (options.limits, OpenConnections())
         let app = Application(
             router: router(),
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionCloseInstaller()])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [
+                ConnectionCloseInstaller(), ServerLimitsInstaller(limits: limits, connections: connections),
+            ])),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
             services: services,
             onServerRunning: { channel in

@@ -70,8 +70,8 @@ public struct S3Location: Sendable, Equatable {
         if let raw = values["endpoint"] {
             guard let parsed = URLComponents(string: raw), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
                   let host = parsed.host, !host.isEmpty, parsed.query == nil,
-                  parsed.path.isEmpty || parsed.path == "/" else {
-                throw S3ConfigurationError("endpoint '\(raw)' in blob location '\(text)' must be http:// or https:// with a host and optional port, and no path, like http://127.0.0.1:9000")
+                  parsed.path.isEmpty || parsed.path == "/", (parsed.port ?? 1) >= 1, (parsed.port ?? 1) <= 65_535 else {
+                throw S3ConfigurationError("endpoint '\(raw)' in blob location '\(text)' must be http:// or https:// with a host and optional port (1 to 65535), and no path, like http://127.0.0.1:9000")
             }
             endpoint = URL(string: "\(scheme)://\(parsed.percentEncodedHost ?? host)\(parsed.port.map { ":\($0)" } ?? "")")
         }

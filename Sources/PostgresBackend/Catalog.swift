@@ -95,7 +95,7 @@ extension PostgresStore {
             SchemaCatalog.Table(
                 name: name, columns: columns, primaryKey: primaryKeys[name] ?? [], access: access[name] ?? .full, indexedColumns: indexed[name] ?? [])
         }
-        return SchemaCatalog(defaultSchema: defaultSchema, tables: tables, foreignKeys: keys, hasTransactionSettings: true)
+        return SchemaCatalog(defaultSchema: defaultSchema, tables: tables, foreignKeys: keys, hasTransactionSettings: true, hasAccessControl: true)
     }
 
     /// What the connection's role may do with table `c` (of namespace `n`): whether row

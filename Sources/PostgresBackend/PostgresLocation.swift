@@ -61,6 +61,14 @@ public struct PostgresLocation: Sendable, Equatable {
         guard let user = components.percentEncodedUser.flatMap({ $0.removingPercentEncoding }), !user.isEmpty else {
             throw PostgresStoreError.badLocation("the PostgreSQL URL names no user: \(usage)")
         }
+        // URLComponents takes any number as a port; a socket address keeps 16 bits of it, so
+        // 99999 would connect to 34463.
+        if let port = components.port, !(1...65_535).contains(port) {
+            throw PostgresStoreError.badLocation("the PostgreSQL URL's port \(port) is not a TCP port (1 to 65535): \(usage)")
+        }
+        if components.port == nil, let authority = text.split(separator: "@").last?.split(separator: "/").first, authority.hasSuffix(":") {
+            throw PostgresStoreError.badLocation("the PostgreSQL URL has a ':' but no port after it: \(usage)")
+        }
         let database = String(components.path.drop(while: { $0 == "/" })).removingPercentEncoding ?? ""
         guard !database.isEmpty, !database.contains("/") else {
             throw PostgresStoreError.badLocation("the PostgreSQL URL names no database (the path after the port): \(usage)")

@@ -34,10 +34,46 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         valueName: "path"))
     var opsTokenFile: String?
     @OptionGroup var operatorOption: OperatorOption
+    @Option(name: .customLong("header-timeout"), help: ArgumentHelp(
+        "Seconds a client has to send a complete request head, from connecting or from the end of the previous answer (default 10).",
+        valueName: "seconds"))
+    var headerTimeout: Double = Self.seconds(ServerLimits.defaultHeaderTimeout)
+    @Option(name: .customLong("body-timeout"), help: ArgumentHelp(
+        "Seconds a request body may pause between two reads (default 30).", valueName: "seconds"))
+    var bodyTimeout: Double = Self.seconds(ServerLimits.defaultBodyIdleTimeout)
+    @Option(name: .customLong("keep-alive-timeout"), help: ArgumentHelp(
+        "Seconds a kept-alive connection may wait for its next request (default 60).", valueName: "seconds"))
+    var keepAliveTimeout: Double = Self.seconds(ServerLimits.defaultKeepAliveTimeout)
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp(
+        "Connections served at once; beyond them requests get 503 and /healthz still answers (default: half the open-file limit, at most 1024).",
+        valueName: "n"))
+    var maxConnections: Int?
 
     func validate() throws {
         _ = try endpoint()
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256") }
+        _ = try limits()
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    func limits() throws -> ServerLimits {
+        func seconds(_ value: Double, _ flag: String) throws -> Duration {
+            guard value.isFinite, value >= 0.1, value <= 3_600 else {
+                throw ValidationError("--\(flag) must be between 0.1 and 3600 seconds (got \(value))")
+            }
+            return .milliseconds(Int64(value * 1_000))
+        }
+        let files = ServerLimits.openFileLimit()
+        let connections = maxConnections ?? ServerLimits.defaultMaxConnections(openFileLimit: files)
+        guard connections >= 1, connections < files else {
+            throw ValidationError("--max-connections must be between 1 and the open-file limit (\(files), `ulimit -n`) less one; got \(connections)")
+        }
+        return ServerLimits(
+            headerTimeout: try seconds(headerTimeout, "header-timeout"), bodyIdleTimeout: try seconds(bodyTimeout, "body-timeout"),
+            keepAliveTimeout: try seconds(keepAliveTimeout, "keep-alive-timeout"), maxConnections: connections)
     }
 
     /// `host:port`, or `[v6]:port`.
@@ -60,6 +96,17 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         let environment = ProcessInfo.processInfo.environment
         var text: String?
         if let path = file ?? environment[variable + "_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                throw CLIFailure(.noInput, "\(path): cannot read the \(what) file: \(String(cString: strerror(errno))) (create it with `openssl rand -hex 32 > \(path) && chmod 600 \(path)`)")
+            }
+            // As the signing key's: a token others on the machine can read is anyone's.
+            guard info.st_mode & 0o077 == 0, info.st_uid == geteuid() else {
+                throw CLIFailure(.permissionDenied, """
+                    \(path): the \(what) file must be private to the user lifecycle runs as (mode \(String(info.st_mode & 0o777, radix: 8)), \
+                    owner uid \(info.st_uid)); run `chmod 600 \(path)` as its owner
+                    """)
+            }
             guard let data = FileManager.default.contents(atPath: path), data.count <= 4_096 else {
                 throw CLIFailure(.noInput, "\(path): cannot read the \(what) file (it must exist and hold one token)")
             }
@@ -87,12 +134,17 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let (host, port) = try endpoint()
+        // One token for both would let the app backend, which holds the API token, open /ops.
+        if let api = try Self.token(file: apiTokenFile, variable: "LIFECYCLE_API_TOKEN", what: "API token"),
+           let ops = try Self.token(file: opsTokenFile, variable: "LIFECYCLE_OPS_TOKEN", what: "operator token"), api == ops {
+            throw CLIFailure(.usage, "the API token and the operator token are the same: give /ops a token of its own (`openssl rand -hex 32`)")
+        }
         // Refused now, not at the first download: without a key no link can be checked.
         if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
         let token = try apiToken()
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
         try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: try opsAccess()).run(
-            ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency)
+            ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency, limits: try limits())
         ) { [json = options.json] address in
             if json {
                 try? Terminal.printJSON(["listening": "http://\(address)"])

@@ -19,9 +19,12 @@ struct ServeTests {
         let process: Process
         let base: String
 
-        static func start(_ workspace: Workspace, environment: [String: String] = [:]) async throws -> Server {
+        static func start(
+            _ workspace: Workspace, environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = []
+        ) async throws -> Server {
             let (process, out, err) = try workspace.process(
-                ["serve", "--listen", "127.0.0.1:0"], environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey].merging(environment) { $1 })
+                ["serve", "--listen", "127.0.0.1:0"] + arguments, environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey].merging(environment) { $1 },
+                wrapper: wrapper)
             var base: String?
             let listening = try await eventually(timeout: 60) {
                 let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""

@@ -36,6 +36,8 @@ struct PostgresConnectionTests {
         "postgres://host/db", "postgres://user@/db", "postgres://user@host", "postgres://user@host/db?sslmode=sometimes",
         "postgres://user@host/db?pool=0", "postgres://user@host/db?colour=blue", "postgres://user@host/db?connect_timeout=0",
         "postgres://user@host/db?connect_timeout=soon", "postgres://user@host/db?prepared_statements=sometimes",
+        // A socket address keeps 16 bits of a port: 99999 would reach 34463.
+        "postgres://user@host:99999/db", "postgres://user@host:0/db", "postgres://user@host:/db",
     ])
     func badURLsAreRefusedWithWhatIsWrong(_ url: String) throws {
         #expect { try PostgresLocation(url: url) } throws: { error in

@@ -26,6 +26,7 @@ struct S3LocationTests {
         ("s3://bucket?endpoint=ftp://host", "must be http:// or https://"),
         ("s3://bucket?endpoint=http://host/path", "no path"),
         ("s3://bucket?endpoint=127.0.0.1:9000", "must be http:// or https://"),
+        ("s3://bucket?endpoint=http://127.0.0.1:99999", "optional port (1 to 65535)"),
         ("s3://bucket?region=US%20EAST", "not a region name"),
         ("s3://bucket?regoin=us-east-1", "unknown parameter 'regoin'"),
         ("s3://bucket:9000/x", "goes in ?endpoint="),

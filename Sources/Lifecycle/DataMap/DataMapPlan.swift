@@ -115,13 +115,13 @@ public struct DataMapPlan: Sendable {
         self.deletedByDatabase = deletedByDatabase
         self.suspects = checker.suspects(plans: plans, subject: subject, keyKind: keyKind)
         self.keyNames = checker.keyNames(subject: subject)
+        self.touchedTables = neededTables()
+        var seen = Set<DataMap.TransactionSetting>()
+        self.eraseSettings = tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
     }
 
     /// Every mapped table's `erase_settings`, each once.
-    public var eraseSettings: [DataMap.TransactionSetting] {
-        var seen = Set<DataMap.TransactionSetting>()
-        return tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
-    }
+    public private(set) var eraseSettings: [DataMap.TransactionSetting] = []
 
     /// Preset tables this database does not have, left out (for `map check`'s notes).
     public let presetTablesLeftOut: [String]
@@ -182,7 +182,10 @@ public struct DataMapPlan: Sendable {
     /// Every table a purge or an export of an account reads or changes, with what it
     /// needs of it: the user table, the password table, each mapped table, and the
     /// tables other users' rows are cascaded from.
-    public var touchedTables: [(table: DataMap.TableName, reads: Bool, updates: Bool, deletes: Bool)] {
+    /// (Worked out once: every purge and export asks.)
+    public private(set) var touchedTables: [(table: DataMap.TableName, reads: Bool, updates: Bool, deletes: Bool)] = []
+
+    private func neededTables() -> [(table: DataMap.TableName, reads: Bool, updates: Bool, deletes: Bool)] {
         var needs: [DataMap.TableName: (Bool, Bool, Bool)] = [:]
         func add(_ name: DataMap.TableName, updates: Bool = false, deletes: Bool = false) {
             let known = needs[name] ?? (true, false, false)

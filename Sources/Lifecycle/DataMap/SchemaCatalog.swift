@@ -103,11 +103,17 @@ public struct SchemaCatalog: Sendable {
     public let foreignKeys: [ForeignKey]
     /// Whether a transaction can set settings for its length (`SET LOCAL`): PostgreSQL's.
     public let hasTransactionSettings: Bool
+    /// Whether roles, privileges and row level security can hide or keep rows from the
+    /// connection (PostgreSQL); a SQLite connection sees and may change every row.
+    public let hasAccessControl: Bool
 
     /// Tables and keys are keyed by fully qualified names.
-    public init(defaultSchema: String, tables: [Table], foreignKeys: [ForeignKey], hasTransactionSettings: Bool = false) {
+    public init(
+        defaultSchema: String, tables: [Table], foreignKeys: [ForeignKey], hasTransactionSettings: Bool = false, hasAccessControl: Bool = false
+    ) {
         self.defaultSchema = defaultSchema
         self.hasTransactionSettings = hasTransactionSettings
+        self.hasAccessControl = hasAccessControl
         self.tables = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.foreignKeys = foreignKeys
     }
