@@ -60,6 +60,9 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
         router.add(middleware: ServerErrorMiddleware(logger: services.logger))
         if let apiToken { AppAPI(services: services, token: apiToken).register(on: router) }
         OpsDashboard(services: services, access: opsAccess).register(on: router)
+        // The confirmation links are signed with the download links' key: without one (an S3
+        // store's presigned links need none) the page is not served.
+        if (try? services.linkSigner()) != nil { DeletionPage(services: services).register(on: router) }
         let downloads = DownloadResponder(services: services)
         router.get("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: true) }
         router.head("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: false) }

@@ -69,6 +69,14 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
         }
     }
 
+    /// Where mail to the account goes (the map's `email:` column for an app's own users).
+    public func email(id: String, in tx: Store.Transaction) throws -> String? {
+        switch source {
+        case .reference: try tx.account(id: id)?.email
+        case .app(let data): try data.email(key: id, in: tx)
+        }
+    }
+
     public func markPendingDeletion(id: String, requestedAt: Date, purgeAfter: Date, in tx: Store.Transaction) throws -> Bool {
         switch source {
         case .reference: try tx.markPendingDeletion(accountID: id, requestedAt: requestedAt, purgeAfter: purgeAfter)

@@ -10,6 +10,8 @@ public enum DeletionAudit {
     public static let restore = "deletion.restore"
     public static let purge = "account.purge"
     public static let setPassword = "account.set-password"
+    /// A confirmation link sent from the web deletion page (`lifecycle serve`'s /account/delete).
+    public static let webLink = "deletion.web-link"
 
     public static let incorrectPassword = "incorrect-password"
     public static let lockedOut = "locked-out"
@@ -192,6 +194,51 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         }
         services.logger.notice("deletion requested", metadata: ["account": "\(id)", "outcome": "\(result.outcome.rawValue)"])
         return result
+    }
+
+    // MARK: - Confirmed by email (the web deletion page)
+
+    /// Deletion confirmed through a link sent to the account's address instead of the
+    /// password: the same grace period, sessions signed out, purge scheduled and audit as
+    /// the user's request. `linkIssuedAt` makes the link single-use: a deletion requested
+    /// (or restored) since it was sent voids it.
+    public func requestDeletionConfirmedByEmail(accountID id: String, linkIssuedAt: Date) async throws -> DeletionRequestResult {
+        let now = services.clock.now()
+        let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
+        let result = try await services.store.write { [self] tx -> DeletionRequestResult in
+            guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(.key(id)) }
+            if try Self.linkUsed(accountID: id, since: linkIssuedAt, in: tx) {
+                throw LifecycleError(.permissionDenied, "this confirmation link has been used already")
+            }
+            guard account.state == .active,
+                  try directory.markPendingDeletion(id: id, requestedAt: now, purgeAfter: purgeAfter, in: tx) else {
+                if account.state == .purged { throw purgedError(account) }
+                try tx.recordAudit(event(id, actor: "user:email-link", action: DeletionAudit.request, outcome: "already-pending", at: now))
+                return alreadyPending(account)
+            }
+            let revoked = try directory.revokeSessions(id: id, at: now, in: tx)
+            let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
+            try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: services.store, now: now, in: tx)
+            try tx.recordAudit(event(id, actor: "user:email-link", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
+                "confirmed_by": .string("email-link"), "link_issued_at": .string(ISO8601.format(linkIssuedAt)),
+                "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked), "purge_job": .int(job.id),
+            ]))
+            return DeletionRequestResult(
+                outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
+                sessionsRevoked: revoked, message: DeletionMessages.deleted(graceDays: policy.graceDays))
+        }
+        services.logger.notice("deletion requested", metadata: ["account": "\(id)", "outcome": "\(result.outcome.rawValue)", "confirmed_by": "email-link"])
+        return result
+    }
+
+    /// Whether anything a confirmation link would do has happened since it was sent: a
+    /// deletion requested (by this link or any other way) or a restore.
+    static func linkUsed(accountID id: String, since issued: Date, in tx: Store.Transaction) throws -> Bool {
+        for (action, outcome) in [(DeletionAudit.request, "requested"), (DeletionAudit.request, "already-pending"),
+                                  (DeletionAudit.operatorRequest, "requested"), (DeletionAudit.restore, "restored")] {
+            if try !tx.auditTimes(accountID: id, action: action, outcome: outcome, since: issued).isEmpty { return true }
+        }
+        return false
     }
 
     // MARK: - Support and legal

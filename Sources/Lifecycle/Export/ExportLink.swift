@@ -62,6 +62,26 @@ public struct LinkSigner: Sendable {
         Data("lifecycle-export-link/v1\n\(exportID)\n\(expires)".utf8)
     }
 
+    /// A deletion confirmation link's signature (the web deletion page): the account and
+    /// when the link was sent, under its own versioned message, so neither an export
+    /// link's signature nor the page's form token can stand in for it.
+    public func deletionLinkSignature(account: String, issued: Int64) -> String {
+        FileDigest.hex(HMAC<SHA256>.authenticationCode(for: Data("lifecycle-deletion-link/v1\n\(account)\n\(issued)".utf8), using: key))
+    }
+
+    /// The confirmation form's token, bound to the link it was served for: a form posted
+    /// from another site has the link at best, never this.
+    public func deletionFormToken(linkSignature: String) -> String {
+        FileDigest.hex(HMAC<SHA256>.authenticationCode(for: Data("lifecycle-deletion-form/v1\n\(linkSignature)".utf8), using: key))
+    }
+
+    /// Compares two hex signatures in constant time.
+    public static func sameSignature(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
     static func unixSeconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
 
     private static func bytes(fromHex text: String) -> Data? {

@@ -1,0 +1,229 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Lifecycle
+import NIOCore
+import Synchronization
+
+/// `/account/delete`: the web page an app publishes in its store listing so that users can
+/// delete their account without the app. Server-rendered HTML with forms, no script:
+///
+/// 1. `GET /account/delete` asks for the email address; `POST` answers the same sentence
+///    whether or not an account has it, and sends the account's address a single-use
+///    confirmation link (`WebDeletion`).
+/// 2. `GET /account/delete/confirm?account&issued&sig` shows the product's warning and a
+///    form whose token is bound to the link; `POST` requests deletion with the 30-day grace
+///    period and shows the product's answer.
+///
+/// Forms posted from another site are refused (the browser's `Sec-Fetch-Site` and
+/// `Origin`, and the confirmation form's token). Requests for links are limited per
+/// address here (in this process) and per account in the audit (across processes).
+struct DeletionPage<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let limiter = AddressLimiter(perHour: 5)
+
+    static var sentText: String {
+        "If an account uses that address, we've sent it an email with a link to confirm the deletion. The link works once, for 30 minutes."
+    }
+
+    func register(on router: Router<ServerContext>) {
+        router.get("/account/delete") { _, _ in Self.askPage() }
+        router.post("/account/delete") { request, _ in try await self.requestLink(request) }
+        router.get("/account/delete/confirm") { request, _ in try await self.confirmPage(request) }
+        router.post("/account/delete/confirm") { request, _ in try await self.confirm(request) }
+        router.get("/account/delete/kept") { _, _ in
+            var page = AccountPage(title: "Your account is kept")
+            page.line("<p role=\"status\">Nothing was deleted. Your account is as it was.</p>")
+            return page.response()
+        }
+    }
+
+    private func web() async throws -> WebDeletion<Store> { try await WebDeletion(services: services) }
+
+    // MARK: Pages
+
+    static func askPage(status: HTTPResponse.Status = .ok, note: String? = nil) -> Response {
+        var page = AccountPage(title: "Delete your account")
+        if let note { page.line("<p role=\"alert\">\(h(note))</p>") }
+        page.line("<p>Enter the email address of your account. We'll send it a link to confirm that you want to delete the account and all its data.</p>")
+        page.line("""
+            <form method="post" action="/account/delete">
+            <p><label for="email">Email address</label><br>
+            <input id="email" name="email" type="email" autocomplete="email" required maxlength="320" autofocus></p>
+            <p><button type="submit">Send me a confirmation link</button></p>
+            </form>
+            """)
+        return page.response(status: status)
+    }
+
+    private func requestLink(_ request: Request) async throws -> Response {
+        if let refusal = Self.crossSite(request) { return refusal }
+        let form = try await Self.form(request)
+        guard let address = form["email"]?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains("@"), address.utf8.count <= 320 else {
+            return Self.askPage(status: .badRequest, note: "Enter the email address of your account, like name@example.com.")
+        }
+        var page = AccountPage(title: "Check your email")
+        page.line("<p role=\"status\">\(h(Self.sentText))</p>")
+        // Over the limit the answer is the same: it must not tell an address with an
+        // account from one without.
+        guard limiter.admit(address.lowercased()) else {
+            services.logger.notice("deletion link refused: too many requests for one address", metadata: ["outcome": "rate-limited"])
+            return page.response()
+        }
+        let web = try await web()
+        if let message = try await web.requestLink(address: address) {
+            // Sent after the answer, so that how long the page takes says nothing either.
+            let logger = services.logger
+            Task.detached {
+                do { try await web.deliver(message) } catch {
+                    logger.warning("deletion link not delivered; it waits in the outbox", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        return page.response()
+    }
+
+    private func confirmPage(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        let (account, issued, signature) = (query["account"].map(String.init), query["issued"].map(String.init), query["sig"].map(String.init))
+        let web = try await web()
+        let check = try await web.check(account: account, issued: issued, signature: signature)
+        guard case .valid = check, let account, let issued, let signature else { return Self.linkRefused(check) }
+        var page = AccountPage(title: "Delete your account?")
+        page.line("<p role=\"alert\"><strong>\(h(WebDeletion<Store>.warning))</strong></p>")
+        page.line("<p>You'll have 30 days to change your mind by signing in again.</p>")
+        page.line("""
+            <form method="post" action="/account/delete/confirm">
+            <input type="hidden" name="account" value="\(h(account))">
+            <input type="hidden" name="issued" value="\(h(issued))">
+            <input type="hidden" name="sig" value="\(h(signature))">
+            <input type="hidden" name="form_token" value="\(h(web.formToken(signature: signature)))">
+            <p><button type="submit">Delete my account</button></p>
+            </form>
+            <p><a href="/account/delete/kept">Keep my account</a></p>
+            """)
+        return page.response()
+    }
+
+    private func confirm(_ request: Request) async throws -> Response {
+        if let refusal = Self.crossSite(request) { return refusal }
+        let form = try await Self.form(request)
+        let web = try await web()
+        let (check, result): (WebDeletion<Store>.LinkCheck, DeletionRequestResult?)
+        do {
+            (check, result) = try await web.confirm(account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"])
+        } catch let error as LifecycleError where error.category == .permissionDenied {
+            return AccountPage.message(.forbidden, "This confirmation did not come from the confirmation page. Open the link in the email again.")
+        }
+        guard let result else { return Self.linkRefused(check) }
+        var page = AccountPage(title: "Account deleted")
+        page.line("<p role=\"status\">\(h(result.message))</p>")
+        return page.response()
+    }
+
+    static func linkRefused(_ check: WebDeletion<Store>.LinkCheck) -> Response {
+        switch check {
+        case .expired:
+            AccountPage.message(.gone, "This link has expired. Ask for a new one on the account deletion page.", askAgain: true)
+        case .used:
+            AccountPage.message(.gone, "This link has already been used. If you still want to delete your account, ask for a new one.", askAgain: true)
+        case .invalid, .valid:
+            AccountPage.message(.forbidden, "This link is not valid. Copy the whole link from the email, or ask for a new one.", askAgain: true)
+        }
+    }
+
+    // MARK: Plumbing
+
+    /// A form posted from another site: the browser says so (`Sec-Fetch-Site`, `Origin`).
+    static func crossSite(_ request: Request) -> Response? {
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
+            return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
+        }
+        if let origin = request.headers[HTTPField.Name("Origin")!], let host = request.head.authority,
+           origin != "http://\(host)", origin != "https://\(host)" {
+            return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
+        }
+        return nil
+    }
+
+    /// An `application/x-www-form-urlencoded` body of at most 8 KiB.
+    static func form(_ request: Request) async throws -> [String: String] {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: 8_192)
+        } catch {
+            throw HTTPError(.badRequest, message: "the form is larger than 8 KiB or ended early")
+        }
+        var fields: [String: String] = [:]
+        for pair in String(buffer: buffer).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let name = String(parts[0]).removingPercentEncoding,
+                  let value = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+                  fields[name] == nil else { continue }
+            fields[name] = value
+        }
+        return fields
+    }
+}
+
+/// The deletion page's frame: the product's plain page, readable without styles or script.
+struct AccountPage {
+    private var body: [String] = []
+    let title: String
+
+    init(title: String) { self.title = title }
+
+    mutating func line(_ html: String) { body.append(html) }
+
+    func response(status: HTTPResponse.Status = .ok) -> Response {
+        let document = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(h(title))</title>
+            <style>body{font:16px/1.5 system-ui,sans-serif;margin:2em auto;max-width:36em;padding:0 1em}
+            input{font:inherit;padding:.4em;width:100%;box-sizing:border-box}button{font:inherit;padding:.5em 1em}
+            :focus{outline:3px solid #1a5fb4;outline-offset:2px}</style></head>
+            <body><main><h1>\(h(title))</h1>
+            \(body.joined(separator: "\n"))
+            </main></body></html>
+
+            """
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: document)))
+    }
+
+    static func message(_ status: HTTPResponse.Status, _ text: String, askAgain: Bool = false) -> Response {
+        var page = AccountPage(title: "Delete your account")
+        page.line("<p role=\"alert\">\(h(text))</p>")
+        if askAgain { page.line("<p><a href=\"/account/delete\">Ask for a new link</a></p>") }
+        return page.response(status: status)
+    }
+}
+
+/// At most `perHour` requests per address in this process, counted by a keyed hash (no
+/// address is kept): a page that mails links must not mail one address without end.
+final class AddressLimiter: Sendable {
+    private let perHour: Int
+    private let key = SymmetricKey(size: .bits256)
+    private let seen = Mutex<[Data: [Date]]>([:])
+
+    init(perHour: Int) { self.perHour = perHour }
+
+    func admit(_ address: String, now: Date = Date()) -> Bool {
+        let id = Data(HMAC<SHA256>.authenticationCode(for: Data(address.utf8), using: key))
+        return seen.withLock { seen in
+            let hourAgo = now.addingTimeInterval(-3_600)
+            if seen.count > 10_000 { seen = seen.filter { $0.value.contains { $0 > hourAgo } } }
+            let recent = (seen[id] ?? []).filter { $0 > hourAgo }
+            guard recent.count < perHour else { return false }
+            seen[id] = recent + [now]
+            return true
+        }
+    }
+}
