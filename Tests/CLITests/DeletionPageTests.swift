@@ -1,0 +1,161 @@
+import ChildProcesses
+import Foundation
+import Testing
+
+/// The web deletion page (`/account/delete`), the store listing's link: the address asked
+/// for, the same answer whether or not an account has it, a single-use signed link through
+/// the outbox, the product's warning, and the deletion with its grace period; refused when
+/// forged, expired or used again.
+@Suite(.serialized)
+struct DeletionPageTests {
+    static let serve = ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey]
+
+    /// The confirmation links in the outbox, oldest first, moved onto the test server (the
+    /// link's origin is the policy's link_base_url).
+    static func links(_ workspace: Workspace, to server: ServeTests.Server, account: String) async throws -> [String] {
+        let bodies = try await workspace.query(
+            "SELECT body FROM \(workspace.ownTable("outbox")) WHERE unique_key LIKE ? ORDER BY id", [.text("deletion-link:\(account):%")])
+        return bodies.compactMap { row in
+            guard let body = row.first ?? nil, let line = body.split(separator: "\n").first(where: { $0.contains("/account/delete/confirm?") }),
+                  let path = line.range(of: "/account/delete/confirm?") else { return nil }
+            return "http://\(server.base)" + line[path.lowerBound...]
+        }
+    }
+
+    static func form(_ html: String, _ name: String) -> String? {
+        guard let range = html.range(of: "name=\"\(name)\" value=\"") else { return nil }
+        let rest = html[range.upperBound...]
+        return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
+    }
+
+    static func post(_ url: String, _ fields: [(String, String)], headers: [String] = []) async throws -> (status: Int, text: String) {
+        var arguments = ["-X", "POST"]
+        for header in headers { arguments += ["-H", header] }
+        for (name, value) in fields { arguments += ["--data-urlencode", "\(name)=\(value)"] }
+        return try await ServeTests.curl(arguments + [url])
+    }
+
+    static func body(_ answer: (status: Int, text: String)) -> String {
+        guard let start = answer.text.range(of: "<!doctype html>") else { return answer.text }
+        return String(answer.text[start.lowerBound...])
+    }
+
+    @Test func aLinkIsSentOnlyToAnAccountsAddressAndTheSameAnswerGoesToEveryone() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace)
+        let page = "http://\(server.base)/account/delete"
+
+        let asked = try await ServeTests.curl([page])
+        #expect(asked.status == 200 && asked.text.contains("<label for=\"email\">Email address</label>"), "\(asked.text)")
+        #expect(asked.text.contains("Content-Security-Policy: default-src 'none'"))
+
+        let known = try await Self.post(page, [("email", "ada@example.com")])
+        let unknown = try await Self.post(page, [("email", "nobody@example.com")])
+        #expect(known.status == 200 && unknown.status == 200)
+        #expect(Self.body(known) == Self.body(unknown), "the answer tells the two apart")
+        #expect(Self.body(known).contains("If an account uses that address"))
+        #expect(try await Self.links(workspace, to: server, account: "ada").count == 1)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("outbox")) WHERE unique_key LIKE 'deletion-link:%'") == 1)
+        let mail = try #require(try await workspace.string(
+            "SELECT recipient FROM \(workspace.ownTable("outbox")) WHERE unique_key LIKE 'deletion-link:ada:%'"))
+        #expect(mail == "ada@example.com")
+        #expect(try await Self.post(page, [("email", "not an address")]).status == 400)
+
+        // The audit has each request, the address only as a keyed hash.
+        let audit = try await workspace.run(["audit", "ada", "--json"])
+        #expect(audit.stdout.contains("deletion.web-link") && audit.stdout.contains("address_digest"), "\(audit.stdout)")
+        let events = try await workspace.query("SELECT outcome, detail FROM \(workspace.ownTable("audit_events")) WHERE action = 'deletion.web-link' ORDER BY id")
+        #expect(events.map { $0[0] ?? "" } == ["sent", "unknown-address"])
+        #expect(!events.contains { ($0[1] ?? "").contains("example.com") })
+
+        // Per account: three links an hour, then nothing more is sent (the answer is the same).
+        for _ in 0..<4 { #expect(Self.body(try await Self.post(page, [("email", "bob@example.com")])) == Self.body(known)) }
+        #expect(try await Self.links(workspace, to: server, account: "bob").count == 3)
+        let limited = try await workspace.query(
+            "SELECT outcome FROM \(workspace.ownTable("audit_events")) WHERE action = 'deletion.web-link' AND account_id = 'bob' ORDER BY id")
+        #expect(limited.map { $0[0] ?? "" } == ["sent", "sent", "sent", "rate-limited"])
+        #expect(await server.stop() == 0)
+    }
+
+    @Test func theLinkDeletesWithTheGracePeriodOnceAndNeverFromAForgedForm() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace)
+        let page = "http://\(server.base)/account/delete"
+        _ = try await Self.post(page, [("email", "ada@example.com")])
+        let link = try #require(try await Self.links(workspace, to: server, account: "ada").first)
+
+        let shown = try await ServeTests.curl([link])
+        #expect(shown.status == 200, "\(shown.text)")
+        #expect(shown.text.contains("This will permanently delete all your entries, photos, and data. This action cannot be undone."))
+        let fields = try ["account", "issued", "sig", "form_token"].map { ($0, try #require(Self.form(shown.text, $0))) }
+        let confirm = page + "/confirm"
+
+        // Forged: no form token, a wrong one, another site's form, an altered link.
+        #expect(try await Self.post(confirm, Array(fields.dropLast())).status == 403)
+        #expect(try await Self.post(confirm, Array(fields.dropLast()) + [("form_token", String(repeating: "0", count: 64))]).status == 403)
+        #expect(try await Self.post(confirm, fields, headers: ["Origin: https://evil.example"]).status == 403)
+        #expect(try await Self.post(confirm, [("account", "bob")] + Array(fields.dropFirst())).status == 403)
+        #expect(try await workspace.run(["accounts", "show", "ada"]).stdout.contains("active"))
+
+        let done = try await Self.post(confirm, fields)
+        #expect(done.status == 200 && done.text.contains("Your account has been deleted. You have 30 days to recover it by signing in again."), "\(done.text)")
+        let state = try await workspace.run(["accounts", "show", "ada", "--json"])
+        #expect(state.stdout.contains(#""state":"pendingDeletion""#), "\(state.stdout)")
+        let request = try await workspace.query(
+            "SELECT actor, detail FROM \(workspace.ownTable("audit_events")) WHERE action = 'deletion.request' AND account_id = 'ada'")
+        #expect(request.count == 1 && request[0][0] == "user:email-link" && (request[0][1] ?? "").contains("purge_job"), "\(request)")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM sessions WHERE account_id = 'ada' AND revoked_at IS NULL") == 0)
+
+        // Used: the page and the form both refuse it, and nothing more is recorded.
+        let again = try await ServeTests.curl([link])
+        #expect(again.status == 410 && again.text.contains("already been used"), "\(again.text)")
+        #expect(try await Self.post(confirm, fields).status == 410)
+        // Restored by signing in again, the old link stays void.
+        #expect(try await workspace.run(["restore", "ada"]).status == 0)
+        #expect(try await ServeTests.curl([link]).status == 410)
+        #expect(await server.stop() == 0)
+
+        // Expired: bob's link, opened 31 minutes on.
+        let first = try await ServeTests.Server.start(workspace)
+        _ = try await Self.post("http://\(first.base)/account/delete", [("email", "bob@example.com")])
+        #expect(await first.stop() == 0)
+        let later = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 60))])
+        let bobs = try #require(try await Self.links(workspace, to: later, account: "bob").first)
+        let expired = try await ServeTests.curl([bobs])
+        #expect(expired.status == 410 && expired.text.contains("expired"), "\(expired.text)")
+        #expect(await later.stop() == 0)
+        #expect(try await workspace.run(["accounts", "show", "bob"]).stdout.contains("active"))
+    }
+
+    /// From the store link to the confirmation with the keyboard alone, in Chromium.
+    @Test func aUserDeletesTheirAccountWithTheKeyboardAloneInABrowser() async throws {
+        let python = repositoryRoot + "/.build-tools/venv/bin/python"
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "chromium is missing: run make (it installs it)")
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace)
+        let script = repositoryRoot + "/Tests/CLITests/Browser/delete_account.py"
+        struct Asked: Decodable { var focus_after_load: String; var focus_after_tab: String; var text: String }
+        struct Confirmed: Decodable { var before: String; var focus_after_load: String; var focus_after_tab: String; var text: String }
+
+        let ask = try await SurfaceTests.shell(
+            "'\(python)' '\(script)' /usr/bin/chromium ask 'http://\(server.base)/account/delete' ada@example.com", in: workspace.root)
+        #expect(ask.status == 0, "\(ask.stdout)\(ask.stderr.suffix(3_000))")
+        let asked = try JSONDecoder().decode(Asked.self, from: Data(ask.stdout.utf8))
+        #expect(asked.focus_after_load == "input: Email address", "\(asked.focus_after_load)")
+        #expect(asked.focus_after_tab == "button: Send me a confirmation link", "\(asked.focus_after_tab)")
+        #expect(asked.text.contains("If an account uses that address"), "\(asked.text)")
+
+        let link = try #require(try await Self.links(workspace, to: server, account: "ada").first)
+        let confirm = try await SurfaceTests.shell("'\(python)' '\(script)' /usr/bin/chromium confirm '\(link)'", in: workspace.root)
+        #expect(confirm.status == 0, "\(confirm.stdout)\(confirm.stderr.suffix(3_000))")
+        let confirmed = try JSONDecoder().decode(Confirmed.self, from: Data(confirm.stdout.utf8))
+        #expect(confirmed.before.contains("This action cannot be undone."), "\(confirmed.before)")
+        #expect(confirmed.focus_after_tab == "button: Delete my account", "\(confirmed.focus_after_tab)")
+        #expect(confirmed.text.contains("Your account has been deleted. You have 30 days to recover it by signing in again."), "\(confirmed.text)")
+        #expect(try await workspace.run(["accounts", "show", "ada"]).stdout.contains("pendingDeletion"))
+        #expect(await server.stop() == 0)
+    }
+}
