@@ -194,7 +194,9 @@ struct AccountPage {
         headers[.cacheControl] = "no-store"
         headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // The confirmation link's address goes to no other site; not `no-referrer`, with
+        // which browsers send `Origin: null` on the page's own forms.
+        headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: document)))
     }
 

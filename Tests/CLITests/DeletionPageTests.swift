@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import JobRunner
 import Testing
 
 /// The web deletion page (`/account/delete`), the store listing's link: the address asked
@@ -157,5 +158,28 @@ struct DeletionPageTests {
         #expect(confirmed.text.contains("Your account has been deleted. You have 30 days to recover it by signing in again."), "\(confirmed.text)")
         #expect(try await workspace.run(["accounts", "show", "ada"]).stdout.contains("pendingDeletion"))
         #expect(await server.stop() == 0)
+    }
+
+    /// On an app's own database (the Django example, both backends): the address is found
+    /// in the map's email column, and confirming signs the user out of Django.
+    @Test(arguments: Backend.allCases)
+    func aDjangoUserDeletesTheirAccountFromTheWebPage(_ backend: Backend) async throws {
+        let django = DjangoSiteErasureTests()
+        let (workspace, seeded) = try await django.site(backend, map: try DjangoSiteErasureTests.map)
+        let ada = try #require(seeded.users["ada"])
+        let session = try #require(seeded.sessions["ada"])
+        #expect(try await workspace.run(["init"]).status == 0)
+        let server = try await ServeTests.Server.start(workspace)
+        let page = "http://\(server.base)/account/delete"
+        #expect(try await Self.post(page, [("email", "ada@example.com")]).status == 200)
+        let link = try #require(try await Self.links(workspace, to: server, account: String(ada)).first)
+        let shown = try await ServeTests.curl([link])
+        let fields = try ["account", "issued", "sig", "form_token"].map { ($0, try #require(Self.form(shown.text, $0))) }
+        let done = try await Self.post(page + "/confirm", fields)
+        #expect(done.status == 200 && done.text.contains("You have 30 days to recover it by signing in again."), "\(done.text)")
+        #expect(await server.stop() == 0)
+        #expect(try await django.manage(workspace, ["whoami", session]) == "anonymous")
+        let shownState = try await workspace.run(["accounts", "show", "ada", "--json"])
+        #expect(shownState.stdout.contains(#""state":"pendingDeletion""#), "\(shownState.stdout)")
     }
 }

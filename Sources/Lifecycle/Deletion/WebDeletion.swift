@@ -88,7 +88,7 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
             let link = Self.link(base: pageBase, account: id, issued: issued, signature: signer.deletionLinkSignature(account: id, issued: issued))
             let recipient = try directory.email(id: id, in: tx)
             let message = try tx.insertOutboxMessage(OutboxMessage(
-                uniqueKey: "deletion-link:\(id):\(issued)", accountID: id, recipient: recipient, subject: Self.mailSubject,
+                uniqueKey: "deletion-link:\(id):\(issued):\(UUID().uuidString.prefix(8).lowercased())", accountID: id, recipient: recipient, subject: Self.mailSubject,
                 body: Self.mailBody(link: link, expiresAt: Date(timeIntervalSince1970: TimeInterval(issued) + Self.linkLifetime)),
                 createdAt: now))
             try audit(id, "sent")
