@@ -18,6 +18,8 @@
 # of the same run, and every ratio compares runs made in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The app database made here is private, as lifecycle asks of a SQLite file it keeps secrets in.
+umask 077
 if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 WORK=$(mktemp -d /tmp/lifecycle-export-bench.XXXXXX)

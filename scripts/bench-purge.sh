@@ -18,6 +18,8 @@
 #   BENCH_KEEP=1 scripts/bench-purge.sh                             # leaves the work folder in /tmp to look into
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The app databases made here are private, as lifecycle asks of a SQLite file it keeps secrets in.
+umask 077
 if [ -z "${LIFECYCLE_BENCH_BIN:-}" ]; then scripts/build-release.sh >/dev/null; fi
 BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 ACCOUNTS=${BENCH_PURGE_ACCOUNTS:-10000}

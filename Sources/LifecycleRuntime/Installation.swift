@@ -28,6 +28,7 @@ extension LifecycleConfiguration {
         // A map that cannot be read counts as the reference app's: what needs the map reports it.
         let referenceSchema = (try? dataMap.get().isReferenceApp) ?? true
         guard usesPostgres else {
+            try refuseSharedSQLiteFile()
             let services: LifecycleServices<SQLiteStore>
             do {
                 try refuseUnlessInstalled(try SQLiteStore.installationState(path: database), location: "SQLite file \(database)")
@@ -75,6 +76,7 @@ extension LifecycleConfiguration {
         try validateLocations()
         let dataMap = try DataMap(jobsDirectory: jobsDirectory)
         let referenceSchema = dataMap.isReferenceApp
+        if !usesPostgres { try refuseSharedSQLiteFile() }
         if !referenceSchema {
             // Checked before lifecycle's own tables are added, against the app's tables alone.
             let (catalog, location) = try await readCatalog()
@@ -101,6 +103,21 @@ extension LifecycleConfiguration {
         } catch {
             throw LifecycleError(classifying: error)
         }
+    }
+
+    /// Lifecycle keeps secrets in its SQLite file beside the app's tables (the salt and
+    /// keyed digests of purged lookup values, signed links waiting in the outbox): a file
+    /// other users of the machine can open gives them away. Lifecycle creates its own files
+    /// private; an app's file (made by the app with its umask, often 0644) is refused until
+    /// it is. Group access stays the operator's choice (an app and lifecycle in one group).
+    private func refuseSharedSQLiteFile() throws {
+        var info = stat()
+        guard stat(database, &info) == 0, info.st_mode & 0o007 != 0 else { return }
+        throw LifecycleError(.permissionDenied, """
+            SQLite file \(database) is open to every user of this machine (mode \(String(info.st_mode & 0o777, radix: 8))), and lifecycle \
+            keeps secrets in it (the lookup salt and digests, signed links waiting in the outbox). Run `chmod o-rwx \(database)` \
+            (and its -wal and -shm files, if any), or keep lifecycle's state on PostgreSQL; nothing was changed
+            """)
     }
 
     /// Mistyped locations are usage errors, named before anything is opened or refused.

@@ -126,7 +126,7 @@ struct AppPurgeTests {
                 == ["1000|∅|2|hi bob", "1001|2|∅|hi ada", "1002|2|3|hi cy"])
         #expect(files(workspace) == ["avatars/2.jpg", "media/102.jpg", "media/102-s.jpg"])
         if workspace.backend == .sqlite {
-            #expect(try await runTool("/usr/bin/sqlite3", [workspace.database, "PRAGMA foreign_key_check"]).isEmpty)
+            #expect(try await runTool("/usr/bin/sqlite3", ["-cmd", ".timeout 10000", workspace.database, "PRAGMA foreign_key_check"]).isEmpty)
         }
         let catalogAfter = try await appCatalog(workspace)
         #expect(catalogAfter == catalog, "\(Set(catalogAfter.split(separator: ",")).symmetricDifference(catalog.split(separator: ",")))")

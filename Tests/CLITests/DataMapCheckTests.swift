@@ -69,7 +69,7 @@ struct DataMapCheckTests {
     func tables(_ workspace: Workspace) async throws -> String {
         switch workspace.backend {
         case .sqlite:
-            return try await runTool("/usr/bin/sqlite3", [workspace.database, """
+            return try await runTool("/usr/bin/sqlite3", ["-cmd", ".timeout 10000", workspace.database, """
                 SELECT name || ':' || sql FROM sqlite_master
                 WHERE tbl_name NOT LIKE 'lifecycle\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name
                 """])
@@ -223,6 +223,23 @@ struct DataMapCheckTests {
         let result = try await workspace.run(["map", "check"])
         #expect(result.status == 66)
         #expect(!FileManager.default.fileExists(atPath: workspace.database))
+    }
+
+    /// An app's SQLite file as apps make it (0644) would hold lifecycle's secrets where every
+    /// user of the machine can read them: refused, named, and nothing written until private.
+    @Test func anAppFileOtherUsersCanReadIsRefusedForLifecyclesSecrets() async throws {
+        let workspace = try await install(try AppSchema.social, .sqlite)
+        chmod(workspace.database, 0o644)
+        let before = try await tables(workspace)
+        let refused = try await workspace.run(["init"])
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("open to every user of this machine (mode 644)") && refused.stderr.contains("chmod o-rwx"), "\(refused.stderr)")
+        #expect(try await tables(workspace) == before)
+        chmod(workspace.database, 0o640)
+        #expect(try await workspace.run(["init"]).status == 0)
+        chmod(workspace.database, 0o604)
+        let later = try await workspace.run(["map", "check", "--account", "1"])
+        #expect(later.status == 77 && later.stderr.contains("mode 604"), "\(later.stderr)")
     }
 }
 

@@ -65,9 +65,9 @@ struct ReadmeWalkthroughTests {
         let work = try #require(try FileManager.default.contentsOfDirectory(atPath: walk.temporary).first { $0.hasPrefix("tmp.") })
         let site = walk.temporary + "/" + work
         let seeded = try JSONDecoder().decode(DjangoSiteErasureTests.Seeded.self, from: Data(contentsOf: URL(fileURLWithPath: site + "/seeded.json")))
-        let users = try await runTool("/usr/bin/sqlite3", [site + "/site.sqlite", "SELECT group_concat(username) FROM (SELECT username FROM auth_user ORDER BY id)"])
+        let users = try await runTool("/usr/bin/sqlite3", ["-cmd", ".timeout 10000", site + "/site.sqlite", "SELECT group_concat(username) FROM (SELECT username FROM auth_user ORDER BY id)"])
         #expect(users == "bob,cy")
-        let messages = try await runTool("/usr/bin/sqlite3", [site + "/site.sqlite", "SELECT COUNT(*) FROM blog_message"])
+        let messages = try await runTool("/usr/bin/sqlite3", ["-cmd", ".timeout 10000", site + "/site.sqlite", "SELECT COUNT(*) FROM blog_message"])
         #expect(messages == "1")
         let present = { (name: String) in FileManager.default.fileExists(atPath: site + "/media/" + name) }
         let adas = seeded.files.filter { $0.owner == "ada" }

@@ -47,6 +47,9 @@ struct Workspace {
     private let initialised = InitialisedDatabases()
 
     init(jobsDirectory: String = repositoryRoot + "/Jobs") throws {
+        // The app databases the tests make with sqlite3 and Django are private, as lifecycle
+        // asks of a SQLite file it keeps secrets in (its own files are private whatever the umask).
+        umask(0o077)
         root = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         self.jobsDirectory = jobsDirectory
