@@ -112,7 +112,8 @@ extension LifecycleConfiguration {
     /// it is. Group access stays the operator's choice (an app and lifecycle in one group).
     private func refuseSharedSQLiteFile() throws {
         var info = stat()
-        guard stat(database, &info) == 0, info.st_mode & 0o007 != 0 else { return }
+        // Only a file: a folder given as the database is named as what it is when it is opened.
+        guard stat(database, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o007 != 0 else { return }
         throw LifecycleError(.permissionDenied, """
             SQLite file \(database) is open to every user of this machine (mode \(String(info.st_mode & 0o777, radix: 8))), and lifecycle \
             keeps secrets in it (the lookup salt and digests, signed links waiting in the outbox). Run `chmod o-rwx \(database)` \

@@ -22,6 +22,15 @@ import Synchronization
 struct DeletionPage<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let limiter = AddressLimiter(perHour: 5)
+    /// The data map and catalog, read once for every request.
+    let cache = AppDataCache()
+    /// Link requests being looked up and mailed after their answer went out.
+    let working = WorkInFlight(limit: 16)
+    /// The public origin of the links (`export.link_base_url`): behind a proxy that does not
+    /// pass the Host on, a browser's `Origin` is that, not the Host serve sees.
+    var publicOrigin: String? {
+        (try? ExportSettings(policies: services.policies)).map { WebDeletionOrigin.of($0.linkBaseURL) }
+    }
 
     static var sentText: String {
         "If an account uses that address, we've sent it an email with a link to confirm the deletion. The link works once, for 30 minutes."
@@ -39,7 +48,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         }
     }
 
-    private func web() async throws -> WebDeletion<Store> { try await WebDeletion(services: services) }
+    private func web() async throws -> WebDeletion<Store> { try await WebDeletion(services: services, cache: cache) }
 
     // MARK: Pages
 
@@ -58,27 +67,32 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
     }
 
     private func requestLink(_ request: Request) async throws -> Response {
-        if let refusal = Self.crossSite(request) { return refusal }
+        if let refusal = Self.crossSite(request, publicOrigin: publicOrigin) { return refusal }
         let form = try await Self.form(request)
         guard let address = form["email"]?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains("@"), address.utf8.count <= 320 else {
             return Self.askPage(status: .badRequest, note: "Enter the email address of your account, like name@example.com.")
         }
         var page = AccountPage(title: "Check your email")
         page.line("<p role=\"status\">\(h(Self.sentText))</p>")
-        // Over the limit the answer is the same: it must not tell an address with an
-        // account from one without.
+        // Over a limit the answer is the same: it must not tell an address with an account
+        // from one without.
         guard limiter.admit(address.lowercased()) else {
             services.logger.notice("deletion link refused: too many requests for one address", metadata: ["outcome": "rate-limited"])
             return page.response()
         }
-        let web = try await web()
-        if let message = try await web.requestLink(address: address) {
-            // Sent after the answer, so that how long the page takes says nothing either.
-            let logger = services.logger
-            Task.detached {
-                do { try await web.deliver(message) } catch {
-                    logger.warning("deletion link not delivered; it waits in the outbox", metadata: ["error": "\(error)"])
-                }
+        // Looked up and mailed after the answer: how long the page takes says nothing of
+        // whether an account has the address.
+        let (web, logger, working) = (try await web(), services.logger, self.working)
+        guard working.begin() else {
+            logger.warning("deletion link refused: too many link requests in progress", metadata: ["outcome": "busy"])
+            return page.response()
+        }
+        Task.detached {
+            defer { working.end() }
+            do {
+                if let message = try await web.requestLink(address: address) { try await web.deliver(message) }
+            } catch {
+                logger.warning("deletion link not sent, or not delivered (it then waits in the outbox)", metadata: ["error": "\(error)"])
             }
         }
         return page.response()
@@ -107,14 +121,19 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
     }
 
     private func confirm(_ request: Request) async throws -> Response {
-        if let refusal = Self.crossSite(request) { return refusal }
+        if let refusal = Self.crossSite(request, publicOrigin: publicOrigin) { return refusal }
         let form = try await Self.form(request)
         let web = try await web()
         let (check, result): (WebDeletion<Store>.LinkCheck, DeletionRequestResult?)
         do {
             (check, result) = try await web.confirm(account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"])
-        } catch let error as LifecycleError where error.category == .permissionDenied {
+        } catch is ConfirmationForged {
             return AccountPage.message(.forbidden, "This confirmation did not come from the confirmation page. Open the link in the email again.")
+        } catch let error as LifecycleError where error.category == .noSuchAccount {
+            return Self.linkRefused(.invalid)
+        } catch let error as LifecycleError where error.category != .internalError {
+            // Purged already, or its deletion refused: what the account's owner may read.
+            return AccountPage.message(.conflict, error.message)
         }
         guard let result else { return Self.linkRefused(check) }
         var page = AccountPage(title: "Account deleted")
@@ -136,13 +155,15 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
     // MARK: Plumbing
 
     /// A form posted from another site: the browser says so (`Sec-Fetch-Site`, `Origin`).
-    static func crossSite(_ request: Request) -> Response? {
+    static func crossSite(_ request: Request, publicOrigin: String?) -> Response? {
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
             return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
         }
-        if let origin = request.headers[HTTPField.Name("Origin")!], let host = request.head.authority,
-           origin != "http://\(host)", origin != "https://\(host)" {
-            return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
+        if let origin = request.headers[HTTPField.Name("Origin")!], origin != publicOrigin {
+            let host = request.head.authority ?? ""
+            guard origin == "http://\(host)" || origin == "https://\(host)" else {
+                return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
+            }
         }
         return nil
     }
@@ -215,17 +236,39 @@ final class AddressLimiter: Sendable {
     private let key = SymmetricKey(size: .bits256)
     private let seen = Mutex<[Data: [Date]]>([:])
 
+    static let capacity = 10_000
+
     init(perHour: Int) { self.perHour = perHour }
 
     func admit(_ address: String, now: Date = Date()) -> Bool {
         let id = Data(HMAC<SHA256>.authenticationCode(for: Data(address.utf8), using: key))
         return seen.withLock { seen in
             let hourAgo = now.addingTimeInterval(-3_600)
-            if seen.count > 10_000 { seen = seen.filter { $0.value.contains { $0 > hourAgo } } }
+            if seen.count > Self.capacity { seen = seen.filter { $0.value.contains { $0 > hourAgo } } }
+            // A flood of distinct addresses: refused as a whole rather than kept without end.
+            guard seen.count <= Self.capacity || seen[id] != nil else { return false }
             let recent = (seen[id] ?? []).filter { $0 > hourAgo }
             guard recent.count < perHour else { return false }
             seen[id] = recent + [now]
             return true
         }
     }
+}
+
+/// A bound on work that outlives its request (link look-ups and mail).
+final class WorkInFlight: Sendable {
+    private let limit: Int
+    private let count = Mutex(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    func begin() -> Bool {
+        count.withLock { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    func end() { count.withLock { $0 -= 1 } }
 }

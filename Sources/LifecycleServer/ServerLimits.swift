@@ -82,6 +82,10 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var overLimit = false
     /// The request in hand was answered here (over the limit): the rest of it is dropped.
     private var refusing = false
+    /// Requests whose answer has not ended: more than one when the client pipelines.
+    private var unanswered = 0
+    /// Between a request's head and the end of its body.
+    private var readingBody = false
     private var timer: Scheduled<Void>?
 
     init(limits: ServerLimits, connections: OpenConnections) {
@@ -127,9 +131,11 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if refusing { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
-            stopWaiting()
+            unanswered += 1
+            readingBody = true
             if overLimit && head.uri.split(separator: "?", maxSplits: 1).first != "/healthz" {
                 refusing = true
+                stopWaiting()
                 refuse(context, version: head.version)
                 return
             }
@@ -137,17 +143,30 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .body:
             wait(context, limits.bodyIdleTimeout)
         case .end:
-            stopWaiting()
+            readingBody = false
+            // Answered already (a refusal before its body came): the client's turn again.
+            if unanswered == 0 { waitForNextRequest(context) } else { stopWaiting() }
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data), context.channel.isActive {
-            // The answer is out: the next request (on a kept-alive connection) may take this long to start.
-            wait(context, overLimit ? ServerLimits.refusedHeaderTimeout : limits.keepAliveTimeout)
+            unanswered = max(0, unanswered - 1)
+            if readingBody {
+                // Answered before its body came in: the body may still take its pauses.
+                wait(context, limits.bodyIdleTimeout)
+            } else if unanswered == 0 {
+                waitForNextRequest(context)
+            }
+            // Else a pipelined request is being answered: the server's turn, no timer.
         }
         context.write(data, promise: promise)
+    }
+
+    /// Nothing in hand: a kept-alive connection may take this long to send its next request.
+    private func waitForNextRequest(_ context: ChannelHandlerContext) {
+        wait(context, overLimit ? ServerLimits.refusedHeaderTimeout : limits.keepAliveTimeout)
     }
 
     /// 503 with `Connection: close`, written past the server framework, which never sees the request.

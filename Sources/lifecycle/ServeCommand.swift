@@ -100,11 +100,12 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
             guard stat(path, &info) == 0 else {
                 throw CLIFailure(.noInput, "\(path): cannot read the \(what) file: \(String(cString: strerror(errno))) (create it with `openssl rand -hex 32 > \(path) && chmod 600 \(path)`)")
             }
-            // As the signing key's: a token others on the machine can read is anyone's.
-            guard info.st_mode & 0o077 == 0, info.st_uid == geteuid() else {
+            // As the signing key's: a token others on the machine can read is anyone's. (A
+            // container's secret mounted 0400 for root and read by root passes; 0644 does not.)
+            guard info.st_mode & 0o077 == 0 else {
                 throw CLIFailure(.permissionDenied, """
-                    \(path): the \(what) file must be private to the user lifecycle runs as (mode \(String(info.st_mode & 0o777, radix: 8)), \
-                    owner uid \(info.st_uid)); run `chmod 600 \(path)` as its owner
+                    \(path): the \(what) file must be private to its owner (mode \(String(info.st_mode & 0o777, radix: 8))); \
+                    run `chmod 600 \(path)` (a Kubernetes secret: defaultMode 0400)
                     """)
             }
             guard let data = FileManager.default.contents(atPath: path), data.count <= 4_096 else {

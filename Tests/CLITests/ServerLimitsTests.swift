@@ -37,6 +37,17 @@ struct ServerLimitsTests {
         /// The client is done sending (a FIN): the server reads the end of the stream.
         func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
 
+        /// The first bytes the server sends (a whole small answer), waiting at most `seconds`.
+        func readAnswer(within seconds: Int) async -> String {
+            await onThreadOfItsOwn { [fd] in
+                var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var buffer = [UInt8](repeating: 0, count: 4_096)
+                let count = recv(fd, &buffer, buffer.count, 0)
+                return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
+            }
+        }
+
         /// Reads until the server closes the connection (true) or `seconds` pass with
         /// nothing more (false), with what was read.
         func readUntilClosed(within seconds: Int) async -> (closed: Bool, text: String) {
@@ -112,6 +123,15 @@ struct ServerLimitsTests {
         idle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         let (idleClosed, idleText) = await idle.readUntilClosed(within: 20)
         #expect(idleClosed && idleText.hasPrefix("HTTP/1.1 200"), "\(idleText)")
+
+        // Answered before its body came (no such route), then the body: the connection is
+        // the client's again, and closed once idle, not held for ever.
+        let early = try RawConnection(port: port)
+        early.send("POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\n")
+        let earlyAnswer = await early.readAnswer(within: 20)
+        #expect(earlyAnswer.hasPrefix("HTTP/1.1 404"), "\(earlyAnswer)")
+        early.send("x")
+        #expect(await early.readUntilClosed(within: 20).closed)
 
         // With the slow connections gone the limit is free again: no 503.
         let after = try await ServeTests.curl(["http://\(server.base)/exports/anything?expires=1&signature=x"])

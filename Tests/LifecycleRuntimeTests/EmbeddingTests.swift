@@ -207,6 +207,8 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
         _ = try await GRDB.DatabaseQueue(path: workspace.configuration.database).write { db in
             try db.execute(sql: "CREATE TABLE users (id TEXT PRIMARY KEY, email TEXT)")
         }
+        // Private, as lifecycle asks of a file it keeps secrets in (the app's umask may not be).
+        chmod(workspace.configuration.database, 0o600)
         try """
             version: 2
             subject:

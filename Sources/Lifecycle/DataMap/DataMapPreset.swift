@@ -77,7 +77,9 @@ public struct DataMapPreset: Sendable {
           # Storage's record of the user's uploads: owner_id is text and owner (deprecated) a
           # uuid, neither a foreign key since storage migration 0017. Storage's trigger refuses
           # SQL deletes unless storage.allow_delete_query is set for the transaction. The files
-          # themselves go as the app's rows that name them are erased (their blobs: columns).
+          # themselves go as the app's rows that name them are erased (their blobs: columns);
+          # an upload no app row names stays in the bucket, its record gone: list such files
+          # with Storage's API before adopting, or name them from a table of the app.
           - table: storage.objects
             owners: [owner_id, owner]
             erase_settings: {storage.allow_delete_query: "true"}

@@ -207,9 +207,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
         let result = try await services.store.write { [self] tx -> DeletionRequestResult in
             guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(.key(id)) }
-            if try Self.linkUsed(accountID: id, since: linkIssuedAt, in: tx) {
-                throw LifecycleError(.permissionDenied, "this confirmation link has been used already")
-            }
+            if try Self.linkUsed(accountID: id, since: linkIssuedAt, in: tx) { throw ConfirmationLinkUsed() }
             guard account.state == .active,
                   try directory.markPendingDeletion(id: id, requestedAt: now, purgeAfter: purgeAfter, in: tx) else {
                 if account.state == .purged { throw purgedError(account) }

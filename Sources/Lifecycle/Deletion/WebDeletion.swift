@@ -26,21 +26,15 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     /// Where the page is served, as the export links are: `link_base_url` without its path.
     let pageBase: String
 
-    public init(services: LifecycleServices<Store>) async throws {
+    /// `cache` keeps the data map and catalog between requests (a server builds this per request).
+    public init(services: LifecycleServices<Store>, cache: AppDataCache = AppDataCache()) async throws {
         self.services = services
         signer = try services.linkSigner()
-        directory = try await services.directory()
+        directory = try await services.directory(cache: cache)
         deletion = try DeletionService(services: services, directory: directory)
-        pageBase = Self.origin(of: try ExportSettings(policies: services.policies).linkBaseURL)
+        pageBase = WebDeletionOrigin.of(try ExportSettings(policies: services.policies).linkBaseURL)
     }
 
-    static func origin(of url: String) -> String {
-        guard var components = URLComponents(string: url) else { return url }
-        components.path = ""
-        components.query = nil
-        components.fragment = nil
-        return components.string ?? url
-    }
 
     /// The column a visitor's address is looked up in: the reference app's `email`, or
     /// the data map's `email:` column when it is also a lookup column.
@@ -84,9 +78,13 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
                 try audit(id, "rate-limited")
                 return nil
             }
+            guard let recipient = try directory.email(id: id, in: tx), !recipient.isEmpty else {
+                try audit(id, "no-address")
+                return nil
+            }
             let issued = LinkSigner.unixSeconds(now)
-            let link = Self.link(base: pageBase, account: id, issued: issued, signature: signer.deletionLinkSignature(account: id, issued: issued))
-            let recipient = try directory.email(id: id, in: tx)
+            let signature = signer.deletionLinkSignature(account: id, issued: issued, recipient: recipient)
+            let link = Self.link(base: pageBase, account: id, issued: issued, signature: signature)
             let message = try tx.insertOutboxMessage(OutboxMessage(
                 uniqueKey: "deletion-link:\(id):\(issued):\(UUID().uuidString.prefix(8).lowercased())", accountID: id, recipient: recipient, subject: Self.mailSubject,
                 body: Self.mailBody(link: link, expiresAt: Date(timeIntervalSince1970: TimeInterval(issued) + Self.linkLifetime)),
@@ -153,13 +151,19 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     }
 
     public func check(account: String?, issued: String?, signature: String?) async throws -> LinkCheck {
-        guard let account, let issued, let seconds = Int64(issued), let signature,
-              LinkSigner.sameSignature(signer.deletionLinkSignature(account: account, issued: seconds), signature) else {
+        guard let account, !account.isEmpty, account.utf8.count <= 320, let issued, let seconds = Int64(issued),
+              let signature, signature.utf8.count == 64 else {
             return .invalid
         }
         let sent = Date(timeIntervalSince1970: TimeInterval(seconds))
+        let directory = self.directory
+        let (recipient, used) = try await services.store.read { tx in
+            (try directory.email(id: account, in: tx), try DeletionService<Store>.linkUsed(accountID: account, since: sent, in: tx))
+        }
+        guard let recipient, LinkSigner.sameSignature(signer.deletionLinkSignature(account: account, issued: seconds, recipient: recipient), signature) else {
+            return .invalid
+        }
         guard services.clock.now().timeIntervalSince(sent) <= Self.linkLifetime else { return .expired }
-        let used = try await services.store.read { tx in try DeletionService<Store>.linkUsed(accountID: account, since: sent, in: tx) }
         return used ? .used : .valid(account: account, issued: sent)
     }
 
@@ -171,8 +175,36 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
         let check = try await check(account: account, issued: issued, signature: signature)
         guard case .valid(let id, let sent) = check else { return (check, nil) }
         guard let signature, let formToken, LinkSigner.sameSignature(self.formToken(signature: signature), formToken) else {
-            throw LifecycleError(.permissionDenied, "the confirmation did not come from the confirmation page")
+            throw ConfirmationForged()
         }
-        return (check, try await deletion.requestDeletionConfirmedByEmail(accountID: id, linkIssuedAt: sent))
+        do {
+            return (check, try await deletion.requestDeletionConfirmedByEmail(accountID: id, linkIssuedAt: sent))
+        } catch is ConfirmationLinkUsed {
+            // Another confirmation with this link committed first.
+            return (.used, nil)
+        }
+    }
+}
+
+/// The confirmation form came without the token of the page served for its link (a form
+/// posted from elsewhere).
+public struct ConfirmationForged: Error, CustomStringConvertible {
+    public var description: String { "the confirmation did not come from the confirmation page" }
+}
+
+/// A deletion was requested or restored since the confirmation link was sent.
+public struct ConfirmationLinkUsed: Error, CustomStringConvertible {
+    public var description: String { "this confirmation link has been used already" }
+}
+
+public enum WebDeletionOrigin {
+    /// `https://example.com/exports` → `https://example.com`: where the page is, as a
+    /// browser names it in `Origin`.
+    public static func of(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.path = ""
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? url
     }
 }

@@ -62,11 +62,14 @@ public struct LinkSigner: Sendable {
         Data("lifecycle-export-link/v1\n\(exportID)\n\(expires)".utf8)
     }
 
-    /// A deletion confirmation link's signature (the web deletion page): the account and
-    /// when the link was sent, under its own versioned message, so neither an export
+    /// A deletion confirmation link's signature (the web deletion page): the account,
+    /// when the link was sent and where, under its own versioned message, so neither an export
     /// link's signature nor the page's form token can stand in for it.
-    public func deletionLinkSignature(account: String, issued: Int64) -> String {
-        FileDigest.hex(HMAC<SHA256>.authenticationCode(for: Data("lifecycle-deletion-link/v1\n\(account)\n\(issued)".utf8), using: key))
+    /// The address it was sent to is signed too (it is not in the link): once the
+    /// account's address changes, the links sent to the old one are void.
+    public func deletionLinkSignature(account: String, issued: Int64, recipient: String) -> String {
+        let message = "lifecycle-deletion-link/v2\n\(account)\n\(issued)\n\(recipient)"
+        return FileDigest.hex(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: key))
     }
 
     /// The confirmation form's token, bound to the link it was served for: a form posted

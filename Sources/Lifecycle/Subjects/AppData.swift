@@ -120,6 +120,8 @@ public struct AppData: Sendable {
     /// whose owner is encoded are read a page at a time and decoded here.
     public func signOut<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Int {
         var removed = 0
+        // A guarded table (a platform's trigger against SQL deletes) is opened as the purge opens it.
+        if !plan.onDeletion.remove.isEmpty { try tx.prepareErasure(settings: plan.eraseSettings) }
         for removal in plan.onDeletion.remove {
             guard let encoding = removal.owner.encoding else {
                 removed += try tx.execute(sql.graceRemove(removal, key: key))
