@@ -144,6 +144,17 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
         let token = try apiToken()
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
+        // The deletion page finds an account by the address a visitor types: said now, not
+        // discovered when no link ever goes out.
+        if case .app(let data) = try await services.directory().source {
+            let subject = data.plan.subject
+            if subject.email.map({ !subject.lookup.contains($0) }) ?? true {
+                services.logger.notice("""
+                    /account/delete cannot find an account by its address: the data map's subject needs `email:` naming a column \
+                    that is also under `lookup:`; until then the page answers and sends nothing
+                    """)
+            }
+        }
         try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: try opsAccess()).run(
             ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency, limits: try limits())
         ) { [json = options.json] address in
