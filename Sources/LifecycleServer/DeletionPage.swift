@@ -28,8 +28,11 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
     let working = WorkInFlight(limit: 16)
     /// The public origin of the links (`export.link_base_url`): behind a proxy that does not
     /// pass the Host on, a browser's `Origin` is that, not the Host serve sees.
-    var publicOrigin: String? {
-        (try? ExportSettings(policies: services.policies)).map { WebDeletionOrigin.of($0.linkBaseURL) }
+    let publicOrigin: String?
+
+    init(services: LifecycleServices<Store>) {
+        self.services = services
+        publicOrigin = (try? ExportSettings(policies: services.policies)).map { WebDeletionOrigin.of($0.linkBaseURL) }
     }
 
     static var sentText: String {
@@ -154,18 +157,8 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
 
     // MARK: Plumbing
 
-    /// A form posted from another site: the browser says so (`Sec-Fetch-Site`, `Origin`).
     static func crossSite(_ request: Request, publicOrigin: String?) -> Response? {
-        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
-            return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
-        }
-        if let origin = request.headers[HTTPField.Name("Origin")!], origin != publicOrigin {
-            let host = request.head.authority ?? ""
-            guard origin == "http://\(host)" || origin == "https://\(host)" else {
-                return AccountPage.message(.forbidden, "Forms are sent from this site's own pages.")
-            }
-        }
-        return nil
+        HTMLPages.isCrossSite(request, publicOrigin: publicOrigin) ? AccountPage.message(.forbidden, "Forms are sent from this site's own pages.") : nil
     }
 
     /// An `application/x-www-form-urlencoded` body of at most 8 KiB.
@@ -176,15 +169,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         } catch {
             throw HTTPError(.badRequest, message: "the form is larger than 8 KiB or ended early")
         }
-        var fields: [String: String] = [:]
-        for pair in String(buffer: buffer).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let name = String(parts[0]).removingPercentEncoding,
-                  let value = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-                  fields[name] == nil else { continue }
-            fields[name] = value
-        }
-        return fields
+        return HTMLPages.formFields(String(buffer: buffer))
     }
 }
 
@@ -210,15 +195,11 @@ struct AccountPage {
             </main></body></html>
 
             """
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        headers[.cacheControl] = "no-store"
-        headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
-        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        var response = HTMLPages.response(document, status: status)
         // The confirmation link's address goes to no other site; not `no-referrer`, with
         // which browsers send `Origin: null` on the page's own forms.
-        headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: document)))
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
+        return response
     }
 
     static func message(_ status: HTTPResponse.Status, _ text: String, askAgain: Bool = false) -> Response {

@@ -112,7 +112,7 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
     private func pause(_ request: Request, _ context: ServerContext) async throws -> Response {
         guard let kind = context.parameters.get("kind"), services.registry[kind] != nil else { return HTMLPage.message(.notFound, "No such job kind.") }
         let form = try await request.body.collect(upTo: 4_096)
-        let reason = Self.formValue("reason", in: String(buffer: form)).flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+        let reason = HTMLPages.formFields(String(buffer: form))["reason"].flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
         _ = try await services.store.pause(kind: kind, by: access.operatorName, reason: reason, now: services.clock.now())
         services.logger.notice("job kind paused from the dashboard", metadata: ["kind": "\(kind)", "operator": "\(access.operatorName)"])
         return Self.backToPage("#jobs")
@@ -137,16 +137,6 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
     /// POST, then a redirect back: reloading the page repeats nothing.
     static func backToPage(_ anchor: String) -> Response {
         Response(status: .seeOther, headers: [.location: "/ops" + anchor, .cacheControl: "no-store"])
-    }
-
-    /// One field of an `application/x-www-form-urlencoded` body.
-    static func formValue(_ name: String, in body: String) -> String? {
-        for pair in body.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[0] == name else { continue }
-            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-        }
-        return nil
     }
 
     private func form(_ action: String, button: String, extra: String = "") -> String {
@@ -206,12 +196,7 @@ struct HTMLPage {
             </body></html>
 
             """
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        headers[.cacheControl] = "no-store"
-        headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
-        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: document)))
+        return HTMLPages.response(document, status: status)
     }
 
     static func message(_ status: HTTPResponse.Status, _ text: String) -> Response {
@@ -280,16 +265,8 @@ struct OpsAccessMiddleware: RouterMiddleware {
             response.headers[.wwwAuthenticate] = "Basic realm=\"lifecycle operations\""
             return response
         }
-        // A form posted from another site (cross-site request forgery) is refused; browsers
-        // say where a POST comes from, and terminal browsers send neither header.
-        if request.method == .post {
-            if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
-                return HTMLPage.message(.forbidden, "Actions are taken from the operations page itself.")
-            }
-            if let origin = request.headers[HTTPField.Name("Origin")!], let host = request.head.authority,
-               origin != "http://\(host)", origin != "https://\(host)" {
-                return HTMLPage.message(.forbidden, "Actions are taken from the operations page itself.")
-            }
+        if request.method == .post, HTMLPages.isCrossSite(request) {
+            return HTMLPage.message(.forbidden, "Actions are taken from the operations page itself.")
         }
         return try await next(request, context)
     }

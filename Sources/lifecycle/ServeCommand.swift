@@ -121,28 +121,25 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         return text
     }
 
-    func apiToken() throws -> APIToken? {
-        try Self.token(file: apiTokenFile, variable: "LIFECYCLE_API_TOKEN", what: "API token").flatMap(APIToken.init)
-    }
-
-    func opsAccess() throws -> OpsAccess {
-        let token = try Self.token(file: opsTokenFile, variable: "LIFECYCLE_OPS_TOKEN", what: "operator token")
-        guard let access = OpsAccess(token: token, operatorName: operatorOption.operatorName) else {
+    /// The app API's token and who may open /ops, each token file read once.
+    func access() throws -> (api: APIToken?, ops: OpsAccess) {
+        let api = try Self.token(file: apiTokenFile, variable: "LIFECYCLE_API_TOKEN", what: "API token")
+        let ops = try Self.token(file: opsTokenFile, variable: "LIFECYCLE_OPS_TOKEN", what: "operator token")
+        // One token for both would let the app backend, which holds the API token, open /ops.
+        if let api, api == ops {
+            throw CLIFailure(.usage, "the API token and the operator token are the same: give /ops a token of its own (`openssl rand -hex 32`)")
+        }
+        guard let access = OpsAccess(token: ops, operatorName: operatorOption.operatorName) else {
             throw CLIFailure(.usage, "the operator token must be at least 32 characters (e.g. `openssl rand -hex 32`)")
         }
-        return access
+        return (api.flatMap(APIToken.init), access)
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let (host, port) = try endpoint()
-        // One token for both would let the app backend, which holds the API token, open /ops.
-        if let api = try Self.token(file: apiTokenFile, variable: "LIFECYCLE_API_TOKEN", what: "API token"),
-           let ops = try Self.token(file: opsTokenFile, variable: "LIFECYCLE_OPS_TOKEN", what: "operator token"), api == ops {
-            throw CLIFailure(.usage, "the API token and the operator token are the same: give /ops a token of its own (`openssl rand -hex 32`)")
-        }
+        let (token, opsAccess) = try access()
         // Refused now, not at the first download: without a key no link can be checked.
         if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
-        let token = try apiToken()
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
         // The deletion page finds an account by the address a visitor types: said now, not
         // discovered when no link ever goes out.
@@ -155,7 +152,7 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
                     """)
             }
         }
-        try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: try opsAccess()).run(
+        try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: opsAccess).run(
             ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency, limits: try limits())
         ) { [json = options.json] address in
             if json {

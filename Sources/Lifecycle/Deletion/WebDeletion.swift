@@ -127,15 +127,7 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     public func deliver(_ message: OutboxMessage) async throws {
         let settings = try ExportSettings(policies: services.policies)
         guard !settings.sendmailCommand.isEmpty, let id = message.id, message.recipient != nil else { return }
-        let now = services.clock.now()
-        do {
-            try await SendmailDelivery(command: settings.sendmailCommand).deliver(message)
-        } catch {
-            let text = "\(error)"
-            try await services.store.write { tx in try tx.markOutboxFailedAttempt(id: id, error: text, at: now) }
-            throw error
-        }
-        try await services.store.write { tx in try tx.markOutboxDelivered(id: id, at: now) }
+        try await SendmailDelivery(command: settings.sendmailCommand).deliver(message, id: id, recordingIn: services.store, at: services.clock.now())
     }
 
     // MARK: The link

@@ -324,15 +324,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         guard message.recipient != nil else {
             return try .output(Delivered(delivered: false, note: "the account has no email address; left in the outbox"))
         }
-        let now = context.now
-        do {
-            try await SendmailDelivery(command: settings.sendmailCommand).deliver(message)
-        } catch {
-            let text = "\(error)"
-            try await services.store.write { tx in try tx.markOutboxFailedAttempt(id: id, error: text, at: now) }
-            throw error
-        }
-        try await services.store.write { tx in try tx.markOutboxDelivered(id: id, at: now) }
+        try await SendmailDelivery(command: settings.sendmailCommand).deliver(message, id: id, recordingIn: services.store, at: context.now)
         return try .output(Delivered(delivered: true, note: "handed to \(settings.sendmailCommand[0])"))
     }
 

@@ -75,6 +75,20 @@ struct SendmailDelivery: Sendable {
         }
     }
 
+    /// Delivers an outbox row and records the outcome on it: delivered, or a failed
+    /// attempt with its error (then thrown). At least once, never zero times: a crash
+    /// between the command and the mark sends it again on a rerun.
+    func deliver<Store: LifecycleStore>(_ message: OutboxMessage, id: Int64, recordingIn store: Store, at now: Date) async throws {
+        do {
+            try await deliver(message)
+        } catch {
+            let text = "\(error)"
+            try await store.write { tx in try tx.markOutboxFailedAttempt(id: id, error: text, at: now) }
+            throw error
+        }
+        try await store.write { tx in try tx.markOutboxDelivered(id: id, at: now) }
+    }
+
     /// The message as sendmail reads it. The recipient must be exactly one address; the
     /// subject is an RFC 2047 encoded word when it is not plain ASCII; the body is
     /// quoted-printable, so no user text can end the headers, add one, or send a line
