@@ -26,6 +26,9 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         api.get("accounts/:account/exports") { _, context in try await answer { try await self.exports(context) } }
         api.post("accounts/:account/deletion") { request, context in try await answer { try await self.requestDeletion(request, context) } }
         api.post("accounts/:account/restore") { _, context in try await answer { try await self.restore(context) } }
+        api.get("parts") { _, _ in try await answer { try await self.parts() } }
+        api.post("accounts/:account/part-deletions") { request, context in try await answer { try await self.requestPartDeletion(request, context) } }
+        api.get("accounts/:account/part-deletions") { _, context in try await answer { try await self.partDeletions(context) } }
         api.put("accounts/:account/photo") { request, context in
             var response = try await answer { try await self.uploadPhoto(request, context) }
             // A refusal may leave the body unread: the connection is not reused.
@@ -101,6 +104,38 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             let status: HTTPResponse.Status = result.outcome == .requested ? .accepted : .ok
             return (status, result)
         }
+    }
+
+    /// The parts of an account's data a user may delete and keep the account (the data map's `parts:`).
+    private func parts() async throws -> (HTTPResponse.Status, any Encodable) {
+        let plan = try await DeletionService(services: services, directory: try await services.directory()).wholePlan()
+        return (.ok, PartsListed(parts: plan.parts.map { PartListed(name: $0.name, label: $0.label) }))
+    }
+
+    private func requestPartDeletion(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        let body = try await Self.decode(PartDeletionBody.self, from: request, context: context)
+        guard !body.parts.isEmpty, body.parts.count <= 64 else {
+            throw APIError(.badRequest, code: "bad_request", message: "parts must name at least one part (GET /v1/parts lists them)")
+        }
+        let result = try await DeletionService(services: services, directory: try await services.directory())
+            .requestPartDeletion(account: reference, password: body.password, parts: body.parts)
+        return (.accepted, result)
+    }
+
+    /// The account's part deletions that finished, newest first, each with its verified receipt.
+    private func partDeletions(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        let directory = try await services.directory()
+        let now = services.clock.now()
+        let (id, events) = try await services.store.read { tx -> (String, [AuditEvent]) in
+            guard let id = try directory.find(reference, in: tx), try directory.entry(id: id, in: tx, locking: false, now: now) != nil else {
+                throw LifecycleError.noSuchAccount(reference)
+            }
+            return (id, try tx.auditEvents(accountID: id))
+        }
+        let done = events.filter { $0.action == DeletionAudit.partDeletion }.sorted { $0.at > $1.at }
+        return (.ok, PartDeletionsListed(account: id, deletions: done.map { PartDeletionListed(at: $0.at, actor: $0.actor, receipt: $0.detailValue) }))
     }
 
     private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
@@ -228,6 +263,29 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 struct ExportBody: Decodable { var format: String? }
 
 struct DeletionBody: Decodable { var password: String }
+
+struct PartDeletionBody: Decodable {
+    var password: String
+    var parts: [String]
+}
+
+struct PartListed: Encodable {
+    var name: String
+    var label: String
+}
+
+struct PartsListed: Encodable { var parts: [PartListed] }
+
+struct PartDeletionListed: Encodable {
+    var at: Date
+    var actor: String
+    var receipt: JSONValue?
+}
+
+struct PartDeletionsListed: Encodable {
+    var account: String
+    var deletions: [PartDeletionListed]
+}
 
 struct AccountStatus: Encodable {
     var account: String

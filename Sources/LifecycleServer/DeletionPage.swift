@@ -51,7 +51,12 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         }
     }
 
-    private func web() async throws -> WebDeletion<Store> { try await WebDeletion(services: services, cache: cache) }
+    /// Built once: the map, its parts and the link key do not change under a running server.
+    private let built = BuiltOnce<WebDeletion<Store>>()
+
+    private func web() async throws -> WebDeletion<Store> {
+        try await built.value { try await WebDeletion(services: services, cache: cache) }
+    }
 
     // MARK: Pages
 
@@ -120,13 +125,40 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
             </form>
             <p><a href="/account/delete/kept">Keep my account</a></p>
             """)
+        if !web.parts.isEmpty {
+            let boxes = web.parts.map { part in
+                "<p><input type=\"checkbox\" id=\"part-\(h(part.name))\" name=\"part-\(h(part.name))\" value=\"yes\"> <label for=\"part-\(h(part.name))\">\(h(part.label))</label></p>"
+            }
+            page.line("""
+                <h2>Or delete only some of your data</h2>
+                <form method="post" action="/account/delete/confirm">
+                <input type="hidden" name="account" value="\(h(account))">
+                <input type="hidden" name="issued" value="\(h(issued))">
+                <input type="hidden" name="sig" value="\(h(signature))">
+                <input type="hidden" name="form_token" value="\(h(web.formToken(signature: signature)))">
+                <input type="hidden" name="scope" value="parts">
+                <fieldset><legend>Delete only what you tick; your account stays open. This cannot be undone.</legend>
+                \(boxes.joined(separator: "\n"))
+                </fieldset>
+                <p><button type="submit">Delete only what I ticked</button></p>
+                </form>
+                """)
+        }
         return page.response()
+    }
+
+    /// The form's ticked parts, in the map's order; nil when one is not a part.
+    static func tickedParts(_ form: [String: String], offered: [DataMap.Part]) -> [String]? {
+        let ticked = Set(form.keys.filter { $0.hasPrefix("part-") }.map { String($0.dropFirst(5)) })
+        guard ticked.isSubset(of: Set(offered.map(\.name))) else { return nil }
+        return offered.map(\.name).filter(ticked.contains)
     }
 
     private func confirm(_ request: Request) async throws -> Response {
         if let refusal = Self.crossSite(request, publicOrigin: publicOrigin) { return refusal }
         let form = try await Self.form(request)
         let web = try await web()
+        if form["scope"] == "parts" { return try await confirmParts(form, web: web) }
         let (check, result): (WebDeletion<Store>.LinkCheck, DeletionRequestResult?)
         do {
             (check, result) = try await web.confirm(account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"])
@@ -140,6 +172,31 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         }
         guard let result else { return Self.linkRefused(check) }
         var page = AccountPage(title: "Account deleted")
+        page.line("<p role=\"status\">\(h(result.message))</p>")
+        return page.response()
+    }
+
+    private func confirmParts(_ form: [String: String], web: WebDeletion<Store>) async throws -> Response {
+        guard let parts = Self.tickedParts(form, offered: web.parts) else {
+            return AccountPage.message(.badRequest, "The form named data this page does not offer. Open the link in the email again.")
+        }
+        guard !parts.isEmpty else {
+            return AccountPage.message(.badRequest, "Tick what to delete, or go back and keep everything. Nothing was deleted.")
+        }
+        let (check, result): (WebDeletion<Store>.LinkCheck, PartDeletionResult?)
+        do {
+            (check, result) = try await web.confirmParts(
+                account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"], parts: parts)
+        } catch is ConfirmationForged {
+            return AccountPage.message(.forbidden, "This confirmation did not come from the confirmation page. Open the link in the email again.")
+        } catch let error as LifecycleError where error.category == .noSuchAccount {
+            return Self.linkRefused(.invalid)
+        } catch let error as LifecycleError where error.category != .internalError {
+            // Scheduled for deletion, on hold, or another part deletion under way.
+            return AccountPage.message(.conflict, error.message)
+        }
+        guard let result else { return Self.linkRefused(check) }
+        var page = AccountPage(title: "Your data is being deleted")
         page.line("<p role=\"status\">\(h(result.message))</p>")
         return page.response()
     }
@@ -252,4 +309,19 @@ final class WorkInFlight: Sendable {
     }
 
     func end() { count.withLock { $0 -= 1 } }
+}
+
+/// A value built by the first request that needs it (two at once may both build it; one is kept).
+final class BuiltOnce<Value: Sendable>: Sendable {
+    private let built = Mutex<Value?>(nil)
+
+    func value(_ build: () async throws -> Value) async throws -> Value {
+        if let value = built.withLock({ $0 }) { return value }
+        let value = try await build()
+        return built.withLock { kept in
+            if let kept { return kept }
+            kept = value
+            return value
+        }
+    }
 }

@@ -47,6 +47,10 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
             lifecycle delete ACCOUNT --operator NAME --reason TEXT [--immediately]
               Support or legal path, without the password; audited with NAME and TEXT. --immediately skips the
               grace period: the next `lifecycle purge` removes the account.
+            lifecycle delete ACCOUNT --part NAME [--part NAME …] (--password-stdin | --operator NAME --reason TEXT)
+              Only those parts of the account's data (the data map's `parts:`, e.g. photos), the account staying open,
+              without a grace period: a job erases them, verifies it, and audits the receipt (`lifecycle audit ACCOUNT`);
+              a worker runs it (`lifecycle worker --once`). Refused (exit 65) for an account pending deletion or on hold.
             An account already pending deletion is left as it is (exit 0). Grace and lockout numbers: Jobs/policies/deletion.yaml.
             """)
 
@@ -57,8 +61,13 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
     var operatorName: String?
     @Option(help: ArgumentHelp("Why (audited), e.g. a ticket number or legal reference.", valueName: "text")) var reason: String?
     @Flag(help: "With --operator: no grace period; the next purge run removes the account.") var immediately = false
+    @Option(name: .customLong("part"), help: ArgumentHelp("Delete only this part of the account's data (repeatable; the data map's `parts:`).", valueName: "name"))
+    var parts: [String] = []
 
     func validate() throws {
+        if !parts.isEmpty && immediately {
+            throw ValidationError("--immediately skips the grace period of an account's deletion; deleting a --part has none")
+        }
         switch (passwordStdin, operatorName) {
         case (true, nil):
             guard reason == nil, !immediately else {
@@ -84,6 +93,7 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let deletion = try DeletionService(services: services, directory: try await services.directory())
+        if !parts.isEmpty { return try await deleteParts(deletion) }
         let result: DeletionRequestResult
         if let operatorName {
             result = try await deletion.requestDeletionByOperator(
@@ -101,6 +111,21 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
             let job = result.purgeJobID.map { " (purge job #\($0))" } ?? ""
             Terminal.line("Account \(result.accountID): everything is removed on or after \(ISO8601.format(purgeAfter))\(job); \(result.sessionsRevoked) session(s) signed out.")
         }
+        return .ok
+    }
+
+    private func deleteParts<Store: LifecycleStore>(_ deletion: DeletionService<Store>) async throws -> ExitStatus {
+        let result = if let operatorName {
+            try await deletion.requestPartDeletionByOperator(account: .operator(account), parts: parts, operatorName: operatorName, reason: reason ?? "")
+        } else {
+            try await deletion.requestPartDeletion(account: .operator(account), password: try readPasswordFromStandardInput(), parts: parts)
+        }
+        if options.json {
+            try Terminal.printJSON(result)
+            return .ok
+        }
+        Terminal.line(result.message)
+        Terminal.line("Account \(result.accountID): job #\(result.jobID) deletes \(result.parts.joined(separator: ", ")) (a worker runs it: `lifecycle worker --once`); its receipt: `lifecycle audit \(result.accountID)`.")
         return .ok
     }
 }

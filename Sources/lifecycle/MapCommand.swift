@@ -162,11 +162,22 @@ struct MapSummary: Encodable {
     var presetTablesLeftOut: [String]
     /// What requesting deletion does in the app: rows removed, values set (put back by a restore).
     var onDeletion: [String]
+    /// What a user may delete and keep the account: each part's tables (in erase order) and user-row columns.
+    var parts: [Part]
+
+    struct Part: Encodable {
+        var name: String
+        var label: String
+        var tables: [String]
+        var userColumns: [String]
+
+        enum CodingKeys: String, CodingKey { case name, label, tables, userColumns = "user_columns" }
+    }
 
     enum CodingKeys: String, CodingKey {
         case source, database, subject, eraseOrder = "erase_order", ignored, deletedByDatabase = "deleted_by_database", warnings,
              unindexedFileColumns = "unindexed_file_columns", rehearsal, presets, presetTablesLeftOut = "preset_tables_left_out",
-             onDeletion = "on_deletion"
+             onDeletion = "on_deletion", parts
     }
 
     init(_ plan: DataMapPlan, location: String, suspects: [DataMapPlan.Suspect] = [], rehearsal: Rehearsal? = nil) {
@@ -207,6 +218,12 @@ struct MapSummary: Encodable {
         presetTablesLeftOut = plan.presetTablesLeftOut
         onDeletion = plan.onDeletion.remove.map { "remove the rows of \(shown($0.table)) by \($0.owner.description)" }
             + plan.onDeletion.set.map { "set \($0.values.map(\.column).joined(separator: ", ")) of \(shown($0.table)) by \($0.owner.description) (put back by a restore)" }
+        parts = plan.parts.map { part in
+            let tables = Set(part.tables)
+            return Part(
+                name: part.name, label: part.label, tables: plan.tables.filter { tables.contains($0.table.name) }.map { shown($0.table.name) },
+                userColumns: part.userColumns.map(\.column))
+        }
     }
 
     static func describe(_ erase: DataMap.Erase) -> String {
@@ -236,6 +253,10 @@ struct MapSummary: Encodable {
         if !presets.isEmpty { Terminal.line("presets: \(presets.joined(separator: ", "))") }
         for entry in presetTablesLeftOut { Terminal.line("left out (not in this database): \(entry)") }
         for entry in onDeletion { Terminal.line("on deletion request: \(entry)") }
+        for part in parts {
+            let columns = part.userColumns.isEmpty ? "" : "; sets \(part.userColumns.joined(separator: ", ")) of the user row"
+            Terminal.line("part \(part.name) (\"\(part.label)\"): deletes \(part.tables.joined(separator: ", "))\(columns)")
+        }
         if let rehearsal {
             Terminal.line("rehearsal of account \(rehearsal.account) (rolled back, nothing changed):")
             if let refused = rehearsal.refused {

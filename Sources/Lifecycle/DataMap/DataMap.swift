@@ -274,10 +274,32 @@ public struct DataMap: Sendable, Equatable {
         public var isEmpty: Bool { remove.isEmpty && set.isEmpty }
     }
 
+    /// Part of an account's data a user may delete without closing the account (the store
+    /// rule's "delete some of my data"): mapped tables whose rows go as a purge erases them,
+    /// and columns of the user row that named those rows (a profile photo's id), set to a
+    /// value. Offered by the web deletion page and the API under `name`.
+    public struct Part: Sendable, Equatable {
+        /// Letters, digits, '_' and '-': the name the API and the page's form use.
+        public var name: String
+        /// What the user reads on the page ("Photos").
+        public var label: String
+        public var tables: [TableName]
+        /// Columns of the user row set when the part goes (`profile_photo_id: null`).
+        public var userColumns: Mask
+        public var line: Int
+
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.name == rhs.name && lhs.label == rhs.label && lhs.tables == rhs.tables && lhs.line == rhs.line
+                && DataMap.Erase.mask(lhs.userColumns) == DataMap.Erase.mask(rhs.userColumns)
+        }
+    }
+
     public var subject: Subject
     public var tables: [Table]
     public var ignored: [Ignored]
     public var onDeletion = OnDeletion()
+    /// What a user may delete without closing the account (`parts:`), in the order written.
+    public var parts: [Part] = []
     /// Presets the map includes (`include: [supabase]`), in the order written.
     public var presets: [String] = []
     /// `app: reference`: the map of the reference app whose schema lifecycle itself creates

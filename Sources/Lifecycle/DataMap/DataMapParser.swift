@@ -24,7 +24,7 @@ extension DataMap {
         }
         guard let root else { throw LifecycleError(.badInput, "\(source): the file is empty; it needs `version: 2`, `subject:` and `tables:`") }
         let top = try YAMLField(node: root, path: "", source: source).mapping(
-            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion"])
+            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion", "parts"])
         guard let version = top["version"] else {
             if top["tables"] != nil {
                 throw LifecycleError(.badInput, """
@@ -93,9 +93,42 @@ extension DataMap {
             }
             isReferenceApp = true
         }
+        var parts: [Part] = []
+        for item in try top["parts"]?.sequence() ?? [] {
+            let part = try Self.part(item)
+            if let first = parts.first(where: { $0.name == part.name }) {
+                throw item.error("part '\(part.name)' is declared twice (first at line \(first.line))")
+            }
+            parts.append(part)
+        }
         self.init(
-            subject: subject, tables: tables, ignored: ignored, onDeletion: onDeletion, presets: presets,
+            subject: subject, tables: tables, ignored: ignored, onDeletion: onDeletion, parts: parts, presets: presets,
             isReferenceApp: isReferenceApp, source: source)
+    }
+
+    /// `{name: photos, label: Photos, tables: [TABLE, …], user_columns: {COLUMN: VALUE}}`.
+    private static func part(_ item: YAMLField) throws -> Part {
+        let fields = try item.mapping(allowed: ["name", "label", "tables", "user_columns"])
+        let nameField = try fields.required("name")
+        let name = try nameField.string()
+        guard !name.isEmpty, name.utf8.count <= 40, BlobKey.isSafeSegment(name), !name.contains(".") else {
+            throw nameField.error("'\(name)' must be letters, digits, '_' or '-' (at most 40): the API and the deletion page name the part by it")
+        }
+        guard let label = try fields.required("label").string().nilIfBlank, label.count <= 80, !label.contains(where: \.isNewline) else {
+            throw fields.error("`label:` is what the user reads on the deletion page (\"Photos\"): one line of at most 80 characters")
+        }
+        let tablesField = try fields.required("tables")
+        let tables = try tablesField.sequence().map { try $0.tableName() }
+        guard !tables.isEmpty else { throw tablesField.error("lists the mapped tables whose rows the part deletes") }
+        if let twice = Dictionary(grouping: tables, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw tablesField.error("names \(twice) twice")
+        }
+        var userColumns: Mask = []
+        for (column, value) in try fields["user_columns"]?.pairs() ?? [] {
+            guard DataMap.isIdentifier(column.text) else { throw column.error("'\(column.text)' is not a plain SQL identifier") }
+            userColumns.append((column.text, try value.maskValue()))
+        }
+        return Part(name: name, label: label, tables: tables, userColumns: userColumns, line: item.line)
     }
 
     /// A preset's entries, their lines moved to `lineBase` and up (see `place`).

@@ -43,12 +43,12 @@ public struct DataMapPlan: Sendable {
 
     public let map: DataMap
     public let catalog: SchemaCatalog
-    public let subject: DataMap.Subject
+    public private(set) var subject: DataMap.Subject
     public let subjectCatalog: SchemaCatalog.Table
     /// Integer or text: how the subject's key is bound.
     public let subjectKeyKind: SchemaCatalog.ColumnKind
     /// Mapped tables in erase order: every table before the tables it references.
-    public let tables: [TablePlan]
+    public private(set) var tables: [TablePlan]
     /// Foreign keys through which the database itself deletes rows when the purge deletes
     /// the rows they reference (ON DELETE CASCADE), listed so `map check` can say so.
     public let deletedByDatabase: [SchemaCatalog.ForeignKey]
@@ -115,6 +115,7 @@ public struct DataMapPlan: Sendable {
         self.deletedByDatabase = deletedByDatabase
         self.suspects = checker.suspects(plans: plans, subject: subject, keyKind: keyKind)
         self.keyNames = checker.keyNames(subject: subject)
+        self.parts = try checker.parts(plans: tables, subject: subject, subjectTable: subjectTable)
         self.touchedTables = neededTables()
         var seen = Set<DataMap.TransactionSetting>()
         self.eraseSettings = tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
@@ -123,10 +124,53 @@ public struct DataMapPlan: Sendable {
     /// Every mapped table's `erase_settings`, each once.
     public private(set) var eraseSettings: [DataMap.TransactionSetting] = []
 
+    /// What a user may delete without closing the account (`parts:`), their tables
+    /// qualified, each checked: deleting it cannot fail on a reference from a row it keeps.
+    public let parts: [DataMap.Part]
+
+    public func part(named name: String) -> DataMap.Part? { parts.first { $0.name == name } }
+
+    /// The plan of erasing only these parts: their tables, in this plan's order, and the
+    /// user row kept with only the parts' `user_columns` set. A purge's statements and
+    /// verification read generated from it erase and check exactly that.
+    public func restricted(to names: [String]) throws -> DataMapPlan {
+        var chosen: [DataMap.Part] = []
+        for name in names {
+            guard let part = part(named: name) else {
+                let known = parts.map(\.name)
+                throw LifecycleError(.badInput, known.isEmpty
+                    ? "\(map.source) declares no parts a user may delete (`parts:`), so there is no part '\(name)'"
+                    : "there is no part '\(name)' (the data map declares: \(known.joined(separator: ", ")))")
+            }
+            if !chosen.contains(where: { $0.name == name }) { chosen.append(part) }
+        }
+        guard !chosen.isEmpty else { throw LifecycleError(.badInput, "name at least one part to delete") }
+        let tables = Set(chosen.flatMap(\.tables))
+        var userColumns: DataMap.Mask = []
+        for part in chosen {
+            for value in part.userColumns where !userColumns.contains(where: { $0.column == value.column }) { userColumns.append(value) }
+        }
+        var plan = self
+        plan.tables = self.tables.filter { tables.contains($0.table.name) }
+        plan.everyTable = everyTable ?? self.tables
+        plan.subject.erase = .mask(userColumns)
+        // Files the cleared columns named are the part's; the user row's other files stay.
+        plan.subject.blobs = subject.blobs.filter { column in userColumns.contains { $0.column == column } }
+        plan.subject.lookup = []
+        plan.onDeletion = DataMap.OnDeletion()
+        var seen = Set<DataMap.TransactionSetting>()
+        plan.eraseSettings = plan.tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
+        plan.touchedTables = plan.neededTables()
+        return plan
+    }
+
+    /// Whether this plan changes the user row at all (a part's plan may not).
+    public var erasesUserRow: Bool { subject.erase.mask.map { !$0.isEmpty } ?? true }
+
     /// Preset tables this database does not have, left out (for `map check`'s notes).
     public let presetTablesLeftOut: [String]
     /// What requesting deletion does in the app (`on_deletion:`), tables qualified.
-    public let onDeletion: DataMap.OnDeletion
+    public private(set) var onDeletion: DataMap.OnDeletion
 
     /// Column and JSON key names that usually hold a user's key (the schema's own foreign
     /// keys into the user table included).
@@ -191,7 +235,7 @@ public struct DataMapPlan: Sendable {
             let known = needs[name] ?? (true, false, false)
             needs[name] = (true, known.1 || updates, known.2 || deletes)
         }
-        add(subject.table, updates: subject.erase.mask != nil, deletes: subject.erase == .delete)
+        add(subject.table, updates: !(subject.erase.mask?.isEmpty ?? true), deletes: subject.erase == .delete)
         if let table = subject.password?.table { add(table) }
         for plan in tables {
             var updates = plan.table.erase.mask != nil
@@ -246,6 +290,15 @@ public struct DataMapPlan: Sendable {
     public func plan(for name: DataMap.TableName) -> TablePlan? {
         let qualified = catalog.qualified(name)
         return tables.first { $0.table.name == qualified }
+    }
+
+    /// Every mapped table, in a part's plan too (which erases only some): what a cascaded
+    /// row's files and key are, whichever table's erasure deletes it.
+    private var everyTable: [TablePlan]?
+
+    public func mappedTable(_ name: DataMap.TableName) -> TablePlan? {
+        let qualified = catalog.qualified(name)
+        return (everyTable ?? tables).first { $0.table.name == qualified }
     }
 }
 
@@ -836,6 +889,76 @@ private struct Checker {
             return declared == "uuid" || (keyKind != .integer && !declared.hasPrefix("json"))
         default: return false
         }
+    }
+
+    // MARK: Parts
+
+    /// Each part names mapped tables (never the user table), sets only columns of the user
+    /// row, and can be deleted on its own: every foreign key into a row it deletes comes
+    /// from a row it deletes too (its own tables, their cascades), is handled by the
+    /// database (ON DELETE CASCADE / SET NULL), keeps the row (`delete_unless_referenced_by`)
+    /// or is a user-row column the part sets to null. Otherwise the part's deletion would
+    /// fail on the first such row, or leave a reference to nothing.
+    func parts(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject, subjectTable: SchemaCatalog.Table) throws -> [DataMap.Part] {
+        let byName = Dictionary(plans.map { ($0.table.name, $0) }, uniquingKeysWith: { first, _ in first })
+        func deletes(_ plan: DataMapPlan.TablePlan) -> Bool {
+            if case .sides(let sides) = plan.owner { return sides.contains { $0.erase.deletesRows } }
+            return plan.table.erase.deletesRows
+        }
+        var parts: [DataMap.Part] = []
+        for written in map.parts {
+            var part = written
+            part.tables = written.tables.map(catalog.qualified)
+            let place = "part '\(part.name)'"
+            for (name, shownName) in zip(part.tables, written.tables) {
+                if name == subject.table {
+                    throw fail(part.line, """
+                        \(place): \(shownName) is the user table; deleting its row closes the account (that is a deletion \
+                        request). Name the columns the part empties under `user_columns:`
+                        """)
+                }
+                guard byName[name] != nil else {
+                    throw fail(part.line, "\(place): \(shownName) is not a table mapped under `tables:`; a part deletes rows the map already erases")
+                }
+            }
+            try mask(part.userColumns, of: subjectTable, key: [subject.key], line: part.line)
+            if let password = subject.password, password.table == nil, part.userColumns.contains(where: { $0.column == password.column }) {
+                throw fail(part.line, "\(place): the password column \(password.column) cannot be part of a part: without it the account cannot be signed in to")
+            }
+            let inPart = Set(part.tables)
+            let partPlans = part.tables.compactMap { byName[$0] }
+            var handled = Set<DataMap.ColumnReference>()
+            var deleted = Set<DataMap.TableName>()
+            for plan in partPlans {
+                if deletes(plan) { deleted.insert(plan.table.name) }
+                for cascade in plan.cascades {
+                    deleted.insert(cascade.table)
+                    handled.insert(.init(table: cascade.table, column: cascade.column))
+                }
+                for kept in plan.keptBy { handled.insert(.init(table: kept.table, column: kept.column)) }
+            }
+            let nulled = Set(part.userColumns.filter { $0.value == .null }.map(\.column))
+            for table in deleted.sorted() {
+                for key in catalog.foreignKeys(to: table) where !key.onDelete.handlesReferencingRows && !inPart.contains(key.table) {
+                    if key.columns.count == 1, handled.contains(.init(table: key.table, column: key.columns[0])) { continue }
+                    if key.table == subject.table {
+                        guard !Set(key.columns).isSubset(of: nulled) else { continue }
+                        throw fail(part.line, """
+                            \(place) deletes rows of \(shown(table)) that the user row references (\(key)): add \
+                            `user_columns: {\(key.columns[0]): null}` to the part
+                            """)
+                    }
+                    let what = byName[key.table] != nil ? "a mapped table the part does not name" : "a table the part does not delete"
+                    throw fail(part.line, """
+                        \(place) deletes rows of \(shown(table)), which \(key) references from \(what): deleting the part \
+                        would fail on the first such row. Add \(shown(key.table)) to the part's tables, or make the foreign \
+                        key ON DELETE CASCADE or SET NULL
+                        """)
+                }
+            }
+            parts.append(part)
+        }
+        return parts
     }
 
     // MARK: Kept rows

@@ -442,7 +442,7 @@ public struct DataMapSQL: Sendable {
         let keyColumns = primaryKey(of: cascade.table)
         let condition = cascadeRows(table, index: index, alias: "c", key: key, target: .deletableNow, into: &builder)
         let bound = builder.bind(.integer(Int64(limit)))
-        let blobs = plan.plan(for: cascade.table)?.table.blobs ?? []
+        let blobs = plan.mappedTable(cascade.table)?.table.blobs ?? []
         builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: bound)
             + returning(blobs))
         return builder.statement(blobs.map { _ in .text })
@@ -646,7 +646,7 @@ public struct DataMapSQL: Sendable {
     }
 
     private func primaryKey(of table: DataMap.TableName) -> [String] {
-        plan.plan(for: table)?.key ?? catalog.table(table)?.primaryKey ?? []
+        plan.mappedTable(table)?.key ?? catalog.table(table)?.primaryKey ?? []
     }
 
     /// `a, b` for a select list.

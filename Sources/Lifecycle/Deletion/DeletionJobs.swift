@@ -6,6 +6,8 @@ public enum DeletionJobs {
     public static let purgeKind = "deletion.purge"
     /// The nightly sweep: enqueues a purge for every due account that has none (PurgeSweep.swift).
     public static let sweepKind = "deletion.purge-sweep"
+    /// Deletes the parts of an account a user chose, the account staying open (PartDeletionJob.swift).
+    public static let partKind = "deletion.erase-parts"
 
     /// The step after which an account is purged, whichever the app.
     public static let finalPurgeSteps: Set<String> = ["tombstone", "erase-user", "verify"]
@@ -15,14 +17,18 @@ public enum DeletionJobs {
         // A map that cannot be read fails the purge itself, naming the file, as before.
         let isReferenceApp = (try? services.dataMapDocument().isReferenceApp) ?? true
         let appData = AppDataCache()
+        let parts = PartDeletionJob(services: services, policy: policy, appData: AppDataCache()).kind
         guard !isReferenceApp else {
-            return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy).kind]
+            return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy).kind, parts]
         }
         return [
             AppPurgeJob(services: services, policy: policy, appData: appData).kind,
-            PurgeSweep(services: services, policy: policy, appData: appData).kind,
+            PurgeSweep(services: services, policy: policy, appData: appData).kind, parts,
         ]
     }
+
+    /// One part deletion at a time per account: its records share the account's purge ledger.
+    public static func partKey(accountID: String) -> String { "erase-parts:\(accountID)" }
 
     /// One live purge job per account: requesting deletion twice, the sweep and
     /// overlapping cron runs all find the same job.

@@ -51,4 +51,14 @@ public enum DeletionMessages {
     public static func deleted(graceDays: Int) -> String {
         "Your account has been deleted. You have \(graceDays) \(graceDays == 1 ? "day" : "days") to recover it by signing in again."
     }
+
+    /// The warning before part of an account's data goes (the data map's part labels).
+    public static func partWarning(labels: [String]) -> String {
+        "This will permanently delete: \(labels.joined(separator: ", ")). This action cannot be undone. Your account stays open."
+    }
+
+    /// The answer once the deletion of parts is under way.
+    public static func partsDeleted(labels: [String]) -> String {
+        "We're deleting: \(labels.joined(separator: ", ")). This cannot be undone. Your account stays open."
+    }
 }

@@ -12,6 +12,10 @@ public enum DeletionAudit {
     public static let setPassword = "account.set-password"
     /// A confirmation link sent from the web deletion page (`lifecycle serve`'s /account/delete).
     public static let webLink = "deletion.web-link"
+    /// Deletion of part of an account's data asked for (the data map's `parts:`).
+    public static let partRequest = "deletion.part-request"
+    /// Its receipt, once the parts are erased and verified.
+    public static let partDeletion = "deletion.part"
 
     public static let incorrectPassword = "incorrect-password"
     public static let lockedOut = "locked-out"
@@ -92,6 +96,25 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             return result
         }
 
+        let (attempt, format) = try await confirmPassword(account, password: password, action: DeletionAudit.request, now: now)
+        do {
+            return try await markDeleted(account, format: format, attempt: attempt, now: now)
+        } catch {
+            // The outcome's own transaction ends the attempt; this covers errors before it.
+            try? await store.write { [self] tx in try endAttempt(attempt, accountID: id, now: now, in: tx) }
+            throw error
+        }
+    }
+
+    /// The password check of a user's request (`action`: the whole account, or parts of it):
+    /// "Incorrect password" (`permissionDenied`, audited under `action`) on mismatch,
+    /// `tryLater` while repeated failures (of either request) lock deletion. On a match, the
+    /// attempt (still open: the caller's transaction ends it) and the hash's format name.
+    func confirmPassword(
+        _ account: AccountDirectory<Store>.Entry, password: String, action: String, now: Date
+    ) async throws -> (attempt: Int64, format: String) {
+        let store = services.store
+        let id = account.id
         // Checks still running count as failures until they end: otherwise parallel wrong
         // guesses would all pass this check before the first of them is recorded.
         let lockout = Lockout(policy: policy)
@@ -101,13 +124,16 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             // the two counts below are two snapshots: an attempt ending between them would be
             // in neither, and two admissions could both count four and both be let through.
             guard try directory.entry(id: id, in: tx, locking: true, now: now) != nil else {
-                return .failure(LifecycleError.noSuchAccount(reference))
+                return .failure(LifecycleError.noSuchAccount(.key(id)))
             }
             let since = lockout.lookback(from: now)
-            let failures = try tx.auditTimes(accountID: id, action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, since: since)
+            var failures: [Date] = []
+            for asked in [DeletionAudit.request, DeletionAudit.partRequest] {
+                failures += try tx.auditTimes(accountID: id, action: asked, outcome: DeletionAudit.incorrectPassword, since: since)
+            }
             let running = try tx.deletionAttemptsInFlight(accountID: id, since: now.addingTimeInterval(-lockout.window))
-            if let until = lockout.lockedUntil(failureTimes: failures + running, now: now) {
-                try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.lockedOut, at: now,
+            if let until = lockout.lockedUntil(failureTimes: failures.sorted() + running, now: now) {
+                try tx.recordAudit(event(id, actor: "user", action: action, outcome: DeletionAudit.lockedOut, at: now,
                                          detail: ["locked_until": .string(ISO8601.format(until))]))
                 return .failure(LifecycleError(
                     .tryLater, "Too many incorrect passwords. Deleting account \(id) is locked; try again after \(ISO8601.format(until)).", retryAt: until))
@@ -116,9 +142,8 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         }
         let attempt = try admission.get()
         do {
-            return try await verifyAndDelete(account, password: password, attempt: attempt, now: now)
+            return (attempt, try await checkPassword(account, password: password, action: action, attempt: attempt, now: now))
         } catch {
-            // The outcome's own transaction ends the attempt; this covers errors before it.
             try? await store.write { [self] tx in try endAttempt(attempt, accountID: id, now: now, in: tx) }
             throw error
         }
@@ -126,12 +151,15 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
 
     /// Ends an attempt under the account's row lock, which the admission counts under:
     /// the end must not land between its two counts.
-    private func endAttempt(_ attempt: Int64, accountID: String, now: Date, in tx: Store.Transaction) throws {
+    func endAttempt(_ attempt: Int64, accountID: String, now: Date, in tx: Store.Transaction) throws {
         _ = try directory.entry(id: accountID, in: tx, locking: true, now: now)
         try tx.endDeletionAttempt(attempt)
     }
 
-    private func verifyAndDelete(_ account: AccountDirectory<Store>.Entry, password: String, attempt: Int64, now: Date) async throws -> DeletionRequestResult {
+    /// The stored hash's format name when the password matches it.
+    private func checkPassword(
+        _ account: AccountDirectory<Store>.Entry, password: String, action: String, attempt: Int64, now: Date
+    ) async throws -> String {
         let store = services.store
         let id = account.id
         let directory = self.directory
@@ -145,7 +173,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             guard let hash = storedHash, !hash.isEmpty else { throw CredentialsError.unknownFormat }
             matches = try verifier.verify(password: password, storedHash: hash)
         } catch let error as CredentialsError {
-            try await audit(id, actor: "user", action: DeletionAudit.request, outcome: "unverifiable-hash", at: now,
+            try await audit(id, actor: "user", action: action, outcome: "unverifiable-hash", at: now,
                             detail: ["hash_format": .string(format), "error": .string(error.description)])
             if error == .hashingFailed {
                 throw LifecycleError(.unavailable, "the password of account \(id) could not be checked right now (\(error.detail)); try again")
@@ -159,7 +187,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 """)
         }
         guard matches else {
-            let failure = event(id, actor: "user", action: DeletionAudit.request, outcome: DeletionAudit.incorrectPassword, at: now,
+            let failure = event(id, actor: "user", action: action, outcome: DeletionAudit.incorrectPassword, at: now,
                                 detail: ["hash_format": .string(format)])
             try await store.write { [self] tx in
                 try tx.recordAudit(failure)
@@ -167,6 +195,12 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             }
             throw LifecycleError(.permissionDenied, DeletionMessages.incorrectPassword)
         }
+        return format
+    }
+
+    private func markDeleted(_ account: AccountDirectory<Store>.Entry, format: String, attempt: Int64, now: Date) async throws -> DeletionRequestResult {
+        let store = services.store
+        let id = account.id
 
         let purgeAfter = now.addingTimeInterval(policy.gracePeriod)
         let result = try await store.write { [self] tx in
@@ -233,7 +267,8 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// deletion requested (by this link or any other way) or a restore.
     static func linkUsed(accountID id: String, since issued: Date, in tx: Store.Transaction) throws -> Bool {
         for (action, outcome) in [(DeletionAudit.request, "requested"), (DeletionAudit.request, "already-pending"),
-                                  (DeletionAudit.operatorRequest, "requested"), (DeletionAudit.restore, "restored")] {
+                                  (DeletionAudit.operatorRequest, "requested"), (DeletionAudit.restore, "restored"),
+                                  (DeletionAudit.partRequest, "requested")] {
             if try !tx.auditTimes(accountID: id, action: action, outcome: outcome, since: issued).isEmpty { return true }
         }
         return false
@@ -385,7 +420,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
 
     // MARK: - Helpers
 
-    private func existingAccount(_ reference: AccountReference, allowPurged: Bool = false) async throws -> AccountDirectory<Store>.Entry {
+    func existingAccount(_ reference: AccountReference, allowPurged: Bool = false) async throws -> AccountDirectory<Store>.Entry {
         let directory = self.directory
         let now = services.clock.now()
         let found = try await services.store.read { tx in
@@ -396,7 +431,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         return account
     }
 
-    private func purgedError(_ account: AccountDirectory<Store>.Entry) -> LifecycleError {
+    func purgedError(_ account: AccountDirectory<Store>.Entry) -> LifecycleError {
         let when = account.purgedAt.map { " at \(ISO8601.format($0))" } ?? ""
         return account.state == .purged
             ? LifecycleError(.noSuchAccount, "account \(account.id) was purged\(when); nothing of it is left")
@@ -427,7 +462,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         return try schedulePurge(id, at: runAt, now: now, in: tx)
     }
 
-    private func event(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: JSONValue] = [:]) -> AuditEvent {
+    func event(_ id: String, actor: String, action: String, outcome: String, at: Date, detail: [String: JSONValue] = [:]) -> AuditEvent {
         AuditEvent(at: at, actor: actor, action: action, accountID: id, outcome: outcome, detail: detail)
     }
 

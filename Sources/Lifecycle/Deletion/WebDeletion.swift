@@ -25,6 +25,8 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     let directory: AccountDirectory<Store>
     /// Where the page is served, as the export links are: `link_base_url` without its path.
     let pageBase: String
+    /// What the confirmation page also offers to delete alone (the data map's `parts:`).
+    public let parts: [DataMap.Part]
 
     /// `cache` keeps the data map and catalog between requests (a server builds this per request).
     public init(services: LifecycleServices<Store>, cache: AppDataCache = AppDataCache()) async throws {
@@ -33,6 +35,7 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
         directory = try await services.directory(cache: cache)
         deletion = try DeletionService(services: services, directory: directory)
         pageBase = WebDeletionOrigin.of(try ExportSettings(policies: services.policies).linkBaseURL)
+        parts = try await cache.appData(services).plan.parts
     }
 
 
@@ -173,6 +176,23 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
             return (check, try await deletion.requestDeletionConfirmedByEmail(accountID: id, linkIssuedAt: sent))
         } catch is ConfirmationLinkUsed {
             // Another confirmation with this link committed first.
+            return (.used, nil)
+        }
+    }
+
+    /// The confirmation of deleting only `parts` (the account stays open): the same checks,
+    /// and the link is used up as by a deletion.
+    public func confirmParts(
+        account: String?, issued: String?, signature: String?, formToken: String?, parts names: [String]
+    ) async throws -> (LinkCheck, PartDeletionResult?) {
+        let check = try await check(account: account, issued: issued, signature: signature)
+        guard case .valid(let id, let sent) = check else { return (check, nil) }
+        guard let signature, let formToken, LinkSigner.sameSignature(self.formToken(signature: signature), formToken) else {
+            throw ConfirmationForged()
+        }
+        do {
+            return (check, try await deletion.requestPartDeletionConfirmedByEmail(accountID: id, parts: names, linkIssuedAt: sent))
+        } catch is ConfirmationLinkUsed {
             return (.used, nil)
         }
     }

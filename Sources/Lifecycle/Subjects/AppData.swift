@@ -85,7 +85,7 @@ public struct AppData: Sendable {
                 })
             }
             for (index, cascade) in table.cascades.enumerated() {
-                for column in plan.plan(for: cascade.table)?.table.blobs ?? [] {
+                for column in plan.mappedTable(cascade.table)?.table.blobs ?? [] {
                     queries.append(.init(label: "\(displayName(cascade.table)).\(column)") { after in
                         sql.cascadeBlobKeys(table, cascade: index, column: column, key: key, after: after, limit: batch)
                     })

@@ -1,0 +1,191 @@
+import Foundation
+import JobRunner
+
+/// Deletes part of an account's data (the data map's `parts:`, chosen by the user on the
+/// web deletion page or through the API) while the account stays open: the same erasure,
+/// file handling and verification as a purge, restricted to the part's tables. Three
+/// steps, each safe to run again after a crash, nothing irreversible before the rows are gone:
+///
+/// 1. `erase-rows` — checks this role can erase what the parts name, then erases their
+///    rows in bounded batches (RowEraser.swift), each transaction recording its counts and
+///    the files the erased rows named; the last batch also sets the parts' `user_columns`.
+///    Each batch first checks the account is still there, active or in its grace period,
+///    and not on hold: a purge that has begun, or a hold, ends the job with nothing more done.
+/// 2. `delete-files` — each recorded file that no row still names (the user's other rows
+///    included: the account stays) is deleted and checked gone (RecordedFiles.swift).
+/// 3. `verify` — a database step: the parts' tables read again for the account through
+///    the same predicates (none of their rows left, masked ones only the mask, the user
+///    row's cleared columns as set); only then is the receipt audited, in the same
+///    transaction (`deletion.part`, `lifecycle audit` shows it). A row found fails the
+///    attempt naming the table, and the next attempt erases and verifies again.
+struct PartDeletionJob<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let policy: Result<DeletionPolicy, any Error>
+    let appData: AppDataCache
+
+    var kind: JobKind<Store.Transaction> {
+        JobKind(name: DeletionJobs.partKind, steps: [
+            JobStep("erase-rows", external: eraseRows, runsEveryAttempt: true),
+            JobStep("delete-files", external: deleteFiles, runsEveryAttempt: true),
+            JobStep("verify", database: verify),
+        ])
+    }
+
+    /// Why the job ended without deleting the parts.
+    struct Stopped: Codable, Sendable {
+        enum Reason: String, Codable, Sendable {
+            /// The account's purge began (it erases everything), or it is gone.
+            case purging
+            /// The account is on hold (`accounts hold`): nothing of it may be deleted now.
+            case held
+        }
+        var stopped: Reason
+    }
+
+    /// The audit receipt: what went, per table, and what the verification read found; no personal data.
+    struct Receipt: Codable, Sendable {
+        var parts: [String]
+        var rows: [String: AppPurgeJob<Store>.Receipt.Table]
+        var rowsTotal: Int
+        var blobs: Int
+        var blobBytes: Int64
+        /// Files the erased rows named that stay, because another row still names them.
+        var blobsKept: Int
+        var verification: AppPurgeJob<Store>.Receipt.Verification
+        var job: JobID
+
+        enum CodingKeys: String, CodingKey {
+            case parts, rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", verification, job
+        }
+    }
+
+    /// The parts' plan: their tables and the user row's columns they set.
+    private func partData(_ payload: PartDeletionPayload) async throws -> (whole: AppData, part: AppData) {
+        let whole = try await appData.appData(services)
+        return (whole, AppData(plan: try whole.plan.restricted(to: payload.parts), dialect: services.store.dialect))
+    }
+
+    private func directory(_ whole: AppData) -> AccountDirectory<Store> {
+        AccountDirectory(source: whole.map.isReferenceApp ? .reference : .app(whole))
+    }
+
+    /// nil while the parts may still be deleted; else why not.
+    private static func stopReason(key: String, directory: AccountDirectory<Store>, now: Date, in tx: Store.Transaction) throws -> Stopped.Reason? {
+        guard let entry = try directory.entry(id: key, in: tx, locking: false, now: now), entry.state == .active || entry.state == .pendingDeletion else {
+            return .purging
+        }
+        return try HoldCheck.activeHold(key, now: now, in: tx) == nil ? nil : .held
+    }
+
+    // MARK: 1. erase-rows
+
+    private func eraseRows(_ context: StepContext) async throws -> StepResult {
+        let payload = try context.payload(PartDeletionPayload.self)
+        let key = payload.account
+        let (whole, part) = try await partData(payload)
+        try await AppErasure.requireAccess(part, store: services.store)
+        let directory = directory(whole)
+        let now = context.now
+        let sql = part.sql
+        let userTable = part.displayName(part.plan.subject.table)
+        var eraser = RowEraser(store: services.store, data: part, policy: try policy.get()) { key, tx in
+            try Self.stopReason(key: key, directory: directory, now: now, in: tx) == nil
+        }
+        eraser.recordsFiles = true
+        let erased: Void? = try await eraser.erase(key: key, context: context) { tx, counts in
+            var counts = counts
+            if part.plan.erasesUserRow, case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 {
+                if let statement = sql.subjectBlobs(key: key) {
+                    let files = try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
+                    try tx.recordPurgeFiles(key: key, files: files)
+                }
+                do {
+                    counts[userTable, default: PurgeCounts()].masked += try tx.execute(sql.eraseSubject(key: key))
+                } catch {
+                    throw ErasureRefused(table: userTable, action: .masking, cause: error)
+                }
+            }
+            try RowEraser<Store>.record(counts, key: key, in: tx)
+        }
+        guard erased != nil else { return try await stop(key: key, directory: directory, context: context) }
+        return StepResult(output: nil, recorded: false)
+    }
+
+    private func stop(key: String, directory: AccountDirectory<Store>, context: StepContext) async throws -> StepResult {
+        let now = context.now
+        let found = try await services.store.read { tx in try Self.stopReason(key: key, directory: directory, now: now, in: tx) }
+        let reason = found ?? .purging
+        context.logger.notice("part deletion stopped", metadata: ["account": "\(key)", "reason": "\(reason.rawValue)"])
+        return try .output(Stopped(stopped: reason), finishesJob: true)
+    }
+
+    // MARK: 2. delete-files
+
+    private func deleteFiles(_ context: StepContext) async throws -> StepResult {
+        let payload = try context.payload(PartDeletionPayload.self)
+        let (whole, _) = try await partData(payload)
+        // The whole map's file columns: a file the user's other rows still name stays.
+        try await RecordedFiles(services: services, policy: try policy.get()).settle(key: payload.account, sql: whole.sql, context: context)
+        return StepResult(output: nil, recorded: false)
+    }
+
+    // MARK: 3. verify
+
+    /// A database step: the read, the receipt and its audit commit with the step's done-mark.
+    private func verify(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
+        let payload = try context.payload(PartDeletionPayload.self)
+        let key = payload.account
+        // Loaded by erase-rows and delete-files, which run in every attempt before this.
+        guard let whole = appData.loadedAppData else {
+            throw PurgeIncomplete("the account data map is not loaded in this run; the job will retry")
+        }
+        let part = AppData(plan: try whole.plan.restricted(to: payload.parts), dialect: services.store.dialect)
+        if let reason = try Self.stopReason(key: key, directory: directory(whole), now: context.now, in: tx) {
+            return try .output(Stopped(stopped: reason), finishesJob: true)
+        }
+        let started = ContinuousClock.now
+        let left = try AppErasure.remainingRows(key: key, data: part, includingSubject: part.plan.erasesUserRow, in: tx)
+        let took = AppErasure.milliseconds(since: started)
+        guard left.values.allSatisfy({ $0 == 0 }) else {
+            let shown = left.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.value) row(s) of \($0.key)" }
+            throw VerificationFailed(description: """
+                verification found \(shown.joined(separator: ", ")) of the deleted part(s) still the account's (written since, \
+                by the app?): the next attempt erases and verifies again
+                """)
+        }
+        let files = try tx.takePurgeFiles(key: key)
+        guard files.pending == 0 else {
+            throw PurgeIncomplete("\(files.pending) file(s) of the part(s) are not settled yet; the job will retry")
+        }
+        var tables: [String: AppPurgeJob<Store>.Receipt.Table] = [:]
+        for (table, count) in try tx.takePurgeProgress(key: key) where count != PurgeCounts() {
+            tables[table] = .init(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
+        }
+        let receipt = Receipt(
+            parts: payload.parts, rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
+            blobs: files.deleted, blobBytes: files.bytes, blobsKept: files.kept,
+            verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took), job: context.job.id)
+        let detail = try JobJSON.encode(receipt)
+        try tx.recordAudit(AuditEvent(
+            at: context.now, actor: payload.actor, action: DeletionAudit.partDeletion, accountID: key, outcome: "erased", detail: detail))
+        context.logger.notice("part of an account deleted", metadata: [
+            "account": "\(key)", "parts": "\(payload.parts.joined(separator: ","))", "rows": .stringConvertible(receipt.rowsTotal),
+            "blobs": .stringConvertible(receipt.blobs), "verification": "verified",
+        ])
+        return StepResult(output: detail)
+    }
+}
+
+/// A part deletion's payload: the account, the parts and who asked (for the audit); no personal data.
+public struct PartDeletionPayload: Codable, Sendable, Equatable {
+    public var account: String
+    public var parts: [String]
+    /// `user`, `user:email-link`, `operator:NAME`: the receipt's actor.
+    public var actor: String
+
+    public init(account: String, parts: [String], actor: String) {
+        self.account = account
+        self.parts = parts
+        self.actor = actor
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import JobRunner
+
+/// The files an erasure recorded in lifecycle's state (from the rows it erased, in their
+/// batches' transactions), settled once the rows are gone, for a purge and for the
+/// deletion of part of an account alike: each file no row still names (another account's,
+/// a row kept masked, the user's own rows a part leaves) and that is not one of
+/// lifecycle's own is deleted and checked gone; the others are kept. Files are compared as
+/// exact bytes: an NFC and an NFD spelling of one name are two files.
+struct RecordedFiles<Store: LifecycleStore>: Sendable {
+    let services: LifecycleServices<Store>
+    let policy: DeletionPolicy
+
+    /// `sql` is the whole map's: every file column a kept row may still name a file in.
+    func settle(key: String, sql: DataMapSQL, context: StepContext) async throws {
+        let store = services.store
+        let blobs = services.blobs
+        var deleted = 0
+        var after: String?
+        while true {
+            let cursor = after
+            let page = try await store.read { tx in try tx.pendingPurgeFiles(key: key, after: cursor, limit: policy.purgeBlobBatch) }
+            guard let last = page.last else { break }
+            let candidates = page.filter { !BlobKey.isLifecycleOwn($0) && blobs.keyProblem($0) == nil }
+            let named: Set<ExactText> = candidates.isEmpty ? [] : try await store.read { tx in
+                var named = Set<ExactText>()
+                for (table, column) in sql.fileColumns {
+                    for row in try tx.rows(sql.stillNamed(candidates, table: table, column: column)) {
+                        if let file = row.first?.text { named.insert(ExactText(file)) }
+                    }
+                }
+                return named
+            }
+            var settled: [PurgeFile] = []
+            var doomed: [(key: String, bytes: Int64)] = []
+            for file in page {
+                let problem = blobs.keyProblem(file)
+                if BlobKey.isLifecycleOwn(file) || problem != nil || named.contains(ExactText(file)) {
+                    if let problem {
+                        context.logger.notice("a row named a file this blob store cannot hold; nothing deleted", metadata: [
+                            "blob_key": "\(BlobKey.quoted(file))", "problem": "\(problem)",
+                        ])
+                    }
+                    settled.append(PurgeFile(key: file, state: .kept, bytes: 0))
+                } else {
+                    doomed.append((file, try await blobs.info(key: file)?.size ?? 0))
+                }
+            }
+            try await blobs.delete(keys: doomed.map(\.key))
+            // Checked one by one: a store that acknowledged a delete it did not do must not end the erasure.
+            for file in doomed where try await blobs.info(key: file.key) != nil {
+                throw PurgeIncomplete("file \(file.key) is still there after it was deleted; the job will retry")
+            }
+            settled += doomed.map { PurgeFile(key: $0.key, state: .deleted, bytes: $0.bytes) }
+            let done = settled
+            try await store.write { tx in try tx.settlePurgeFiles(key: key, files: done) }
+            deleted += doomed.count
+            context.progress("\(deleted) file(s) deleted")
+            guard page.count == policy.purgeBlobBatch else { break }
+            after = last
+            if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
+        }
+    }
+}
