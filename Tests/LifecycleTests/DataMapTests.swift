@@ -286,6 +286,59 @@ struct DataMapPlanTests {
         let plan = try? Self.plan("  - {table: a, owner: user_id}\n  - {table: b, owner: user_id, cascade: [a.b_id]}\n", catalog: handled)
         #expect(plan?.tables.map(\.table.name.name) == ["a", "b"])
     }
+
+    // MARK: Parts a user may delete and keep the account
+
+    static func partsPlan(_ parts: String, tables: String = goodTables, catalog: SchemaCatalog = blog) throws -> DataMapPlan {
+        try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: {table: users, key: id}\ntables:\n\(tables)\nparts:\n\(parts)", source: "m.yaml"), catalog: catalog)
+    }
+
+    /// A part's plan erases its tables only (the cascades of others' rows with them) and
+    /// touches the user row only where the part names columns of it.
+    @Test func aPartsPlanErasesItsTablesAndTheUserRowOnlyWhereItSays() throws {
+        let plan = try Self.partsPlan("  - {name: posts, label: Posts, tables: [posts]}\n  - {name: likes, label: Likes, tables: [likes]}\n")
+        #expect(plan.parts.map(\.name) == ["posts", "likes"])
+        let posts = try plan.restricted(to: ["posts"])
+        #expect(posts.tables.map(\.table.name.name) == ["posts"])
+        #expect(posts.tables.first?.cascades.map(\.table.name).sorted() == ["comments", "likes"])
+        #expect(!posts.erasesUserRow && plan.erasesUserRow)
+        #expect(try plan.restricted(to: ["likes", "posts", "likes"]).tables.map(\.table.name.name) == ["likes", "posts"])
+        let unknown = #expect(throws: LifecycleError.self) { try plan.restricted(to: ["photos"]) }
+        #expect(unknown?.message == "there is no part 'photos' (the data map declares: posts, likes)", "\(unknown?.message ?? "")")
+    }
+
+    @Test(arguments: [
+        ("  - {name: me, label: Me, tables: [users]}\n", "part 'me': users is the user table"),
+        ("  - {name: p, label: P, tables: [post]}\n", "part 'p': post is not a table mapped under `tables:`"),
+        ("  - {name: p, label: P, tables: [posts], user_columns: {email: null}}\n", "main.users.email is NOT NULL, so masking it to null"),
+        ("  - {name: p, label: P, tables: [posts], user_columns: {id: 0}}\n", "main.users.id is part of the key"),
+        ("  - {name: 'a b', label: P, tables: [posts]}\n", "'a b' must be letters, digits, '_' or '-'"),
+        ("  - {name: p, tables: [posts]}\n", "`label:` is required"),
+        ("  - {name: p, label: P, tables: []}\n", "lists the mapped tables whose rows the part deletes"),
+        ("  - {name: p, label: P, tables: [posts]}\n  - {name: p, label: Q, tables: [likes]}\n", "part 'p' is declared twice"),
+    ])
+    func aPartThatCannotBeDeletedAloneIsRefusedAtLoad(_ parts: String, _ expected: String) {
+        let error = #expect(throws: LifecycleError.self) { try Self.partsPlan(parts) }
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
+    }
+
+    /// Deleting a part's rows must not fail on a reference the part leaves behind: a mapped
+    /// table it does not name pointing at them. (A user-row reference with a foreign key is
+    /// refused by the whole map's order unless the database unlinks it.)
+    @Test func aReferenceIntoAPartFromARowItKeepsIsRefusedUntilThePartCoversIt() throws {
+        let catalog = SchemaCatalog(defaultSchema: "main", tables: Self.blog.tables.values.map { $0 } + [
+            Self.table("attachments", [Self.column("id"), Self.column("post_id"), Self.column("file", .text)]),
+        ], foreignKeys: Self.blog.foreignKeys + [Self.key("attachments", "post_id", "posts")])
+        let tables = Self.goodTables + "\n  - {table: attachments, owner: {via: post_id, parent: posts}}"
+        let attachments = #expect(throws: LifecycleError.self) {
+            try Self.partsPlan("  - {name: p, label: P, tables: [posts]}\n", tables: tables, catalog: catalog)
+        }
+        #expect(attachments?.message.contains("m.yaml:9: part 'p' deletes rows of posts, which main.attachments.post_id → main.posts.id references from a mapped table the part does not name") == true,
+                "\(attachments?.message ?? "no error")")
+        let plan = try Self.partsPlan("  - {name: p, label: P, tables: [posts, attachments]}\n  - {name: a, label: A, tables: [attachments]}\n", tables: tables, catalog: catalog)
+        #expect(try plan.restricted(to: ["p"]).tables.map(\.table.name.name) == ["attachments", "posts"])
+        #expect(try plan.restricted(to: ["a"]).tables.map(\.table.name.name) == ["attachments"])
+    }
 }
 
 /// Django's signed session data, as `django.core.signing.dumps` writes it (made with

@@ -1,0 +1,147 @@
+import ChildProcesses
+import Foundation
+import JobRunner
+import Testing
+
+/// Deleting part of an account's data (the data map's `parts:`) and keeping the account:
+/// the part's rows and files go, verified, with a receipt in the audit; nothing else of the
+/// account or of anyone else changes.
+@Suite(.serialized)
+struct PartDeletionTests {
+    struct Receipt: Decodable {
+        struct Table: Decodable { var deleted: Int; var masked: Int; var after: Int }
+        struct Verification: Decodable { var result: String; var rows_left: Int }
+        var parts: [String]
+        var rows: [String: Table]
+        var rows_total: Int
+        var blobs: Int
+        var verification: Verification
+    }
+
+    static func receipts(_ workspace: Workspace, of key: String) async throws -> [Receipt] {
+        try await workspace.auditRows(of: key).filter { $0.action == "deletion.part" }.map {
+            try JSONDecoder().decode(Receipt.self, from: Data(($0.detail ?? "").utf8))
+        }
+    }
+
+    static func files(_ workspace: Workspace, of key: String) -> Set<String> {
+        let root = workspace.blobs + "/accounts/" + key
+        let found = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        return Set(found.filter { !$0.hasPrefix("exports") && (try? FileManager.default.attributesOfItem(atPath: root + "/" + $0)[.type] as? FileAttributeType) == .typeRegular })
+    }
+
+    /// The reference app, both backends: the user's photos go (the profile photo's id with
+    /// them), after a wrong password is refused; her journal, her other rows and bob's
+    /// account are as they were.
+    @Test(arguments: Backend.allCases)
+    func photosGoAndTheAccountStaysWithAVerifiedReceipt(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 2), DeletionLines.account(id: "bob", entries: 2)], into: workspace)
+        let bobsFiles = Self.files(workspace, of: "bob")
+        #expect(bobsFiles.count == 3 && Self.files(workspace, of: "ada").count == 3, "\(bobsFiles)")
+        let bobBefore = try await workspace.query("SELECT id, blob_key FROM photos WHERE account_id = 'bob' ORDER BY id")
+
+        let wrong = try await workspace.run(["delete", "ada", "--part", "photos", "--password-stdin"], stdin: "battery staple")
+        #expect(wrong.status == 77 && wrong.stderr.contains("Incorrect password"), "\(wrong.stderr)")
+        let asked = try await workspace.run(["delete", "ada", "--part", "photos", "--password-stdin", "--json"], stdin: DeletionLines.password)
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stdout.contains(#""parts":["photos"]"#) && asked.stdout.contains("Your account stays open."), "\(asked.stdout)")
+        let twice = try await workspace.run(["delete", "ada", "--part", "journal", "--operator", "sam", "--reason", "ticket 7"])
+        #expect(twice.status == 65 && twice.stderr.contains("is already under way"), "\(twice.stderr)")
+        // Nothing is deleted until the job runs, and then all of it.
+        #expect(try await workspace.int("SELECT COUNT(*) FROM photos WHERE account_id = 'ada'") == 3)
+        let worker = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
+        #expect(worker.status == 0 && (worker.stdout + worker.stderr).contains("1 succeeded"), "\(worker.stdout) \(worker.stderr)")
+
+        #expect(try await workspace.int("SELECT COUNT(*) FROM photos WHERE account_id = 'ada'") == 0)
+        #expect(try await workspace.query("SELECT profile_photo_id, state, email FROM accounts WHERE id = 'ada'") == [[nil, "active", "ada@example.com"]])
+        #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'ada'") == 2)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM sessions WHERE account_id = 'ada'") == 1)
+        #expect(Self.files(workspace, of: "ada").isEmpty, "\(Self.files(workspace, of: "ada"))")
+        #expect(Self.files(workspace, of: "bob") == bobsFiles)
+        #expect(try await workspace.query("SELECT id, blob_key FROM photos WHERE account_id = 'bob' ORDER BY id") == bobBefore)
+
+        let receipt = try #require(try await Self.receipts(workspace, of: "ada").first)
+        #expect(receipt.parts == ["photos"] && receipt.rows["photos"]?.deleted == 3 && receipt.rows["accounts"]?.masked == 1, "\(receipt)")
+        #expect(receipt.blobs == 3 && receipt.rows_total == 4 && receipt.verification.result == "verified" && receipt.verification.rows_left == 0)
+        let audit = try await workspace.run(["audit", "ada"])
+        #expect(audit.stdout.contains("deletion.part") && audit.stdout.contains("verified"), "\(audit.stdout)")
+
+        // Once it is done, the next part can be asked for; the account is still theirs to delete.
+        let journal = try await workspace.run(["delete", "ada", "--part", "journal", "--operator", "sam", "--reason", "ticket 7"])
+        #expect(journal.status == 0, "\(journal.stderr)")
+        #expect(try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"]).status == 0)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'ada'") == 0)
+        #expect(try await Self.receipts(workspace, of: "ada").count == 2)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'bob'") == 2)
+    }
+
+    /// Only an active account's parts, not on hold; a wrong password counts towards the same
+    /// lockout as the whole account's deletion.
+    @Test func aPartIsRefusedForAnAccountPendingDeletionOrOnHoldAndWrongPasswordsLockBoth() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts(["ada", "bob", "cy"].map { DeletionLines.account(id: $0) }, into: workspace)
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: DeletionLines.password).status == 0)
+        let pending = try await workspace.run(["delete", "ada", "--part", "photos", "--password-stdin"], stdin: DeletionLines.password)
+        #expect(pending.status == 65 && pending.stderr.contains("is scheduled for deletion") && pending.stderr.contains("Restore it first"), "\(pending.stderr)")
+
+        #expect(try await workspace.run(["accounts", "hold", "bob", "--reason", "litigation 12", "--operator", "sam"]).status == 0)
+        let held = try await workspace.run(["delete", "bob", "--part", "photos", "--operator", "sam", "--reason", "t"])
+        #expect(held.status == 65 && held.stderr.contains("on hold"), "\(held.stderr)")
+        let unknown = try await workspace.run(["delete", "cy", "--part", "videos", "--operator", "sam", "--reason", "t"])
+        #expect(unknown.status == 65 && unknown.stderr.contains("there is no part 'videos' (the data map declares: photos, journal)"), "\(unknown.stderr)")
+
+        for _ in 0..<3 { #expect(try await workspace.run(["delete", "cy", "--password-stdin"], stdin: "nope").status == 77) }
+        for _ in 0..<2 { #expect(try await workspace.run(["delete", "cy", "--part", "photos", "--password-stdin"], stdin: "nope").status == 77) }
+        let locked = try await workspace.run(["delete", "cy", "--part", "photos", "--password-stdin"], stdin: DeletionLines.password)
+        #expect(locked.status == 75 && locked.stderr.contains("Too many incorrect passwords"), "\(locked.stderr)")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM photos") == 6)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'") == 0)
+    }
+
+    /// A real Django site through the API, both backends: ada deletes her posts. They go
+    /// with the comments others left under them and those comments' files; every other row
+    /// of the site is as it was, byte for byte, and she is still signed in.
+    @Test(arguments: Backend.allCases)
+    func aDjangoUserDeletesHerPostsThroughTheAPIAndEverythingElseStays(_ backend: Backend) async throws {
+        let django = DjangoSiteErasureTests()
+        let (workspace, seeded) = try await django.site(backend, map: try DjangoSiteErasureTests.map)
+        let ada = try #require(seeded.users["ada"])
+        let session = try #require(seeded.sessions["ada"])
+        #expect(try await workspace.run(["init"]).status == 0)
+        let before = try await django.everyRow(workspace)
+        let posts = try await django.app.rows(workspace, "SELECT cover FROM blog_post WHERE author_id = \(ada) AND cover <> ''")
+        #expect(!posts.isEmpty)
+        let filesBefore = django.app.files(workspace)
+
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let listed = try await ServeTests.api(server, "GET", "parts")
+        #expect(listed.status == 200 && (listed.json["parts"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["messages", "posts"], "\(listed.json)")
+        let wrong = try await ServeTests.api(server, "POST", "accounts/\(ada)/part-deletions", body: #"{"password": "battery staple", "parts": ["posts"]}"#)
+        #expect(wrong.status == 401 && ServeTests.errorCode(wrong.json) == "incorrect_password", "\(wrong.json)")
+        let unknown = try await ServeTests.api(server, "POST", "accounts/\(ada)/part-deletions", body: #"{"password": "correct horse", "parts": ["likes"]}"#)
+        #expect(unknown.status == 409 && ServeTests.errorMessage(unknown.json)?.contains("there is no part 'likes'") == true, "\(unknown.json)")
+        let asked = try await ServeTests.api(server, "POST", "accounts/\(ada)/part-deletions", body: #"{"password": "correct horse", "parts": ["posts"]}"#)
+        #expect(asked.status == 202 && asked.json["parts"] as? [String] == ["posts"], "\(asked.json)")
+        #expect(try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"]).status == 0)
+        let done = try await ServeTests.api(server, "GET", "accounts/\(ada)/part-deletions")
+        #expect(await server.stop() == 0)
+        let deletions = try #require(done.json["deletions"] as? [[String: Any]], "\(done.json)")
+        let receipt = try #require(deletions.first?["receipt"] as? [String: Any])
+        #expect(deletions.count == 1 && (receipt["verification"] as? [String: Any])?["result"] as? String == "verified", "\(done.json)")
+
+        #expect(try await django.app.rows(workspace, "SELECT COUNT(*) FROM blog_post WHERE author_id = \(ada)") == ["0"])
+        #expect(try await django.app.rows(workspace, "SELECT COUNT(*) FROM blog_comment WHERE post_id NOT IN (SELECT id FROM blog_post)") == ["0"])
+        let after = try await django.everyRow(workspace)
+        // Nothing changed in place: every row left was there as it is; the rows gone are the receipt's.
+        #expect(after.subtracting(before).isEmpty, "\(after.subtracting(before))")
+        let gone = before.subtracting(after)
+        #expect(gone.count == receipt["rows_total"] as? Int, "\(gone) \(receipt)")
+        #expect(gone.allSatisfy { $0.hasPrefix("blog_post ") || $0.hasPrefix("blog_comment ") || $0.hasPrefix("blog_attachment ") }, "\(gone)")
+        #expect(gone.contains { $0.hasPrefix("blog_attachment ") }, "a comment's attachment under her post goes with it")
+        let filesGone = filesBefore.subtracting(django.app.files(workspace))
+        #expect(filesGone.count == receipt["blobs"] as? Int && Set(posts).isSubset(of: filesGone), "\(filesGone)")
+        #expect(try await django.manage(workspace, ["whoami", session]) != "anonymous")
+        #expect(try await workspace.run(["accounts", "show", "ada", "--json"]).stdout.contains(#""state":"active""#))
+    }
+}
