@@ -176,6 +176,69 @@ struct DeletionPageTests {
         #expect(await server.stop() == 0)
     }
 
+    /// The same page, keyboard only, deletes the photos alone: the account stays open and
+    /// active, its photos and their files go, and the audit holds the verified receipt.
+    @Test func aUserDeletesOnlyTheirPhotosWithTheKeyboardAloneInABrowser() async throws {
+        let python = repositoryRoot + "/.build-tools/venv/bin/python"
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 2)], into: workspace)
+        let server = try await ServeTests.Server.start(workspace)
+        let script = repositoryRoot + "/Tests/CLITests/Browser/delete_account.py"
+        #expect(try await Self.post("http://\(server.base)/account/delete", [("email", "ada@example.com")]).status == 200)
+        try await Self.settled(workspace, requests: 1)
+        let link = try #require(try await Self.links(workspace, to: server, account: "ada").first)
+
+        struct Chose: Decodable { var before: String; var stops: [String]; var ticked: Bool; var text: String }
+        let run = try await SurfaceTests.shell("'\(python)' '\(script)' /usr/bin/chromium part '\(link)' Photos", in: workspace.root)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr.suffix(3_000))")
+        let chose = try JSONDecoder().decode(Chose.self, from: Data(run.stdout.utf8))
+        #expect(chose.before.contains("Or delete only some of your data") && chose.ticked, "\(chose)")
+        #expect(chose.stops.first == "button: Delete my account", "\(chose.stops)")
+        #expect(chose.text.contains("We're deleting: Photos (the profile photo and every journal photo). This cannot be undone. Your account stays open."), "\(chose.text)")
+        // The link is used up: it deletes nothing more, whichever form sends it.
+        let again = try await ServeTests.curl([link])
+        #expect(again.status == 410 && again.text.contains("already been used"), "\(again.text)")
+        #expect(await server.stop() == 0)
+
+        let worker = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
+        #expect(worker.status == 0, "\(worker.stderr)")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM photos WHERE account_id = 'ada'") == 0)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'ada'") == 2)
+        #expect(PartDeletionTests.files(workspace, of: "ada").isEmpty)
+        #expect(try await workspace.run(["accounts", "show", "ada"]).stdout.contains("state: active"))
+        let receipt = try #require(try await PartDeletionTests.receipts(workspace, of: "ada").first)
+        #expect(receipt.parts == ["photos"] && receipt.rows["photos"]?.deleted == 3 && receipt.blobs == 3 && receipt.verification.result == "verified", "\(receipt)")
+        let actor = try await workspace.auditRows(of: "ada").first { $0.action == "deletion.part" }?.actor
+        #expect(actor == "user:email-link")
+    }
+
+    /// A partial form must name parts the page offers, at least one, with the page's token.
+    @Test func aPartialConfirmationNamesOfferedPartsAndCarriesThePagesToken() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace)
+        let page = "http://\(server.base)/account/delete"
+        #expect(try await Self.post(page, [("email", "ada@example.com")]).status == 200)
+        try await Self.settled(workspace, requests: 1)
+        let link = try #require(try await Self.links(workspace, to: server, account: "ada").first)
+        let shown = try await ServeTests.curl([link])
+        let fields = try ["account", "issued", "sig", "form_token"].map { ($0, try #require(Self.form(shown.text, $0))) }
+        let scope = [("scope", "parts")]
+        let none = try await Self.post(page + "/confirm", fields + scope)
+        #expect(none.status == 400 && none.text.contains("Tick what to delete"), "\(none.text)")
+        let stranger = try await Self.post(page + "/confirm", fields + scope + [("part-accounts", "yes")])
+        #expect(stranger.status == 400 && stranger.text.contains("does not offer"), "\(stranger.text)")
+        let forged = try await Self.post(page + "/confirm", fields.filter { $0.0 != "form_token" } + [("form_token", String(repeating: "0", count: 64))] + scope + [("part-photos", "yes")])
+        #expect(forged.status == 403, "\(forged.text)")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'") == 0)
+        let done = try await Self.post(page + "/confirm", fields + scope + [("part-journal", "yes")])
+        #expect(done.status == 200 && done.text.contains("deleting: Journal entries (with their photos). This cannot be undone."), "\(done.text)")
+        let reused = try await Self.post(page + "/confirm", fields + scope + [("part-photos", "yes")])
+        #expect(reused.status == 410, "\(reused.text)")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'") == 1)
+        #expect(await server.stop() == 0)
+    }
+
     /// On an app's own database (the Django example, both backends): the address is found
     /// in the map's email column, and confirming signs the user out of Django.
     @Test(arguments: Backend.allCases)
