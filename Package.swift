@@ -81,7 +81,7 @@ let package = Package(
         .target(
             name: "SQLiteBackend",
             dependencies: [
-                "Lifecycle", "JobRunner",
+                "Lifecycle", "JobRunner", "CLinux",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -16,6 +16,12 @@
 #   BENCH_PURGE_ACCOUNTS=1000 BENCH_APP_PURGE_ACCOUNTS=1000 scripts/bench-purge.sh   # a quicker look
 #   BENCH_PURGE_CASES=app scripts/bench-purge.sh                                     # one of the two
 #   BENCH_KEEP=1 scripts/bench-purge.sh                             # leaves the work folder in /tmp to look into
+#
+# Each side runs BENCH_PURGE_RUNS times (default 3) on a fresh copy of the same fixtures,
+# in interleaved rounds (the reference first in odd rounds, lifecycle first in even ones),
+# and each side's best round is compared: a round slowed by the machine (page-cache
+# write-back, another process, the CPU's clock) says nothing about either tool, and the
+# sqlite3 baseline alone moved by 15 % between single runs on one machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The app databases made here are private, as lifecycle asks of a SQLite file it keeps secrets in.
@@ -25,11 +31,17 @@ BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 ACCOUNTS=${BENCH_PURGE_ACCOUNTS:-10000}
 APP_ACCOUNTS=${BENCH_APP_PURGE_ACCOUNTS:-5000}
 CASES=${BENCH_PURGE_CASES:-reference app}
+RUNS=${BENCH_PURGE_RUNS:-3}
 WORK=$(mktemp -d /tmp/lifecycle-bench-purge.XXXXXX)
 trap '[ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 now() { date +%s.%N; }
 # Both sides start with the fixtures on disk, not in dirty page cache still being written back.
 settle() { sync; sleep 2; }
+seconds_between() { python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$1" "$2"; }
+# `fresh NAME`: $WORK/NAME as the pristine fixtures were (lifecycle's side keeps the path it was made at).
+fresh() { rm -rf "${WORK:?}/$1"; cp -a "$WORK/pristine-$2" "$WORK/$1"; }
+# Appends "seconds cpu_user cpu_sys" of the best round (least wall time) so far to a summary.
+best_of() { sort -n "$1" | head -1; }
 
 reference_app_case() {
 echo "== Purge: $ACCOUNTS due accounts × (100 rows + 5 photo blobs), $(nproc) cores =="
@@ -75,7 +87,7 @@ with db:
 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 db.close()
 PY
-cp -a "$WORK/ours" "$WORK/ref"
+cp -a "$WORK/ours" "$WORK/pristine-reference"
 
 # Reference: the same per-account deletes and tombstone in one sqlite3 process, then rm.
 python3 - "$ACCOUNTS" > "$WORK/reference.sql" <<'PY'
@@ -92,32 +104,49 @@ for a in range(int(sys.argv[1])):
  WHERE id = '{aid}';""")
     print("COMMIT;")
 PY
-settle
-start=$(now)
-/usr/bin/time -f "%U %S" -o "$WORK/ref-cpu" sh -c 'sqlite3 "$1/ref/lifecycle.sqlite" < "$1/reference.sql" >/dev/null && cd "$1/ref/blobs/accounts" && ls | xargs rm -rf' _ "$WORK"
-end=$(now)
-reference=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
-
-settle
-start=$(now)
-/usr/bin/time -f "%U %S" -o "$WORK/ours-cpu" "$BIN" purge --log-level warning --database "$WORK/ours/lifecycle.sqlite" --blobs "$WORK/ours/blobs" --jobs-dir Jobs > "$WORK/purge.out"
-end=$(now)
-ours=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
-
-# Both must have removed everything: no account rows left in any table, no blob files.
-for side in ours ref; do
-  left=$(sqlite3 "$WORK/$side/lifecycle.sqlite" "SELECT (SELECT COUNT(*) FROM photos) + (SELECT COUNT(*) FROM journal_entries)
-    + (SELECT COUNT(*) FROM mesocycles) + (SELECT COUNT(*) FROM meditation_sessions) + (SELECT COUNT(*) FROM sessions)
-    + (SELECT COUNT(*) FROM preferences) + (SELECT COUNT(*) FROM accounts WHERE state != 'purged' OR email IS NOT NULL)")
-  files=$(find "$WORK/$side/blobs" -type f -not -path '*/.incoming/*' | wc -l)
-  [ "$left" = 0 ] && [ "$files" = 0 ] || { echo "$side: $left rows and $files files left" >&2; cat "$WORK/purge.out" >&2; exit 1; }
+run_reference() {
+  fresh ref reference
+  settle
+  local start end
+  start=$(now)
+  /usr/bin/time -f "%U %S" -o "$WORK/ref-cpu" sh -c 'sqlite3 "$1/ref/lifecycle.sqlite" < "$1/reference.sql" >/dev/null && cd "$1/ref/blobs/accounts" && ls | xargs rm -rf' _ "$WORK"
+  end=$(now)
+  echo "$(seconds_between "$start" "$end") $(cat "$WORK/ref-cpu")" >> "$WORK/ref-rounds"
+}
+run_ours() {
+  fresh ours reference
+  settle
+  local start end
+  start=$(now)
+  /usr/bin/time -f "%U %S" -o "$WORK/ours-cpu" "$BIN" purge --log-level warning --database "$WORK/ours/lifecycle.sqlite" --blobs "$WORK/ours/blobs" --jobs-dir Jobs > "$WORK/purge.out"
+  end=$(now)
+  echo "$(seconds_between "$start" "$end") $(cat "$WORK/ours-cpu")" >> "$WORK/ours-rounds"
+}
+check_round() {
+  # Both must have removed everything: no account rows left in any table, no blob files.
+  local side left files
+  for side in ours ref; do
+    left=$(sqlite3 "$WORK/$side/lifecycle.sqlite" "SELECT (SELECT COUNT(*) FROM photos) + (SELECT COUNT(*) FROM journal_entries)
+      + (SELECT COUNT(*) FROM mesocycles) + (SELECT COUNT(*) FROM meditation_sessions) + (SELECT COUNT(*) FROM sessions)
+      + (SELECT COUNT(*) FROM preferences) + (SELECT COUNT(*) FROM accounts WHERE state != 'purged' OR email IS NOT NULL)")
+    files=$(find "$WORK/$side/blobs" -type f -not -path '*/.incoming/*' | wc -l)
+    [ "$left" = 0 ] && [ "$files" = 0 ] || { echo "$side: $left rows and $files files left" >&2; cat "$WORK/purge.out" >&2; exit 1; }
+  done
+  grep -q "^purge: $ACCOUNTS purged, 0 skipped, 0 failed" "$WORK/purge.out" || { cat "$WORK/purge.out" >&2; exit 1; }
+}
+rm -f "$WORK/ref-rounds" "$WORK/ours-rounds"
+for round in $(seq 1 "$RUNS"); do
+  if [ $((round % 2)) = 1 ]; then run_reference; run_ours; else run_ours; run_reference; fi
+  check_round
 done
-grep -q "^purge: $ACCOUNTS purged, 0 skipped, 0 failed" "$WORK/purge.out" || { cat "$WORK/purge.out" >&2; exit 1; }
+read -r ours ours_user ours_sys < <(best_of "$WORK/ours-rounds")
+read -r reference ref_user ref_sys < <(best_of "$WORK/ref-rounds")
 
-python3 - "$ACCOUNTS" "$ours" "$reference" "$(cat "$WORK/ours-cpu")" "$(cat "$WORK/ref-cpu")" <<'PY'
+python3 - "$ACCOUNTS" "$ours" "$reference" "$ours_user $ours_sys" "$ref_user $ref_sys" "$RUNS" <<'PY'
 import sys
 n, ours, ref = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 ours_cpu, ref_cpu = (sum(map(float, arg.split())) for arg in sys.argv[4:6])
+print(f"(best of {sys.argv[6]} interleaved rounds, each on a fresh copy)")
 print(f"lifecycle purge (sweep + purge jobs):      {ours:7.2f} s   {n / ours:7.0f} accounts/s   cpu {ours_cpu:6.2f} s")
 print(f"sqlite3 deletes + rm of the same files:    {ref:7.2f} s   {n / ref:7.0f} accounts/s   cpu {ref_cpu:6.2f} s")
 print(f"ratio: {ours / ref:.2f}   (target ≤ 1.5; cpu ratio {ours_cpu / ref_cpu:.2f}, disk and other load aside)")
@@ -235,7 +264,7 @@ with open(os.path.join(work, "app-files"), "w") as f:
 with open(os.path.join(work, "app-folders"), "w") as f:
     f.write("\n".join(folders) + "\n")
 PY
-cp -a "$WORK/app-ours" "$WORK/app-ref"
+cp -a "$WORK/app-ours" "$WORK/pristine-app"
 
 # Reference: what the engine does for each account, written by hand for this schema, in
 # the map's erase order, one transaction per account; then rm of the same files and of
@@ -262,45 +291,65 @@ for m in range(1, int(sys.argv[1]) + 1):
     print(f"UPDATE lifecycle_subjects SET state = 'purged', purged_at = '2026-01-01 00:00:00.000', updated_at = '2026-01-01 00:00:00.000' WHERE subject_key = '{m}';")
     print("COMMIT;")
 PY
-settle
-local start end reference ours
-start=$(now)
-/usr/bin/time -f "%U %S" -o "$WORK/app-ref-cpu" sh -c 'sqlite3 "$1/app-ref/app.sqlite" < "$1/app-reference.sql" >/dev/null && cd "$1/app-ref/blobs" && xargs rm -- < "$1/app-files" && xargs rmdir -- < "$1/app-folders"' _ "$WORK"
-end=$(now)
-reference=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
-
-settle
-start=$(now)
-/usr/bin/time -f "%U %S" -o "$WORK/app-ours-cpu" "$BIN" purge --log-level warning --database "$WORK/app-ours/app.sqlite" --blobs "$WORK/app-ours/blobs" --jobs-dir "$WORK/app-ours/jobs" > "$WORK/app-purge.out"
-end=$(now)
-ours=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$end")
-
-# Equal work: every app table holds the same rows on both sides afterwards, every due
-# account is purged on both, and the same files and folders are left.
-grep -q "^purge: $n purged, 0 skipped, 0 failed" "$WORK/app-purge.out" || { cat "$WORK/app-purge.out" >&2; exit 1; }
-local side table
-for side in app-ours app-ref; do
-  for table in members statuses media media_variants favourites follows messages; do
-    echo "$table $(sqlite3 "$WORK/$side/app.sqlite" "SELECT COUNT(*) FROM $table")"
-    sqlite3 "$WORK/$side/app.sqlite" "SELECT * FROM $table ORDER BY 1, 2" | sha256sum
-  done > "$WORK/$side.tables"
-  sqlite3 "$WORK/$side/app.sqlite" "SELECT state, COUNT(*) FROM lifecycle_subjects GROUP BY state" >> "$WORK/$side.tables"
-  (cd "$WORK/$side/blobs" && find . -not -path './.incoming*' | sort) > "$WORK/$side.files"
+run_app_reference() {
+  fresh app-ref app
+  settle
+  local start end
+  start=$(now)
+  /usr/bin/time -f "%U %S" -o "$WORK/app-ref-cpu" sh -c 'sqlite3 "$1/app-ref/app.sqlite" < "$1/app-reference.sql" >/dev/null && cd "$1/app-ref/blobs" && xargs rm -- < "$1/app-files" && xargs rmdir -- < "$1/app-folders"' _ "$WORK"
+  end=$(now)
+  echo "$(seconds_between "$start" "$end") $(cat "$WORK/app-ref-cpu")" >> "$WORK/app-ref-rounds"
+}
+run_app_ours() {
+  fresh app-ours app
+  settle
+  local start end
+  start=$(now)
+  /usr/bin/time -f "%U %S" -o "$WORK/app-ours-cpu" "$BIN" purge --log-level warning --database "$WORK/app-ours/app.sqlite" --blobs "$WORK/app-ours/blobs" --jobs-dir "$WORK/app-ours/jobs" > "$WORK/app-purge.out"
+  end=$(now)
+  local took
+  took=$(seconds_between "$start" "$end")
+  # The verification's share: the read's own time, which each receipt records, summed over
+  # every purge, against the whole run.
+  local share
+  share=$(sqlite3 "$WORK/app-ours/app.sqlite" "
+    SELECT printf('%.3f', SUM(json_extract(detail, '$.verification.milliseconds')) / 1000.0 / $took)
+    FROM lifecycle_audit_events WHERE action = 'account.purge'")
+  echo "$took $(cat "$WORK/app-ours-cpu") $share" >> "$WORK/app-ours-rounds"
+}
+check_app_round() {
+  # Equal work: every app table holds the same rows on both sides afterwards, every due
+  # account is purged on both, and the same files and folders are left.
+  grep -q "^purge: $n purged, 0 skipped, 0 failed" "$WORK/app-purge.out" || { cat "$WORK/app-purge.out" >&2; exit 1; }
+  local side table
+  for side in app-ours app-ref; do
+    for table in members statuses media media_variants favourites follows messages; do
+      echo "$table $(sqlite3 "$WORK/$side/app.sqlite" "SELECT COUNT(*) FROM $table")"
+      sqlite3 "$WORK/$side/app.sqlite" "SELECT * FROM $table ORDER BY 1, 2" | sha256sum
+    done > "$WORK/$side.tables"
+    sqlite3 "$WORK/$side/app.sqlite" "SELECT state, COUNT(*) FROM lifecycle_subjects GROUP BY state" >> "$WORK/$side.tables"
+    (cd "$WORK/$side/blobs" && find . -not -path './.incoming*' | sort) > "$WORK/$side.files"
+  done
+  cmp -s "$WORK/app-ours.tables" "$WORK/app-ref.tables" || { echo "app-map purge: the tables differ from the reference's" >&2; diff "$WORK/app-ours.tables" "$WORK/app-ref.tables" >&2; exit 1; }
+  cmp -s "$WORK/app-ours.files" "$WORK/app-ref.files" || { echo "app-map purge: the files differ from the reference's" >&2; diff "$WORK/app-ours.files" "$WORK/app-ref.files" | head >&2; exit 1; }
+  grep -qx "purged|$n" "$WORK/app-ours.tables" || { echo "app-map purge: not every due account is purged" >&2; cat "$WORK/app-ours.tables" >&2; exit 1; }
+  [ -z "$(cd "$WORK/app-ours/blobs" && xargs ls -d -- < "$WORK/app-files" 2>/dev/null)" ] || { echo "app-map purge: files of purged accounts left" >&2; exit 1; }
+}
+rm -f "$WORK/app-ref-rounds" "$WORK/app-ours-rounds"
+local round
+for round in $(seq 1 "$RUNS"); do
+  if [ $((round % 2)) = 1 ]; then run_app_reference; run_app_ours; else run_app_ours; run_app_reference; fi
+  check_app_round
 done
-cmp -s "$WORK/app-ours.tables" "$WORK/app-ref.tables" || { echo "app-map purge: the tables differ from the reference's" >&2; diff "$WORK/app-ours.tables" "$WORK/app-ref.tables" >&2; exit 1; }
-cmp -s "$WORK/app-ours.files" "$WORK/app-ref.files" || { echo "app-map purge: the files differ from the reference's" >&2; diff "$WORK/app-ours.files" "$WORK/app-ref.files" | head >&2; exit 1; }
-grep -qx "purged|$n" "$WORK/app-ours.tables" || { echo "app-map purge: not every due account is purged" >&2; cat "$WORK/app-ours.tables" >&2; exit 1; }
-[ -z "$(cd "$WORK/app-ours/blobs" && xargs ls -d -- < "$WORK/app-files" 2>/dev/null)" ] || { echo "app-map purge: files of purged accounts left" >&2; exit 1; }
+local ours ours_user ours_sys verify_share reference ref_user ref_sys
+read -r ours ours_user ours_sys verify_share < <(best_of "$WORK/app-ours-rounds")
+read -r reference ref_user ref_sys < <(best_of "$WORK/app-ref-rounds")
 
-# The verification's share: the read's own time, which each receipt records, summed over
-# every purge, against the whole run.
-verify_share=$(sqlite3 "$WORK/app-ours/app.sqlite" "
-  SELECT printf('%.3f', SUM(json_extract(detail, '$.verification.milliseconds')) / 1000.0 / $ours)
-  FROM lifecycle_audit_events WHERE action = 'account.purge'")
-python3 - "$n" "$ours" "$reference" "$(cat "$WORK/app-ours-cpu")" "$(cat "$WORK/app-ref-cpu")" "$(grep -m1 '^members ' "$WORK/app-ours.tables")" "$verify_share" <<'PY'
+python3 - "$n" "$ours" "$reference" "$ours_user $ours_sys" "$ref_user $ref_sys" "$RUNS" "$verify_share" <<'PY'
 import sys
 n, ours, ref = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 ours_cpu, ref_cpu = (sum(map(float, arg.split())) for arg in sys.argv[4:6])
+print(f"(best of {sys.argv[6]} interleaved rounds, each on a fresh copy)")
 print(f"lifecycle purge through the data map:      {ours:7.2f} s   {n / ours:7.0f} accounts/s   cpu {ours_cpu:6.2f} s")
 print(f"sqlite3 deletes and masks + rm:            {ref:7.2f} s   {n / ref:7.0f} accounts/s   cpu {ref_cpu:6.2f} s")
 print(f"app-map purge: {n} accounts {ours:.2f}s vs sqlite3+rm {ref:.2f}s → ratio {ours / ref:.2f} (target ≤ 1.3; cpu ratio {ours_cpu / ref_cpu:.2f})")

@@ -8,6 +8,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdint.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>

@@ -118,8 +118,12 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         guard !body.parts.isEmpty, body.parts.count <= 64 else {
             throw APIError(.badRequest, code: "bad_request", message: "parts must name at least one part (GET /v1/parts lists them)")
         }
-        let result = try await DeletionService(services: services, directory: try await services.directory())
-            .requestPartDeletion(account: reference, password: body.password, parts: body.parts)
+        let service = try DeletionService(services: services, directory: try await services.directory())
+        let offered = Set(try await service.wholePlan().parts.map(\.name))
+        if let unknown = body.parts.first(where: { !offered.contains($0) }) {
+            throw APIError(.badRequest, code: "bad_request", message: "there is no part '\(unknown)' (GET /v1/parts lists them: \(offered.sorted().joined(separator: ", ")))")
+        }
+        let result = try await service.requestPartDeletion(account: reference, password: body.password, parts: body.parts)
         return (.accepted, result)
     }
 

@@ -51,12 +51,9 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         }
     }
 
-    /// Built once: the map, its parts and the link key do not change under a running server.
-    private let built = BuiltOnce<WebDeletion<Store>>()
-
-    private func web() async throws -> WebDeletion<Store> {
-        try await built.value { try await WebDeletion(services: services, cache: cache) }
-    }
+    /// Per request (the policy files and the link key are read afresh); the map and the
+    /// catalog come from `cache`.
+    private func web() async throws -> WebDeletion<Store> { try await WebDeletion(services: services, cache: cache) }
 
     // MARK: Pages
 
@@ -168,7 +165,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
             return Self.linkRefused(.invalid)
         } catch let error as LifecycleError where error.category != .internalError {
             // Purged already, or its deletion refused: what the account's owner may read.
-            return AccountPage.message(.conflict, error.message)
+            return AccountPage.message(Self.status(of: error), error.message)
         }
         guard let result else { return Self.linkRefused(check) }
         var page = AccountPage(title: "Account deleted")
@@ -193,12 +190,21 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
             return Self.linkRefused(.invalid)
         } catch let error as LifecycleError where error.category != .internalError {
             // Scheduled for deletion, on hold, or another part deletion under way.
-            return AccountPage.message(.conflict, error.message)
+            return AccountPage.message(Self.status(of: error), error.message)
         }
         guard let result else { return Self.linkRefused(check) }
         var page = AccountPage(title: "Your data is being deleted")
         page.line("<p role=\"status\">\(h(result.message))</p>")
         return page.response()
+    }
+
+    /// A refusal's status, as the API gives it: busy and down are not conflicts.
+    static func status(of error: LifecycleError) -> HTTPResponse.Status {
+        switch error.category {
+        case .tryLater: .tooManyRequests
+        case .unavailable: .serviceUnavailable
+        default: .conflict
+        }
     }
 
     static func linkRefused(_ check: WebDeletion<Store>.LinkCheck) -> Response {
@@ -309,19 +315,4 @@ final class WorkInFlight: Sendable {
     }
 
     func end() { count.withLock { $0 -= 1 } }
-}
-
-/// A value built by the first request that needs it (two at once may both build it; one is kept).
-final class BuiltOnce<Value: Sendable>: Sendable {
-    private let built = Mutex<Value?>(nil)
-
-    func value(_ build: () async throws -> Value) async throws -> Value {
-        if let value = built.withLock({ $0 }) { return value }
-        let value = try await build()
-        return built.withLock { kept in
-            if let kept { return kept }
-            kept = value
-            return value
-        }
-    }
 }

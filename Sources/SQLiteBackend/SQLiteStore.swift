@@ -65,6 +65,8 @@ public final class SQLiteStore: LifecycleStore, Sendable {
     /// Every write of this process goes through it: concurrent writers (the steps of
     /// several jobs, a purge's bookkeeping) share one commit instead of paying one each.
     private let writes: TransactionBatcher<SQLiteTransaction>
+    /// What wakes an idle worker of any process on this machine when a job is enqueued.
+    let workSignal: WorkSignal
 
     public var location: String { "SQLite file \(path)" }
 
@@ -75,6 +77,7 @@ public final class SQLiteStore: LifecycleStore, Sendable {
     public init(path: String, busyTimeout: TimeInterval = SQLiteStore.defaultBusyTimeout, referenceSchema: Bool = true) throws {
         self.path = path
         self.referenceSchema = referenceSchema
+        workSignal = WorkSignal(databasePath: path)
         let directory = PathText.parent(path)
         if !directory.isEmpty {
             try FileManager.default.createDirectory(
@@ -365,7 +368,25 @@ extension SQLiteStore {
                         request.runAt ?? now, now, now])
         let id = tx.db.lastInsertedRowID
         guard let job = try job(id: id, in: tx) else { throw JobRunnerError.noSuchJob(id) }
+        signalWorkers(in: tx)
         return EnqueueOutcome(job: job, created: true)
+    }
+
+    /// Wakes the idle workers of this machine once this transaction commits.
+    func signalWorkers(in tx: SQLiteTransaction) {
+        workSignal.arm(tx.db)
+    }
+
+    public func waitForWork(timeout: TimeInterval) async {
+        guard workSignal.start() else {
+            try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
+            return
+        }
+        await workSignal.wait(timeout: timeout)
+    }
+
+    public func startWatchingForWork() async {
+        workSignal.start()
     }
 
     public func enqueue(many requests: [EnqueueRequest], policy: JobPolicy, now: Date, in tx: SQLiteTransaction) throws -> [EnqueuedJob] {
@@ -375,6 +396,7 @@ extension SQLiteStore {
             INSERT INTO lifecycle_jobs (kind, payload, unique_key, state, attempt, max_attempts, run_at, created_at, updated_at)
             VALUES (?, ?, NULL, 'queued', 0, ?, ?, ?, ?)
             """)
+        if !requests.isEmpty { signalWorkers(in: tx) }
         return try requests.map { request in
             if request.uniqueKey != nil {
                 let outcome = try enqueue(request, policy: policy, now: now, in: tx)
@@ -683,6 +705,8 @@ extension SQLiteStore {
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
                 arguments: [now.stored, jobID, owner])
+            // Another worker of this machine takes it up at once.
+            self.workSignal.arm(db)
         }
     }
 
@@ -739,6 +763,7 @@ extension SQLiteStore {
             case .running, .succeeded:
                 throw JobRunnerError.notRetryable(jobID, job.state)
             }
+            self.workSignal.arm(db)
             return try self.job(id: jobID, in: tx)
         }
     }

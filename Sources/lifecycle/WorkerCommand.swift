@@ -22,9 +22,15 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
     @Flag(help: "Run what is due, then exit (cron mode).") var once = false
     @Option(help: "Jobs run at once in this process.") var concurrency: Int = 2
     @Option(help: "Only run these job kinds (repeatable).") var kind: [String] = []
+    @Option(name: .customLong("poll-interval"), help: ArgumentHelp("""
+        Seconds between an idle worker's looks for due jobs. A job enqueued wakes it at once (PostgreSQL's \
+        NOTIFY; on SQLite, from any process of this machine, the kernel's file events): the poll finds the rest \
+        (delays and retries that come due, expired leases).
+        """, valueName: "seconds")) var pollInterval: Double = 1
 
     func validate() throws {
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256") }
+        guard pollInterval >= 0.05, pollInterval <= 3_600 else { throw ValidationError("--poll-interval must be between 0.05 and 3600 seconds") }
     }
 
     func run() async throws {
@@ -43,7 +49,8 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             writeFigures = { await metrics.finish(figures, command: "worker", status: .ok, final: false, services: services) }
         }
         let summary = try await runWorker(
-            services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind), metrics: writeFigures)
+            services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind), pollInterval: pollInterval,
+            metrics: writeFigures)
         // What this run did is half the answer: work it could not do (another process holds
         // it, it backs off, it is dead) is named too, whoever left it so.
         let attention = once ? try await JobAttention.stuck(in: services.store, kinds: kind, now: services.clock.now()) : []
@@ -98,13 +105,13 @@ struct WorkerReport: Encodable {
 
 /// Shared by `worker` and the commands that run their own jobs in-process (`demo`, `--wait`).
 func runWorker<Store: LifecycleStore>(
-    services: LifecycleServices<Store>, once: Bool, concurrency: Int, kinds: Set<String>? = nil,
+    services: LifecycleServices<Store>, once: Bool, concurrency: Int, kinds: Set<String>? = nil, pollInterval: TimeInterval = 1,
     metrics: (@Sendable () async -> ExitStatus)? = nil
 ) async throws -> DrainSummary {
     let progress = ProgressLine(label: "jobs finished") { services.logger.info("\($0)") }
     let worker = Worker(
         store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
-        options: WorkerOptions(concurrency: concurrency, kinds: kinds), logger: services.logger
+        options: WorkerOptions(concurrency: concurrency, pollInterval: pollInterval, kinds: kinds), logger: services.logger
     ) { event in
         switch event {
         case .started(let job): progress.update(doing: "\(job.kind) #\(job.id)")

@@ -91,12 +91,21 @@ struct PartDeletionTests {
         let unknown = try await workspace.run(["delete", "cy", "--part", "videos", "--operator", "sam", "--reason", "t"])
         #expect(unknown.status == 65 && unknown.stderr.contains("there is no part 'videos' (the data map declares: photos, journal)"), "\(unknown.stderr)")
 
+        // A hold that comes after the request stops the job before it deletes anything, and says so.
+        #expect(try await workspace.run(["delete", "cy", "--part", "journal", "--operator", "sam", "--reason", "t"]).status == 0)
+        #expect(try await workspace.run(["accounts", "hold", "cy", "--reason", "litigation 13", "--operator", "sam"]).status == 0)
+        #expect(try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"]).status == 0)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'cy'") == 1)
+        let stopped = try await workspace.auditRows(of: "cy").first { $0.action == "deletion.part" }
+        #expect(stopped?.outcome == "stopped" && stopped?.detail?.contains(#""stopped":"held""#) == true, "\(String(describing: stopped))")
+        #expect(try await workspace.run(["accounts", "unhold", "cy", "--operator", "sam"]).status == 0)
+
         for _ in 0..<3 { #expect(try await workspace.run(["delete", "cy", "--password-stdin"], stdin: "nope").status == 77) }
         for _ in 0..<2 { #expect(try await workspace.run(["delete", "cy", "--part", "photos", "--password-stdin"], stdin: "nope").status == 77) }
         let locked = try await workspace.run(["delete", "cy", "--part", "photos", "--password-stdin"], stdin: DeletionLines.password)
         #expect(locked.status == 75 && locked.stderr.contains("Too many incorrect passwords"), "\(locked.stderr)")
         #expect(try await workspace.int("SELECT COUNT(*) FROM photos") == 6)
-        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'") == 0)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'") == 1)
     }
 
     /// A real Django site through the API, both backends: ada deletes her posts. They go
@@ -120,7 +129,7 @@ struct PartDeletionTests {
         let wrong = try await ServeTests.api(server, "POST", "accounts/\(ada)/part-deletions", body: #"{"password": "battery staple", "parts": ["posts"]}"#)
         #expect(wrong.status == 401 && ServeTests.errorCode(wrong.json) == "incorrect_password", "\(wrong.json)")
         let unknown = try await ServeTests.api(server, "POST", "accounts/\(ada)/part-deletions", body: #"{"password": "correct horse", "parts": ["likes"]}"#)
-        #expect(unknown.status == 409 && ServeTests.errorMessage(unknown.json)?.contains("there is no part 'likes'") == true, "\(unknown.json)")
+        #expect(unknown.status == 400 && ServeTests.errorMessage(unknown.json)?.contains("there is no part 'likes'") == true, "\(unknown.json)")
         let asked = try await ServeTests.api(server, "POST", "accounts/\(ada)/part-deletions", body: #"{"password": "correct horse", "parts": ["posts"]}"#)
         #expect(asked.status == 202 && asked.json["parts"] as? [String] == ["posts"], "\(asked.json)")
         #expect(try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"]).status == 0)

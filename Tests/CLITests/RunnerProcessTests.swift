@@ -211,6 +211,26 @@ struct RunnerProcessTests {
         #expect(try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE state = 'succeeded'") < total)
     }
 
+    /// An idle worker polling only every five minutes starts a job another process enqueues
+    /// at once: the enqueue's commit signals it (inotify on the database's folder), as
+    /// NOTIFY does on PostgreSQL. Without the signal the job would wait for the next poll.
+    @Test func anIdleSQLiteWorkerIsWokenByAnEnqueueFromAnotherProcess() async throws {
+        let workspace = try Workspace()
+        #expect(try await workspace.run(["jobs", "probe", "--noop", "--count", "1"]).status == 0)
+        let (worker, _, log) = try workspace.process(["worker", "--kind", "runner.noop", "--poll-interval", "300"])
+        let succeeded = "SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'runner.noop' AND state = 'succeeded'"
+        // The first job is found by the worker's first look; from then on it is idle.
+        #expect(try await eventually(timeout: 60) { try workspace.integerNow(succeeded) == 1 }, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        for expected in 2...4 {
+            #expect(try await workspace.run(["jobs", "probe", "--noop", "--count", "1"]).status == 0)
+            let woken = try await eventually(timeout: 30) { try workspace.integerNow(succeeded) == expected }
+            #expect(woken, "job \(expected) did not start before the worker's next poll, five minutes away")
+        }
+        worker.terminate()
+        await worker.exited()
+        #expect(worker.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+    }
+
     @Test func badClockOverrideIsAUsageError() async throws {
         let workspace = try Workspace()
         let result = try await workspace.run(["jobs", "list"], environment: ["LIFECYCLE_NOW": "yesterday"])

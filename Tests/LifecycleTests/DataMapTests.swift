@@ -316,6 +316,8 @@ struct DataMapPlanTests {
         ("  - {name: p, tables: [posts]}\n", "`label:` is required"),
         ("  - {name: p, label: P, tables: []}\n", "lists the mapped tables whose rows the part deletes"),
         ("  - {name: p, label: P, tables: [posts]}\n  - {name: p, label: Q, tables: [likes]}\n", "part 'p' is declared twice"),
+        ("  - {name: p, label: P, tables: [posts], user_columns: {name: null}}\n  - {name: q, label: Q, tables: [likes], user_columns: {name: x}}\n",
+         "part 'q' sets name of the user row, and part 'p' sets it to something else"),
     ])
     func aPartThatCannotBeDeletedAloneIsRefusedAtLoad(_ parts: String, _ expected: String) {
         let error = #expect(throws: LifecycleError.self) { try Self.partsPlan(parts) }
@@ -333,8 +335,21 @@ struct DataMapPlanTests {
         let attachments = #expect(throws: LifecycleError.self) {
             try Self.partsPlan("  - {name: p, label: P, tables: [posts]}\n", tables: tables, catalog: catalog)
         }
-        #expect(attachments?.message.contains("m.yaml:9: part 'p' deletes rows of posts, which main.attachments.post_id → main.posts.id references from a mapped table the part does not name") == true,
+        #expect(attachments?.message.contains("m.yaml:9: part 'p' deletes rows of posts, through which attachments is owned") == true,
                 "\(attachments?.message ?? "no error")")
+        // Owned through posts, with no foreign key at all: left out, its rows would be found by nothing.
+        let unkeyed = SchemaCatalog(defaultSchema: "main", tables: Array(catalog.tables.values), foreignKeys: Self.blog.foreignKeys)
+        let orphaned = #expect(throws: LifecycleError.self) {
+            try Self.partsPlan("  - {name: p, label: P, tables: [posts]}\n", tables: tables, catalog: unkeyed)
+        }
+        #expect(orphaned?.message.contains("through which attachments is owned (`owner: {via, parent}`)") == true, "\(orphaned?.message ?? "no error")")
+        // Deleted by the database with the posts: its rows and files would go uncounted.
+        let cascading = SchemaCatalog(defaultSchema: "main", tables: Array(catalog.tables.values),
+                                      foreignKeys: Self.blog.foreignKeys + [Self.key("attachments", "post_id", "posts", onDelete: .cascade)])
+        let unseen = #expect(throws: LifecycleError.self) {
+            try Self.partsPlan("  - {name: p, label: P, tables: [posts]}\n", tables: tables, catalog: cascading)
+        }
+        #expect(unseen?.message.contains("the database deletes rows of attachments with them") == true, "\(unseen?.message ?? "no error")")
         let plan = try Self.partsPlan("  - {name: p, label: P, tables: [posts, attachments]}\n  - {name: a, label: A, tables: [attachments]}\n", tables: tables, catalog: catalog)
         #expect(try plan.restricted(to: ["p"]).tables.map(\.table.name.name) == ["attachments", "posts"])
         #expect(try plan.restricted(to: ["a"]).tables.map(\.table.name.name) == ["attachments"])

@@ -225,7 +225,7 @@ struct PurgeJobTests {
 
     @Test func rowDeletionFollowsTheDataMapIncludingWithoutRowIDTablesAndNewAccountColumns() async throws {
         let map = try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
-            + "  - table: badges\n    owner: account_id\n"
+            .replacingOccurrences(of: "\nparts:\n", with: "\n  - table: badges\n    owner: account_id\nparts:\n")
         let fixture = try DeletionFixture(dataMap: map) { db in
             try db.execute(sql: """
                 CREATE TABLE badges (account_id TEXT NOT NULL, badge TEXT NOT NULL, PRIMARY KEY (account_id, badge)) WITHOUT ROWID;

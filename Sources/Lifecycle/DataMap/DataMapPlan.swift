@@ -159,7 +159,9 @@ public struct DataMapPlan: Sendable {
         plan.subject.lookup = []
         plan.onDeletion = DataMap.OnDeletion()
         var seen = Set<DataMap.TransactionSetting>()
-        plan.eraseSettings = plan.tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
+        // The settings of the tables whose rows go with the part's (`cascade:`) too.
+        let cascaded = plan.tables.flatMap { $0.cascades.compactMap { mappedTable($0.table)?.table } }
+        plan.eraseSettings = (plan.tables.map(\.table) + cascaded).flatMap(\.eraseSettings).filter { seen.insert($0).inserted }
         plan.touchedTables = plan.neededTables()
         return plan
     }
@@ -246,6 +248,12 @@ public struct DataMapPlan: Sendable {
             }
             add(plan.table.name, updates: updates, deletes: deletes)
             for cascade in plan.cascades { add(cascade.table, deletes: true) }
+            // Rows owned through a parent are found through the parent's: a policy hiding those hides them.
+            var owner = plan.owner
+            while case .parent(_, let parent, _, let next) = owner {
+                add(parent)
+                owner = next
+            }
             // A generic relation reads its type table: a policy hiding its rows would hide the user's.
             var values: [DataMap.OwnerValue] = []
             if case .value(let value) = plan.owner { values.append(value) }
@@ -937,6 +945,34 @@ private struct Checker {
                 }
                 for kept in plan.keptBy { handled.insert(.init(table: kept.table, column: kept.column)) }
             }
+            // Rows the database deletes with them (ON DELETE CASCADE), followed as far as it goes:
+            // a mapped table's rows would go unseen (uncounted, their files never deleted), and
+            // a reference into any of them must be handled as well.
+            var frontier = Array(deleted)
+            while let table = frontier.popLast() {
+                for key in catalog.foreignKeys(to: table) where key.onDelete == .cascade && !inPart.contains(key.table) && !deleted.contains(key.table) {
+                    if byName[key.table] != nil {
+                        throw fail(part.line, """
+                            \(place) deletes rows of \(shown(table)), and the database deletes rows of \(shown(key.table)) with \
+                            them (\(key), ON DELETE CASCADE), a mapped table the part does not name: add \(shown(key.table)) to \
+                            the part's tables, so its rows and files are erased and counted
+                            """)
+                    }
+                    deleted.insert(key.table)
+                    frontier.append(key.table)
+                }
+            }
+            // A table owned through a parent the part deletes would be left with rows no
+            // predicate finds any more (no export, no purge): whatever its foreign key says.
+            for plan in plans where !inPart.contains(plan.table.name) && !handledTables(plan.table.name, partPlans) {
+                if case .parent(_, let parent, _, _) = plan.owner, deleted.contains(parent) {
+                    throw fail(part.line, """
+                        \(place) deletes rows of \(shown(parent)), through which \(shown(plan.table.name)) is owned \
+                        (`owner: {via, parent}`): its rows would be left with nothing to find them by. Add \
+                        \(shown(plan.table.name)) to the part's tables
+                        """)
+                }
+            }
             let nulled = Set(part.userColumns.filter { $0.value == .null }.map(\.column))
             for table in deleted.sorted() {
                 for key in catalog.foreignKeys(to: table) where !key.onDelete.handlesReferencingRows && !inPart.contains(key.table) {
@@ -958,7 +994,22 @@ private struct Checker {
             }
             parts.append(part)
         }
+        // Chosen together, parts set the user row's columns together: never two ways.
+        for (index, part) in parts.enumerated() {
+            for other in parts[..<index] {
+                for value in part.userColumns {
+                    if let set = other.userColumns.first(where: { $0.column == value.column }), set.value != value.value {
+                        throw fail(part.line, "part '\(part.name)' sets \(value.column) of the user row, and part '\(other.name)' sets it to something else: both may be chosen at once")
+                    }
+                }
+            }
+        }
         return parts
+    }
+
+    /// Whether a part's tables delete the table's rows as cascades (`cascade:`).
+    private func handledTables(_ name: DataMap.TableName, _ partPlans: [DataMapPlan.TablePlan]) -> Bool {
+        partPlans.contains { $0.cascades.contains { $0.table == name } }
     }
 
     // MARK: Kept rows

@@ -96,7 +96,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             return result
         }
 
-        let (attempt, format) = try await confirmPassword(account, password: password, action: DeletionAudit.request, now: now)
+        let (attempt, format) = try await confirmPassword(account, reference: reference, password: password, action: DeletionAudit.request, now: now)
         do {
             return try await markDeleted(account, format: format, attempt: attempt, now: now)
         } catch {
@@ -111,7 +111,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// `tryLater` while repeated failures (of either request) lock deletion. On a match, the
     /// attempt (still open: the caller's transaction ends it) and the hash's format name.
     func confirmPassword(
-        _ account: AccountDirectory<Store>.Entry, password: String, action: String, now: Date
+        _ account: AccountDirectory<Store>.Entry, reference: AccountReference, password: String, action: String, now: Date
     ) async throws -> (attempt: Int64, format: String) {
         let store = services.store
         let id = account.id
@@ -124,7 +124,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             // the two counts below are two snapshots: an attempt ending between them would be
             // in neither, and two admissions could both count four and both be let through.
             guard try directory.entry(id: id, in: tx, locking: true, now: now) != nil else {
-                return .failure(LifecycleError.noSuchAccount(.key(id)))
+                return .failure(LifecycleError.noSuchAccount(reference))
             }
             let since = lockout.lookback(from: now)
             var failures: [Date] = []

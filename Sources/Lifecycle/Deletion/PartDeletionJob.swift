@@ -9,10 +9,14 @@ import JobRunner
 /// 1. `erase-rows` — checks this role can erase what the parts name, then erases their
 ///    rows in bounded batches (RowEraser.swift), each transaction recording its counts and
 ///    the files the erased rows named; the last batch also sets the parts' `user_columns`.
-///    Each batch first checks the account is still there, active or in its grace period,
-///    and not on hold: a purge that has begun, or a hold, ends the job with nothing more done.
+///    Each batch first checks, under the account's lock, that it is still there, active or
+///    in its grace period, and not on hold: a purge that has begun, or a hold, ends the job
+///    with nothing more done, and a `deletion.part` event with outcome `stopped` says so
+///    (after a hold, with the rows erased so far; their files wait, recorded, for a later
+///    part deletion; after a purge began, the purge erases the rest and counts it all).
 /// 2. `delete-files` — each recorded file that no row still names (the user's other rows
-///    included: the account stays) is deleted and checked gone (RecordedFiles.swift).
+///    included: the account stays) is deleted and checked gone (RecordedFiles.swift); not
+///    while the account is on hold.
 /// 3. `verify` — a database step: the parts' tables read again for the account through
 ///    the same predicates (none of their rows left, masked ones only the mask, the user
 ///    row's cleared columns as set); only then is the receipt audited, in the same
@@ -69,9 +73,12 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         AccountDirectory(source: whole.map.isReferenceApp ? .reference : .app(whole))
     }
 
-    /// nil while the parts may still be deleted; else why not.
-    private static func stopReason(key: String, directory: AccountDirectory<Store>, now: Date, in tx: Store.Transaction) throws -> Stopped.Reason? {
-        guard let entry = try directory.entry(id: key, in: tx, locking: false, now: now), entry.state == .active || entry.state == .pendingDeletion else {
+    /// nil while the parts may still be deleted; else why not. `locking` in a write
+    /// transaction: the account's lock, which `accounts hold` and a purge's first step take.
+    private static func stopReason(
+        key: String, directory: AccountDirectory<Store>, now: Date, locking: Bool = true, in tx: Store.Transaction
+    ) throws -> Stopped.Reason? {
+        guard let entry = try directory.entry(id: key, in: tx, locking: locking, now: now), entry.state == .active || entry.state == .pendingDeletion else {
             return .purging
         }
         return try HoldCheck.activeHold(key, now: now, in: tx) == nil ? nil : .held
@@ -107,16 +114,38 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
             }
             try RowEraser<Store>.record(counts, key: key, in: tx)
         }
-        guard erased != nil else { return try await stop(key: key, directory: directory, context: context) }
+        guard erased != nil else { return try await stop(payload, directory: directory, context: context) }
         return StepResult(output: nil, recorded: false)
     }
 
-    private func stop(key: String, directory: AccountDirectory<Store>, context: StepContext) async throws -> StepResult {
-        let now = context.now
-        let found = try await services.store.read { tx in try Self.stopReason(key: key, directory: directory, now: now, in: tx) }
-        let reason = found ?? .purging
+    /// Ends the job without deleting more, with a `stopped` event in the audit: after a
+    /// hold, the rows erased so far (taken from the ledger; their recorded files stay
+    /// pending, kept while the hold lasts); after a purge began, nothing is taken (the
+    /// purge erases the rest and its receipt counts it all).
+    private func stop(_ payload: PartDeletionPayload, directory: AccountDirectory<Store>, context: StepContext) async throws -> StepResult {
+        let (key, now, job) = (payload.account, context.now, context.job.id)
+        let reason = try await services.store.write { tx -> Stopped.Reason in
+            let reason = try Self.stopReason(key: key, directory: directory, now: now, in: tx) ?? .purging
+            try Self.auditStop(payload, reason: reason, job: job, now: now, in: tx)
+            return reason
+        }
         context.logger.notice("part deletion stopped", metadata: ["account": "\(key)", "reason": "\(reason.rawValue)"])
         return try .output(Stopped(stopped: reason), finishesJob: true)
+    }
+
+    private static func auditStop(_ payload: PartDeletionPayload, reason: Stopped.Reason, job: JobID, now: Date, in tx: Store.Transaction) throws {
+        var detail: [String: JSONValue] = [
+            "parts": .array(payload.parts.map(JSONValue.string)), "stopped": .string(reason.rawValue), "job": .int(job),
+        ]
+        if reason == .held {
+            var rows: [String: JSONValue] = [:]
+            for (table, count) in try tx.takePurgeProgress(key: payload.account) where count != PurgeCounts() {
+                rows[table] = .object(["deleted": .int(count.deleted), "masked": .int(count.masked)])
+            }
+            detail["rows_erased_before"] = .object(rows)
+        }
+        try tx.recordAudit(AuditEvent(
+            at: now, actor: payload.actor, action: DeletionAudit.partDeletion, accountID: payload.account, outcome: "stopped", detail: detail))
     }
 
     // MARK: 2. delete-files
@@ -124,6 +153,12 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     private func deleteFiles(_ context: StepContext) async throws -> StepResult {
         let payload = try context.payload(PartDeletionPayload.self)
         let (whole, _) = try await partData(payload)
+        let directory = directory(whole)
+        let now = context.now
+        // A hold that came after the rows went keeps their files (and a purge deletes them itself).
+        if try await services.store.read({ tx in try Self.stopReason(key: payload.account, directory: directory, now: now, locking: false, in: tx) }) != nil {
+            return try await stop(payload, directory: directory, context: context)
+        }
         // The whole map's file columns: a file the user's other rows still name stays.
         try await RecordedFiles(services: services, policy: try policy.get()).settle(key: payload.account, sql: whole.sql, context: context)
         return StepResult(output: nil, recorded: false)
@@ -140,7 +175,10 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
             throw PurgeIncomplete("the account data map is not loaded in this run; the job will retry")
         }
         let part = AppData(plan: try whole.plan.restricted(to: payload.parts), dialect: services.store.dialect)
-        if let reason = try Self.stopReason(key: key, directory: directory(whole), now: context.now, in: tx) {
+        // A hold that came once the rows and files were gone deletes nothing here: the
+        // receipt of what was done is written all the same.
+        if let reason = try Self.stopReason(key: key, directory: directory(whole), now: context.now, in: tx), reason == .purging {
+            try Self.auditStop(payload, reason: reason, job: context.job.id, now: context.now, in: tx)
             return try .output(Stopped(stopped: reason), finishesJob: true)
         }
         let started = ContinuousClock.now

@@ -39,7 +39,7 @@ extension DeletionService {
         let parts = try await parts(names)
         let account = try await existingAccount(reference)
         try refuseParts(of: account)
-        let (attempt, format) = try await confirmPassword(account, password: password, action: DeletionAudit.partRequest, now: now)
+        let (attempt, format) = try await confirmPassword(account, reference: reference, password: password, action: DeletionAudit.partRequest, now: now)
         do {
             return try await scheduleParts(parts, of: account.id, actor: "user", detail: ["hash_format": .string(format)], attempt: attempt, now: now)
         } catch {

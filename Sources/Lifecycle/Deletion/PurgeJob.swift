@@ -236,6 +236,9 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
                 """)
         }
         let erased = try tx.takePurgeProgress(key: id)
+        // Files a part deletion stopped by this purge had recorded: under the account's
+        // prefix, which this purge emptied.
+        _ = try tx.takePurgeFiles(key: id)
         let own = try tx.deleteLifecycleRows(accountID: id)
         let inventory = try tx.takePurgeInventory(accountID: id)
         var rows: [String: Int]

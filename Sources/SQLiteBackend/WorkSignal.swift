@@ -1,0 +1,161 @@
+import CLinux
+import Dispatch
+import Foundation
+import GRDB
+import Lifecycle
+
+/// Wakes an idle worker on this machine as soon as a job is enqueued, from any process,
+/// as LISTEN/NOTIFY does on PostgreSQL: a commit that enqueued opens and closes
+/// `<database>-wake` for writing (a few microseconds, no data), and a watching worker learns
+/// of it from the kernel (inotify's IN_CLOSE_WRITE on the database's folder). Polling stays
+/// as the fallback (jobs whose delay or backoff runs out, leases that expire, a folder that
+/// cannot be watched), so a missed signal costs latency, never a job.
+final class WorkSignal: @unchecked Sendable {
+    /// `<database>-wake`, beside SQLite's own `-wal` and `-shm`.
+    let path: String
+    private let directory: String
+    private let name: String
+    private let lock = NSLock()
+    /// A signal came while nobody waited: the next wait returns at once, so one that lands
+    /// between a worker's empty claim and its wait is not slept through.
+    private var pending = false
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+    private var timers: [UInt64: Task<Void, Never>] = [:]
+    private var source: (any DispatchSourceRead)?
+    private let queue = DispatchQueue(label: "lifecycle.sqlite.work-signal")
+    /// Connections whose open transaction will signal at its commit: once each, however
+    /// many jobs it enqueues (a sweep enqueues hundreds in one).
+    private var armed = Set<ObjectIdentifier>()
+
+    init(databasePath: String) {
+        path = databasePath + "-wake"
+        let parent = PathText.parent(path)
+        directory = parent.isEmpty ? "." : parent
+        name = (path as NSString).lastPathComponent
+    }
+
+    deinit { source?.cancel() }
+
+    /// After a commit that enqueued: every watching worker wakes. A file that cannot be
+    /// opened (a read-only folder) leaves the workers to their poll.
+    func signal() {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Signals when the connection's open transaction commits (nothing on a rollback).
+    func arm(_ db: Database) {
+        let connection = ObjectIdentifier(db)
+        guard lock.withLock({ armed.insert(connection).inserted }) else { return }
+        db.afterNextTransaction(
+            onCommit: { [weak self] _ in
+                guard let self else { return }
+                _ = self.lock.withLock { self.armed.remove(connection) }
+                self.signal()
+            },
+            onRollback: { [weak self] _ in
+                guard let self else { return }
+                _ = self.lock.withLock { self.armed.remove(connection) }
+            })
+    }
+
+    /// Starts watching, once; false when the kernel refuses (no inotify, too many watches):
+    /// waits then poll.
+    @discardableResult
+    func start() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if source != nil { return true }
+        let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0 else { return false }
+        guard inotify_add_watch(descriptor, directory, UInt32(IN_CLOSE_WRITE)) >= 0 else {
+            close(descriptor)
+            return false
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+        source.setEventHandler { [weak self] in self?.drain(descriptor) }
+        source.setCancelHandler { close(descriptor) }
+        source.resume()
+        self.source = source
+        return true
+    }
+
+    /// Reads every queued event; wakes the waiters if one of them is the wake file's.
+    private func drain(_ descriptor: Int32) {
+        var woken = false
+        let size = 4_096
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
+        let header = MemoryLayout<inotify_event>.size
+        while true {
+            let count = read(descriptor, buffer, size)
+            guard count > 0 else { break }
+            var offset = 0
+            while offset + header <= count {
+                let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
+                let length = Int(event.len)
+                if length > 0, offset + header + length <= count {
+                    let bytes = UnsafeRawBufferPointer(start: buffer + offset + header, count: length)
+                    let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+                    if text == name { woken = true }
+                }
+                // An overflowed queue lost events, the wake file's perhaps among them.
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { woken = true }
+                offset += header + length
+            }
+        }
+        if woken { wake() }
+    }
+
+    private func wake() {
+        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
+            guard !waiters.isEmpty else {
+                pending = true
+                return []
+            }
+            let all = Array(waiters.values)
+            waiters.removeAll()
+            for timer in timers.values { timer.cancel() }
+            timers.removeAll()
+            return all
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Returns when a job was enqueued since the last wait returned, or after `timeout`
+    /// seconds, or when the calling task is cancelled.
+    func wait(timeout: TimeInterval) async {
+        let id: UInt64 = lock.withLock {
+            nextWaiter += 1
+            return nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now: Bool = lock.withLock {
+                    if pending || Task.isCancelled {
+                        pending = false
+                        return true
+                    }
+                    waiters[id] = continuation
+                    timers[id] = Task { [weak self] in
+                        try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
+                        self?.end(id)
+                    }
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            end(id)
+        }
+    }
+
+    private func end(_ id: UInt64) {
+        let continuation: CheckedContinuation<Void, Never>? = lock.withLock {
+            timers.removeValue(forKey: id)?.cancel()
+            return waiters.removeValue(forKey: id)
+        }
+        continuation?.resume()
+    }
+}
