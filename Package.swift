@@ -154,6 +154,7 @@ let package = Package(
             name: "lifecycle",
             dependencies: [
                 "LifecycleRuntime", "LifecycleServer", "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
+                "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <malloc.h>
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <sys/inotify.h>
