@@ -156,21 +156,9 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         let form = try await Self.form(request)
         let web = try await web()
         if form["scope"] == "parts" { return try await confirmParts(form, web: web) }
-        let (check, result): (WebDeletion<Store>.LinkCheck, DeletionRequestResult?)
-        do {
-            (check, result) = try await web.confirm(account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"])
-        } catch is ConfirmationForged {
-            return AccountPage.message(.forbidden, "This confirmation did not come from the confirmation page. Open the link in the email again.")
-        } catch let error as LifecycleError where error.category == .noSuchAccount {
-            return Self.linkRefused(.invalid)
-        } catch let error as LifecycleError where error.category != .internalError {
-            // Purged already, or its deletion refused: what the account's owner may read.
-            return AccountPage.message(Self.status(of: error), error.message)
-        }
-        guard let result else { return Self.linkRefused(check) }
-        var page = AccountPage(title: "Account deleted")
-        page.line("<p role=\"status\">\(h(result.message))</p>")
-        return page.response()
+        return try await answer(title: "Account deleted") {
+            try await web.confirm(account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"])
+        } message: { $0.message }
     }
 
     private func confirmParts(_ form: [String: String], web: WebDeletion<Store>) async throws -> Response {
@@ -180,21 +168,31 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         guard !parts.isEmpty else {
             return AccountPage.message(.badRequest, "Tick what to delete, or go back and keep everything. Nothing was deleted.")
         }
-        let (check, result): (WebDeletion<Store>.LinkCheck, PartDeletionResult?)
-        do {
-            (check, result) = try await web.confirmParts(
+        return try await answer(title: "Your data is being deleted") {
+            try await web.confirmParts(
                 account: form["account"], issued: form["issued"], signature: form["sig"], formToken: form["form_token"], parts: parts)
+        } message: { $0.message }
+    }
+
+    /// A confirmation's page: the product's answer, or why the link or the request was refused.
+    private func answer<Result>(
+        title: String, _ confirming: () async throws -> (WebDeletion<Store>.LinkCheck, Result?), message: (Result) -> String
+    ) async throws -> Response {
+        let (check, result): (WebDeletion<Store>.LinkCheck, Result?)
+        do {
+            (check, result) = try await confirming()
         } catch is ConfirmationForged {
             return AccountPage.message(.forbidden, "This confirmation did not come from the confirmation page. Open the link in the email again.")
         } catch let error as LifecycleError where error.category == .noSuchAccount {
             return Self.linkRefused(.invalid)
         } catch let error as LifecycleError where error.category != .internalError {
-            // Scheduled for deletion, on hold, or another part deletion under way.
+            // Purged already, scheduled for deletion, on hold, a part deletion under way:
+            // what the account's owner may read.
             return AccountPage.message(Self.status(of: error), error.message)
         }
         guard let result else { return Self.linkRefused(check) }
-        var page = AccountPage(title: "Your data is being deleted")
-        page.line("<p role=\"status\">\(h(result.message))</p>")
+        var page = AccountPage(title: title)
+        page.line("<p role=\"status\">\(h(message(result)))</p>")
         return page.response()
     }
 

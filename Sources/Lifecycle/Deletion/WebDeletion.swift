@@ -167,16 +167,8 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
 
     /// The confirmation: the link checked again, and the form's token, then the request.
     public func confirm(account: String?, issued: String?, signature: String?, formToken: String?) async throws -> (LinkCheck, DeletionRequestResult?) {
-        let check = try await check(account: account, issued: issued, signature: signature)
-        guard case .valid(let id, let sent) = check else { return (check, nil) }
-        guard let signature, let formToken, LinkSigner.sameSignature(self.formToken(signature: signature), formToken) else {
-            throw ConfirmationForged()
-        }
-        do {
-            return (check, try await deletion.requestDeletionConfirmedByEmail(accountID: id, linkIssuedAt: sent))
-        } catch is ConfirmationLinkUsed {
-            // Another confirmation with this link committed first.
-            return (.used, nil)
+        try await confirmed(account: account, issued: issued, signature: signature, formToken: formToken) { id, sent in
+            try await deletion.requestDeletionConfirmedByEmail(accountID: id, linkIssuedAt: sent)
         }
     }
 
@@ -185,14 +177,25 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     public func confirmParts(
         account: String?, issued: String?, signature: String?, formToken: String?, parts names: [String]
     ) async throws -> (LinkCheck, PartDeletionResult?) {
+        try await confirmed(account: account, issued: issued, signature: signature, formToken: formToken) { id, sent in
+            try await deletion.requestPartDeletionConfirmedByEmail(accountID: id, parts: names, linkIssuedAt: sent)
+        }
+    }
+
+    /// `request` once the link and the form's token hold; nil with why the link does not.
+    private func confirmed<Result>(
+        account: String?, issued: String?, signature: String?, formToken: String?,
+        request: (_ account: String, _ linkIssuedAt: Date) async throws -> Result
+    ) async throws -> (LinkCheck, Result?) {
         let check = try await check(account: account, issued: issued, signature: signature)
         guard case .valid(let id, let sent) = check else { return (check, nil) }
         guard let signature, let formToken, LinkSigner.sameSignature(self.formToken(signature: signature), formToken) else {
             throw ConfirmationForged()
         }
         do {
-            return (check, try await deletion.requestPartDeletionConfirmedByEmail(accountID: id, parts: names, linkIssuedAt: sent))
+            return (check, try await request(id, sent))
         } catch is ConfirmationLinkUsed {
+            // Another confirmation with this link committed first.
             return (.used, nil)
         }
     }
