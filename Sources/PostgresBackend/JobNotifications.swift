@@ -1,4 +1,5 @@
 import Foundation
+import JobRunner
 import Logging
 import NIOPosix
 import PostgresNIO
@@ -14,12 +15,7 @@ final class JobNotifications: @unchecked Sendable {
     private let configuration: PostgresConnection.Configuration
     private let logger: Logger
     private let lock = NSLock()
-    /// A notification came while nobody waited: the next wait returns at once, so one
-    /// that lands between a worker's empty claim and its wait is not slept through.
-    private var pending = false
-    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    private var nextWaiter: UInt64 = 0
-    private var timers: [UInt64: Task<Void, Never>] = [:]
+    private let waiters = IdleWaiters()
     private var listener: Task<Void, Never>?
     private var lastFailure: Date?
     private var connection: PostgresConnection?
@@ -71,36 +67,7 @@ final class JobNotifications: @unchecked Sendable {
     func wait(timeout: TimeInterval) async {
         // A listener that is down is reconnected in the background: this wait polls meanwhile.
         _ = startListener()
-        let id: UInt64 = lock.withLock {
-            nextWaiter += 1
-            return nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now: Bool = lock.withLock {
-                    if pending || Task.isCancelled {
-                        pending = false
-                        return true
-                    }
-                    waiters[id] = continuation
-                    return false
-                }
-                if now {
-                    continuation.resume()
-                    return
-                }
-                // Started only once the waiter is registered, so the timeout cannot fire
-                // into an empty slot and leave the wait to the next notification.
-                let timer = Task { [weak self] in
-                    try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
-                    self?.resume(id)
-                }
-                lock.withLock { timers[id] = timer }
-            }
-        } onCancel: {
-            resume(id)
-        }
-        lock.withLock { timers.removeValue(forKey: id) }?.cancel()
+        await waiters.wait(timeout: timeout)
     }
 
     func shutdown() {
@@ -111,21 +78,10 @@ final class JobNotifications: @unchecked Sendable {
         task?.cancel()
         // Ends the notification sequence the listener is reading.
         open.map { connection in connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
-        lock.withLock { waiters }.keys.forEach(resume)
+        waiters.releaseEveryone()
     }
 
-    private func resume(_ id: UInt64) {
-        lock.withLock { waiters.removeValue(forKey: id) }?.resume()
-    }
-
-    private func wakeEveryone() {
-        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
-            if waiters.isEmpty { pending = true }
-            defer { waiters = [:] }
-            return Array(waiters.values)
-        }
-        woken.forEach { $0.resume() }
-    }
+    private func wakeEveryone() { waiters.wakeEveryone() }
 
     private func listen(onReady: @escaping @Sendable () -> Void) async {
         let connection: PostgresConnection

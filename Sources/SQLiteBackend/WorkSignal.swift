@@ -2,6 +2,7 @@ import CLinux
 import Dispatch
 import Foundation
 import GRDB
+import JobRunner
 import Lifecycle
 
 /// Wakes an idle worker on this machine as soon as a job is enqueued, from any process,
@@ -16,12 +17,7 @@ final class WorkSignal: @unchecked Sendable {
     private let directory: String
     private let name: String
     private let lock = NSLock()
-    /// A signal came while nobody waited: the next wait returns at once, so one that lands
-    /// between a worker's empty claim and its wait is not slept through.
-    private var pending = false
-    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    private var nextWaiter: UInt64 = 0
-    private var timers: [UInt64: Task<Void, Never>] = [:]
+    private let waiters = IdleWaiters()
     private var source: (any DispatchSourceRead)?
     private let queue = DispatchQueue(label: "lifecycle.sqlite.work-signal")
     /// Connections whose open transaction will signal at its commit: once each, however
@@ -105,57 +101,12 @@ final class WorkSignal: @unchecked Sendable {
                 offset += header + length
             }
         }
-        if woken { wake() }
-    }
-
-    private func wake() {
-        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
-            guard !waiters.isEmpty else {
-                pending = true
-                return []
-            }
-            let all = Array(waiters.values)
-            waiters.removeAll()
-            for timer in timers.values { timer.cancel() }
-            timers.removeAll()
-            return all
-        }
-        for continuation in woken { continuation.resume() }
+        if woken { waiters.wakeEveryone() }
     }
 
     /// Returns when a job was enqueued since the last wait returned, or after `timeout`
     /// seconds, or when the calling task is cancelled.
     func wait(timeout: TimeInterval) async {
-        let id: UInt64 = lock.withLock {
-            nextWaiter += 1
-            return nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now: Bool = lock.withLock {
-                    if pending || Task.isCancelled {
-                        pending = false
-                        return true
-                    }
-                    waiters[id] = continuation
-                    timers[id] = Task { [weak self] in
-                        try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
-                        self?.end(id)
-                    }
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            end(id)
-        }
-    }
-
-    private func end(_ id: UInt64) {
-        let continuation: CheckedContinuation<Void, Never>? = lock.withLock {
-            timers.removeValue(forKey: id)?.cancel()
-            return waiters.removeValue(forKey: id)
-        }
-        continuation?.resume()
+        await waiters.wait(timeout: timeout)
     }
 }
