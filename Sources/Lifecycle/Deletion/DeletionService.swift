@@ -68,6 +68,8 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     public let verifier: PasswordVerifier
     /// The reference app's accounts, or an app's own users (`LifecycleServices.directory()`).
     public let directory: AccountDirectory<Store>
+    /// The reference app's map and catalog, read once for this service's requests.
+    let referenceData = AppDataCache()
 
     public init(
         services: LifecycleServices<Store>, directory: AccountDirectory<Store> = AccountDirectory(source: .reference),

@@ -24,7 +24,7 @@ extension DeletionService {
     /// The whole map's plan (the reference app's, or the app's own), which the parts belong to.
     public func wholePlan() async throws -> DataMapPlan {
         if case .app(let data) = directory.source { return data.plan }
-        return try await AppDataCache().appData(services).plan
+        return try await referenceData.appData(services).plan
     }
 
     /// The parts named, checked, in the map's order, with their labels.
