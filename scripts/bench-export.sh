@@ -4,11 +4,14 @@
 #      read, SHA-256 checked against its row, stored in the ZIP, written with direct I/O
 #      where the file system allows it, the ZIP fsynced)
 #      against `bsdtar --format zip --options zip:compression=store`, bare and followed
-#      by an fsync of its archive (target: ≥ 0.9× bsdtar's throughput); and the export
-#      process's peak RSS (target: < 64 MB, not growing with the export's size).
+#      by an fsync of its archive, and against the floor: one SHA-256 pass over the same
+#      files with the export's own library and reads (`lifecycle sha256`), which is what
+#      the ratio means on any CPU, with SHA instructions or without (targets: archive
+#      written ≤ 1.0× the floor, whole job ≤ 1.2×); and the export process's peak RSS
+#      (target: < 64 MB, not growing with the export's size).
 #   2. An account with 100,000 journal entries: its rows streamed into JSON + CSV, and
 #      the whole export command, against `sqlite3 -json` dumping the same rows
-#      (target: ≤ 2× its time).
+#      (target: ≤ 1.5× its time).
 # LIFECYCLE_BENCH_BIN: a release `lifecycle` binary (built here if unset).
 # LIFECYCLE_BENCH_BASELINE_BIN: optionally an earlier build, run in the same rounds on the
 # same data (with the policy keys it knows), for before/after figures from one run.
@@ -130,15 +133,34 @@ print(f"{step['archiveSeconds']:.3f} {step.get('archiveCPUSeconds', -1):.2f} {st
 PY
 }
 
+# The floor: every photo hashed once, nothing else.
+floor_run() {
+  timed "$1" sh -c '"$1" sha256 "$2"/photos/* > /dev/null' sh "$BIN" "$PHOTO_DIR"
+}
+# The disk's floor for what the export must do on it: write as many bytes past the page
+# cache, then read them back from the device (the export's verification reads its archive
+# back from the disk, not from memory). Write and read share the device's bandwidth, so
+# overlapping them gains nothing (measured: 3.0 s either way for 2 GB each).
+disk_run() {
+  rm -f "$WORK/disk.bin"
+  timed "$1" sh -c 'head -c "$2" /dev/zero | dd of="$1" bs=16M iflag=fullblock oflag=direct 2>/dev/null && dd if="$1" of=/dev/null bs=16M iflag=direct 2>/dev/null' \
+    sh "$WORK/disk.bin" "$photo_bytes"
+  rm -f "$WORK/disk.bin"
+}
+
 mkdir -p "$WORK/r"
 # Interleaved: each round runs every contender once, so a burst of load hits them alike.
 for round in $(seq "$RUNS"); do
+  floor_run "$WORK/r/floor.$round"
+  disk_run "$WORK/r/disk.$round"
   bsdtar_run "$WORK/r/bsdtar.$round"
   export_run "$WORK/r/photos.$round" photos-big
   bsdtar_sync_run "$WORK/r/bsdtar-sync.$round"
   if [ -n "$BASE" ]; then EXPORT_BIN=$BASE EXPORT_JOBS=$WORK/Jobs-baseline export_run "$WORK/r/base-photos.$round" photos-big; fi
 done
 rm -f "$WORK/ref.zip" "$(cat "$WORK/last-archive")"
+read -r floor_s floor_cpu _ < <(best "$WORK"/r/floor.?)
+read -r disk_s _ _ < <(best "$WORK"/r/disk.?)
 read -r bsdtar_s bsdtar_cpu _ < <(best "$WORK"/r/bsdtar.?)
 read -r bsdtar_sync_s bsdtar_sync_cpu _ < <(best "$WORK"/r/bsdtar-sync.?)
 read -r write_s write_cpu sync_s _ < <(sort -g "$WORK"/r/photos.?.step | head -1)
@@ -150,11 +172,14 @@ mb() { calc "$1 / 1048576" .0f; }
 rate() { calc "$photo_bytes / $1 / 1048576" .0f; }
 
 echo "photos: $(mb "$photo_bytes") MB in $(ls "$PHOTO_DIR/photos" | wc -l) files, ZIP with stored entries (best of $RUNS interleaved rounds; cpu = user + sys)"
+echo "  floor: one SHA-256 pass (lifecycle sha256): ${floor_s} s   $(rate "$floor_s") MB/s   cpu ${floor_cpu} s (swift-crypto, the export's reads)"
+echo "  disk floor: write it past the page cache, read it back (dd direct): ${disk_s} s"
 echo "  bsdtar --format zip (store):         ${bsdtar_s} s   $(rate "$bsdtar_s") MB/s   cpu ${bsdtar_cpu} s"
 echo "  bsdtar, then fsync of its archive:   ${bsdtar_sync_s} s   $(rate "$bsdtar_sync_s") MB/s   cpu ${bsdtar_sync_cpu} s (the durability the export has)"
 echo "  lifecycle export, archive written:   ${write_s} s   $(rate "$write_s") MB/s   cpu ${write_cpu} s (read, SHA-256, CRC-32, write, fsync; the final fsync waited ${sync_s} s)"
-echo "     → throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync (target ≥ 0.90 vs bsdtar)"
-echo "  lifecycle export, whole job:         ${export_s} s   cpu ${export_cpu} s (also: tables, re-read and check every hash, publish, notify)"
+echo "     → $(calc "$write_s / $floor_s" .2f)× the floor (target ≤ 1.00); throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync"
+echo "  lifecycle export, whole job:         ${export_s} s   cpu ${export_cpu} s (also: tables, read back from disk and check every CRC-32, publish, notify)"
+echo "     → $(calc "$export_s / $floor_s" .2f)× the SHA-256 floor (target ≤ 1.20), $(calc "$export_s / max($floor_s, $disk_s)" .2f)× the larger of it and the disk floor"
 echo "  peak RSS of the export process:    $(calc "$big_rss / 1024" .1f) MB for $(mb "$photo_bytes") MB, $(calc "$small_rss / 1024" .1f) MB for an eighth of it (target < 64 MB, flat)"
 if [ -n "$BASE" ]; then
   read -r base_write_s base_write_cpu base_sync_s _ < <(sort -g "$WORK"/r/base-photos.?.step | head -1)
@@ -183,7 +208,7 @@ tables_s=$(cat "$WORK"/r/entries.?.step | awk '{print $4}' | sort -g | head -1)
 echo "journal entries: $rows rows (best of $RUNS interleaved rounds; cpu = user + sys)"
 echo "  sqlite3 -json, the same rows:                    ${sqlite_s} s   cpu ${sqlite_cpu} s"
 echo "  export: rows streamed into JSON (compressed into the ZIP as it goes) + CSV: ${tables_s} s   → $(calc "$tables_s / $sqlite_s" .2f)× sqlite3"
-echo "  export: whole command (start, tables, zip, verify, publish, notify): ${entries_s} s   cpu ${entries_cpu} s   → $(calc "$entries_s / $sqlite_s" .2f)× sqlite3 (target ≤ 2.00)"
+echo "  export: whole command (start, tables, zip, verify, publish, notify): ${entries_s} s   cpu ${entries_cpu} s   → $(calc "$entries_s / $sqlite_s" .2f)× sqlite3 (target ≤ 1.50)"
 if [ -n "$BASE" ]; then
   read -r base_entries_s base_entries_cpu base_entries_rss < <(best "$WORK"/r/base-entries.?)
   base_tables_s=$(cat "$WORK"/r/base-entries.?.step | awk '{print $4}' | sort -g | head -1)
@@ -239,4 +264,4 @@ read -r app_export_s app_export_cpu _ < <(best "$WORK"/r/app-export.?)
 app_rss=$(cat "$WORK"/r/app-export.? | awk '$3 > m {m = $3} END {print m}')
 echo "app database through its data map: $app_rows rows of one user among $(sqlite3 "$APP/app.sqlite" 'SELECT COUNT(*) FROM posts') (best of $RUNS interleaved rounds)"
 echo "  sqlite3 -json, the same rows:                    ${app_sqlite_s} s   cpu ${app_sqlite_cpu} s"
-echo "  export: whole command:                           ${app_export_s} s   cpu ${app_export_cpu} s   → $(calc "$app_export_s / $app_sqlite_s" .2f)× sqlite3 (target ≤ 2.00), peak RSS $(calc "$app_rss / 1024" .1f) MB"
+echo "  export: whole command:                           ${app_export_s} s   cpu ${app_export_cpu} s   → $(calc "$app_export_s / $app_sqlite_s" .2f)× sqlite3 (target ≤ 1.50), peak RSS $(calc "$app_rss / 1024" .1f) MB"

@@ -62,6 +62,26 @@ public struct ArchiveEntryContent: ~Copyable {
         return n
     }
 
+    /// Reads the rest of the entry only to have it checked (libarchive fails a checksum
+    /// mismatch at its end) and returns its byte count. libarchive lends its own buffers,
+    /// so nothing is copied.
+    public func readToEnd() throws -> Int64 {
+        var total: Int64 = 0
+        var block: UnsafeRawPointer?
+        var size = 0
+        var offset: la_int64_t = 0
+        while true {
+            let status = archive_read_data_block(archive, &block, &size, &offset)
+            if status == ARCHIVE_EOF { return total }
+            // A checksum mismatch comes back as ARCHIVE_WARN, so anything short of OK fails.
+            guard status == ARCHIVE_OK, offset == total else {
+                throw ArchiveReader.failure(
+                    archive, source, "cannot read entry data", archivePath: archivePath, entryName: entryName)
+            }
+            total += Int64(size)
+        }
+    }
+
     /// Reads the whole entry into memory; throws `.entryTooLarge` beyond `maxBytes`.
     /// For small entries such as a manifest.
     public func readData(maxBytes: Int) throws -> Data {

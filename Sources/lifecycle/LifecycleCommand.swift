@@ -45,7 +45,7 @@ struct LifecycleCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, InitCommand.self, MigrateCommand.self, AccountsCommand.self, WorkerCommand.self, JobsCommand.self,
             ExportCommand.self, ExportsCommand.self, DeleteCommand.self, RestoreCommand.self, PurgeCommand.self, AuditCommand.self,
-            PhotosCommand.self, CopyStoreCommand.self, MapCommand.self, ServeCommand.self,
+            PhotosCommand.self, CopyStoreCommand.self, MapCommand.self, ServeCommand.self, SHA256Command.self,
         ]
     )
 }

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import Lifecycle
 
-/// Reading an archive back checks every byte against manifest.json, whichever thread hashes it.
+/// Reading an archive back checks it against manifest.json and every byte against the archive's own checksums.
 struct ExportVerifierTests {
     static let root = "export-ada-20260101T000000Z"
     static let exportID = "0f6c1e6e-1111-4222-8333-944455556666"
@@ -54,59 +54,41 @@ struct ExportVerifierTests {
         try writer.close()
     }
 
-    @Test func chunksHashedOnTheSecondThreadGiveTheDigestOfTheWholeStreamEachTime() throws {
-        try withDirectory { directory in
-            let hasher = PipelinedSHA256()
-            for data in [Self.photo, Self.text, Data()] {
-                var offset = 0
-                while true {
-                    let n = try hasher.next { buffer in
-                        // Uneven pieces: some fill the buffer, some do not.
-                        let count = min(buffer.count - offset % 7, data.count - offset)
-                        data.copyBytes(to: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), from: offset..<(offset + count))
-                        return count
-                    }
-                    if n == 0 { break }
-                    offset += n
-                }
-                #expect(offset == data.count)
-                #expect(hasher.finish() == (try sha256(data, in: directory)))
-            }
-        }
-    }
-
     @Test(arguments: ArchiveFormat.allCases)
-    func anArchiveMatchingItsManifestPassesAndAnyWrongHashOrSizeFails(format: ArchiveFormat) throws {
+    func anArchiveMatchingItsManifestPassesAndAWrongSizeAMissingOrAnUnlistedFileFails(format: ArchiveFormat) throws {
         try withDirectory { directory in
             let path = directory + "/archive.\(format.fileExtension)"
             let photoHash = try sha256(Self.photo, in: directory), textHash = try sha256(Self.text, in: directory)
             let entries: [(String, Data, EntryCompression)] = [("entries.json", Self.text, .deflate), ("photos/p.jpg", Self.photo, .store)]
+            let listed = [("entries.json", Self.text.count, textHash), ("photos/p.jpg", Self.photo.count, photoHash)]
 
-            try writeArchive(path, format: format, entries: entries, listed: [
-                ("entries.json", Self.text.count, textHash), ("photos/p.jpg", Self.photo.count, photoHash),
-            ])
+            try writeArchive(path, format: format, entries: entries, listed: listed)
             let summary = try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
             #expect(summary.entries == 3)
+            #expect(summary.bytes > Int64(Self.photo.count + Self.text.count))
 
-            var wrongHash = Array(photoHash)
-            wrongHash[40] = wrongHash[40] == "0" ? "1" : "0"
-            try writeArchive(path, format: format, entries: entries, listed: [
-                ("entries.json", Self.text.count, textHash), ("photos/p.jpg", Self.photo.count, String(wrongHash)),
-            ])
-            let mismatch = try #require(throws: ExportVerificationFailure.self) {
+            try writeArchive(path, format: format, entries: entries, listed: [listed[0], ("photos/p.jpg", Self.photo.count + 1, photoHash)])
+            let wrongSize = try #require(throws: ExportVerificationFailure.self) {
                 try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
             }
-            #expect(mismatch.message.contains("photos/p.jpg"))
+            #expect(wrongSize.message.contains("photos/p.jpg"))
 
-            try writeArchive(path, format: format, entries: entries, listed: [
-                ("entries.json", Self.text.count - 1, textHash), ("photos/p.jpg", Self.photo.count, photoHash),
-            ])
-            #expect(throws: ExportVerificationFailure.self) {
+            try writeArchive(path, format: format, entries: entries, listed: listed + [("photos/gone.jpg", 10, photoHash)])
+            let missing = try #require(throws: ExportVerificationFailure.self) {
                 try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
             }
+            #expect(missing.message.contains("photos/gone.jpg"))
+
+            try writeArchive(path, format: format, entries: entries, listed: [listed[1]])
+            let unlisted = try #require(throws: ExportVerificationFailure.self) {
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+            }
+            #expect(unlisted.message.contains("entries.json"))
         }
     }
 
+    /// The one check standing in for a second SHA-256 pass: the archive's CRC-32 of each
+    /// entry (ZIP), or of the whole stream (tar.gz), read back from the disk.
     @Test func aByteChangedInAStoredPhotoOnDiskFailsVerification() throws {
         try withDirectory { directory in
             let path = directory + "/archive.zip"
@@ -118,9 +100,29 @@ struct ExportVerifierTests {
             let inside = try #require(bytes.range(of: Self.photo.subdata(in: 500_000..<500_064)))
             bytes[inside.lowerBound] ^= 0x01
             try bytes.write(to: URL(fileURLWithPath: path))
-            #expect(throws: ExportVerificationFailure.self) {
+            let failure = try #require(throws: ExportVerificationFailure.self) {
                 try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
             }
+            #expect(failure.message.contains("CRC"))
+            #expect(failure.message.contains("photos/p.jpg"))
+        }
+    }
+
+    @Test func aByteChangedInsideATarGzOnDiskFailsVerification() throws {
+        try withDirectory { directory in
+            let path = directory + "/archive.tar.gz"
+            try writeArchive(
+                path, format: .tarGzip, entries: [("photos/p.jpg", Self.photo, .store)],
+                listed: [("photos/p.jpg", Self.photo.count, try sha256(Self.photo, in: directory))])
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            // The photo does not compress: deflate keeps it as stored blocks, so the stream still
+            // inflates and only the gzip trailer's CRC-32 can tell.
+            bytes[bytes.count / 2] ^= 0x01
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let failure = try #require(throws: ExportVerificationFailure.self) {
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+            }
+            #expect(failure.message.contains("incorrect data check"))
         }
     }
 }

@@ -267,17 +267,28 @@ public struct FileSystemBlobStore: BlobStore {
 }
 
 public enum FileDigest {
-    /// SHA-256 (hex) and size of a file, read in chunks.
+    /// SHA-256 (hex) and size of a file, read in 256 KiB chunks into one buffer: the
+    /// floor `make bench` holds the export's archive writing against runs exactly this.
     public static func sha256(ofFile path: String) throws -> (hex: String, size: Int64) {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
             throw BlobStoreError("cannot read '\(path)': \(String(cString: strerror(errno)))")
         }
-        defer { try? handle.close() }
+        defer { close(fd) }
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
         var hasher = SHA256()
         var size: Int64 = 0
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hasher.update(data: chunk)
-            size += Int64(chunk.count)
+        while true {
+            let n = read(fd, buffer.baseAddress, buffer.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw BlobStoreError("cannot read '\(path)': \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            size += Int64(n)
         }
         return (hex(hasher.finalize()), size)
     }
