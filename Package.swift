@@ -197,6 +197,8 @@ let package = Package(
             dependencies: [
                 "Lifecycle", "LifecycleServer", "SQLiteBackend", "JobRunner", "PostgresBackend", "PostgresTesting", "CArchive", "ChildProcesses",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             exclude: ["Schemas", "Browser"],
             swiftSettings: strict

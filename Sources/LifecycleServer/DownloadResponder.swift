@@ -10,15 +10,14 @@ import NIOCore
 /// The link is checked as `exports verify-link` checks it: 403 when the signature does not
 /// match (forged or altered; nothing said about the export), 404 for an export that does
 /// not exist (deleted with its account) or is not published, 410 once the link expired or
-/// the export was revoked. A good link streams the archive from disk a chunk at a time
-/// (constant memory, whatever its size), with `Range`, `If-Range`, a strong `ETag` (an
+/// the export was revoked. A good link sends the archive with sendfile(2) (``FileRegionBody``:
+/// constant memory and no copy through the process, whatever its size), with `Range`, `If-Range`, a strong `ETag` (an
 /// export's archive never changes), `Content-Length` and `Content-Disposition`, so a
 /// download manager resumes a multi-GB archive where it stopped. On a blob store that
 /// signs its own URLs (S3) links point at the store, which serves ranges itself.
 /// Every answer about a known export is audited, the client as a keyed hash of its address.
 struct DownloadResponder<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
-    let files = FileIO()
 
     func respond(to request: Request, context: ServerContext, sendBody: Bool) async throws -> Response {
         let exportID = context.parameters.get("id") ?? ""
@@ -80,12 +79,12 @@ struct DownloadResponder<Store: LifecycleStore>: Sendable {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
             headers[.contentLength] = "\(range.count)"
             if sendBody { try await services.auditDownload(export, status: 206, bytes: Int64(range.count), range: rangeHeader, client: client) }
-            let body = sendBody ? try await files.loadFile(path: path, range: range, context: context) : ResponseBody()
+            let body = sendBody ? FileRegionBody.body(path: path, range: range.lowerBound..<(range.upperBound + 1)) : ResponseBody()
             return Response(status: .partialContent, headers: headers, body: body)
         case .whole:
             headers[.contentLength] = "\(size)"
             if sendBody { try await services.auditDownload(export, status: 200, bytes: Int64(size), range: nil, client: client) }
-            let body = sendBody && size > 0 ? try await files.loadFile(path: path, context: context) : ResponseBody()
+            let body = sendBody && size > 0 ? FileRegionBody.body(path: path, range: 0..<size) : ResponseBody()
             return Response(status: .ok, headers: headers, body: body)
         }
     }

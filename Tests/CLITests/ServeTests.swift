@@ -142,6 +142,56 @@ struct ServeTests {
         #expect(await server.stop() == 0)
     }
 
+    /// The archive goes from the page cache to the socket with sendfile(2), never read into
+    /// the process; and a client reading slower than the file takes to queue gets all of it,
+    /// even past the keep-alive timeout, which starts only once the last byte has gone out.
+    @Test func aDownloadGoesOutBySendfileAndASlowClientGetsAllOfItPastTheKeepAliveTimeout() async throws {
+        let (workspace, link, _, archive) = try await Self.installationWithAnExport()
+        // 24 MB of random bytes in place of the small archive: far more than the socket buffers hold.
+        let size = 24 << 20
+        var generator = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: size)
+        for index in stride(from: 0, to: size, by: 8) {
+            withUnsafeBytes(of: generator.next()) { word in
+                for offset in 0..<8 { bytes[index + offset] = word[offset] }
+            }
+        }
+        let original = Data(bytes)
+        try original.write(to: URL(fileURLWithPath: archive))
+        let trace = workspace.root + "/serve.strace"
+        let server = try await Server.start(
+            workspace, arguments: ["--keep-alive-timeout", "1"],
+            wrapper: ["/usr/bin/strace", "-f", "-qq", "-e", "trace=sendfile,read,pread64,preadv,preadv2", "-o", trace, "--"])
+        let url = try Self.local(link, on: server)
+
+        // curl at 8 MB/s: three seconds for the file, three times the keep-alive timeout.
+        let output = workspace.root + "/downloaded"
+        let slow = try await SurfaceTests.shell(
+            "curl -sS --fail --limit-rate 8M -o '\(output)' -r 1000- '\(url)' && curl -sS --fail -o '\(output).whole' '\(url)'",
+            in: workspace.root)
+        #expect(slow.status == 0, "\(slow.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == original[1000...])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output + ".whole")) == original)
+        // strace does not pass SIGTERM on: the server it runs gets it directly, and strace
+        // exits with the server's status.
+        let strace = server.process.processIdentifier
+        let children = (try? String(contentsOfFile: "/proc/\(strace)/task/\(strace)/children", encoding: .utf8)) ?? ""
+        let serve = try #require(children.split(separator: " ").first.flatMap { Int32($0) }, "strace runs no server")
+        kill(serve, SIGTERM)
+        #expect(await server.stop() == 0)
+
+        // Every byte of both answers went through sendfile; no read of that size happened.
+        let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+        let sent = calls.filter { $0.contains("sendfile(") }.compactMap { line in
+            line.split(separator: "=").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        }.filter { $0 > 0 }.reduce(0, +)
+        #expect(sent == 2 * size - 1000, "bytes sent by sendfile: \(sent)")
+        let bigReads = calls.filter { line in
+            !line.contains("sendfile(") && (line.split(separator: "=").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0) >= 65_536
+        }
+        #expect(bigReads.isEmpty, "reads of 64 KiB or more: \(bigReads.prefix(3))")
+    }
+
     @Test func forgedExpiredRevokedAndUnknownLinksAreRefusedEachWithItsStatus() async throws {
         let (workspace, link, exportID, _) = try await Self.installationWithAnExport()
         let server = try await Server.start(workspace)
