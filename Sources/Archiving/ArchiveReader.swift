@@ -62,9 +62,10 @@ public struct ArchiveEntryContent: ~Copyable {
         return n
     }
 
-    /// Reads the rest of the entry only to have it checked (libarchive fails a checksum
-    /// mismatch at its end) and returns its byte count. libarchive lends its own buffers,
-    /// so nothing is copied.
+    /// Reads the rest of the entry only to have it checked, and returns its byte count.
+    /// libarchive lends its own buffers, so nothing is copied. A ZIP entry's CRC-32 is
+    /// checked as its end is read; a tar.gz has no per-entry checksum, and its stream's
+    /// CRC-32 is checked only once ``ArchiveReader/forEachEntry(_:)`` has read it to the end.
     public func readToEnd() throws -> Int64 {
         var total: Int64 = 0
         var block: UnsafeRawPointer?
@@ -73,10 +74,17 @@ public struct ArchiveEntryContent: ~Copyable {
         while true {
             let status = archive_read_data_block(archive, &block, &size, &offset)
             if status == ARCHIVE_EOF { return total }
-            // A checksum mismatch comes back as ARCHIVE_WARN, so anything short of OK fails.
-            guard status == ARCHIVE_OK, offset == total else {
+            // A CRC mismatch is ARCHIVE_WARN or ARCHIVE_FAILED depending on the libarchive
+            // release: anything short of OK fails.
+            guard status == ARCHIVE_OK else {
                 throw ArchiveReader.failure(
                     archive, source, "cannot read entry data", archivePath: archivePath, entryName: entryName)
+            }
+            // Export entries are never sparse: a hole is damage.
+            guard offset == total else {
+                throw ArchiveError(
+                    code: .readFailed, message: "entry data has a hole at byte \(total)", archivePath: archivePath,
+                    entryName: entryName)
             }
             total += Int64(size)
         }

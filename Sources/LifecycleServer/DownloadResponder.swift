@@ -79,12 +79,14 @@ struct DownloadResponder<Store: LifecycleStore>: Sendable {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
             headers[.contentLength] = "\(range.count)"
             if sendBody { try await services.auditDownload(export, status: 206, bytes: Int64(range.count), range: rangeHeader, client: client) }
-            let body = sendBody ? FileRegionBody.body(path: path, range: range.lowerBound..<(range.upperBound + 1)) : ResponseBody()
+            if sendBody { headers[FileRegionBody.header] = "1" }
+            let body = sendBody ? FileRegionBody.body(path: path, range: range.lowerBound..<(range.upperBound + 1), file: status) : ResponseBody()
             return Response(status: .partialContent, headers: headers, body: body)
         case .whole:
             headers[.contentLength] = "\(size)"
             if sendBody { try await services.auditDownload(export, status: 200, bytes: Int64(size), range: nil, client: client) }
-            let body = sendBody && size > 0 ? FileRegionBody.body(path: path, range: 0..<size) : ResponseBody()
+            if sendBody && size > 0 { headers[FileRegionBody.header] = "1" }
+            let body = sendBody && size > 0 ? FileRegionBody.body(path: path, range: 0..<size, file: status) : ResponseBody()
             return Response(status: .ok, headers: headers, body: body)
         }
     }

@@ -81,7 +81,7 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
         let app = Application(
             router: router(),
             server: .http1(configuration: .init(additionalChannelHandlers: [
-                FileRegionInstaller(), ConnectionCloseInstaller(), ServerLimitsInstaller(limits: limits, connections: connections),
+                FileRegionInstaller(logger: self.services.logger), ConnectionCloseInstaller(), ServerLimitsInstaller(limits: limits, connections: connections),
             ])),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: nil),
             services: services,

@@ -14,16 +14,20 @@ struct ExportVerificationFailure: Error, CustomStringConvertible {
 ///
 /// It does not compute SHA-256 a second time. The manifest's SHA-256 of each file was
 /// taken from the very buffers handed to the archive writer (for photos and copied files
-/// also checked against the digest their row records), and the writer computed each
-/// entry's CRC-32 from those same buffers (a tar.gz: the CRC-32 of its whole gzip
-/// stream). What can still go wrong is what happens to the bytes after that: a torn or
-/// truncated file, a block the disk or the blob store returns changed, a copy cut short.
-/// libarchive recomputes the CRC-32 of every entry as it reads it back and fails on a
-/// mismatch; CRC-32 catches every error burst of up to 32 bits and any other random
-/// change but for one in 2^32, which is the whole class a read-back can find. Someone
-/// able to rewrite the archive could rewrite its manifest as well, so a second SHA-256
-/// pass would prove nothing more, and on a CPU without SHA instructions it cost as much
-/// as writing the archive.
+/// also checked against the digest their row records), and the writer computed each ZIP
+/// entry's CRC-32 from those same buffers (a tar.gz: zlib the CRC-32 of its whole stream).
+/// What can still go wrong is what happens to the bytes after that: a torn or truncated
+/// file, a block the disk or the blob store returns changed, a copy cut short. Reading
+/// back recomputes those CRC-32s and fails on a mismatch (libarchive per ZIP entry, zlib
+/// over a tar.gz's stream once it has been read to its end); CRC-32 catches every error
+/// burst of up to 32 bits and any other random change but for one in 2^32, which is the
+/// whole class a read-back can find. Someone able to rewrite the archive could rewrite its
+/// manifest as well, so a second SHA-256 pass proves nothing more about the stored bytes,
+/// and on a CPU without SHA instructions it cost as much as writing the archive.
+///
+/// What it no longer does is check that the manifest's SHA-256 values were recorded for
+/// the right files: that rests on how the export writes them, which its tests check by
+/// reading real archives with Python's zipfile and tarfile and hashing every file.
 enum ExportArchiveVerifier {
     struct Summary: Sendable, Codable {
         var entries: Int
