@@ -170,14 +170,14 @@ batch_run() {  # name concurrency [env...]: prints seconds and peak MB
 # time at the default, where each image in a batch gets one thread by itself.
 read -r one_s one_mb < <(batch_run one-core 1 VIPS_CONCURRENCY=1)
 read -r two_s two_mb < <(batch_run two-cores 2)
-# lifecycle sets two malloc arenas itself (LifecycleCommand.swift); glibc's own default, for comparison.
+# lifecycle sets two malloc arenas per core itself (LifecycleCommand.swift); glibc's own default, for comparison.
 read -r arena_s arena_mb < <(batch_run two-cores-glibc-arenas 2 MALLOC_ARENA_MAX=$((8 * $(nproc))))
 read -r alone_s alone_mb < <(batch_run one-job-all-threads 1)
 per_s() { python3 -c "import sys; print(f'{int(sys.argv[1])/float(sys.argv[2]):.1f}')" "$BATCH" "$1"; }
 per_photo_ms=$(python3 -c "import sys; print(f'{float(sys.argv[1])*1000/int(sys.argv[2]):.0f}')" "$one_s" "$BATCH")
 echo "1 job, 1 thread (VIPS_CONCURRENCY=1): ${one_s} s  $(per_s "$one_s") photos/s  peak RSS ${one_mb} MB  (${per_photo_ms} ms per photo in the job; vipsthumbnail process ${vt_jpeg} ms)"
 echo "2 jobs at a time (2 cores):         ${two_s} s  $(per_s "$two_s") photos/s  peak RSS ${two_mb} MB"
-echo "2 jobs, glibc's default arenas:     ${arena_s} s  $(per_s "$arena_s") photos/s  peak RSS ${arena_mb} MB  (lifecycle sets 2)"
+echo "2 jobs, glibc's default arenas:     ${arena_s} s  $(per_s "$arena_s") photos/s  peak RSS ${arena_mb} MB  (lifecycle sets 2 per core)"
 echo "1 job at a time, default threads:   ${alone_s} s  $(per_s "$alone_s") photos/s  peak RSS ${alone_mb} MB  (each image alone gets both cores)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "2 cores / 1 core throughput = $(ratio "$one_s" "$two_s")× (target ≥ 1.8)   peak RSS ${two_mb} MB (target < 250)"

@@ -21,11 +21,16 @@ enum Entry {
         // output, not the process: with SIGPIPE ignored, write(2) returns EPIPE and Output
         // stops writing to that stream while the command finishes its work.
         signal(SIGPIPE, SIG_IGN)
-        // Two malloc arenas instead of glibc's eight per core: two photo jobs at a time on two
-        // cores measured 7.0 photos/s with peak RSS 151 MB, against 6.4 photos/s and 193 MB
-        // with the default (libvips' threads each took an arena of their own and grew it;
-        // scripts/bench-photos.sh prints both). MALLOC_ARENA_MAX in the environment wins.
-        if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
+        // Two malloc arenas per core instead of glibc's eight. With eight, libvips' threads
+        // each took an arena of their own and grew it: two photo jobs at a time on two cores
+        // peaked at 193 MB against 151 MB with two arenas (scripts/bench-photos.sh prints
+        // both). Two in all was too few for the job runner, whose threads then queued on the
+        // allocator's locks: a 20,000-job drain made 11,000 context switches instead of
+        // 2,700 and cost 10-15 % more CPU; with four, photos peaked at 170 MB at the same
+        // speed. MALLOC_ARENA_MAX in the environment wins.
+        if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil {
+            _ = mallopt(M_ARENA_MAX, Int32(max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)))
+        }
         await LifecycleCommand.main()
     }
 }
