@@ -94,7 +94,6 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         let directory = directory(whole)
         let now = context.now
         let sql = part.sql
-        let userTable = part.displayName(part.plan.subject.table)
         var eraser = RowEraser(store: services.store, data: part, policy: try policy.get()) { key, tx in
             try Self.stopReason(key: key, directory: directory, now: now, in: tx) == nil
         }
@@ -102,15 +101,9 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         let erased: Void? = try await eraser.erase(key: key, context: context) { tx, counts in
             var counts = counts
             if part.plan.erasesUserRow, case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 {
-                if let statement = sql.subjectBlobs(key: key) {
-                    let files = try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
-                    try tx.recordPurgeFiles(key: key, files: files)
-                }
-                do {
-                    counts[userTable, default: PurgeCounts()].masked += try tx.execute(sql.eraseSubject(key: key))
-                } catch {
-                    throw ErasureRefused(table: userTable, action: .masking, cause: error)
-                }
+                var files: [String] = []
+                try RowEraser<Store>.eraseUserRow(key: key, data: part, action: .masking, counts: &counts, files: &files, in: tx)
+                if !files.isEmpty { try tx.recordPurgeFiles(key: key, files: files) }
             }
             try RowEraser<Store>.record(counts, key: key, in: tx)
         }

@@ -69,6 +69,32 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
         }
     }
 
+    /// The user row's own erasure, after every other row: the files its `blobs:` columns
+    /// name are added to `files` (before the row that names them goes), then the row is
+    /// deleted or masked as the plan says (a part's plan masks only the columns it clears)
+    /// and counted. A refusal names the user table and `action`.
+    static func eraseUserRow(
+        key: String, data: AppData, action: ErasureRefused.Action, counts: inout [String: PurgeCounts], files: inout [String],
+        in tx: Store.Transaction
+    ) throws {
+        let sql = data.sql
+        let userTable = data.displayName(data.plan.subject.table)
+        if let statement = sql.subjectBlobs(key: key) {
+            files += try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
+        }
+        let rows: Int
+        do {
+            rows = try tx.execute(sql.eraseSubject(key: key))
+        } catch {
+            throw ErasureRefused(table: userTable, action: action, cause: error)
+        }
+        if data.plan.subject.erase == .delete {
+            counts[userTable, default: PurgeCounts()].deleted += rows
+        } else {
+            counts[userTable, default: PurgeCounts()].masked += rows
+        }
+    }
+
     /// Erases at most `budget` rows (the user's, deleted or masked, and other users' rows
     /// cascaded with them), table after table in the plan's order, adding them to `counts`
     /// and the files the erased rows named to `files`. True when no table has anything

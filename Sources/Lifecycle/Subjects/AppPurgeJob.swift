@@ -137,8 +137,6 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     private func erase(key: String, data: AppData, context: StepContext) async throws {
         let policy = try policy.get()
         let sql = data.sql
-        let userTable = data.displayName(data.plan.subject.table)
-        let deletesUser = data.plan.subject.erase == .delete
         var eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
         eraser.recordsFiles = true
         _ = try await eraser.erase(key: key, context: context) { tx, counts in
@@ -149,20 +147,11 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                 // `lifecycle audit <email>` finds the account by these once its values are gone.
                 let lookupValues = try data.plan.subject.lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text }
                 try LookupDigest.record(values: lookupValues, key: key, in: tx)
-                if let statement = sql.subjectBlobs(key: key) {
-                    let files = try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
-                    try tx.recordPurgeFiles(key: key, files: files)
-                }
                 // Sessions signed in since the request (an app that does not restore on sign-in).
                 _ = try data.signOut(key: key, in: tx)
-                let userRows: Int
-                do {
-                    userRows = try tx.execute(sql.eraseSubject(key: key))
-                } catch {
-                    throw ErasureRefused(table: userTable, action: .erasingUser, cause: error)
-                }
-                counts[userTable, default: PurgeCounts()].deleted += deletesUser ? userRows : 0
-                counts[userTable, default: PurgeCounts()].masked += deletesUser ? 0 : userRows
+                var files: [String] = []
+                try RowEraser<Store>.eraseUserRow(key: key, data: data, action: .erasingUser, counts: &counts, files: &files, in: tx)
+                if !files.isEmpty { try tx.recordPurgeFiles(key: key, files: files) }
             }
             try RowEraser<Store>.record(counts, key: key, in: tx)
         }
@@ -328,22 +317,7 @@ public enum AppErasure {
                     var counts: [String: PurgeCounts] = [:]
                     var files: [String] = []
                     _ = try RowEraser<Store>.eraseBatch(key: key, data: data, budget: Int(Int32.max), counts: &counts, files: &files, in: tx)
-                    let sql = data.sql
-                    let userTable = data.displayName(data.plan.subject.table)
-                    if let statement = sql.subjectBlobs(key: key) {
-                        files += try tx.rows(statement).flatMap { $0.compactMap(\.text) }.filter { !$0.isEmpty }
-                    }
-                    let userRows: Int
-                    do {
-                        userRows = try tx.execute(sql.eraseSubject(key: key))
-                    } catch {
-                        throw ErasureRefused(table: userTable, action: .erasingUser, cause: error)
-                    }
-                    if data.plan.subject.erase == .delete {
-                        counts[userTable, default: PurgeCounts()].deleted += userRows
-                    } else {
-                        counts[userTable, default: PurgeCounts()].masked += userRows
-                    }
+                    try RowEraser<Store>.eraseUserRow(key: key, data: data, action: .erasingUser, counts: &counts, files: &files, in: tx)
                     for (table, count) in try tx.lifecycleRowCounts(accountID: key) where count > 0 {
                         counts["lifecycle." + table] = PurgeCounts(deleted: count)
                     }
