@@ -161,7 +161,7 @@ struct ServeTests {
         let trace = workspace.root + "/serve.strace"
         let server = try await Server.start(
             workspace, arguments: ["--keep-alive-timeout", "1"],
-            wrapper: ["/usr/bin/strace", "-f", "-qq", "-e", "trace=sendfile,read,pread64,preadv,preadv2", "-o", trace, "--"])
+            wrapper: ["/usr/bin/strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=sendfile,read,pread64,preadv,preadv2", "-o", trace, "--"])
         let url = try Self.local(link, on: server)
 
         // curl at 8 MB/s: three seconds for the file, three times the keep-alive timeout.
