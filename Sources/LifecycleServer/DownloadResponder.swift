@@ -10,9 +10,10 @@ import NIOCore
 /// The link is checked as `exports verify-link` checks it: 403 when the signature does not
 /// match (forged or altered; nothing said about the export), 404 for an export that does
 /// not exist (deleted with its account) or is not published, 410 once the link expired or
-/// the export was revoked. A good link sends the archive with sendfile(2) (``FileRegionBody``:
-/// constant memory and no copy through the process, whatever its size), with `Range`, `If-Range`, a strong `ETag` (an
-/// export's archive never changes), `Content-Length` and `Content-Disposition`, so a
+/// the export was revoked. A good link sends the archive with sendfile(2)
+/// (``FileRegionBody``: constant memory and no copy through the process, whatever its
+/// size), with `Range`, `If-Range`, a strong `ETag` (an export's archive never changes),
+/// `Content-Length` and `Content-Disposition`, so a
 /// download manager resumes a multi-GB archive where it stopped. On a blob store that
 /// signs its own URLs (S3) links point at the store, which serves ranges itself.
 /// Every answer about a known export is audited, the client as a keyed hash of its address.
@@ -79,14 +80,13 @@ struct DownloadResponder<Store: LifecycleStore>: Sendable {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
             headers[.contentLength] = "\(range.count)"
             if sendBody { try await services.auditDownload(export, status: 206, bytes: Int64(range.count), range: rangeHeader, client: client) }
-            if sendBody { headers[FileRegionBody.header] = "1" }
-            let body = sendBody ? FileRegionBody.body(path: path, range: range.lowerBound..<(range.upperBound + 1), file: status) : ResponseBody()
+            let body = sendBody
+                ? FileRegionBody.body(path: path, range: range.lowerBound..<(range.upperBound + 1), file: status, headers: &headers) : ResponseBody()
             return Response(status: .partialContent, headers: headers, body: body)
         case .whole:
             headers[.contentLength] = "\(size)"
             if sendBody { try await services.auditDownload(export, status: 200, bytes: Int64(size), range: nil, client: client) }
-            if sendBody && size > 0 { headers[FileRegionBody.header] = "1" }
-            let body = sendBody && size > 0 ? FileRegionBody.body(path: path, range: 0..<size, file: status) : ResponseBody()
+            let body = sendBody && size > 0 ? FileRegionBody.body(path: path, range: 0..<size, file: status, headers: &headers) : ResponseBody()
             return Response(status: .ok, headers: headers, body: body)
         }
     }

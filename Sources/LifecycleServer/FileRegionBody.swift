@@ -40,8 +40,11 @@ enum FileRegionBody {
         var size: Int64
     }
 
-    /// The bytes `range` of the regular file at `path`, whose `stat` the caller just read.
-    static func body(path: String, range: Range<Int>, file: stat) -> ResponseBody {
+    /// The bytes `range` of the regular file at `path`, whose `stat` the caller just read;
+    /// marks `headers` as the response's, since a stand-in behind an unmarked head would go
+    /// out as it is.
+    static func body(path: String, range: Range<Int>, file: stat, headers: inout HTTPFields) -> ResponseBody {
+        headers[header] = "1"
         let region = Region(
             path: path, range: range, device: UInt64(file.st_dev), inode: UInt64(file.st_ino), size: Int64(file.st_size))
         return ResponseBody(contentLength: range.count) { writer in
