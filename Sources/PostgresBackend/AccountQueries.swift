@@ -16,6 +16,18 @@ struct Columns {
     func optionalInt(_ name: String) throws -> Int? { try row[name].decode(Int64?.self).map(Int.init) }
     func int32(_ name: String) throws -> Int { Int(try row[name].decode(Int32.self)) }
     func optionalInt32(_ name: String) throws -> Int? { try row[name].decode(Int32?.self).map(Int.init) }
+    func state(_ name: String) throws -> AccountState { try AccountState.stored(try text(name)) }
+}
+
+extension AccountState {
+    /// A state as the database holds it. The schema's CHECK admits only known states, so
+    /// anything else is a damaged row: never read as active, which would let it sign in.
+    static func stored(_ raw: String) throws -> AccountState {
+        guard let state = AccountState(rawValue: raw) else {
+            throw PostgresStoreError.query("an account row holds the unknown state '\(raw)'; the database was changed outside lifecycle", sqlState: nil)
+        }
+        return state
+    }
 }
 
 extension Account {
@@ -31,7 +43,7 @@ extension Account {
             integrations: Integrations(
                 whoop: try c.bool("integration_whoop"), strava: try c.bool("integration_strava"),
                 appleHealth: try c.bool("integration_apple_health"), fitness: try c.bool("integration_fitness")),
-            state: AccountState(rawValue: try c.text("state")) ?? .active, deletionRequestedAt: try c.optionalDate("deletion_requested_at"),
+            state: try c.state("state"), deletionRequestedAt: try c.optionalDate("deletion_requested_at"),
             purgeAfter: try c.optionalDate("purge_after"), purgedAt: try c.optionalDate("purged_at"),
             createdAt: try c.date("created_at"), updatedAt: try c.date("updated_at"))
     }
@@ -61,6 +73,13 @@ extension PostgresTransaction: AccountTransaction {
             ? try query("SELECT * FROM accounts WHERE id = \(id)")
             : try query("SELECT * FROM accounts WHERE id = \(id) FOR UPDATE")
         return try rows.first.map(Account.init(row:))
+    }
+
+    public func accountState(id: String) throws -> AccountState? {
+        let rows = isReadOnly
+            ? try query("SELECT state FROM accounts WHERE id = \(id)")
+            : try query("SELECT state FROM accounts WHERE id = \(id) FOR UPDATE")
+        return try rows.first.map { try Columns($0).state("state") }
     }
 
     public func account(email: String) throws -> Account? {

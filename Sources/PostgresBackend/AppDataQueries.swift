@@ -113,7 +113,7 @@ extension PostgresTransaction: SubjectTransaction {
 
     static func subjectRecord(_ row: PostgresRow) throws -> SubjectRecord {
         let (key, state, requested, purgeAfter, purged) = try row.decode((String, String, Date?, Date?, Date?).self)
-        return SubjectRecord(key: key, state: AccountState(rawValue: state) ?? .active, deletionRequestedAt: requested, purgeAfter: purgeAfter, purgedAt: purged)
+        return SubjectRecord(key: key, state: try AccountState.stored(state), deletionRequestedAt: requested, purgeAfter: purgeAfter, purgedAt: purged)
     }
 
     public func markSubjectPending(key: String, requestedAt: Date, purgeAfter: Date) throws -> Bool {

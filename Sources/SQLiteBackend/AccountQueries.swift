@@ -45,7 +45,15 @@ extension PhotoRecord {
 
 extension SQLiteTransaction: AccountTransaction {
     public func account(id: String) throws -> Account? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Account.sqliteColumns) FROM accounts WHERE id = ?"), arguments: [id]).map(Account.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: Self.accountByIDSQL), arguments: [id]).map(Account.init(row:))
+    }
+
+    private static let accountByIDSQL = "SELECT \(Account.sqliteColumns) FROM accounts WHERE id = ?"
+
+    public func accountState(id: String) throws -> AccountState? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT id, state FROM accounts WHERE id = ?"), arguments: [id]).map { row in
+            try CheckedRow(row, table: "accounts", key: "id").oneOf("state")
+        }
     }
 
     public func account(email: String) throws -> Account? {

@@ -69,7 +69,11 @@ extension SQLiteStore {
                     indexed.insert(first)
                 }
             }
-            tables.append(.init(name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1), indexedColumns: indexed))
+            // A virtual table's rowid is whatever its module says, so it is left to its key.
+            let hasRowID = try Bool.fetchOne(db, sql: "SELECT type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? false
+            let rowID = hasRowID ? ["rowid", "_rowid_", "oid"].first { alias in !columns.contains { $0.name.lowercased() == alias } } : nil
+            tables.append(.init(
+                name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1), indexedColumns: indexed, rowID: rowID))
             let rows = try Row.fetchAll(db, sql: """
                 SELECT id, seq, "table", "from", "to", on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq
                 """, arguments: [name])

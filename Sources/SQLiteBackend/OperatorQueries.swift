@@ -26,7 +26,11 @@ extension SQLiteTransaction: HoldTransaction {
     }
 
     public func holds(key: String) throws -> [AccountHold] {
-        try Row.fetchAll(db, sql: "SELECT * FROM lifecycle_holds WHERE subject_key = ? ORDER BY held_at, id", arguments: [key]).map(Self.hold)
+        // Every purge's receipt reads them: prepared once per connection.
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT id, subject_key, reason, held_by, held_at, until, released_at, released_by FROM lifecycle_holds
+            WHERE subject_key = ? ORDER BY held_at, id
+            """), arguments: [key]).map(Self.hold)
     }
 
     public func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText> {

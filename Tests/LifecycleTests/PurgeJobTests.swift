@@ -223,33 +223,48 @@ struct PurgeJobTests {
         #expect(try await fixture.audit("ada").count > 1)
     }
 
+    /// Rows are picked by SQLite's rowid where a table has one: a WITHOUT ROWID table goes by
+    /// its key, and one whose own column is named rowid by another of the rowid's names (the
+    /// column holds NULL here, so picking by it would erase nothing and the purge would fail).
     @Test func rowDeletionFollowsTheDataMapIncludingWithoutRowIDTablesAndNewAccountColumns() async throws {
         let map = try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
-            .replacingOccurrences(of: "\nparts:\n", with: "\n  - table: badges\n    owner: account_id\nparts:\n")
+            .replacingOccurrences(
+                of: "\nparts:\n",
+                with: "\n  - table: badges\n    owner: account_id\n  - table: streaks\n    owner: account_id\nparts:\n")
         let fixture = try DeletionFixture(dataMap: map) { db in
             try db.execute(sql: """
                 CREATE TABLE badges (account_id TEXT NOT NULL, badge TEXT NOT NULL, PRIMARY KEY (account_id, badge)) WITHOUT ROWID;
+                CREATE TABLE streaks (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, rowid INTEGER);
                 ALTER TABLE accounts ADD COLUMN nickname TEXT;
                 """)
         }
+        let catalog = try await fixture.store.catalog()
+        #expect(catalog.table(.init(schema: "main", name: "badges"))?.rowID == nil)
+        #expect(catalog.table(.init(schema: "main", name: "streaks"))?.rowID == "_rowid_")
+        #expect(catalog.table(.init(schema: "main", name: "journal_entries"))?.rowID == "rowid")
         for id in ["ada", "bob"] {
             try await fixture.addAccount(id)
             try fixture.store.writeSync { tx in
                 for badge in ["early-bird", "streak-7", "streak-30"] {
                     try tx.db.execute(sql: "INSERT INTO badges VALUES (?, ?)", arguments: [id, badge])
+                    try tx.db.execute(sql: "INSERT INTO streaks (id, account_id) VALUES (?, ?)", arguments: ["\(id)-\(badge)", id])
                 }
                 try tx.db.execute(sql: "UPDATE accounts SET nickname = 'the countess' WHERE id = ?", arguments: [id])
             }
         }
         _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
-        try await fixture.purge()
-        let (adaBadges, bobBadges, nickname) = try fixture.store.writeSync { tx in
+        #expect(try await fixture.purge().succeeded == 1)
+        let (adaBadges, bobBadges, adaStreaks, bobStreaks, nickname) = try fixture.store.writeSync { tx in
             (try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM badges WHERE account_id = 'ada'"),
              try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM badges WHERE account_id = 'bob'"),
+             try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM streaks WHERE account_id = 'ada'"),
+             try Int.fetchOne(tx.db, sql: "SELECT COUNT(*) FROM streaks WHERE account_id = 'bob'"),
              try String.fetchOne(tx.db, sql: "SELECT nickname FROM accounts WHERE id = 'ada'"))
         }
         #expect(adaBadges == 0)
         #expect(bobBadges == 3)
+        #expect(adaStreaks == 0)
+        #expect(bobStreaks == 3)
         #expect(nickname == nil)
     }
 

@@ -590,9 +590,10 @@ public struct DataMapSQL: Sendable {
         var builder = SQLBuilder(dialect)
         let name = table.table.name
         let condition = unmasked(table, mask: mask, key: key, side: onlySide, into: &builder)
-        let selection = "SELECT \(list(table.key, alias: "t")) FROM \(dialect.table(name)) t WHERE \(condition) LIMIT \(builder.bind(.integer(Int64(limit))))"
+        let rows = rowSelector(name, key: table.key)
+        let selection = "SELECT \(rows("t")) FROM \(dialect.table(name)) t WHERE \(condition) LIMIT \(builder.bind(.integer(Int64(limit))))"
         let assignments = mask.map { "\(q($0.column)) = \(builder.bind($0.value.resolved(key: key).sqlValue, as: column(name, $0.column)))" }
-        builder.append("UPDATE \(dialect.table(name)) SET \(assignments.joined(separator: ", ")) WHERE \(tuple(table.key, alias: nil)) IN (\(selection))")
+        builder.append("UPDATE \(dialect.table(name)) SET \(assignments.joined(separator: ", ")) WHERE \(rows(nil)) IN (\(selection))")
         return builder.statement()
     }
 
@@ -664,7 +665,20 @@ public struct DataMapSQL: Sendable {
     /// The limit is a placeholder: a purge asks for what is left of its batch, and each
     /// limit written out would be another statement to prepare and keep.
     private func deleteByKey(_ table: DataMap.TableName, _ key: [String], select: String, alias: String, limit: String) -> String {
-        "DELETE FROM \(dialect.table(table)) WHERE \(tuple(key, alias: nil)) IN (SELECT \(list(key, alias: alias)) \(select) LIMIT \(limit))"
+        let rows = rowSelector(table, key: key)
+        return "DELETE FROM \(dialect.table(table)) WHERE \(rows(nil)) IN (SELECT \(rows(alias)) \(select) LIMIT \(limit))"
+    }
+
+    /// How a bounded statement names the rows it picked: SQLite's rowid where the table has
+    /// one, the table's key otherwise. Each row picked by a text key is looked up again in
+    /// the key's own index before it goes; by rowid it is found in the table itself, which
+    /// made the reference purge's deletes a fifth cheaper (Debian's SQLite, 10,000
+    /// accounts of 100 rows).
+    private func rowSelector(_ table: DataMap.TableName, key: [String]) -> (_ alias: String?) -> String {
+        if let rowID = catalog.table(table)?.rowID {
+            return { alias in alias.map { "\($0).\(rowID)" } ?? rowID }
+        }
+        return { alias in alias.map { self.list(key, alias: $0) } ?? self.tuple(key, alias: nil) }
     }
 }
 

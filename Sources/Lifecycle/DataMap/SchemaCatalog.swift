@@ -64,13 +64,20 @@ public struct SchemaCatalog: Sendable {
         /// Columns that lead an index (or a primary key, or a unique constraint): where a
         /// look-up by that column alone does not read the whole table.
         public var indexedColumns: Set<String>
+        /// SQLite only: the name that reads the row's rowid (`rowid`, `_rowid_` or `oid`,
+        /// the first no column has taken); nil for a WITHOUT ROWID table, and in PostgreSQL.
+        public var rowID: String?
 
-        public init(name: DataMap.TableName, columns: [Column], primaryKey: [String], access: Access = .full, indexedColumns: Set<String> = []) {
+        public init(
+            name: DataMap.TableName, columns: [Column], primaryKey: [String], access: Access = .full, indexedColumns: Set<String> = [],
+            rowID: String? = nil
+        ) {
             self.name = name
             self.columns = columns
             self.primaryKey = primaryKey
             self.access = access
             self.indexedColumns = indexedColumns
+            self.rowID = rowID
         }
 
         public func column(_ name: String) -> Column? { columns.first { $0.name == name } }

@@ -92,7 +92,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         if try services.store.job(id: context.job.id, in: tx)?.cancelRequested == true { return try finish(.cancelled) }
         // The account's row lock first (`accounts hold` takes it too): a hold either landed
         // before this and withdraws the purge, or finds the account purging and is refused.
-        _ = try tx.account(id: id)
+        _ = try tx.accountState(id: id)
         if let hold = try HoldCheck.activeHold(id, now: context.now, in: tx) {
             context.logger.notice("purge withheld: the account is on hold", metadata: ["account": "\(id)", "hold": "\(HoldCheck.describe(hold))"])
             return try finish(.held)
@@ -131,7 +131,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         let policy = try policy.get()
         let data = try await appData.appData(services)
         try await coverage.check(services)
-        let eraser = RowEraser(store: services.store, data: data, policy: policy) { id, tx in try tx.account(id: id)?.state == .purging }
+        let eraser = RowEraser(store: services.store, data: data, policy: policy) { id, tx in try tx.accountState(id: id) == .purging }
         _ = try await eraser.erase(key: id, context: context) { tx, counts in try RowEraser<Store>.record(counts, key: id, in: tx) }
     }
 
@@ -217,7 +217,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
     /// purged and changes nothing.
     private func tombstone(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
         let id = try context.payload(PurgePayload.self).account
-        guard try tx.account(id: id)?.state == .purging else { return StepResult(output: nil) }  // Committed by an earlier run.
+        guard try tx.accountState(id: id) == .purging else { return StepResult(output: nil) }  // Committed by an earlier run.
         // Loaded by erase-rows or delete-blobs of this run: neither is ever recorded as done.
         guard let data = appData.loadedAppData else {
             throw PurgeIncomplete("the account data map is not loaded in this run; the purge will retry")
@@ -252,7 +252,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         // `lifecycle audit <email>` finds the tombstone by this once the address is gone.
         try LookupDigest.record(values: [try tx.account(id: id)?.email], key: id, in: tx)
         guard try tx.tombstone(accountID: id, purgedAt: now) else {
-            let state = try tx.account(id: id)?.state.rawValue ?? "gone"
+            let state = try tx.accountState(id: id)?.rawValue ?? "gone"
             throw PermanentJobFailure("account \(id) is \(state), not purging: refusing to tombstone it")
         }
         guard case .integer(0) = try tx.rows(data.sql.subjectRemaining(key: id)).first?.first else {

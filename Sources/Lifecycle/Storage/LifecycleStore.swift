@@ -17,6 +17,9 @@ public protocol AccountTransaction {
     /// In a write transaction the row stays locked against other writers until commit:
     /// the deletion checks rely on it to take turns per account.
     func account(id: String) throws -> Account?
+    /// The account's state alone, with the same lock as `account(id:)`: the purge checks
+    /// it in every transaction, and reading the whole row each time cost it a twentieth.
+    func accountState(id: String) throws -> AccountState?
     func account(email: String) throws -> Account?
     func preferences(accountID: String) throws -> Preferences?
 
