@@ -116,6 +116,7 @@ end
 delay = function() return 8 end
 response = function(status) if status ~= 202 then error("status " .. status) end end
 LUA
+steadiness=$(python3 scripts/cpu-steadiness.py 5)
 wrk -t 1 -c 2 -d 10s --latency -s "$WORK/export.lua" "http://127.0.0.1:$port" > "$WORK/wrk.out" 2>&1
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=""
 python3 - "$WORK/wrk.out" <<'PY'
@@ -130,3 +131,5 @@ if not p or not rate:
 print(f"API POST /v1/accounts/<account>/exports: {float(rate.group(1)):.0f} requests/s, p50 {p['50']:.2f} ms, p90 {p['90']:.2f} ms, p99 {p['99']:.2f} ms (target p99 < 10 ms at 200/s)"
       + (f", {errors.group(1)} non-2xx" if errors else ""))
 PY
+read -r share _ longest <<< "$steadiness"
+echo "  the CPU just before (scripts/cpu-steadiness.py, 5 s): $share % of 1 ms pieces ran at half speed or slower, the longest such stretch $longest ms"
