@@ -161,7 +161,7 @@ extension PostgresTransaction: SubjectTransaction {
             ORDER BY subject_key LIMIT \(limit)
             """).map { row in
             let (key, state, purgeAfter) = try row.decode((String, String, Date?).self)
-            return DuePurge(accountID: key, state: AccountState(rawValue: state) ?? .purging, purgeAfter: purgeAfter)
+            return DuePurge(accountID: key, state: try AccountState.stored(state), purgeAfter: purgeAfter)
         }
     }
 

@@ -76,7 +76,7 @@ extension PostgresTransaction: DeletionTransaction {
             ORDER BY id COLLATE "C" LIMIT \(limit)
             """).map { row in
             let (id, state, purgeAfter) = try row.decode((String, String, Date?).self)
-            return DuePurge(accountID: id, state: AccountState(rawValue: state) ?? .purging, purgeAfter: purgeAfter)
+            return DuePurge(accountID: id, state: try AccountState.stored(state), purgeAfter: purgeAfter)
         }
     }
 

@@ -70,8 +70,11 @@ extension SQLiteStore {
                 }
             }
             // A virtual table's rowid is whatever its module says, so it is left to its key.
+            // A column of any kind takes a rowid name from the rowid, generated and hidden
+            // ones included, which table_info leaves out and table_xinfo lists.
             let hasRowID = try Bool.fetchOne(db, sql: "SELECT type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? false
-            let rowID = hasRowID ? ["rowid", "_rowid_", "oid"].first { alias in !columns.contains { $0.name.lowercased() == alias } } : nil
+            let taken = try Set(String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_xinfo(?)", arguments: [name]))
+            let rowID = hasRowID ? ["rowid", "_rowid_", "oid"].first { !taken.contains($0) } : nil
             tables.append(.init(
                 name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1), indexedColumns: indexed, rowID: rowID))
             let rows = try Row.fetchAll(db, sql: """

@@ -224,8 +224,10 @@ struct PurgeJobTests {
     }
 
     /// Rows are picked by SQLite's rowid where a table has one: a WITHOUT ROWID table goes by
-    /// its key, and one whose own column is named rowid by another of the rowid's names (the
-    /// column holds NULL here, so picking by it would erase nothing and the purge would fail).
+    /// its key, and one whose own columns are named rowid and _rowid_ (one of them generated,
+    /// which SQLite's table_info leaves out) by the rowid's third name. Picked by the column
+    /// holding NULL the purge would erase nothing and fail; by the generated one, the same in
+    /// every row, it would erase the other account's rows too.
     @Test func rowDeletionFollowsTheDataMapIncludingWithoutRowIDTablesAndNewAccountColumns() async throws {
         let map = try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
             .replacingOccurrences(
@@ -234,13 +236,14 @@ struct PurgeJobTests {
         let fixture = try DeletionFixture(dataMap: map) { db in
             try db.execute(sql: """
                 CREATE TABLE badges (account_id TEXT NOT NULL, badge TEXT NOT NULL, PRIMARY KEY (account_id, badge)) WITHOUT ROWID;
-                CREATE TABLE streaks (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, rowid INTEGER);
+                CREATE TABLE streaks (
+                    id TEXT PRIMARY KEY, account_id TEXT NOT NULL, rowid INTEGER, _rowid_ INTEGER AS (1) VIRTUAL);
                 ALTER TABLE accounts ADD COLUMN nickname TEXT;
                 """)
         }
         let catalog = try await fixture.store.catalog()
         #expect(catalog.table(.init(schema: "main", name: "badges"))?.rowID == nil)
-        #expect(catalog.table(.init(schema: "main", name: "streaks"))?.rowID == "_rowid_")
+        #expect(catalog.table(.init(schema: "main", name: "streaks"))?.rowID == "oid")
         #expect(catalog.table(.init(schema: "main", name: "journal_entries"))?.rowID == "rowid")
         for id in ["ada", "bob"] {
             try await fixture.addAccount(id)
