@@ -131,5 +131,4 @@ if not p or not rate:
 print(f"API POST /v1/accounts/<account>/exports: {float(rate.group(1)):.0f} requests/s, p50 {p['50']:.2f} ms, p90 {p['90']:.2f} ms, p99 {p['99']:.2f} ms (target p99 < 10 ms at 200/s)"
       + (f", {errors.group(1)} non-2xx" if errors else ""))
 PY
-read -r share _ longest <<< "$steadiness"
-echo "  the CPU just before (scripts/cpu-steadiness.py, 5 s): $share % of 1 ms pieces ran at half speed or slower, the longest such stretch $longest ms"
+echo "$steadiness"

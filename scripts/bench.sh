@@ -85,13 +85,6 @@ pick = lambda q: delays[math.ceil(q * len(delays)) - 1]
 print(f"{pick(0.5):.1f} {pick(0.99):.1f}")'
 }
 
-# steadiness_line "SHARE MEDIAN LONGEST" (scripts/cpu-steadiness.py, run just before a
-# latency measurement): the host's stalls of the whole VM, which no code here causes.
-steadiness_line() {
-  read -r share _ longest <<< "$1"
-  echo "  the CPU just before (scripts/cpu-steadiness.py, 5 s): $share % of 1 ms pieces ran at half speed or slower, the longest such stretch $longest ms"
-}
-
 # peak_rss STORE-ARGS COUNT-SQL JOBS: one worker process draining JOBS no-op jobs; prints MB.
 peak_rss() {
   local store=$1 count_sql=$2 jobs=$3
@@ -145,6 +138,7 @@ best_pair() {
 }
 sqlite_enqueue_rates() { enqueue_rates "$(sqlite_store "enqueue-$BASHPID")"; }
 read -r sqlite_bulk sqlite_single < <(best_pair sqlite_enqueue_rates)
+# The host's stalls of the whole VM, which no code here causes, measured just before.
 sqlite_steadiness=$(python3 scripts/cpu-steadiness.py 5)
 read -r sqlite_p50 sqlite_p99 < <(latency "$(sqlite_store latency)" \
   "sqlite3 $WORK/latency.sqlite \"SELECT COUNT(*) FROM lifecycle_jobs WHERE kind = 'runner.noop' AND state <> 'succeeded'\"" \
@@ -175,7 +169,7 @@ echo "sqlite3 shell, claim + done UPDATEs only:    $floor jobs/s   → runner (1
 echo "three-step jobs (2 database steps + no-op), 1 process, same concurrency (64): $probe1 jobs/s → three-step/one-step = $(ratio "$probe1" "$noop1") (target ≥ 0.5)"
 echo "enqueue: bulk $sqlite_bulk jobs/s, one by one $sqlite_single jobs/s"
 echo "enqueue → start on an idle worker (the kernel tells it: inotify on the database's folder; a 1 s poll as the fallback): p50 $sqlite_p50 ms, p99 $sqlite_p99 ms (target p99 ≤ 20)"
-steadiness_line "$sqlite_steadiness"
+echo "$sqlite_steadiness"
 echo "peak RSS of one worker draining 100,000 jobs: $sqlite_rss MB"
 
 echo
@@ -250,7 +244,7 @@ echo "three-step jobs (2 database steps + no-op), 1 process, same concurrency (6
 echo "enqueue, bulk:       $pg_bulk jobs/s, pgqueuer $pgq_bulk → $(ratio "$pg_bulk" "$pgq_bulk")× (target ≥ 1)"
 echo "enqueue, one by one: $pg_single jobs/s, pgqueuer $pgq_single → $(ratio "$pg_single" "$pgq_single")× (target ≥ 1)"
 echo "enqueue → start on an idle worker (LISTEN/NOTIFY): p50 $pg_p50 ms, p99 $pg_p99 ms (target p99 ≤ 20)"
-steadiness_line "$pg_steadiness"
+echo "$pg_steadiness"
 echo "peak RSS of one worker draining 100,000 jobs: $pg_rss MB"
 scripts/pg-cluster.sh stop "$WORK/pg" >/dev/null 2>&1 || true
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""How steady this machine's CPU is right now: a fixed piece of work (about 1 ms) run back
+"""How steady this machine's CPU is right now: a fixed piece of work (1-2 ms) run back
 to back for SECONDS (default 5) on one core, and the share of pieces that took at least
 twice the median. On a shared VM the host's other load slows the whole guest for tens of
 milliseconds at a time, and those stalls, not the code measured, set a p99 of a few ms.
-Prints: share_percent median_ms longest_stall_ms"""
+Prints one line for a benchmark's output, beside the latency figure it came before."""
 import statistics
 import sys
 import time
@@ -37,4 +37,5 @@ longest = run = 0.0
 for t, is_slow in zip(times, slow):
     run = run + t if is_slow else 0.0
     longest = max(longest, run)
-print(f"{100 * sum(slow) / len(times):.1f} {median * 1000:.2f} {longest * 1000:.0f}")
+print(f"  the CPU just before (scripts/cpu-steadiness.py, {seconds:g} s): {100 * sum(slow) / len(times):.1f} % of "
+      f"{median * 1000:.1f} ms pieces ran at half speed or slower, the longest such stretch {longest * 1000:.0f} ms")
