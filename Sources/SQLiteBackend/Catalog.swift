@@ -56,8 +56,13 @@ extension SQLiteStore {
             let table = DataMap.TableName(schema: "main", name: name)
             var columns: [SchemaCatalog.Column] = []
             var primaryKey: [(Int, String)] = []
-            for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", arguments: [name]) {
+            // Every column, generated and hidden ones too, takes a rowid name from the rowid;
+            // the catalog's columns stay the plain ones (hidden = 0), those table_info lists.
+            var taken: Set<String> = []
+            for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)", arguments: [name]) {
                 let column: String = row["name"]
+                taken.insert(column.lowercased())
+                guard row["hidden"] as Int == 0 else { continue }
                 let type: String = row["type"]
                 columns.append(.init(name: column, declaredType: type, kind: kind(ofDeclared: type), isNotNull: row["notnull"]))
                 let position: Int = row["pk"]
@@ -70,10 +75,7 @@ extension SQLiteStore {
                 }
             }
             // A virtual table's rowid is whatever its module says, so it is left to its key.
-            // A column of any kind takes a rowid name from the rowid, generated and hidden
-            // ones included, which table_info leaves out and table_xinfo lists.
             let hasRowID = try Bool.fetchOne(db, sql: "SELECT type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? false
-            let taken = try Set(String.fetchAll(db, sql: "SELECT lower(name) FROM pragma_table_xinfo(?)", arguments: [name]))
             let rowID = hasRowID ? ["rowid", "_rowid_", "oid"].first { !taken.contains($0) } : nil
             tables.append(.init(
                 name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1), indexedColumns: indexed, rowID: rowID))
