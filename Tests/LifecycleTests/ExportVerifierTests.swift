@@ -54,8 +54,10 @@ struct ExportVerifierTests {
         try writer.close()
     }
 
-    @Test(arguments: ArchiveFormat.allCases)
-    func anArchiveMatchingItsManifestPassesAndAWrongSizeAMissingOrAnUnlistedFileFails(format: ArchiveFormat) throws {
+    /// With more than one reader, a ZIP's entries are shared out: each check must hold
+    /// whichever reader read the entry (a tar.gz is always read by one).
+    @Test(arguments: ArchiveFormat.allCases, [1, 2, 3])
+    func anArchiveMatchingItsManifestPassesAndAWrongSizeAMissingOrAnUnlistedFileFails(format: ArchiveFormat, readers: Int) throws {
         try withDirectory { directory in
             let path = directory + "/archive.\(format.fileExtension)"
             let photoHash = try sha256(Self.photo, in: directory), textHash = try sha256(Self.text, in: directory)
@@ -63,25 +65,25 @@ struct ExportVerifierTests {
             let listed = [("entries.json", Self.text.count, textHash), ("photos/p.jpg", Self.photo.count, photoHash)]
 
             try writeArchive(path, format: format, entries: entries, listed: listed)
-            let summary = try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+            let summary = try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: format, readers: readers)
             #expect(summary.entries == 3)
             #expect(summary.bytes > Int64(Self.photo.count + Self.text.count))
 
             try writeArchive(path, format: format, entries: entries, listed: [listed[0], ("photos/p.jpg", Self.photo.count + 1, photoHash)])
             let wrongSize = try #require(throws: ExportVerificationFailure.self) {
-                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: format, readers: readers)
             }
             #expect(wrongSize.message.contains("photos/p.jpg"))
 
             try writeArchive(path, format: format, entries: entries, listed: listed + [("photos/gone.jpg", 10, photoHash)])
             let missing = try #require(throws: ExportVerificationFailure.self) {
-                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: format, readers: readers)
             }
             #expect(missing.message.contains("photos/gone.jpg"))
 
             try writeArchive(path, format: format, entries: entries, listed: [listed[1]])
             let unlisted = try #require(throws: ExportVerificationFailure.self) {
-                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: format, readers: readers)
             }
             #expect(unlisted.message.contains("entries.json"))
         }
@@ -89,7 +91,10 @@ struct ExportVerifierTests {
 
     /// The one check standing in for a second SHA-256 pass: the archive's CRC-32 of each
     /// entry (ZIP), or of the whole stream (tar.gz), read back from the disk.
-    @Test func aByteChangedInAStoredPhotoOnDiskFailsVerification() throws {
+    /// A photo is read back by the first reader however many there are (see the next test).
+    @Test(arguments: [1, 2])
+    func aByteChangedInAStoredPhotoOnDiskFailsVerification(readers: Int) throws {
+        let format = ArchiveFormat.zip
         try withDirectory { directory in
             let path = directory + "/archive.zip"
             try writeArchive(
@@ -101,7 +106,7 @@ struct ExportVerifierTests {
             bytes[inside.lowerBound] ^= 0x01
             try bytes.write(to: URL(fileURLWithPath: path))
             let failure = try #require(throws: ExportVerificationFailure.self) {
-                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: format, readers: readers)
             }
             #expect(failure.message.contains("CRC"))
             #expect(failure.message.contains("photos/p.jpg"))
@@ -109,6 +114,7 @@ struct ExportVerifierTests {
     }
 
     @Test func aByteChangedInsideATarGzOnDiskFailsVerification() throws {
+        let (format, readers) = (ArchiveFormat.tarGzip, 2)
         try withDirectory { directory in
             let path = directory + "/archive.tar.gz"
             try writeArchive(
@@ -120,9 +126,62 @@ struct ExportVerifierTests {
             bytes[bytes.count / 2] ^= 0x01
             try bytes.write(to: URL(fileURLWithPath: path))
             let failure = try #require(throws: ExportVerificationFailure.self) {
-                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID)
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: format, readers: readers)
             }
             #expect(failure.message.contains("incorrect data check"))
         }
+    }
+
+    /// Files at the archive root (tables, deflated in a real export; stored here so a byte
+    /// of them can be found and changed) are shared out among the readers; files in folders
+    /// stay with the first. A byte changed in any one of them fails the verification naming
+    /// that file, whichever reader read it, and the untouched archive reads back to the same
+    /// summary however many readers share it.
+    @Test(arguments: [2, 3])
+    func aChangedByteIsFoundInWhicheverReadersShareItIs(readers: Int) throws {
+        try withDirectory { directory in
+            let path = directory + "/archive.zip"
+            let sizes = [300_000, 40_000, 700_000, 90_000, 250_000, 500_000]
+            let files = sizes.enumerated().map { index, size in
+                (index == 2 ? "photos/p2.jpg" : "table\(index).csv", Self.photo.prefix(size) + Data("entry \(index) ends here".utf8))
+            }
+            let listed = try files.map { ($0.0, $0.1.count, try sha256($0.1, in: directory)) }
+            let entries = files.map { ($0.0, $0.1, EntryCompression.store) }
+            try writeArchive(path, format: .zip, entries: entries, listed: listed)
+            let alone = try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: .zip, readers: 1)
+            let shared = try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: .zip, readers: readers)
+            #expect(alone.entries == 7 && shared.entries == 7)
+            #expect(alone.bytes == shared.bytes)
+
+            let pristine = try Data(contentsOf: URL(fileURLWithPath: path))
+            for (name, data) in files {
+                var bytes = pristine
+                // Each entry ends in its own words, so its tail is found in it alone.
+                let inside = try #require(bytes.range(of: data.suffix(64)))
+                bytes[inside.lowerBound + 10] ^= 0x01
+                try bytes.write(to: URL(fileURLWithPath: path))
+                let failure = try #require(throws: ExportVerificationFailure.self) {
+                    try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: .zip, readers: readers)
+                }
+                #expect(failure.message.contains("CRC"), "\(name): \(failure.message)")
+                #expect(failure.message.contains(name), "\(name): \(failure.message)")
+            }
+        }
+    }
+
+    /// Which reader reads which entry: root files by fewest bytes so far, the rest with the first.
+    @Test func rootFilesAreSharedByBytesAndFilesInFoldersStayWithTheFirstReader() {
+        var share = ExportArchiveVerifier.EntryShare(reader: 0, of: 2)
+        let owners = [
+            share.owner(ofFile: "README.txt", size: 2_000),
+            share.owner(ofFile: "account.json", size: 600),
+            share.owner(ofFile: "journal_entries.json", size: 15_000_000),
+            share.owner(ofFile: "journal_entries.csv", size: 12_000_000),
+            share.owner(ofFile: "mesocycles.json", size: 3),
+            share.owner(ofFile: "unknown.csv", size: nil),
+            share.owner(ofFile: "manifest.json", size: 1_000),
+            share.owner(ofFile: "photos/2024/01/02/p1.jpg", size: 16_000_000),
+        ]
+        #expect(owners == [0, 1, 1, 0, 0, 0, 0, 0])
     }
 }

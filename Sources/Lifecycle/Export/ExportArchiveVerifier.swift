@@ -1,5 +1,7 @@
 import Archiving
+import Dispatch
 import Foundation
+import Synchronization
 
 /// The archive does not hold what its manifest promises.
 struct ExportVerificationFailure: Error, CustomStringConvertible {
@@ -36,9 +38,120 @@ enum ExportArchiveVerifier {
 
     static let manifestLimit = 512 << 20
 
+    /// `readers`: how many read a ZIP's entries at once, each its own share (see
+    /// ``EntryShare``; a tar.gz's one compressed stream can only be read in order). Inflating
+    /// the tables is most of a photo-less export's verification, and one reader leaves the
+    /// other cores idle while the export waits for it (100,000 journal entries: about 55 ms
+    /// with one reader, 40 ms with two).
+    static func verify(path: String, root: String, exportID: String, format: ArchiveFormat, readers: Int = 2) throws -> Summary {
+        guard format == .zip, readers > 1 else {
+            return try verify(path: path, root: root, exportID: exportID, share: .all)
+        }
+        let helpers = (1..<readers).map { HelperReader(path: path, root: root, share: EntryShare(reader: $0, of: readers)) }
+        // Threads of their own: a reader blocks while its read-ahead runs on Dispatch's
+        // shared threads, and with every one of those blocked, libdispatch on Linux adds
+        // another only after about half a second (measured: verification took 0.5 s longer).
+        for helper in helpers {
+            Thread { helper.run() }.start()
+        }
+        do {
+            return try verify(path: path, root: root, exportID: exportID, share: EntryShare(reader: 0, of: readers), helpers: helpers)
+        } catch {
+            helpers.forEach { $0.stop() }
+            helpers.forEach { _ = $0.result() }
+            throw error
+        }
+    }
+
+    /// Which entries of a ZIP one reader reads. Shared out: the files at the archive root
+    /// (documents and tables), which are deflated, so reading them back is inflating, CPU
+    /// work that gains from another core. Kept with the first reader: manifest.json, and
+    /// the files in folders (photos, an app's files), stored as they are, so reading them
+    /// back is reading the disk, which delivers one stream fastest (measured here: 1 GB of
+    /// stored photos read back in 1.0 s by one reader, 1.08 s by two). Each shared entry
+    /// goes to the reader with the fewest bytes so far (by the sizes the central directory
+    /// records), which every reader works out alike from the same headers, so no entry is
+    /// read twice or left out.
+    struct EntryShare {
+        var reader: Int
+        var of: Int
+        private var loads: [Int64]
+
+        init(reader: Int, of readers: Int) {
+            self.reader = reader
+            self.of = readers
+            loads = Array(repeating: 0, count: readers)
+        }
+
+        static var all: EntryShare { EntryShare(reader: 0, of: 1) }
+
+        /// The reader that reads the next file entry, named relative to the archive root.
+        mutating func owner(ofFile name: Substring, size: Int64?) -> Int {
+            guard of > 1 else { return 0 }
+            let shared = name != "manifest.json" && !name.contains("/") && size != nil
+            let owner = shared ? loads.indices.min { loads[$0] < loads[$1] }! : 0
+            loads[owner] += max(size ?? 0, 0)
+            return owner
+        }
+    }
+
+    /// Reads its share of a ZIP's entries to their end, which checks each one's CRC-32, and
+    /// keeps each one's byte count by entry index for the first reader to check against the manifest.
+    final class HelperReader: @unchecked Sendable {
+        let path: String
+        let root: String
+        private var share: EntryShare
+        private let state = Mutex<(counts: [Int: Int64], failure: (index: Int, error: any Error)?, stopped: Bool)>(([:], nil, false))
+        private let finished = DispatchSemaphore(value: 0)
+
+        init(path: String, root: String, share: EntryShare) {
+            self.path = path
+            self.root = root
+            self.share = share
+        }
+
+        struct Stopped: Error {}
+
+        func stop() { state.withLock { $0.stopped = true } }
+
+        func run() {
+            var index = -1
+            do {
+                try ArchiveReader.forEachEntry(path: path) { info, content in
+                    index += 1
+                    if state.withLock({ $0.stopped }) { throw Stopped() }
+                    let name = info.name.hasPrefix(root + "/") ? info.name.dropFirst(root.count + 1) : Substring(info.name)
+                    guard info.kind == .file, share.owner(ofFile: name, size: info.size) == share.reader else { return }
+                    let bytes = try content.readToEnd()
+                    state.withLock { $0.counts[index] = bytes }
+                }
+            } catch is Stopped {
+            } catch {
+                state.withLock { $0.failure = (index, error) }
+            }
+            finished.signal()
+        }
+
+        /// Waits for the reader to finish; its byte counts, or what it failed on and at which entry.
+        func result() -> (counts: [Int: Int64], failure: (index: Int, error: any Error)?) {
+            finished.wait()
+            finished.signal()
+            return state.withLock { ($0.counts, $0.failure) }
+        }
+    }
+
     static func verify(path: String, root: String, exportID: String) throws -> Summary {
+        try verify(path: path, root: root, exportID: exportID, share: .all)
+    }
+
+    private static func verify(
+        path: String, root: String, exportID: String, share: EntryShare, helpers: [HelperReader] = []
+    ) throws -> Summary {
+        var share = share
         var manifest: [String: ExportManifest.File]?
         var unchecked: [(name: String, bytes: Int64)] = []
+        /// Entries another reader reads, by index: checked once it has.
+        var elsewhere: [(index: Int, name: String, reader: Int)] = []
         var seen = Set<String>()
         var entries = 0
         var total: Int64 = 0
@@ -57,7 +170,13 @@ enum ExportArchiveVerifier {
                 }
                 let name = String(info.name.dropFirst(root.count + 1))
                 guard seen.insert(name).inserted else { throw ExportVerificationFailure(message: "\(name) appears twice") }
+                let index = entries
                 entries += 1
+                let owner = share.owner(ofFile: Substring(name), size: info.size)
+                if owner != share.reader {
+                    elsewhere.append((index, name, owner))
+                    return
+                }
                 if name == "manifest.json" {
                     let data = try content.readData(maxBytes: manifestLimit)
                     let decoded = try JSONDecoder().decode(ExportManifest.self, from: data)
@@ -85,7 +204,20 @@ enum ExportArchiveVerifier {
         } catch let error as DecodingError {
             throw ExportVerificationFailure(message: "manifest.json cannot be read: \(error)")
         }
+        // What the other readers found, in archive order: the first failure is the one reported.
+        let results = helpers.map { $0.result() }
+        if let failure = results.compactMap(\.failure).min(by: { $0.index < $1.index }) {
+            if let error = failure.error as? ArchiveError { throw ExportVerificationFailure(message: error.description) }
+            throw failure.error
+        }
         guard let files = manifest else { throw ExportVerificationFailure(message: "manifest.json is missing") }
+        for entry in elsewhere {
+            guard let bytes = results[entry.reader - 1].counts[entry.index] else {
+                throw ExportVerificationFailure(message: "\(entry.name) was not read back")
+            }
+            try check(entry.name, bytes: bytes, against: files)
+            total += bytes
+        }
         let missing = Set(files.keys).subtracting(seen).sorted()
         guard missing.isEmpty else {
             throw ExportVerificationFailure(message: "listed in manifest.json but missing: \(missing.prefix(5).joined(separator: ", "))")

@@ -188,7 +188,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     private func verifyStored(key: String, root: String, exportID: String, format: ArchiveFormat) async throws -> ExportArchiveVerifier.Summary {
         if let files = services.blobs as? FileSystemBlobStore {
             let path = try files.path(for: key)
-            return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: path, root: root, exportID: exportID) }
+            return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: path, root: root, exportID: exportID, format: format) }
         }
         // Other stores: fetch a local copy first; a ZIP is read through its central directory, which needs seeking.
         let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
@@ -201,7 +201,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             try output.flushIfFull()
         }
         _ = try output.finish(archivePath: "")
-        return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: local, root: root, exportID: exportID) }
+        return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: local, root: root, exportID: exportID, format: format) }
     }
 
     // MARK: 4. publish
