@@ -30,12 +30,13 @@ extension SQLiteTransaction: GeneratedSQLTransaction {
         var values: [ExportValue] = []
         var rows = 0
         var last: [SQLValue]?
-        let total = statement.resultKinds.count
         try Self.readExportRows(prepared, columns: columns, kinds: statement.resultKinds, into: &values) { raw, index in
             rows = index + 1
             guard rows == limit else { return }
-            last = (columns..<total).map { column in
-                Self.value(DatabaseValue(sqliteStatement: raw, index: Int32(column)), as: statement.resultKinds[column])
+            // As stored (`.other`), an exported timestamp column too: bound back unchanged, it
+            // compares as the rows do whatever text form the app stores its dates in.
+            last = statement.cursorColumns.map { column in
+                Self.value(DatabaseValue(sqliteStatement: raw, index: Int32(column)), as: .other)
             }
         }
         return ExportPage(values: values, rows: rows, last: last)

@@ -26,6 +26,8 @@ public struct SQLStatement: Sendable, Equatable, CustomStringConvertible {
     public var bindings: [SQLValue]
     /// Columns each row of a query returns, with the kind to read them as.
     public var resultKinds: [SchemaCatalog.ColumnKind]
+    /// An export page's (`exportPage`): the result columns holding its page key, as stored.
+    public var cursorColumns: [Int] = []
 
     public var description: String { sql }
 }

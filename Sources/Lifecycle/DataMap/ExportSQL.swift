@@ -67,7 +67,11 @@ extension DataMapSQL {
 
     /// A page of the subject's rows of `table`: the exported columns, then the page key's
     /// columns as the database holds them (text on PostgreSQL, raw on SQLite), which the
-    /// next page binds back unchanged, so no value is rounded on the way.
+    /// next page binds back unchanged, so no value is rounded on the way
+    /// (`cursorColumns` says where they are). On SQLite an exported column is the stored
+    /// value already, so a page key column that is exported is read from there: selected
+    /// twice, it went twice through the sort of every page (100,000 journal entries:
+    /// sqlite3 read them in 0.20 s instead of 0.27).
     public func exportPage(_ table: ExportedTable, key: String, after: [SQLValue]?, limit: Int) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         var expressions: [String] = []
@@ -77,15 +81,21 @@ extension DataMapSQL {
             expressions.append(expression)
             kinds.append(kind)
         }
+        var cursorColumns: [Int] = []
         for name in table.pageKey {
             switch dialect {
             case .sqlite:
+                if let exported = table.columns.firstIndex(of: name) {
+                    cursorColumns.append(exported)
+                    continue
+                }
                 expressions.append("t.\(q(name))")
                 kinds.append(.other)
             case .postgres:
                 expressions.append("CAST(t.\(q(name)) AS text)")
                 kinds.append(.text)
             }
+            cursorColumns.append(expressions.count - 1)
         }
         var condition = exportCondition(table, alias: "t", key: key, into: &builder)
         if let after { condition += " AND " + following(table, after: after, alias: "t", into: &builder) }
@@ -94,7 +104,9 @@ extension DataMapSQL {
             SELECT \(expressions.joined(separator: ", ")) FROM \(dialect.table(table.name)) t WHERE \(condition) \
             ORDER BY \(order.joined(separator: ", ")) LIMIT \(limit)
             """)
-        return builder.statement(kinds)
+        var statement = builder.statement(kinds)
+        statement.cursorColumns = cursorColumns
+        return statement
     }
 
     /// Rows after `after` in page-key order, nulls first as both dialects sort them here:

@@ -10,8 +10,8 @@ public protocol GeneratedSQLTransaction {
     func execute(_ statement: SQLStatement) throws -> Int
     /// One page of an export query (`DataMapSQL.exportPage`, at most `limit` rows): the
     /// first `columns` values of every row as the archive writes them, in one array, and,
-    /// when the page is full, the rest of its last row as stored, which the next page
-    /// starts after.
+    /// when the page is full, its last row's `cursorColumns` as stored, which the next
+    /// page starts after.
     func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage
     /// What this connection's role may do with each table, read now: row level security
     /// or a privilege can change under a running worker, and a purge checks before it erases.
@@ -56,6 +56,7 @@ extension GeneratedSQLTransaction {
                 values.append(ExportValue(row[index], timestamp: statement.resultKinds[index] == .timestamp))
             }
         }
-        return ExportPage(values: values, rows: rows.count, last: rows.count == limit ? rows.last.map { Array($0[columns...]) } : nil)
+        return ExportPage(
+            values: values, rows: rows.count, last: rows.count == limit ? rows.last.map { row in statement.cursorColumns.map { row[$0] } } : nil)
     }
 }
