@@ -8,6 +8,8 @@ enum Migrations {
     struct Migration {
         let name: String
         let statements: [String]
+        /// Changes the reference app's tables: an app's own database records it, running nothing.
+        var referenceSchemaOnly = false
     }
 
     static let all: [Migration] = [
@@ -440,6 +442,10 @@ enum Migrations {
             $grant$
             """,
         ]),
+        // Part deletions find the files rows still name by blob key: see the SQLite backend's v13-photos-by-blob-key.
+        Migration(name: "v10-photos-by-blob-key", statements: [
+            "CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key)",
+        ], referenceSchemaOnly: true),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to
@@ -470,7 +476,7 @@ enum Migrations {
             pending = Array(all[(last + 1)...])
         }
         for migration in pending {
-            try run(migration.statements, of: migration.name, in: tx)
+            try run(migration.referenceSchemaOnly && !referenceSchema ? [] : migration.statements, of: migration.name, in: tx)
             try record(migration.name, in: tx)
         }
         return all.map(\.name)

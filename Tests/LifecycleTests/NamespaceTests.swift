@@ -26,8 +26,8 @@ struct NamespaceTests {
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
         ] + (store is SQLiteStore
-            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values"]
-            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore"])
+            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key"]
+            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key"])
     }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
@@ -93,6 +93,35 @@ struct NamespaceTests {
         }
         #expect(job.created && job.job.id == 1)
         #expect(try await Catalog.texts(store, "SELECT title FROM jobs") == ["barista"])
+    }
+
+    /// A part deletion finds the files kept rows still name by blob key: the reference app's
+    /// photos have an index for it, and an app's own table of that name gets none.
+    @Test(arguments: Backend.allCases)
+    func theReferencePhotosAreFoundByBlobKeyAndAnAppsOwnPhotosTableIsLeftAlone(_ backend: Backend) async throws {
+        let appTable = "CREATE TABLE photos (id INTEGER PRIMARY KEY, blob_key TEXT NOT NULL)"
+        let reference: any LifecycleStore
+        let app: any LifecycleStore
+        let indexes: String
+        switch backend {
+        case .sqlite:
+            reference = try await Backend.sqlite.makeStore()
+            let path = try temporaryDatabasePath()
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in try db.execute(sql: appTable) }
+            try queue.close()
+            app = try SQLiteStore(path: path, referenceSchema: false)
+            indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'photos' AND sql LIKE '%blob_key%'"
+        case .postgres:
+            reference = try await Backend.postgres.makeStore()
+            let url = try await emptyPostgresDatabase()
+            try await Catalog.execute(try await PostgresStore(PostgresLocation(url: url), migrating: false), appTable)
+            app = try await PostgresStore(url: url, referenceSchema: false)
+            indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'photos' AND indexdef LIKE '%blob_key%' AND schemaname <> 'lifecycle'"
+        }
+        #expect(try await Catalog.texts(reference, indexes) == ["photos_blob_key"])
+        #expect(try await Catalog.texts(app, indexes) == [])
+        #expect(try await Catalog.appliedMigrations(app) == Self.migrations(of: app))
     }
 
     // MARK: An installation made by the previous release
