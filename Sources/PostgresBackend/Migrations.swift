@@ -442,9 +442,21 @@ enum Migrations {
             $grant$
             """,
         ]),
-        // Part deletions find the files rows still name by blob key: see the SQLite backend's v13-photos-by-blob-key.
+        // Part deletions find the files rows still name by blob key, on the reference app's
+        // photos table only (its columns tell it from an app's own): see the SQLite
+        // backend's v13-photos-by-blob-key.
         Migration(name: "v10-photos-by-blob-key", statements: [
-            "CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key)",
+            """
+            DO $index$
+            BEGIN
+                IF (SELECT count(*) FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = 'photos'
+                      AND column_name IN ('account_id', 'entry_id', 'role', 'blob_key', 'normalization_state', 'recipe_version')) = 6 THEN
+                    CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key);
+                END IF;
+            END
+            $index$
+            """,
         ], referenceSchemaOnly: true),
     ]
 

@@ -370,9 +370,13 @@ enum Migrations {
         // Deleting part of an account (the web page's "photos") keeps every file a row
         // still names: found by blob key, which without this read the whole photos table
         // once for every batch of files (`lifecycle map check` said so of the reference map).
-        // An app's own database is not the reference app's: its tables are left alone.
+        // An app's own tables are left alone, a table of its own named photos too: an
+        // installation whose map cannot be read is opened as the reference app's, so the
+        // table must also have the reference app's columns.
         migrator.registerMigration("v13-photos-by-blob-key") { db in
-            if referenceSchema { try db.execute(sql: "CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key)") }
+            let columns = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('photos')"))
+            guard referenceSchema, columns.isSuperset(of: ReferenceSchema.photoColumns) else { return }
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key)")
         }
         return migrator
     }
@@ -572,6 +576,9 @@ enum OwnSchema {
 /// The reference app's tables as `v1-reference-schema` makes them, less the audit trail,
 /// which is lifecycle's own. They stay in the main namespace: they are the app's.
 enum ReferenceSchema {
+    /// What tells the reference app's photos table from an app's own of that name.
+    static let photoColumns: Set<String> = ["account_id", "entry_id", "role", "blob_key", "normalization_state", "recipe_version"]
+
     static let tables = """
         CREATE TABLE accounts (
             id TEXT PRIMARY KEY,

@@ -169,6 +169,28 @@ struct ExportVerifierTests {
         }
     }
 
+    /// Two faults, a changed byte early (in a file the second reader reads) and an unlisted
+    /// file later (the first reader's): the earlier one is reported, as one reader reports it.
+    @Test(arguments: [1, 2])
+    func theFirstFaultInTheArchiveIsReportedWhicheverReaderFoundIt(readers: Int) throws {
+        try withDirectory { directory in
+            let path = directory + "/archive.zip"
+            let early = Self.photo.prefix(300_000) + Data("the early file ends here".utf8)
+            let middle = Self.photo.prefix(40_000)
+            let files = [("a.csv", early), ("b.csv", middle), ("c.csv", Data("not listed".utf8))]
+            let listed = try files.prefix(2).map { ($0.0, $0.1.count, try sha256($0.1, in: directory)) }
+            try writeArchive(path, format: .zip, entries: files.map { ($0.0, $0.1, EntryCompression.store) }, listed: listed)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            let inside = try #require(bytes.range(of: early.suffix(64)))
+            bytes[inside.lowerBound + 10] ^= 0x01
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let failure = try #require(throws: ExportVerificationFailure.self) {
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: .zip, readers: readers)
+            }
+            #expect(failure.message.contains("CRC") && failure.message.contains("a.csv"), "\(failure.message)")
+        }
+    }
+
     /// Which reader reads which entry: root files by fewest bytes so far, the rest with the first.
     @Test func rootFilesAreSharedByBytesAndFilesInFoldersStayWithTheFirstReader() {
         var share = ExportArchiveVerifier.EntryShare(reader: 0, of: 2)

@@ -48,19 +48,15 @@ enum ExportArchiveVerifier {
             return try verify(path: path, root: root, exportID: exportID, share: .all)
         }
         let helpers = (1..<readers).map { HelperReader(path: path, root: root, share: EntryShare(reader: $0, of: readers)) }
-        // Threads of their own: a reader blocks while its read-ahead runs on Dispatch's
-        // shared threads, and with every one of those blocked, libdispatch on Linux adds
-        // another only after about half a second (measured: verification took 0.5 s longer).
-        for helper in helpers {
-            Thread { helper.run() }.start()
+        var started = 0
+        while started < helpers.count, helpers[started].start() { started += 1 }
+        guard started == helpers.count else {
+            // No thread to be had: one reader reads it all, as it would on one core.
+            helpers[..<started].forEach { $0.stop(after: -1) }
+            helpers[..<started].forEach { _ = $0.result() }
+            return try verify(path: path, root: root, exportID: exportID, share: .all)
         }
-        do {
-            return try verify(path: path, root: root, exportID: exportID, share: EntryShare(reader: 0, of: readers), helpers: helpers)
-        } catch {
-            helpers.forEach { $0.stop() }
-            helpers.forEach { _ = $0.result() }
-            throw error
-        }
+        return try verify(path: path, root: root, exportID: exportID, share: EntryShare(reader: 0, of: readers), helpers: helpers)
     }
 
     /// Which entries of a ZIP one reader reads. Shared out: the files at the archive root
@@ -101,7 +97,7 @@ enum ExportArchiveVerifier {
         let path: String
         let root: String
         private var share: EntryShare
-        private let state = Mutex<(counts: [Int: Int64], failure: (index: Int, error: any Error)?, stopped: Bool)>(([:], nil, false))
+        private let state = Mutex<(counts: [Int: Int64], failure: (index: Int, error: any Error)?, stopAfter: Int)>(([:], nil, .max))
         private let finished = DispatchSemaphore(value: 0)
 
         init(path: String, root: String, share: EntryShare) {
@@ -112,14 +108,37 @@ enum ExportArchiveVerifier {
 
         struct Stopped: Error {}
 
-        func stop() { state.withLock { $0.stopped = true } }
+        /// On a thread of its own: a reader blocks while its read-ahead runs on Dispatch's
+        /// shared threads, and with every one of those blocked, libdispatch on Linux adds
+        /// another only after about half a second (measured: verification took 0.5 s longer).
+        /// pthread_create, not Foundation's Thread, which on Linux does not say when no
+        /// thread could be made (and `result()` would then wait forever). False: none was.
+        func start() -> Bool {
+            let retained = Unmanaged.passRetained(self)
+            var thread = pthread_t()
+            let status = pthread_create(&thread, nil, { context in
+                Unmanaged<HelperReader>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, retained.toOpaque())
+            guard status == 0 else {
+                retained.release()
+                return false
+            }
+            pthread_detach(thread)
+            return true
+        }
 
-        func run() {
+        /// Reads no entry after `index` (what the first reader failed on): a failure of this
+        /// reader's before it still counts, so the reported one is the first in the archive
+        /// however the entries were shared.
+        func stop(after index: Int) { state.withLock { $0.stopAfter = index } }
+
+        private func run() {
             var index = -1
             do {
                 try ArchiveReader.forEachEntry(path: path) { info, content in
                     index += 1
-                    if state.withLock({ $0.stopped }) { throw Stopped() }
+                    if state.withLock({ index > $0.stopAfter }) { throw Stopped() }
                     let name = info.name.hasPrefix(root + "/") ? info.name.dropFirst(root.count + 1) : Substring(info.name)
                     guard info.kind == .file, share.owner(ofFile: name, size: info.size) == share.reader else { return }
                     let bytes = try content.readToEnd()
@@ -137,6 +156,15 @@ enum ExportArchiveVerifier {
             finished.wait()
             finished.signal()
             return state.withLock { ($0.counts, $0.failure) }
+        }
+    }
+
+    /// What a reader's failure says to the export.
+    private static func verificationFailure(_ error: any Error) -> any Error {
+        switch error {
+        case let error as ArchiveError: ExportVerificationFailure(message: error.description)
+        case let error as DecodingError: ExportVerificationFailure(message: "manifest.json cannot be read: \(error)")
+        default: error
         }
     }
 
@@ -163,8 +191,16 @@ enum ExportArchiveVerifier {
             }
         }
 
+        // The entry being checked, and whether the failure came while it was (not while
+        // the reader looked for the next one).
+        var current = -1
+        var inside = false
+        var failure: (index: Int, error: any Error)?
         do {
             try ArchiveReader.forEachEntry(path: path) { info, content in
+                current += 1
+                inside = true
+                defer { inside = false }
                 guard info.kind == .file, ArchiveWriter.isSafeEntryName(info.name), info.name.hasPrefix(root + "/") else {
                     throw ExportVerificationFailure(message: "entry \(String(reflecting: info.name)) is not a file under \(root)/")
                 }
@@ -199,16 +235,15 @@ enum ExportArchiveVerifier {
                     unchecked.append((name, bytes))
                 }
             }
-        } catch let error as ArchiveError {
-            throw ExportVerificationFailure(message: error.description)
-        } catch let error as DecodingError {
-            throw ExportVerificationFailure(message: "manifest.json cannot be read: \(error)")
+        } catch {
+            failure = (inside ? current : current + 1, error)
+            helpers.forEach { $0.stop(after: current) }
         }
-        // What the other readers found, in archive order: the first failure is the one reported.
+        // What every reader found, in archive order: the first failure is the one reported,
+        // the same whichever reader read the entry.
         let results = helpers.map { $0.result() }
-        if let failure = results.compactMap(\.failure).min(by: { $0.index < $1.index }) {
-            if let error = failure.error as? ArchiveError { throw ExportVerificationFailure(message: error.description) }
-            throw failure.error
+        if let first = ([failure].compactMap { $0 } + results.compactMap(\.failure)).min(by: { $0.index < $1.index }) {
+            throw verificationFailure(first.error)
         }
         guard let files = manifest else { throw ExportVerificationFailure(message: "manifest.json is missing") }
         for entry in elsewhere {
