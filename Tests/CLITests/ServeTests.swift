@@ -18,6 +18,8 @@ struct ServeTests {
     struct Server {
         let process: Process
         let base: String
+        /// The server's stderr, for a failure to show.
+        let errorLog: String
 
         static func start(
             _ workspace: Workspace, environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = []
@@ -34,7 +36,15 @@ struct ServeTests {
             guard listening, let base else {
                 throw CLITestFailure("serve did not start: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
             }
-            return Server(process: process, base: base)
+            return Server(process: process, base: base, errorLog: err)
+        }
+
+        /// Whether the server still runs, and the end of what it wrote to stderr: what a
+        /// failed request alone cannot tell (a refused connection: did the server go away?).
+        var diagnosis: String {
+            let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
+            let state = process.isRunning ? "still running" : "exited with \(process.terminationStatus)"
+            return "server \(state); its stderr ends: \(log.suffix(2_000))"
         }
 
         /// SIGTERM: the server stops after the requests in flight and exits 0.
