@@ -168,10 +168,6 @@ enum ExportArchiveVerifier {
         }
     }
 
-    static func verify(path: String, root: String, exportID: String) throws -> Summary {
-        try verify(path: path, root: root, exportID: exportID, share: .all)
-    }
-
     private static func verify(
         path: String, root: String, exportID: String, share: EntryShare, helpers: [HelperReader] = []
     ) throws -> Summary {
