@@ -171,7 +171,7 @@ let package = Package(
         .testTarget(
             name: "JobRunnerTests",
             dependencies: ["JobRunner", "SQLiteBackend", "PostgresBackend", "PostgresTesting", "ChildProcesses", .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "PostgresNIO", package: "postgres-nio")],
+                           .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Yams", package: "Yams")],
             swiftSettings: strict),
         .testTarget(
             name: "LifecycleTests",

@@ -7,9 +7,12 @@
  * the name its own declaration in libvips' headers gives, so a changed signature
  * fails the build rather than the call.
  */
+/* dlinfo and struct link_map are GNU extensions. */
+#define _GNU_SOURCE
 #include "cvips.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 
 #define CVIPS_FUNCTIONS(X) \
@@ -29,6 +32,7 @@ static struct {
 } api;
 
 static char open_failure[512];
+static void *opened_library;
 
 const char *
 cvips_open(void)
@@ -40,6 +44,7 @@ cvips_open(void)
 		snprintf(open_failure, sizeof open_failure, "%s", dlerror());
 		return open_failure;
 	}
+	opened_library = library;
 #define CVIPS_LOOK_UP(name) \
 	if (!(api.name = (__typeof__(api.name)) dlsym(library, #name))) { \
 		snprintf(open_failure, sizeof open_failure, "libvips.so.42 has no %s: %s", #name, dlerror()); \
@@ -194,6 +199,15 @@ cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality)
  * module's g_module_check_init, which registers its loaders and savers, and
  * the module stays resident since types cannot be unregistered. Returns NULL
  * on success, else GModule's message (owned by GLib). */
+const char *
+cvips_library_path(void)
+{
+	struct link_map *map = NULL;
+	if (!opened_library || dlinfo(opened_library, RTLD_DI_LINKMAP, &map) != 0 || !map)
+		return NULL;
+	return map->l_name;
+}
+
 const char *
 cvips_load_module(const char *path)
 {

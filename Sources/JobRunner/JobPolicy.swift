@@ -146,7 +146,7 @@ public struct PolicyBook: Sendable {
         }
         let document: Any?
         do {
-            document = try Yams.load(yaml: text)
+            document = try YAMLDocument.load(text)
         } catch {
             brokenFiles.append(BrokenPolicyFile(path: path, message: "\(path): not valid YAML: \(error)", claims: Self.claims(scanning: text)))
             return

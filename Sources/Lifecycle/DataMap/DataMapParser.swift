@@ -1,4 +1,5 @@
 import Foundation
+import JobRunner
 import Yams
 
 extension DataMap {
@@ -18,7 +19,7 @@ extension DataMap {
     public init(yaml: String, source: String) throws {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: yaml)
+            root = try YAMLDocument.compose(yaml)
         } catch {
             throw LifecycleError(.badInput, "\(source): not valid YAML: \(error)")
         }
@@ -134,7 +135,7 @@ extension DataMap {
     /// A preset's entries, their lines moved to `lineBase` and up (see `place`).
     private static func preset(_ preset: DataMapPreset, lineBase: Int) throws -> (tables: [Table], ignored: [Ignored], onDeletion: OnDeletion) {
         let source = "preset \(preset.name)"
-        guard let root = try? Yams.compose(yaml: preset.yaml) else {
+        guard let root = try? YAMLDocument.compose(preset.yaml) else {
             throw LifecycleError(.internalError, "\(source): the preset is not valid YAML")
         }
         let top = try YAMLField(node: root, path: "", source: source).mapping(allowed: ["tables", "ignore", "on_deletion"])
