@@ -8,12 +8,16 @@
  * fails the build rather than the call.
  */
 /* dlinfo and struct link_map are GNU extensions. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "cvips.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define CVIPS_FUNCTIONS(X) \
 	X(vips_init) X(vips_block_untrusted_set) X(vips_cache_set_max) X(vips_concurrency_set) \
@@ -195,19 +199,24 @@ cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality)
 		NULL);
 }
 
+/* The loader records the name it found the library under, which a relative
+ * LD_LIBRARY_PATH entry or a symlink leaves short of the file itself; realpath
+ * gives the file, beside which libvips keeps its modules. Called once, from
+ * VipsRuntime's one-time start. */
+const char *
+cvips_library_path(void)
+{
+	static char path[PATH_MAX];
+	struct link_map *map = NULL;
+	if (!opened_library || dlinfo(opened_library, RTLD_DI_LINKMAP, &map) != 0 || !map)
+		return NULL;
+	return realpath(map->l_name, path);
+}
+
 /* A libvips module opened the way vips_init opens them: GModule runs the
  * module's g_module_check_init, which registers its loaders and savers, and
  * the module stays resident since types cannot be unregistered. Returns NULL
  * on success, else GModule's message (owned by GLib). */
-const char *
-cvips_library_path(void)
-{
-	struct link_map *map = NULL;
-	if (!opened_library || dlinfo(opened_library, RTLD_DI_LINKMAP, &map) != 0 || !map)
-		return NULL;
-	return map->l_name;
-}
-
 const char *
 cvips_load_module(const char *path)
 {

@@ -11,54 +11,78 @@ import Yams
 /// with Yams's rule-free resolver, and each untagged plain scalar is then given the tag
 /// that the default rules would give it, by `implicitTag(of:)`: the same seven patterns,
 /// matched by hand. `YAMLDocumentTests` holds the two to the same answer on every
-/// rule's edge and on thousands of generated scalars.
+/// rule's edge and on thousands of generated scalars. (A timestamp value still compiles
+/// one regular expression, Yams's own, when it is turned into a `Date`.)
+///
+/// Where it differs from `Yams.compose`, on purpose: two keys of one mapping with the same
+/// text are refused whatever their quoting or tags (Yams let `1:` and `"1":` stand side by
+/// side, and a dictionary of them kept one at random), and a `<<` key tagged `!` or `!!str`
+/// merges like a plain one.
 public enum YAMLDocument {
-    /// The first document of `text` as a node tree whose scalars carry their resolved tags.
+    /// Two keys of one mapping with the same text.
+    public struct DuplicateKey: Error, CustomStringConvertible {
+        public var key: String
+        public var line: Int?
+        public var description: String {
+            "\(line.map { "line \($0): " } ?? "")the key '\(key)' appears more than once in the same mapping"
+        }
+    }
+
+    /// The document in `text` (Yams refuses a text of several) as a node tree whose scalars carry their resolved tags.
     public static func compose(_ text: String) throws -> Node? {
         // One constructor for every tag of the document (Yams's `Constructor.default` builds
         // a new one, with its three type tables, each time it is read), and the encoding
         // named (Yams's default reads the whole environment on every call).
         let constructor = Constructor.default
+        // An anchor (`&name`) lets one node appear in several places, sharing one tag object,
+        // which the parser's duplicate check may settle as a key before it is read as a
+        // value. No file of ours has one; a document that might is read Yams's own way.
+        if text.utf8.contains(UInt8(ascii: "&")) {
+            return try Yams.compose(yaml: text, .default, constructor, .utf8)
+        }
         guard let root = try Yams.compose(yaml: text, .basic, constructor, .utf8) else { return nil }
-        return typed(root, constructor)
+        return try typed(root, constructor)
     }
 
-    /// The first document of `text` as Swift values (`[String: Any]`, `Int`, `Bool`, …),
-    /// as `Yams.load` gives them.
+    /// The document in `text` as Swift values (`[String: Any]`, `Int`, `Bool`, …), as `Yams.load` gives them.
     public static func load(_ text: String) throws -> Any? {
         try compose(text)?.any
     }
 
-    private static func typed(_ node: Node, _ constructor: Constructor) -> Node {
+    private static func typed(_ node: Node, _ constructor: Constructor) throws -> Node {
         switch node {
         case .scalar(let scalar):
             // An explicit tag (`!!str 5`) or a quoted scalar already says what it is.
             guard scalar.style == .plain || scalar.style == .any, scalar.tag.description.isEmpty else { return node }
             return .scalar(Node.Scalar(scalar.string, Tag(implicitTag(of: scalar.string), .basic, constructor), scalar.style, scalar.mark))
         case .mapping(let mapping):
-            let pairs = mapping.map { (typedKey($0.key, constructor), typed($0.value, constructor)) }
+            var texts = Set<String>()
+            for case .scalar(let key) in mapping.keys where !texts.insert(key.string).inserted {
+                throw DuplicateKey(key: key.string, line: key.mark?.line)
+            }
+            let pairs = try mapping.map { (typedKey($0.key, constructor), try typed($0.value, constructor)) }
             return .mapping(Node.Mapping(pairs, mapping.tag, mapping.style, mapping.mark))
         case .sequence(let sequence):
-            return .sequence(Node.Sequence(sequence.map { typed($0, constructor) }, sequence.tag, sequence.style, sequence.mark))
+            return .sequence(Node.Sequence(try sequence.map { try typed($0, constructor) }, sequence.tag, sequence.style, sequence.mark))
         case .alias:
             return node
         }
     }
 
     /// A mapping key's tag was settled while parsing: the check for duplicate keys hashes
-    /// each key, which resolves its tag (to `str`, by the rule-free resolver) for good. A
-    /// key's type only matters to Yams for one thing, the merge key `<<` (every key
-    /// becomes its text in a dictionary, and duplicates are the same text either way), so
-    /// a plain `<<` is made a merge key again. The one difference left from
-    /// `Resolver.default`: an explicit `!!str <<` key merges too.
+    /// each key, which resolves its tag (to `str`, by the rule-free resolver) for good, and
+    /// a plain key cannot be told from a `!!str` one any more. A key's type matters to
+    /// Yams for the merge key `<<` alone (every key becomes its text in a dictionary), so a
+    /// `<<` that is not quoted is made a merge key again.
     private static func typedKey(_ key: Node, _ constructor: Constructor) -> Node {
-        guard case .scalar(let scalar) = key, scalar.style == .plain || scalar.style == .any else { return typed(key, constructor) }
-        guard scalar.tag.description.isEmpty || (scalar.tag.description == Tag.Name.str.rawValue && scalar.string == "<<") else { return key }
-        return .scalar(Node.Scalar(scalar.string, Tag(implicitTag(of: scalar.string), .basic, constructor), scalar.style, scalar.mark))
+        guard case .scalar(let scalar) = key, scalar.style == .plain || scalar.style == .any, scalar.string == "<<" else { return key }
+        return .scalar(Node.Scalar(scalar.string, Tag(.merge, .basic, constructor), scalar.style, scalar.mark))
     }
 
     /// The tag `Resolver.default` gives an untagged plain scalar: its rules in its order
     /// (bool, int, float, merge, null, timestamp, value), each pattern anchored at both ends.
+    /// For a scalar as the parser gives it, which never ends in a line break (ICU's `$`
+    /// would also match before one).
     public static func implicitTag(of text: String) -> Tag.Name {
         let bytes = Array(text.utf8)
         if booleans.contains(text) { return .bool }

@@ -127,7 +127,9 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         return (.accepted, result)
     }
 
-    /// The account's part deletions that finished, newest first, each with its verified receipt.
+    /// The account's part deletions that finished, newest first: each either `erased`, with
+    /// its verified receipt, or `stopped` (a hold or the account's purge came first), with
+    /// why. The outcome is its own field so that a stopped one can never be read as done.
     private func partDeletions(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
         let directory = try await services.directory()
@@ -139,7 +141,9 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             return (id, try tx.auditEvents(accountID: id))
         }
         let done = events.filter { $0.action == DeletionAudit.partDeletion }.sorted { $0.at > $1.at }
-        return (.ok, PartDeletionsListed(account: id, deletions: done.map { PartDeletionListed(at: $0.at, actor: $0.actor, receipt: $0.detailValue) }))
+        return (.ok, PartDeletionsListed(account: id, deletions: done.map {
+            PartDeletionListed(at: $0.at, actor: $0.actor, outcome: $0.outcome, receipt: $0.detailValue)
+        }))
     }
 
     private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
@@ -283,6 +287,8 @@ struct PartsListed: Encodable { var parts: [PartListed] }
 struct PartDeletionListed: Encodable {
     var at: Date
     var actor: String
+    /// `erased` or `stopped`, as the audit event records it.
+    var outcome: String
     var receipt: JSONValue?
 }
 

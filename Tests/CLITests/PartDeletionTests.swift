@@ -98,6 +98,13 @@ struct PartDeletionTests {
         #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'cy'") == 1)
         let stopped = try await workspace.auditRows(of: "cy").first { $0.action == "deletion.part" }
         #expect(stopped?.outcome == "stopped" && stopped?.detail?.contains(#""stopped":"held""#) == true, "\(String(describing: stopped))")
+        // The app's listing says so too, in a field of its own: a stopped one is never read as done.
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let listed = try await ServeTests.api(server, "GET", "accounts/cy/part-deletions")
+        #expect(await server.stop() == 0)
+        let deletions = try #require(listed.json["deletions"] as? [[String: Any]], "\(listed.json)")
+        #expect(deletions.count == 1 && deletions.first?["outcome"] as? String == "stopped", "\(listed.json)")
+        #expect((deletions.first?["receipt"] as? [String: Any])?["stopped"] as? String == "held", "\(listed.json)")
         #expect(try await workspace.run(["accounts", "unhold", "cy", "--operator", "sam"]).status == 0)
 
         for _ in 0..<3 { #expect(try await workspace.run(["delete", "cy", "--password-stdin"], stdin: "nope").status == 77) }
@@ -138,6 +145,7 @@ struct PartDeletionTests {
         let deletions = try #require(done.json["deletions"] as? [[String: Any]], "\(done.json)")
         let receipt = try #require(deletions.first?["receipt"] as? [String: Any])
         #expect(deletions.count == 1 && (receipt["verification"] as? [String: Any])?["result"] as? String == "verified", "\(done.json)")
+        #expect(deletions.first?["outcome"] as? String == "erased", "\(done.json)")
 
         #expect(try await django.app.rows(workspace, "SELECT COUNT(*) FROM blog_post WHERE author_id = \(ada)") == ["0"])
         #expect(try await django.app.rows(workspace, "SELECT COUNT(*) FROM blog_comment WHERE post_id NOT IN (SELECT id FROM blog_post)") == ["0"])

@@ -72,10 +72,17 @@ struct YAMLDocumentTests {
             documents.append((file.path, try String(contentsOf: file, encoding: .utf8)))
         }
         #expect(documents.count >= 10)
-        documents.append(("crafted", """
+        // Anchors take Yams's own path (an aliased node shares its tag with its anchor).
+        documents.append(("anchors", """
             defaults: &defaults {retries: 3, ratio: 0.5, on: yes, when: 2024-01-02}
+            ports: {&port 8080: web, admin: *port}
             job:
               <<: *defaults
+              kind: *port
+            """))
+        documents.append(("crafted", """
+            job:
+              <<: {retries: 3, ratio: 0.5, on: yes, when: 2024-01-02}
               kind: "5"
               quoted: '0x1F'
               tagged: !!str 1.5
@@ -90,6 +97,18 @@ struct YAMLDocumentTests {
             let theirs = try Yams.load(yaml: text)
             #expect(same(ours, theirs), "\(name)")
         }
+    }
+
+    /// Two keys with the same text are refused, quoted or not; Yams's resolver let a plain
+    /// `1` and a quoted `"1"` through as different keys of which a dictionary keeps one.
+    @Test func keysWithTheSameTextAreRefusedWhateverTheirQuoting() throws {
+        for text in ["{1: a, \"1\": b}", "x: 1\nsection:\n  on: 1\n  'on': 2\n", "{!!int 1: a, 1: b}", "[{a: 1}, {b: 1, b: 2}]"] {
+            #expect(throws: (any Error).self, "\(text)") { try YAMLDocument.load(text) }
+        }
+        // Tagged apart, they pass the parser's own check; the text is the same all the same.
+        let error = try #require(throws: YAMLDocument.DuplicateKey.self) { try YAMLDocument.load("x: 1\nsection:\n  !!int 1: a\n  1: b\n") }
+        #expect(error.description == "line 4: the key '1' appears more than once in the same mapping")
+        #expect(try YAMLDocument.load("{1: a, 2: b}") as? [AnyHashable: Any] != nil)
     }
 
     /// A malformed document fails the same way.

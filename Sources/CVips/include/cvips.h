@@ -37,7 +37,7 @@ int cvips_flatten_on_white(VipsImage *in, VipsImage **out);
 int cvips_cast_uchar(VipsImage *in, VipsImage **out);
 int cvips_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
 int cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality);
-/* The file the dynamic loader opened for libvips (a full path), or NULL. */
+/* The file the dynamic loader opened for libvips, symlinks resolved, or NULL. */
 const char *cvips_library_path(void);
 const char *cvips_load_module(const char *path);
 int cvips_has_field(VipsImage *image, const char *name);
