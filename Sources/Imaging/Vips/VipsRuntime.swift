@@ -48,7 +48,7 @@ enum VipsRuntime {
     private static func heifModulePath() -> String? {
         // The loader's own record of the file it opened: reading /proc/self/maps for it
         // cost each photo process about 1 ms, with some 150 libraries mapped.
-        guard let library = cvips_library_path().map({ String(cString: $0) }), library.hasPrefix("/") else { return nil }
+        guard let library = cvips_library_path().map({ String(cString: $0) }) else { return nil }
         let directory = (library as NSString).deletingLastPathComponent
         let module = "\(directory)/vips-modules-\(cvips_version(0)).\(cvips_version(1))/vips-heif.so"
         return FileManager.default.isReadableFile(atPath: module) ? module : nil
