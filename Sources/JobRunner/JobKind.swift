@@ -33,17 +33,23 @@ public struct StepResult: Sendable {
     /// run), which saves a write per job where that is common. Ignored for database steps,
     /// the last step and a step that finishes the job.
     public var recorded: Bool
+    /// With `finishesJob`: why the job ends without doing what it was asked, where nothing
+    /// will do it later and a person has to act (a part deletion whose account was put on
+    /// hold). The job is recorded as succeeded, there being nothing to retry, but the run
+    /// names it and is not green: an exit 0 must not stand for work that was refused.
+    public var stopped: String?
 
-    public init(output: String? = nil, finishesJob: Bool = false, recorded: Bool = true) {
+    public init(output: String? = nil, finishesJob: Bool = false, recorded: Bool = true, stopped: String? = nil) {
         self.output = output
         self.finishesJob = finishesJob
         self.recorded = recorded
+        self.stopped = stopped
     }
 
     public static let done = StepResult()
 
-    public static func output<O: Encodable>(_ value: O, finishesJob: Bool = false) throws -> StepResult {
-        StepResult(output: try JobJSON.encode(value), finishesJob: finishesJob)
+    public static func output<O: Encodable>(_ value: O, finishesJob: Bool = false, stopped: String? = nil) throws -> StepResult {
+        StepResult(output: try JobJSON.encode(value), finishesJob: finishesJob, stopped: stopped)
     }
 
     /// An external step's decision to do nothing, not written down: see `recorded`.

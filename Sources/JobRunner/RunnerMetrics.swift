@@ -11,6 +11,7 @@ enum RunnerMetrics {
         case .cancelled: "cancelled"
         case .leaseLost: "lease_lost"
         case .released: "released"
+        case .stopped: "stopped"
         }
         Counter(label: "lifecycle_job_attempts_total", dimensions: [("kind", kind), ("outcome", name)]).increment()
         // Handed-back attempts did not run to an end; their time says nothing about the kind.

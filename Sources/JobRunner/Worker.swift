@@ -34,6 +34,8 @@ public enum JobOutcome: Sendable, Equatable {
     case leaseLost
     /// The worker is shutting down: the job was handed back between steps for another worker to resume.
     case released
+    /// Ended without doing what it was asked, for this reason (`StepResult.stopped`); recorded as succeeded.
+    case stopped(reason: String)
 }
 
 public enum WorkerEvent: Sendable {
@@ -50,15 +52,16 @@ public struct DrainSummary: Sendable, Equatable {
     public var cancelled = 0
     public var leaseLost = 0
     public var released = 0
+    public var stopped = 0
     public var failures: [String] = []
     /// Kinds this run could not run (their policy file is broken).
     public var unrunnableKinds: [String] = []
 
     public init() {}
 
-    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost + released }
+    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost + released + stopped }
     /// What cron should see: every job this run touched finished well, and no kind was left out.
-    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 && unrunnableKinds.isEmpty }
+    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 && stopped == 0 && unrunnableKinds.isEmpty }
 
     mutating func add(_ outcome: JobOutcome, job: JobRecord) {
         switch outcome {
@@ -72,6 +75,9 @@ public struct DrainSummary: Sendable, Equatable {
         case .cancelled: cancelled += 1
         case .leaseLost: leaseLost += 1
         case .released: released += 1
+        case .stopped(let reason):
+            stopped += 1
+            failures.append("job \(job.id) (\(job.kind)) stopped: \(reason)")
         }
     }
 }
@@ -437,8 +443,9 @@ public final class Worker<Store: JobStore>: Sendable {
                 events(.stepFinished(job, step: step.name))
                 jobLogger.debug("step finished", metadata: ["step": "\(step.name)"])
                 if isLast || result.finishesJob {
-                    events(.finished(job, .succeeded))
-                    return .succeeded
+                    let outcome = result.stopped.map { JobOutcome.stopped(reason: $0) } ?? .succeeded
+                    events(.finished(job, outcome))
+                    return outcome
                 }
                 if cancelRequested {
                     return try await cancelBetweenSteps(job, after: step.name, logger: jobLogger)

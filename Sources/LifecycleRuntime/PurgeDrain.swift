@@ -149,6 +149,8 @@ final class PurgeTally: @unchecked Sendable {
                 summary.failures.append("account \(id): purge job #\(job.id) was taken over by another worker (this one was too slow)")
             case .released:
                 summary.handedBack.append(id)
+            case .stopped(let reason):
+                summary.failures.append("account \(id): purge job #\(job.id) stopped: \(reason)")
             }
             return handled
         }

@@ -60,6 +60,7 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             try Terminal.printJSON(WorkerReport(summary, attention: attention, paused: paused))
         } else {
             Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
+                + (summary.stopped > 0 ? ", \(summary.stopped) stopped" : "")
                 + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
             for failure in summary.failures { Terminal.note("  " + failure) }
             reportAttention(attention)
@@ -79,14 +80,14 @@ func reportAttention(_ attention: [JobAttention]) {
 }
 
 struct WorkerReport: Encodable {
-    var succeeded, retrying, dead, cancelled, leaseLost, released: Int
+    var succeeded, retrying, dead, cancelled, leaseLost, released, stopped: Int
     var failures: [String]
     var unrunnableKinds: [String]
     var attention: [JobAttention]
     var paused: [PausedWork]
 
     enum CodingKeys: String, CodingKey {
-        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, failures, unrunnableKinds = "unrunnable_kinds", attention, paused
+        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, stopped, failures, unrunnableKinds = "unrunnable_kinds", attention, paused
     }
 
     init(_ summary: DrainSummary, attention: [JobAttention], paused: [PausedWork]) {
@@ -99,6 +100,7 @@ struct WorkerReport: Encodable {
         cancelled = summary.cancelled
         leaseLost = summary.leaseLost
         released = summary.released
+        stopped = summary.stopped
         failures = summary.failures
     }
 }

@@ -123,7 +123,12 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
             return reason
         }
         context.logger.notice("part deletion stopped", metadata: ["account": "\(key)", "reason": "\(reason.rawValue)"])
-        return try .output(Stopped(stopped: reason), finishesJob: true)
+        // After a purge began there is nothing to tell: the purge erases the part with the rest.
+        // After a hold the user's request is refused, and only a person can tell them.
+        let refused = reason == .held ? """
+            account \(key) is on hold, so nothing more of its part(s) \(payload.parts.joined(separator: ", ")) was deleted;             the user asks again once the hold ends (Jobs/runbooks/deletion-and-purge.md, section 6)
+            """ : nil
+        return try .output(Stopped(stopped: reason), finishesJob: true, stopped: refused)
     }
 
     private static func auditStop(_ payload: PartDeletionPayload, reason: Stopped.Reason, job: JobID, now: Date, in tx: Store.Transaction) throws {
