@@ -444,6 +444,10 @@ public final class Worker<Store: JobStore>: Sendable {
                 jobLogger.debug("step finished", metadata: ["step": "\(step.name)"])
                 if isLast || result.finishesJob {
                     let outcome = result.stopped.map { JobOutcome.stopped(reason: $0) } ?? .succeeded
+                    if let reason = result.stopped {
+                        // A daemon worker has no exit status to show it: the log and the metric are where it shows.
+                        jobLogger.warning("job stopped: \(reason)")
+                    }
                     events(.finished(job, outcome))
                     return outcome
                 }

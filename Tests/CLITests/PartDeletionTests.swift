@@ -97,7 +97,7 @@ struct PartDeletionTests {
         // Refused work is not a green run: the worker names it and exits 75 for cron to look.
         let worker = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
         #expect(worker.status == 75 && worker.stdout.contains("1 stopped"), "\(worker.stdout)")
-        #expect(worker.stderr.contains("stopped: account cy is on hold, so nothing more of its part(s) journal was deleted"), "\(worker.stderr)")
+        #expect(worker.stderr.contains("stopped: account cy is on hold, so nothing more of its part(s) journal was deleted; the user asks again once the hold ends"), "\(worker.stderr)")
         #expect(try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"]).status == 0, "the next run has nothing left to report")
         #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'cy'") == 1)
         let stopped = try await workspace.auditRows(of: "cy").first { $0.action == "deletion.part" }

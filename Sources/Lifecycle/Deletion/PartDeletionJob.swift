@@ -126,7 +126,8 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         // After a purge began there is nothing to tell: the purge erases the part with the rest.
         // After a hold the user's request is refused, and only a person can tell them.
         let refused = reason == .held ? """
-            account \(key) is on hold, so nothing more of its part(s) \(payload.parts.joined(separator: ", ")) was deleted;             the user asks again once the hold ends (Jobs/runbooks/deletion-and-purge.md, section 6)
+            account \(key) is on hold, so nothing more of its part(s) \(payload.parts.joined(separator: ", ")) was deleted; \
+            the user asks again once the hold ends (Jobs/runbooks/deletion-and-purge.md, section 6)
             """ : nil
         return try .output(Stopped(stopped: reason), finishesJob: true, stopped: refused)
     }
