@@ -133,6 +133,13 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     }
 
     private static func auditStop(_ payload: PartDeletionPayload, reason: Stopped.Reason, job: JobID, now: Date, in tx: Store.Transaction) throws {
+        // One request, one event: a crash after this commits and before the step's done-mark
+        // runs the step again, and the ledger's counts it took are gone by then.
+        let recorded = try tx.auditEvents(accountID: payload.account).contains { event in
+            guard event.action == DeletionAudit.partDeletion, event.outcome == "stopped", case .object(let detail)? = event.detailValue else { return false }
+            return detail["job"] == .int(job)
+        }
+        if recorded { return }
         var detail: [String: JSONValue] = [
             "parts": .array(payload.parts.map(JSONValue.string)), "stopped": .string(reason.rawValue), "job": .int(job),
         ]
