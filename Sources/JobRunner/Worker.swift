@@ -443,10 +443,11 @@ public final class Worker<Store: JobStore>: Sendable {
                 events(.stepFinished(job, step: step.name))
                 jobLogger.debug("step finished", metadata: ["step": "\(step.name)"])
                 if isLast || result.finishesJob {
-                    let outcome = result.stopped.map { JobOutcome.stopped(reason: $0) } ?? .succeeded
+                    var outcome = JobOutcome.succeeded
                     if let reason = result.stopped {
                         // A daemon worker has no exit status to show it: the log and the metric are where it shows.
                         jobLogger.warning("job stopped: \(reason)")
+                        outcome = .stopped(reason: reason)
                     }
                     events(.finished(job, outcome))
                     return outcome
