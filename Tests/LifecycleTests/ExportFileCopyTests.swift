@@ -13,6 +13,15 @@ struct ExportFileCopyTests {
         return try body(directory)
     }
 
+    /// A ZIP being written in a fresh directory, and a copier for it.
+    private func withArchive<T>(_ body: (String, ArchiveWriter, ArchiveFileCopier) throws -> T) throws -> T {
+        try withDirectory { directory in
+            let archive = directory + "/archive.zip"
+            let writer = try ArchiveWriter(path: archive, format: .zip)
+            return try body(directory, writer, ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0))
+        }
+    }
+
     /// Deterministic bytes (xorshift64*) that no chunk boundary repeats.
     private func randomFile(_ path: String, bytes: Int) throws -> Data {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes)
@@ -28,10 +37,7 @@ struct ExportFileCopyTests {
     }
 
     @Test func filesOfEverySizeArriveWholeWithTheirOwnHashAndTheCopierCanBeReused() throws {
-        try withDirectory { directory in
-            let archive = directory + "/archive.zip"
-            let writer = try ArchiveWriter(path: archive, format: .zip)
-            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+        try withArchive { directory, writer, copier in
             // Empty, one partial chunk, exactly the buffers' depth in chunks, and more than it.
             let sizes = [0, 1_000, 3 * ArchiveWriter.chunkSize, 7 * ArchiveWriter.chunkSize + 5]
             var expected: [String: Data] = [:]
@@ -47,7 +53,7 @@ struct ExportFileCopyTests {
             }
             try writer.close()
             var found: [String: Data] = [:]
-            try ArchiveReader.forEachEntry(path: archive) { info, content in
+            try ArchiveReader.forEachEntry(path: directory + "/archive.zip") { info, content in
                 found[info.name] = try content.readData(maxBytes: 8 << 20)
             }
             #expect(found == expected)
@@ -55,10 +61,7 @@ struct ExportFileCopyTests {
     }
 
     @Test func aFileLargerThanExpectedStopsTheCopyWithoutFailingTheArchive() throws {
-        try withDirectory { directory in
-            let archive = directory + "/archive.zip"
-            let writer = try ArchiveWriter(path: archive, format: .zip)
-            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+        try withArchive { directory, writer, copier in
             let path = directory + "/grown"
             _ = try randomFile(path, bytes: 5 * ArchiveWriter.chunkSize)
             try writer.beginEntry(name: "root/grown", size: nil, modified: Date(), compression: .deflate)
@@ -76,10 +79,7 @@ struct ExportFileCopyTests {
     }
 
     @Test func aMissingFileIsReportedAsMissing() throws {
-        try withDirectory { directory in
-            let archive = directory + "/archive.zip"
-            let writer = try ArchiveWriter(path: archive, format: .zip)
-            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+        try withArchive { directory, writer, copier in
             try writer.beginEntry(name: "root/gone", size: 10, modified: Date(), compression: .store)
             let error = try #require(throws: LifecycleError.self) {
                 try copier.copy(path: directory + "/gone", into: writer, expectedBytes: 10)
@@ -89,10 +89,7 @@ struct ExportFileCopyTests {
     }
 
     @Test func aFileThatCannotBeReadFailsTheCopyAndTheCopierCanBeReused() throws {
-        try withDirectory { directory in
-            let archive = directory + "/archive.zip"
-            let writer = try ArchiveWriter(path: archive, format: .zip)
-            let copier = ArchiveFileCopier(archivePath: archive, throttleMBPerSecond: 0)
+        try withArchive { directory, writer, copier in
             // A directory opens for reading, and its first read fails (EISDIR).
             let unreadable = directory + "/a-directory"
             try FileManager.default.createDirectory(atPath: unreadable, withIntermediateDirectories: false)

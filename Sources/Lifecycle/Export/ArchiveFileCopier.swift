@@ -29,7 +29,7 @@ final class ArchiveFileCopier: @unchecked Sendable {
     }
 
     deinit {
-        // `copy` waits for its reader before it returns, so no chunk is in flight here.
+        // `copy` waits for its hasher before it returns, so no chunk is in flight here.
         hashing.sync {}
         flush.finish()
         for buffer in buffers { buffer.deallocate() }
@@ -93,13 +93,11 @@ final class ArchiveFileCopier: @unchecked Sendable {
                 index = (index + 1) % depth
             }
         }
-        // Whatever ends the loop, the hasher stops and is done with the buffers before this returns.
-        var hasherEnded = false
+        // Whatever ends the loop, the hasher stops and is done with the buffers before this
+        // returns (after the end-of-file chunk it has already returned, and this is a no-op).
         defer {
-            if !hasherEnded {
-                handoff.stopped.set()
-                for semaphore in handoff.filled { semaphore.signal() }
-            }
+            handoff.stopped.set()
+            for semaphore in handoff.filled { semaphore.signal() }
             hashing.sync {}
         }
         var copied: Int64 = 0
@@ -123,7 +121,6 @@ final class ArchiveFileCopier: @unchecked Sendable {
             throttle.pace(n)
             index = (index + 1) % depth
         }
-        hasherEnded = true
         // The hasher returned at the end-of-file chunk; its hash is complete.
         let digest = hashing.sync { FileDigest.hex(handoff.hasher.finalize()) }
         return (copied, digest)
