@@ -2,13 +2,15 @@
 # Export benchmarks, each against a reference tool on the same files in the same run:
 #   1. 2 GB of generated photos into a ZIP: the export's archive writing (each photo
 #      read, SHA-256 checked against its row, stored in the ZIP, written with direct I/O
-#      where the file system allows it, the ZIP fsynced)
-#      against `bsdtar --format zip --options zip:compression=store`, bare and followed
-#      by an fsync of its archive, and against the floor: one SHA-256 pass over the same
-#      files with the export's own library and reads (`lifecycle sha256`), which is what
-#      the ratio means on any CPU, with SHA instructions or without (targets: archive
-#      written ≤ 1.0× the floor, whole job ≤ 1.2×); and the export process's peak RSS
-#      (target: < 64 MB, not growing with the export's size).
+#      where the file system allows it and read back from the disk and compared as it
+#      goes, the ZIP fsynced) against `bsdtar --format zip --options zip:compression=store`,
+#      bare and followed by an fsync of its archive, and against the floor: the larger of
+#      one SHA-256 pass over the same files with the export's own library and reads
+#      (`lifecycle sha256`) and the disk's floor, writing the bytes and reading them back
+#      (dd, direct). Which one binds depends on the machine: SHA-256 on a CPU without SHA
+#      instructions, the disk on one with them and a disk like this one's. Targets:
+#      archive written ≤ 1.0× the floor, whole job ≤ 1.2×. And the export process's peak
+#      RSS (target: < 64 MB, not growing with the export's size).
 #   2. An account with 100,000 journal entries: its rows streamed into JSON + CSV, and
 #      the whole export command, against `sqlite3 -json` dumping the same rows
 #      (target: ≤ 1.5× its time).
@@ -138,15 +140,19 @@ floor_run() {
   timed "$1" sh -c '"$1" sha256 "$2"/photos/* > /dev/null' sh "$BIN" "$PHOTO_DIR"
 }
 # The disk's floor for what the export must do on it: write as many bytes past the page
-# cache, then read them back from the device (the export's verification reads its archive
-# back from the disk, not from memory). Write and read share the device's bandwidth, so
-# overlapping them gains nothing (measured: 3.0 s either way for 2 GB each). The write
-# alone is timed too: the archive step writes every byte past the page cache while it
-# hashes, so on a disk slower than SHA-256 the write, not the hashing, is its floor.
+# cache, then read them back from the device (the export reads its ZIP back from the disk,
+# not from memory, and compares it with what it wrote). Written as the export writes:
+# 1 MiB direct writes, two at a time, into space allocated first (this virtual disk
+# writes 2 GB in 1.9 s one write at a time, 1.3–1.4 s two at a time into allocated
+# space). Read and write share the device's bandwidth (measured: 2 GB each took 3.5 s
+# side by side, 3.35 s one after the other), so their sum is the floor however they
+# overlap; reads are no faster several at a time.
 disk_run() {
-  local blocks=$(( (photo_bytes + 16777215) / 16777216 )) write_s read_s
+  local mb=$(( (photo_bytes + 1048575) / 1048576 )) half write_s read_s
+  half=$(( mb / 2 ))
   rm -f "$WORK/disk.bin"
-  timed "$1.write" dd if=/dev/zero of="$WORK/disk.bin" bs=16M count="$blocks" oflag=direct status=none
+  timed "$1.write" sh -c 'fallocate -l "$2M" "$1" && { dd if=/dev/zero of="$1" bs=1M count="$3" oflag=direct conv=notrunc status=none &
+    dd if=/dev/zero of="$1" bs=1M seek="$3" count="$(($2 - $3))" oflag=direct conv=notrunc status=none; wait; }' sh "$WORK/disk.bin" "$mb" "$half"
   timed "$1.read" dd if="$WORK/disk.bin" of=/dev/null bs=16M iflag=direct status=none
   read -r write_s _ _ < "$1.write"
   read -r read_s _ _ < "$1.read"
@@ -180,13 +186,13 @@ rate() { calc "$photo_bytes / $1 / 1048576" .0f; }
 
 echo "photos: $(mb "$photo_bytes") MB in $(ls "$PHOTO_DIR/photos" | wc -l) files, ZIP with stored entries (best of $RUNS interleaved rounds; cpu = user + sys)"
 echo "  floor: one SHA-256 pass (lifecycle sha256): ${floor_s} s   $(rate "$floor_s") MB/s   cpu ${floor_cpu} s (swift-crypto, the export's reads)"
-echo "  disk floor: write it past the page cache, read it back (dd direct): ${disk_s} s, of which the write ${disk_write_s} s"
+echo "  disk floor: write it past the page cache, read it back (dd direct, written as the export writes): ${disk_s} s, of which the write ${disk_write_s} s"
 echo "  bsdtar --format zip (store):         ${bsdtar_s} s   $(rate "$bsdtar_s") MB/s   cpu ${bsdtar_cpu} s"
 echo "  bsdtar, then fsync of its archive:   ${bsdtar_sync_s} s   $(rate "$bsdtar_sync_s") MB/s   cpu ${bsdtar_sync_cpu} s (the durability the export has)"
-echo "  lifecycle export, archive written:   ${write_s} s   $(rate "$write_s") MB/s   cpu ${write_cpu} s (read, SHA-256, CRC-32, write, fsync; the final fsync waited ${sync_s} s)"
-echo "     → $(calc "$write_s / $floor_s" .2f)× the floor (target ≤ 1.00), $(calc "$write_s / max($floor_s, $disk_write_s)" .2f)× the larger of it and the disk's write; throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync"
-echo "  lifecycle export, whole job:         ${export_s} s   cpu ${export_cpu} s (also: tables, read back from disk and check every CRC-32, publish, notify)"
-echo "     → $(calc "$export_s / $floor_s" .2f)× the SHA-256 floor (target ≤ 1.20), $(calc "$export_s / max($floor_s, $disk_s)" .2f)× the larger of it and the disk floor"
+echo "  lifecycle export, archive written:   ${write_s} s   $(rate "$write_s") MB/s   cpu ${write_cpu} s (read, SHA-256, CRC-32, write, read back from the disk and compare, fsync; the final fsync waited ${sync_s} s)"
+echo "     → $(calc "$write_s / max($floor_s, $disk_s)" .2f)× the floor, the larger of the SHA-256 pass and the disk floor (target ≤ 1.00); $(calc "$write_s / $floor_s" .2f)× the SHA-256 pass alone; throughput ratio $(calc "$bsdtar_s / $write_s" .2f) vs bsdtar, $(calc "$bsdtar_sync_s / $write_s" .2f) vs bsdtar + fsync"
+echo "  lifecycle export, whole job:         ${export_s} s   cpu ${export_cpu} s (also: tables, the ZIP's structure checked against manifest.json, publish, notify)"
+echo "     → $(calc "$export_s / max($floor_s, $disk_s)" .2f)× the floor (target ≤ 1.20); $(calc "$export_s / $floor_s" .2f)× the SHA-256 pass alone"
 echo "  peak RSS of the export process:    $(calc "$big_rss / 1024" .1f) MB for $(mb "$photo_bytes") MB, $(calc "$small_rss / 1024" .1f) MB for an eighth of it (target < 64 MB, flat)"
 if [ -n "$BASE" ]; then
   read -r base_write_s base_write_cpu base_sync_s _ < <(sort -g "$WORK"/r/base-photos.?.step | head -1)

@@ -106,13 +106,23 @@ public struct ArchiveEntryContent: ~Copyable {
     }
 }
 
+/// How a reader reads the file (a tar.gz is always read whole, in order).
+public enum ArchiveReadPattern: Sendable {
+    /// Every entry's data is read: large blocks, read ahead.
+    case whole
+    /// Most entries' data is skipped: small blocks, read as they are needed.
+    case headers
+}
+
 /// Streams through a ZIP, tar or tar.gz file (format detected from the content),
 /// one entry at a time with constant memory. Used to verify an export after it is written.
 public struct ArchiveReader: Sendable {
     public let path: String
+    public let pattern: ArchiveReadPattern
 
-    public init(path: String) {
+    public init(path: String, pattern: ArchiveReadPattern = .whole) {
         self.path = path
+        self.pattern = pattern
     }
 
     /// Calls `body` for every entry in archive order. Corrupt, truncated or
@@ -138,7 +148,7 @@ public struct ArchiveReader: Sendable {
             source = gzip!
         } else {
             gzip = nil
-            source = RawFileSource(fd: fd)
+            source = RawFileSource(fd: fd, pattern: pattern)
         }
         guard let archive = archive_read_new() else {
             throw ArchiveError(code: .readFailed, message: "archive_read_new failed", archivePath: path)
@@ -180,9 +190,9 @@ public struct ArchiveReader: Sendable {
     }
 
     public static func forEachEntry(
-        path: String, _ body: (ArchiveEntryInfo, borrowing ArchiveEntryContent) throws -> Void
+        path: String, pattern: ArchiveReadPattern = .whole, _ body: (ArchiveEntryInfo, borrowing ArchiveEntryContent) throws -> Void
     ) throws {
-        try ArchiveReader(path: path).forEachEntry(body)
+        try ArchiveReader(path: path, pattern: pattern).forEachEntry(body)
     }
 
     private static func info(of header: OpaquePointer) -> ArchiveEntryInfo {

@@ -67,10 +67,12 @@ public final class ArchiveWriter {
     /// to the gzip stream of a tar.gz; stored entries are never compressed whatever it says.
     ///
     /// `bypassPageCache` asks for direct I/O (see ``bypassesPageCache``), which a file system
-    /// may not offer; the archive's bytes are the same either way.
+    /// may not offer; the archive's bytes are the same either way. `readBack` has each
+    /// direct block read back from the disk and compared as the archive is written (see
+    /// ``bytesReadBack``).
     public init(
         path: String, format: ArchiveFormat, compressionLevel: Int = ArchiveWriter.defaultCompressionLevel,
-        bypassPageCache: Bool = true
+        bypassPageCache: Bool = true, readBack: Bool = false
     ) throws {
         _ = processLocaleIsUTF8
         guard Self.compressionLevels.contains(compressionLevel) else {
@@ -80,13 +82,23 @@ public final class ArchiveWriter {
         self.path = path
         self.format = format
         (archive, fd, directSink) = try Self.openArchive(
-            path: path, format: format, compressionLevel: compressionLevel, bypassPageCache: bypassPageCache)
+            path: path, format: format, compressionLevel: compressionLevel, bypassPageCache: bypassPageCache,
+            readBack: readBack)
         buffer = .allocate(byteCount: Self.chunkSize, alignment: 16)
     }
 
     /// True when the archive is written with direct I/O (see `DirectFileSink`): it then
     /// reaches the disk as it is written, and flushing it early gains nothing.
     public var bypassesPageCache: Bool { directSink != nil }
+
+    /// After ``close()``: how many of the file's bytes were read back from the disk and
+    /// found to be exactly what was written (every byte of it, when asked for with
+    /// `readBack` and the archive was written direct); nil when none were.
+    public var bytesReadBack: Int64? {
+        guard let directSink, archive == nil, fd == -1, failure == nil else { return nil }
+        let bytes = directSink.bytesReadBack
+        return bytes > 0 ? bytes : nil
+    }
 
     deinit {
         releaseWithoutFinishing()
@@ -280,9 +292,9 @@ public final class ArchiveWriter {
     // MARK: Internals
 
     private static func openArchive(
-        path: String, format: ArchiveFormat, compressionLevel: Int, bypassPageCache: Bool
+        path: String, format: ArchiveFormat, compressionLevel: Int, bypassPageCache: Bool, readBack: Bool
     ) throws -> (OpaquePointer, Int32, DirectFileSink?) {
-        let directSink = bypassPageCache ? DirectFileSink.open(path: path, mode: 0o600) : nil
+        let directSink = bypassPageCache ? DirectFileSink.open(path: path, mode: 0o600, readBack: readBack) : nil
         let fd = directSink?.fd ?? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
@@ -461,7 +473,13 @@ public final class ArchiveWriter {
     }
 
     private func fileSystemError(_ what: String, code: Int32, entryName: String?) -> ArchiveError {
-        ArchiveError(
+        if let offset = directSink?.mismatchOffset {
+            return ArchiveError(
+                code: .fileSystem,
+                message: "\(what): the disk returned other bytes than were written, in the 1 MiB block at offset \(offset)",
+                archivePath: path, entryName: entryName, errno: code)
+        }
+        return ArchiveError(
             code: .fileSystem, message: "\(what): \(FileDescriptor.describe(code))",
             archivePath: path, entryName: entryName, errno: code)
     }

@@ -15,6 +15,14 @@
 #define O_DIRECT __O_DIRECT
 #endif
 static const int accountlifecycle_o_direct = O_DIRECT;
+
+#include <sys/types.h>
+// fallocate(2) is a _GNU_SOURCE function too. Not posix_fallocate: on a file system
+// without fallocate it writes zeros over the whole range, the very cost it is meant to save.
+extern int fallocate(int fd, int mode, off_t offset, off_t length);
+static inline int accountlifecycle_fallocate(int fd, off_t offset, off_t length) {
+    return fallocate(fd, 0, offset, length);
+}
 #endif
 
 #endif

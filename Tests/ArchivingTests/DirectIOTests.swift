@@ -18,8 +18,10 @@ struct DirectIOTests {
         var bytes: Int
     }
 
-    private func write(_ path: String, format: ArchiveFormat, bypassPageCache: Bool) throws -> (entries: [Written], direct: Bool) {
-        let writer = try ArchiveWriter(path: path, format: format, bypassPageCache: bypassPageCache)
+    private func write(
+        _ path: String, format: ArchiveFormat, bypassPageCache: Bool, readBack: Bool = false
+    ) throws -> (entries: [Written], direct: Bool, readBack: Int64?) {
+        let writer = try ArchiveWriter(path: path, format: format, bypassPageCache: bypassPageCache, readBack: readBack)
         var entries: [Written] = []
         for (index, size) in Self.sizes.enumerated() {
             let data = pseudoRandomData(count: size, seed: UInt64(index + 1))
@@ -32,18 +34,26 @@ struct DirectIOTests {
             entries.append(Written(name: name, sha256: SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined(), bytes: size))
         }
         let direct = writer.bypassesPageCache
+        #expect(writer.bytesReadBack == nil, "nothing counts as read back before the archive is finished")
         try writer.close()
-        return (entries, direct)
+        return (entries, direct, writer.bytesReadBack)
     }
 
-    @Test(arguments: ArchiveFormat.allCases)
-    func blockEdgesAndManySmallEntriesRoundTripAndMatchAPageCacheWrite(format: ArchiveFormat) async throws {
+    /// Written two blocks at a time into space allocated ahead (which must not survive as
+    /// a zero tail), and with `readBack` every block read back from the disk as it goes.
+    @Test(arguments: ArchiveFormat.allCases, [false, true])
+    func blockEdgesAndManySmallEntriesRoundTripAndMatchAPageCacheWrite(format: ArchiveFormat, readBack: Bool) async throws {
         try await withTemporaryDirectory { directory in
             let directPath = directory.appendingPathComponent("direct.\(format.fileExtension)").path
             let cachedPath = directory.appendingPathComponent("cached.\(format.fileExtension)").path
-            let (entries, _) = try write(directPath, format: format, bypassPageCache: true)
-            let (_, cachedWasDirect) = try write(cachedPath, format: format, bypassPageCache: false)
+            let (entries, wasDirect, readBackBytes) = try write(directPath, format: format, bypassPageCache: true, readBack: readBack)
+            let (_, cachedWasDirect, cachedReadBack) = try write(cachedPath, format: format, bypassPageCache: false, readBack: readBack)
             #expect(!cachedWasDirect)
+            #expect(cachedReadBack == nil, "only direct blocks are read back")
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: directPath)[.size] as? NSNumber).int64Value
+            if wasDirect {
+                #expect(readBackBytes == (readBack ? size : nil), "every byte of the file, or none")
+            }
             var direct = try Data(contentsOf: URL(fileURLWithPath: directPath))
             var cached = try Data(contentsOf: URL(fileURLWithPath: cachedPath))
             if format == .tarGzip {

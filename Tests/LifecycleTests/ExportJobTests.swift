@@ -1,6 +1,6 @@
 import Foundation
 import JobRunner
-import Lifecycle
+@testable import Lifecycle
 import SQLiteBackend
 import Testing
 
@@ -70,6 +70,13 @@ struct ExportJobTests {
         // Nothing left in the scratch folder, no temporary key.
         #expect((try? FileManager.default.contentsOfDirectory(atPath: bed.blobs.root + "/.incoming/exports"))?.isEmpty ?? true)
         #expect(try await bed.blobs.list(prefix: "accounts/zoe/exports/", after: nil, limit: 10).map(\.key) == [export.blobKey!])
+        // The ZIP was read back from the disk block by block as it was written, and the
+        // archive published is that very file (renamed twice, never copied).
+        let jobID = try #require(export.jobID)
+        let written = try #require(try await bed.store.steps(of: jobID).first { $0.step == "write-archive" }?.output)
+        let readBack = try #require(JSONSerialization.jsonObject(with: Data(written.utf8)) as? [String: Any])["readBackFile"]
+        let identity = try #require(StoredFileIdentity(path: try bed.archivePath(export)))
+        #expect((readBack as? [String: Any])?["inode"] as? NSNumber == NSNumber(value: identity.inode))
     }
 
     @Test(arguments: Backend.allCases)

@@ -89,6 +89,64 @@ struct ExportVerifierTests {
         }
     }
 
+    /// A ZIP compared block by block as it was written is not read again: the structure
+    /// check alone (sizes from the central directory, the manifest) still fails every fault
+    /// of the manifest's, and a sound archive sums up as the full read-back does.
+    @Test func anArchiveComparedWhenWrittenIsCheckedThroughItsHeadersAndManifest() throws {
+        try withDirectory { directory in
+            let path = directory + "/archive.zip"
+            let photoHash = try sha256(Self.photo, in: directory), textHash = try sha256(Self.text, in: directory)
+            let entries: [(String, Data, EntryCompression)] = [("entries.json", Self.text, .deflate), ("photos/p.jpg", Self.photo, .store)]
+            let listed = [("entries.json", Self.text.count, textHash), ("photos/p.jpg", Self.photo.count, photoHash)]
+            func verify() throws -> ExportArchiveVerifier.Summary {
+                try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: .zip, comparedWhenWritten: true)
+            }
+
+            try writeArchive(path, format: .zip, entries: entries, listed: listed)
+            let headersOnly = try verify()
+            let full = try ExportArchiveVerifier.verify(path: path, root: Self.root, exportID: Self.exportID, format: .zip)
+            #expect(headersOnly.entries == full.entries)
+            #expect(headersOnly.bytes == full.bytes)
+
+            try writeArchive(path, format: .zip, entries: entries, listed: [listed[0], ("photos/p.jpg", Self.photo.count + 1, photoHash)])
+            #expect(try #require(throws: ExportVerificationFailure.self) { try verify() }.message.contains("photos/p.jpg has"))
+            try writeArchive(path, format: .zip, entries: entries, listed: listed + [("photos/gone.jpg", 10, photoHash)])
+            #expect(try #require(throws: ExportVerificationFailure.self) { try verify() }.message.contains("photos/gone.jpg"))
+            try writeArchive(path, format: .zip, entries: entries, listed: [listed[1]])
+            #expect(try #require(throws: ExportVerificationFailure.self) { try verify() }.message.contains("entries.json is not listed"))
+
+            // Cut short before its central directory, it is no ZIP at all.
+            try writeArchive(path, format: .zip, entries: entries, listed: listed)
+            let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+            try whole.prefix(whole.count - 100).write(to: URL(fileURLWithPath: path))
+            #expect(throws: ExportVerificationFailure.self) { try verify() }
+        }
+    }
+
+    /// The file a verification may trust to have been compared: the one renamed into
+    /// place, not a copy of it, and not once it has been written to since.
+    @Test func aStoredFileIsTheComparedOneOnlyIfRenamedAndUnchanged() throws {
+        try withDirectory { directory in
+            let written = directory + "/written.zip", stored = directory + "/stored.zip", copied = directory + "/copied.zip"
+            try Self.photo.write(to: URL(fileURLWithPath: written))
+            // An hour back, so the write below moves the time even within one clock tick.
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: written)
+            let identity = try #require(StoredFileIdentity(path: written))
+            try FileManager.default.copyItem(atPath: written, toPath: copied)
+            #expect(rename(written, stored) == 0)
+            #expect(StoredFileIdentity(path: stored) == identity)
+            #expect(StoredFileIdentity(path: copied) != identity)
+            #expect(StoredFileIdentity(path: written) == nil)
+
+            let fd = open(stored, O_WRONLY)
+            #expect(fd >= 0)
+            var byte: UInt8 = 0x5A
+            #expect(pwrite(fd, &byte, 1, 1_000) == 1)
+            close(fd)
+            #expect(StoredFileIdentity(path: stored) != identity, "same size, same inode, but written to")
+        }
+    }
+
     /// The one check standing in for a second SHA-256 pass: the archive's CRC-32 of each
     /// entry (ZIP), or of the whole stream (tar.gz), read back from the disk.
     /// A photo is read back by the first reader however many there are (see the next test).

@@ -40,7 +40,13 @@ struct ExportEntries {
         archivePath = work + "/archive.\(format.fileExtension)"
         opened = ContinuousClock.now
         cpuAtOpen = ProcessCPUTime.seconds()
-        writer = try ArchiveWriter(path: archivePath, format: format, compressionLevel: settings.compressionLevel)
+        // A ZIP in the blob directory is read back as it is written, where the disk has
+        // time while the writer waits on hashing (see `ExportArchiveVerifier`). Not a tar.gz,
+        // whose verification must inflate its whole stream anyway, nor an archive bound for
+        // another store, which is verified from a copy fetched back from there.
+        writer = try ArchiveWriter(
+            path: archivePath, format: format, compressionLevel: settings.compressionLevel,
+            readBack: format == .zip && blobs is FileSystemBlobStore)
         copier = ArchiveFileCopier(
             archivePath: archivePath, throttleMBPerSecond: settings.throttleMBPerSecond, flushesEarly: !writer.bypassesPageCache)
     }
@@ -52,6 +58,8 @@ struct ExportEntries {
         var seconds: Double
         var cpuSeconds: Double
         var finalSyncSeconds: Double
+        /// Every byte of the file was read back from the disk and compared as it was written.
+        var readBackWhenWritten: Bool
     }
 
     /// Finishes the archive (its fsync included) and says what it took.
@@ -62,7 +70,7 @@ struct ExportEntries {
         let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
         return Closed(
             bytes: bytes, entries: writer.entryCount, seconds: (closed - opened).seconds, cpuSeconds: ProcessCPUTime.seconds() - cpuAtOpen,
-            finalSyncSeconds: (closed - closing).seconds)
+            finalSyncSeconds: (closed - closing).seconds, readBackWhenWritten: writer.bytesReadBack == bytes)
     }
 
     /// A generated document, whole, into its own entry.

@@ -66,6 +66,9 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         /// Optional: outputs recorded before these were measured lack them.
         var archiveCPUSeconds: Double?
         var finalSyncSeconds: Double?
+        /// The archive file as it was when every byte of it had been read back and compared
+        /// while it was written; nil when it was not (another store, a tar.gz, no direct I/O).
+        var readBackFile: StoredFileIdentity?
     }
 
     struct Verified: Codable, Sendable {
@@ -120,12 +123,13 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let (payload, snapshot, format) = try inputs(context)
         let settings = try ExportSettings(policies: services.policies)
         let expiresAt = Date(timeIntervalSince1970: (context.now.timeIntervalSince1970 + settings.linkLifetime).rounded(.down))
-        let (built, key) = try await buildAndStore(context, payload, snapshot, format, settings, expiresAt)
+        let (built, key, readBackFile) = try await buildAndStore(context, payload, snapshot, format, settings, expiresAt)
         return try .output(Written(
             temporaryKey: key, bytes: built.bytes, entries: built.entries, expiresAt: expiresAt, rowCounts: built.rowCounts,
             photos: built.photos, omittedPhotos: built.omittedPhotos.count,
             tablesSeconds: milliseconds(built.tablesSeconds), archiveSeconds: milliseconds(built.archiveSeconds),
-            archiveCPUSeconds: milliseconds(built.archiveCPUSeconds), finalSyncSeconds: milliseconds(built.finalSyncSeconds)))
+            archiveCPUSeconds: milliseconds(built.archiveCPUSeconds), finalSyncSeconds: milliseconds(built.finalSyncSeconds),
+            readBackFile: readBackFile))
     }
 
     private func milliseconds(_ seconds: Double) -> Double {
@@ -135,7 +139,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     private func buildAndStore(
         _ context: StepContext, _ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat,
         _ settings: ExportSettings, _ expiresAt: Date
-    ) async throws -> (BuiltArchive, String) {
+    ) async throws -> (BuiltArchive, String, StoredFileIdentity?) {
         let work = ExportScratch.workDirectory(for: services.blobs, exportID: snapshot.exportID)
         // Whatever happens, no copy of the account's data stays in the scratch folder.
         defer { try? FileManager.default.removeItem(atPath: work) }
@@ -157,11 +161,14 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         }
         let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
         try await requireStillExportable(payload, snapshot, format)
+        // Taken before the move: only if the blob store renames this very file into place
+        // does the stored archive keep it, and the verification rely on the read-back.
+        let readBackFile = built.readBackWhenWritten ? StoredFileIdentity(path: built.path) : nil
         _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
         // Purge lists the account's blobs once the account is `purging`: an archive stored
         // just after that listing would outlive the account, so look once more.
         try await requireStillExportable(payload, snapshot, format)
-        return (built, key)
+        return (built, key, readBackFile)
     }
 
     // MARK: 3. verify-archive
@@ -174,21 +181,30 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let written = try output(context, "write-archive", Written.self)
         let root = ExportNames.rootFolder(accountID: payload.accountID, cutoff: snapshot.cutoffAt)
         do {
-            let summary = try await verifyStored(key: written.temporaryKey, root: root, exportID: snapshot.exportID, format: format)
+            let summary = try await verifyStored(
+                key: written.temporaryKey, root: root, exportID: snapshot.exportID, format: format, readBackFile: written.readBackFile)
             return try .output(Verified(entries: summary.entries, bytes: written.bytes, omittedPhotos: written.omittedPhotos))
         } catch let failure as ExportVerificationFailure {
             context.logger.warning("the stored archive failed verification; writing it again", metadata: ["reason": "\(failure.message)"])
             let settings = try ExportSettings(policies: services.policies)
-            let (built, key) = try await buildAndStore(context, payload, snapshot, format, settings, written.expiresAt)
-            let summary = try await verifyStored(key: key, root: root, exportID: snapshot.exportID, format: format)
+            let (built, key, readBackFile) = try await buildAndStore(context, payload, snapshot, format, settings, written.expiresAt)
+            let summary = try await verifyStored(
+                key: key, root: root, exportID: snapshot.exportID, format: format, readBackFile: readBackFile)
             return try .output(Verified(entries: summary.entries, bytes: built.bytes, omittedPhotos: built.omittedPhotos.count))
         }
     }
 
-    private func verifyStored(key: String, root: String, exportID: String, format: ArchiveFormat) async throws -> ExportArchiveVerifier.Summary {
+    /// `readBackFile`: the archive file whose every byte was compared as it was written;
+    /// if the stored archive is still that file, its entries' data is not read again.
+    private func verifyStored(
+        key: String, root: String, exportID: String, format: ArchiveFormat, readBackFile: StoredFileIdentity?
+    ) async throws -> ExportArchiveVerifier.Summary {
         if let files = services.blobs as? FileSystemBlobStore {
             let path = try files.path(for: key)
-            return try await BlockingWork.run { try ExportArchiveVerifier.verify(path: path, root: root, exportID: exportID, format: format) }
+            let compared = readBackFile != nil && StoredFileIdentity(path: path) == readBackFile
+            return try await BlockingWork.run {
+                try ExportArchiveVerifier.verify(path: path, root: root, exportID: exportID, format: format, comparedWhenWritten: compared)
+            }
         }
         // Other stores: fetch a local copy first; a ZIP is read through its central directory, which needs seeking.
         let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
