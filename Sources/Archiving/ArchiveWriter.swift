@@ -93,7 +93,8 @@ public final class ArchiveWriter {
 
     /// After ``close()``: how many of the file's bytes were read back from the disk and
     /// found to be exactly what was written (every byte of it, when asked for with
-    /// `readBack` and the archive was written direct); nil when none were.
+    /// `readBack`, the archive was written direct and the file system took direct reads);
+    /// nil when none were.
     public var bytesReadBack: Int64? {
         guard let directSink, archive == nil, fd == -1, failure == nil else { return nil }
         let bytes = directSink.bytesReadBack
@@ -476,7 +477,7 @@ public final class ArchiveWriter {
         if let offset = directSink?.mismatchOffset {
             return ArchiveError(
                 code: .fileSystem,
-                message: "\(what): the disk returned other bytes than were written, in the 1 MiB block at offset \(offset)",
+                message: "\(what): reading it back from the disk did not return what was written, in the block at offset \(offset)",
                 archivePath: path, entryName: entryName, errno: code)
         }
         return ArchiveError(

@@ -124,27 +124,42 @@ struct ExportVerifierTests {
     }
 
     /// The file a verification may trust to have been compared: the one renamed into
-    /// place, not a copy of it, and not once it has been written to since.
+    /// place, not a copy of it, and not once it has been written to since, even with its
+    /// modification time set back afterwards (as `cp -p` or a restore leave it).
     @Test func aStoredFileIsTheComparedOneOnlyIfRenamedAndUnchanged() throws {
         try withDirectory { directory in
             let written = directory + "/written.zip", stored = directory + "/stored.zip", copied = directory + "/copied.zip"
             try Self.photo.write(to: URL(fileURLWithPath: written))
-            // An hour back, so the write below moves the time even within one clock tick.
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: written)
-            let identity = try #require(StoredFileIdentity(path: written))
+            let compared = try #require(StoredFileIdentity(path: written))
             try FileManager.default.copyItem(atPath: written, toPath: copied)
             #expect(rename(written, stored) == 0)
-            #expect(StoredFileIdentity(path: stored) == identity)
-            #expect(StoredFileIdentity(path: copied) != identity)
+            let renamed = try #require(StoredFileIdentity(path: stored))
+            #expect(renamed.isSameFile(as: compared))
+            #expect(try #require(StoredFileIdentity(path: copied)).isSameFile(as: compared) == false)
             #expect(StoredFileIdentity(path: written) == nil)
+            #expect(StoredFileIdentity(path: stored) == renamed, "nothing has touched it since")
+            #expect(!renamed.bootID.isEmpty)
 
+            let modified = try #require(try FileManager.default.attributesOfItem(atPath: stored)[.modificationDate] as? Date)
+            // The change time has a clock tick's resolution: let the tick pass, so the write lands in a later one.
+            Self.waitForTheClockToPass(nanoseconds: renamed.changedNanoseconds)
             let fd = open(stored, O_WRONLY)
             #expect(fd >= 0)
             var byte: UInt8 = 0x5A
             #expect(pwrite(fd, &byte, 1, 1_000) == 1)
             close(fd)
-            #expect(StoredFileIdentity(path: stored) != identity, "same size, same inode, but written to")
+            try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: stored)
+            let rewritten = try #require(StoredFileIdentity(path: stored))
+            #expect(rewritten.isSameFile(as: renamed))
+            #expect(rewritten != renamed, "same size, same inode, same modification time, but written to")
         }
+    }
+
+    private static func waitForTheClockToPass(nanoseconds: Int64) {
+        var now = timespec()
+        repeat {
+            clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        } while Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) <= nanoseconds
     }
 
     /// The one check standing in for a second SHA-256 pass: the archive's CRC-32 of each

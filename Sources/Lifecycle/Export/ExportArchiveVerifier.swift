@@ -29,12 +29,16 @@ struct ExportVerificationFailure: Error, CustomStringConvertible {
 ///
 /// A ZIP whose every byte was already read back from the disk while it was written, and
 /// found equal to what the writer produced (`comparedWhenWritten`, see
-/// ``ArchiveWriter/bytesReadBack``), is not read a second time: that comparison is
-/// stronger than the CRC-32s for the same faults (it misses none), so what is left to
+/// ``ArchiveWriter/bytesReadBack``), is not read a second time: a byte-for-byte comparison
+/// finds every changed byte, where a CRC-32 misses one change in 2^32, so what is left to
 /// check is the structure, through the central directory, each entry's local header and
 /// manifest.json: names, sizes, nothing missing or unlisted. Reading 2 GB back once more
 /// took as long as writing it (the disk here reads at about 1 GB/s, whatever the number
-/// of readers), where the comparison runs while the writer waits on hashing.
+/// of readers), where the comparison runs while the writer waits on hashing. The export
+/// relies on it only for the very file compared, unchanged since and within the same boot
+/// (``StoredFileIdentity``): the comparison ran before the archive's fsync, so a disk that
+/// acknowledged writes from a volatile cache and then lost power could still lose blocks
+/// it had returned, and after a restart the archive is read whole.
 ///
 /// What it no longer does is check that the manifest's SHA-256 values were recorded for
 /// the right files: that rests on how the export writes them, which its tests check by
@@ -278,13 +282,18 @@ enum ExportArchiveVerifier {
     }
 }
 
-/// Which file a path names, and as what: the same device, inode, size and modification
-/// time mean the same file, unwritten since (a rename keeps all four; a copy does not).
+/// Which file a path names, and in what state. The same device and inode mean the same
+/// file (a rename keeps them, a copy does not); the same size and change time (ctime,
+/// which every write and every change of the file's metadata moves, and which no program
+/// can set back, unlike the modification time that `cp -p` or a restore sets) mean it has
+/// not been written since; the same boot means no restart came between, after which blocks
+/// a disk had acknowledged from its volatile cache may never have reached it.
 struct StoredFileIdentity: Codable, Sendable, Equatable {
     var device: UInt64
     var inode: UInt64
     var bytes: Int64
-    var modifiedNanoseconds: Int64
+    var changedNanoseconds: Int64
+    var bootID: String
 
     /// nil when the path cannot be examined.
     init?(path: String) {
@@ -293,6 +302,22 @@ struct StoredFileIdentity: Codable, Sendable, Equatable {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         bytes = Int64(info.st_size)
-        modifiedNanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        #if canImport(Darwin)
+        changedNanoseconds = Int64(info.st_ctimespec.tv_sec) * 1_000_000_000 + Int64(info.st_ctimespec.tv_nsec)
+        #else
+        changedNanoseconds = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        #endif
+        bootID = Self.currentBootID
     }
+
+    /// Whether `other` names the same file, whatever has happened to it since: renamed, not copied.
+    func isSameFile(as other: StoredFileIdentity) -> Bool {
+        device == other.device && inode == other.inode
+    }
+
+    /// Linux gives every boot a random id; elsewhere nothing is read back as it is written.
+    private static let currentBootID: String = {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return "" }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }()
 }

@@ -161,10 +161,15 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         }
         let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
         try await requireStillExportable(payload, snapshot, format)
-        // Taken before the move: only if the blob store renames this very file into place
-        // does the stored archive keep it, and the verification rely on the read-back.
-        let readBackFile = built.readBackWhenWritten ? StoredFileIdentity(path: built.path) : nil
+        // Only if the blob store renamed this very file into place does the stored archive
+        // hold the bytes that were compared, and the verification rely on them.
+        let compared = built.readBackWhenWritten ? StoredFileIdentity(path: built.path) : nil
         _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
+        var readBackFile: StoredFileIdentity?
+        if let compared, let files = services.blobs as? FileSystemBlobStore,
+           let stored = StoredFileIdentity(path: try files.path(for: key)), stored.isSameFile(as: compared) {
+            readBackFile = stored
+        }
         // Purge lists the account's blobs once the account is `purging`: an archive stored
         // just after that listing would outlive the account, so look once more.
         try await requireStillExportable(payload, snapshot, format)
