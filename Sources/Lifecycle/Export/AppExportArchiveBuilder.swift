@@ -121,7 +121,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             rowCounts: Dictionary(rowCounts, uniquingKeysWith: +),
             omittedPhotos: plan.omitted.map { .init(photoID: $0.key, reason: $0.reason) }, photos: plan.count, photoBytes: plan.bytes,
             tablesSeconds: tablesSeconds, archiveSeconds: closed.seconds, archiveCPUSeconds: closed.cpuSeconds,
-            finalSyncSeconds: closed.finalSyncSeconds, readBackWhenWritten: closed.readBackWhenWritten)
+            finalSyncSeconds: closed.finalSyncSeconds, comparedFile: closed.comparedFile)
     }
 
     private func stem(of table: ExportedTable) -> String? {

@@ -32,8 +32,8 @@ struct BuiltArchive: Sendable {
     /// written, and the wall time of its last step, the fsync that makes it durable.
     var archiveCPUSeconds: Double
     var finalSyncSeconds: Double
-    /// Every byte of the archive was read back from the disk and compared as it was written.
-    var readBackWhenWritten: Bool
+    /// The archive file, when every byte of it was read back from the disk and compared as it was written.
+    var comparedFile: StoredFileIdentity?
 }
 
 /// User + system CPU time of the whole process, every thread included.
@@ -179,7 +179,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             path: entries.archivePath, workDirectory: work, bytes: closed.bytes, entries: closed.entries, rowCounts: rowCounts,
             omittedPhotos: plan.omitted, photos: plan.count, photoBytes: plan.bytes, tablesSeconds: tablesSeconds,
             archiveSeconds: closed.seconds, archiveCPUSeconds: closed.cpuSeconds, finalSyncSeconds: closed.finalSyncSeconds,
-            readBackWhenWritten: closed.readBackWhenWritten)
+            comparedFile: closed.comparedFile)
     }
 
     // MARK: Tables

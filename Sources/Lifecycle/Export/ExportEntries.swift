@@ -58,8 +58,8 @@ struct ExportEntries {
         var seconds: Double
         var cpuSeconds: Double
         var finalSyncSeconds: Double
-        /// Every byte of the file was read back from the disk and compared as it was written.
-        var readBackWhenWritten: Bool
+        /// The file, when every byte of it was read back from the disk and compared as it was written.
+        var comparedFile: StoredFileIdentity?
     }
 
     /// Finishes the archive (its fsync included) and says what it took.
@@ -70,7 +70,7 @@ struct ExportEntries {
         let bytes = (try FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)?.int64Value ?? 0
         return Closed(
             bytes: bytes, entries: writer.entryCount, seconds: (closed - opened).seconds, cpuSeconds: ProcessCPUTime.seconds() - cpuAtOpen,
-            finalSyncSeconds: (closed - closing).seconds, readBackWhenWritten: writer.bytesReadBack == bytes)
+            finalSyncSeconds: (closed - closing).seconds, comparedFile: writer.bytesReadBack == bytes ? StoredFileIdentity(path: archivePath) : nil)
     }
 
     /// A generated document, whole, into its own entry.

@@ -161,12 +161,11 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         }
         let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
         try await requireStillExportable(payload, snapshot, format)
+        _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
         // Only if the blob store renamed this very file into place does the stored archive
         // hold the bytes that were compared, and the verification rely on them.
-        let compared = built.readBackWhenWritten ? StoredFileIdentity(path: built.path) : nil
-        _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
         var readBackFile: StoredFileIdentity?
-        if let compared, let files = services.blobs as? FileSystemBlobStore,
+        if let compared = built.comparedFile, let files = services.blobs as? FileSystemBlobStore,
            let stored = StoredFileIdentity(path: try files.path(for: key)), stored.isSameFile(as: compared) {
             readBackFile = stored
         }
