@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
     ],
     targets: [
         // C libraries from Debian, one system-library target each.
@@ -93,6 +94,11 @@ let package = Package(
             dependencies: [
                 "Lifecycle", "JobRunner",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),
@@ -183,7 +189,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectStorageTests",
-            dependencies: ["ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", "ChildProcesses", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "ObjectStorage", "Lifecycle", "JobRunner", "SQLiteBackend", "ChildProcesses", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),

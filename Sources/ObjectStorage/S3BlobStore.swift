@@ -37,7 +37,11 @@ public struct S3BlobStore: BlobStore {
     public let options: Options
     private let client: S3Client
 
-    public init(location: S3Location, credentials: AWSCredentials, options: Options = Options()) throws {
+    /// `environment` names the HTTP proxy to use, if any (`https_proxy`, `no_proxy`, …).
+    public init(
+        location: S3Location, credentials: AWSCredentials, options: Options = Options(),
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         guard options.partSize >= Self.minimumPartSize, options.copyPartSize >= Self.minimumPartSize else {
             throw S3ConfigurationError("S3 part sizes must be at least 5 MiB (S3 refuses smaller parts)")
         }
@@ -46,7 +50,8 @@ public struct S3BlobStore: BlobStore {
         }
         self.location = location
         self.options = options
-        self.client = S3Client(location: location, credentials: credentials, retry: options.retry, requestTimeout: options.requestTimeout)
+        self.client = try S3Client(location: location, credentials: credentials, retry: options.retry, requestTimeout: options.requestTimeout,
+            environment: environment)
     }
 
     // MARK: Keys
@@ -234,7 +239,8 @@ public struct S3BlobStore: BlobStore {
             let end = min(size, offset + window) - 1
             var headers: [(name: String, value: String)] = [("Range", "bytes=\(offset)-\(end)")]
             if !etag.isEmpty { headers.append(("If-Match", etag)) }
-            let response = try await client.send("GET", key: objectKey, headers: headers, operation: "GET")
+            // A server that ignores Range sends the whole object: only its first end + 1 bytes are kept.
+            let response = try await client.send("GET", key: objectKey, headers: headers, operation: "GET", bodyLimit: Int(end) + 1)
             switch response.status {
             case 206, 200:
                 break

@@ -1,8 +1,10 @@
+import AsyncHTTPClient
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Lifecycle
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
 
 /// How often a request is tried again after a network error, a 5xx or `SlowDown`, and
 /// how long to wait in between (exponential, with full jitter so many workers retrying
@@ -42,7 +44,11 @@ final class S3Client: Sendable {
     let location: S3Location
     let signer: SigV4Signer
     let retry: S3RetryPolicy
-    private let session: URLSession
+    /// AsyncHTTPClient rather than URLSession: FoundationNetworking brings libcurl and its
+    /// three dozen shared libraries into every process of the binary, about 11 ms at each
+    /// start (a cron run, a CLI command, one process per photo), S3 in use or not.
+    private let http: HTTPClient
+    private let requestTimeout: TimeAmount
     /// `scheme://host[:port]` every request goes to.
     let origin: String
     /// The Host header as the HTTP client sends it, which is what gets signed.
@@ -50,7 +56,10 @@ final class S3Client: Sendable {
     /// Path-style (`/bucket/key`) with a custom endpoint, virtual-hosted (`/key` on the bucket's own host) on AWS.
     let pathStyle: Bool
 
-    init(location: S3Location, credentials: AWSCredentials, retry: S3RetryPolicy, requestTimeout: TimeInterval) {
+    init(
+        location: S3Location, credentials: AWSCredentials, retry: S3RetryPolicy, requestTimeout: TimeInterval,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         self.location = location
         self.signer = SigV4Signer(credentials: credentials, region: location.region)
         self.retry = retry
@@ -71,16 +80,57 @@ final class S3Client: Sendable {
             origin = "https://\(host)"
             pathStyle = false
         }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = requestTimeout
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        session = URLSession(configuration: configuration)
+        var configuration = HTTPClient.Configuration()
+        // As URLSession's request timeout was: the longest wait for the connection and, after
+        // it, for the next bytes of the answer.
+        self.requestTimeout = .milliseconds(Int64(requestTimeout * 1000))
+        configuration.timeout = .init(connect: self.requestTimeout, read: self.requestTimeout)
+        // A redirect would be signed for another host and path: its answer is returned as it is.
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .disabled
+        // `send` retries with its own backoff and reports each failure; the pool's own
+        // retries would hide a refused connection until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let scheme = origin.hasPrefix("https:") ? "https" : "http"
+        configuration.proxy = try Self.proxy(scheme: scheme, host: URLComponents(string: origin)?.host ?? host, environment: environment)
+        http = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }
 
-    deinit { session.finishTasksAndInvalidate() }
+    deinit { http.shutdown { _ in } }
+
+    /// The HTTP proxy the environment names for `scheme` (`https_proxy`, `http_proxy`, then
+    /// `all_proxy`; upper case too, except `HTTP_PROXY`, which a CGI request can set), unless
+    /// `no_proxy` lists `host`: the variables libcurl, and so URLSession, honoured, which
+    /// AsyncHTTPClient does not read itself. A proxy reached over TLS is refused, as
+    /// AsyncHTTPClient speaks plain HTTP (CONNECT for https) to its proxy.
+    static func proxy(scheme: String, host: String, environment: [String: String]) throws -> HTTPClient.Configuration.Proxy? {
+        func variable(_ name: String, upperCase: Bool = true) -> String? {
+            let value = environment[name] ?? (upperCase ? environment[name.uppercased()] : nil)
+            return value.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let named = scheme == "https" ? variable("https_proxy") : variable("http_proxy", upperCase: false)
+        guard let setting = named ?? variable("all_proxy") else { return nil }
+        if let exceptions = variable("no_proxy") {
+            let host = host.lowercased()
+            for entry in exceptions.split(separator: ",") {
+                let domain = entry.trimmingCharacters(in: .whitespaces).lowercased().drop { $0 == "." }
+                if domain == "*" || host == domain || host.hasSuffix("." + domain) { return nil }
+            }
+        }
+        let written = setting.contains("://") ? setting : "http://" + setting
+        guard let url = URLComponents(string: written), let proxyHost = url.host, !proxyHost.isEmpty else {
+            throw S3ConfigurationError("the proxy '\(setting)' in the environment is not a URL: set it as http://host:port")
+        }
+        guard url.scheme?.lowercased() == "http" else {
+            throw S3ConfigurationError("the proxy '\(setting)' in the environment is not an http:// proxy, the only kind the S3 store can use")
+        }
+        // libcurl's default proxy port.
+        let port = url.port ?? 1080
+        if let user = url.user {
+            return .server(host: proxyHost, port: port, authorization: .basic(username: user, password: url.password ?? ""))
+        }
+        return .server(host: proxyHost, port: port)
+    }
 
     /// The raw (unencoded) request path for a full object key, or the bucket itself for nil.
     func path(for key: String?) -> String {
@@ -99,17 +149,16 @@ final class S3Client: Sendable {
     }
 
     /// Sends one request, retrying network errors, 5xx and `SlowDown` up to the policy's
-    /// attempts. Other answers, 4xx included, are returned for the caller to judge.
+    /// attempts. Other answers, 4xx included, are returned for the caller to judge. At most
+    /// `bodyLimit` bytes of an answer's body are read (reads stay bounded).
     func send(
         _ method: String, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
-        body: Data? = nil, operation: String, attempts: Int? = nil
+        body: Data? = nil, operation: String, attempts: Int? = nil, bodyLimit: Int = 16 << 20
     ) async throws -> Response {
         let payloadHash = body.map { SigV4Signer.sha256Hex($0) } ?? SigV4Signer.emptyPayloadHash
         let path = path(for: key)
         let encodedQuery = SigV4Signer.canonicalQuery(query)
-        guard let url = URL(string: origin + SigV4Signer.canonicalURI(path) + (encodedQuery.isEmpty ? "" : "?" + encodedQuery)) else {
-            throw BlobStoreError("S3 \(operation): cannot form a URL for '\(key ?? location.bucket)'")
-        }
+        let url = origin + SigV4Signer.canonicalURI(path) + (encodedQuery.isEmpty ? "" : "?" + encodedQuery)
         let limit = attempts ?? retry.attempts
         var attempt = 0
         while true {
@@ -120,31 +169,33 @@ final class S3Client: Sendable {
             let signature = signer.sign(
                 SigV4Signer.Request(method: method, path: path, query: query, headers: [("host", host)] + headers, payloadHash: payloadHash),
                 at: Date())
-            var request = URLRequest(url: url)
-            request.httpMethod = method
-            for (name, value) in headers + signature.addedHeaders { request.setValue(value, forHTTPHeaderField: name) }
+            var request = HTTPClientRequest(url: url)
+            request.method = HTTPMethod(rawValue: method)
+            for (name, value) in headers + signature.addedHeaders { request.headers.replaceOrAdd(name: name, value: value) }
             if let body {
-                request.httpBody = body
+                request.body = .bytes(body)
                 if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-                    request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+                    request.headers.replaceOrAdd(name: "Content-Type", value: "application/octet-stream")
                 }
             }
             let failure: String
             do {
-                let (data, urlResponse) = try await session.data(for: request)
-                guard let http = urlResponse as? HTTPURLResponse else {
-                    throw BlobStoreError("S3 \(operation): the answer from \(origin) was not HTTP")
-                }
+                let answer = try await http.execute(request, timeout: requestTimeout)
                 var headers: [String: String] = [:]
-                for (name, value) in http.allHeaderFields {
-                    if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-                }
-                let response = Response(status: http.statusCode, headers: headers, body: data)
+                for (name, value) in answer.headers { headers[name.lowercased()] = value }
+                // An error's XML is kept whole whatever the part of an object asked for.
+                let data = try await Self.collect(answer.body, upTo: max(bodyLimit, 1 << 20))
+                let response = Response(status: Int(answer.status.code), headers: headers, body: data)
                 let code = response.isSuccess ? nil : response.errorCode
-                guard http.statusCode >= 500 || code == "SlowDown" || code == "RequestTimeout" else { return response }
-                failure = "HTTP \(http.statusCode)\(code.map { " \($0)" } ?? "")"
-            } catch let error as URLError {
-                if error.code == .cancelled { throw CancellationError() }
+                guard response.status >= 500 || code == "SlowDown" || code == "RequestTimeout" else { return response }
+                failure = "HTTP \(response.status)\(code.map { " \($0)" } ?? "")"
+            } catch let error as HTTPClientError where error == .cancelled {
+                throw CancellationError()
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch let error as BlobStoreError {
+                throw error
+            } catch {
                 failure = Self.describe(error)
             }
             guard attempt < limit else {
@@ -154,16 +205,32 @@ final class S3Client: Sendable {
         }
     }
 
-    private static func describe(_ error: URLError) -> String {
-        switch error.code {
-        case .cannotConnectToHost: "connection refused (is the S3 server running, and is ?endpoint= right?)"
-        case .cannotFindHost, .dnsLookupFailed: "host name not found (check ?endpoint= and the bucket's region)"
-        case .timedOut: "timed out"
-        case .networkConnectionLost: "connection lost"
-        case .notConnectedToInternet: "no network"
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid:
-            "TLS handshake failed: \(error.localizedDescription)"
-        default: error.localizedDescription
+    /// An answer's body, up to `limit` bytes; the rest is not read.
+    private static func collect(_ body: HTTPClientResponse.Body, upTo limit: Int) async throws -> Data {
+        var data = Data()
+        for try await buffer in body {
+            let room = limit - data.count
+            data.append(contentsOf: buffer.readableBytesView.prefix(room))
+            if buffer.readableBytes >= room { break }
+        }
+        return data
+    }
+
+    /// What went wrong on the way to an answer, and what to check for the usual causes.
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as HTTPClientError where error == .connectTimeout: return "timed out connecting"
+        case let error as HTTPClientError where error == .readTimeout || error == .deadlineExceeded: return "timed out"
+        case let error as HTTPClientError where error == .remoteConnectionClosed: return "connection lost"
+        case let error as NIOConnectionError:
+            if error.connectionErrors.isEmpty { return "host name not found (check ?endpoint= and the bucket's region)" }
+            return error.connectionErrors.map { describe($0.error) }.first ?? "\(error)"
+        case let error as IOError where error.errnoCode == ECONNREFUSED:
+            return "connection refused (is the S3 server running, and is ?endpoint= right?)"
+        case let error as IOError where error.errnoCode == ENETUNREACH || error.errnoCode == EHOSTUNREACH: return "no network"
+        case is NIOSSLError, is BoringSSLError: return "TLS handshake failed: \(error)"
+        case ChannelError.connectTimeout: return "timed out connecting"
+        default: return "\(error)"
         }
     }
 

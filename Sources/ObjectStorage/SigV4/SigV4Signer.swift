@@ -113,7 +113,7 @@ public struct SigV4Signer: Sendable {
     }
 
     /// Each segment encoded, '/' kept. A segment of dots only is sent as `%2E`: HTTP
-    /// clients (libcurl under URLSession) remove `.` and `..` segments from a path before
+    /// clients and URL parsers may remove `.` and `..` segments from a path before
     /// sending it, which would address another key. S3 signs the path it receives, as sent.
     public static func canonicalURI(_ path: String) -> String {
         guard !path.isEmpty else { return "/" }
