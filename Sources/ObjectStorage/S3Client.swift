@@ -48,7 +48,6 @@ final class S3Client: Sendable {
     /// three dozen shared libraries into every process of the binary, about 11 ms at each
     /// start (a cron run, a CLI command, one process per photo), S3 in use or not.
     private let http: HTTPClient
-    private let requestTimeout: TimeAmount
     /// `scheme://host[:port]` every request goes to.
     let origin: String
     /// The Host header as the HTTP client sends it, which is what gets signed.
@@ -81,10 +80,11 @@ final class S3Client: Sendable {
             pathStyle = false
         }
         var configuration = HTTPClient.Configuration()
-        // As URLSession's request timeout was: the longest wait for the connection and, after
-        // it, for the next bytes of the answer.
-        self.requestTimeout = .milliseconds(Int64(requestTimeout * 1000))
-        configuration.timeout = .init(connect: self.requestTimeout, read: self.requestTimeout)
+        // As URLSession's request timeout was: the longest silence, connecting, sending or
+        // waiting for the answer's next bytes. Not a deadline for the whole request, which a
+        // 16 MiB part on a slow uplink would overrun however well it was going.
+        let idle = TimeAmount.milliseconds(Int64(requestTimeout * 1000))
+        configuration.timeout = .init(connect: idle, read: idle, write: idle)
         // A redirect would be signed for another host and path: its answer is returned as it is.
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
@@ -111,21 +111,27 @@ final class S3Client: Sendable {
         let named = scheme == "https" ? variable("https_proxy") : variable("http_proxy", upperCase: false)
         guard let setting = named ?? variable("all_proxy") else { return nil }
         if let exceptions = variable("no_proxy") {
-            let host = host.lowercased()
+            let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
             for entry in exceptions.split(separator: ",") {
-                let domain = entry.trimmingCharacters(in: .whitespaces).lowercased().drop { $0 == "." }
+                let domain = String(entry.trimmingCharacters(in: .whitespaces).lowercased().drop { $0 == "." })
                 if domain == "*" || host == domain || host.hasSuffix("." + domain) { return nil }
+                if Self.address(host, isIn: domain) { return nil }
             }
         }
         let written = setting.contains("://") ? setting : "http://" + setting
         guard let url = URLComponents(string: written), let proxyHost = url.host, !proxyHost.isEmpty else {
             throw S3ConfigurationError("the proxy '\(setting)' in the environment is not a URL: set it as http://host:port")
         }
-        guard url.scheme?.lowercased() == "http" else {
-            throw S3ConfigurationError("the proxy '\(setting)' in the environment is not an http:// proxy, the only kind the S3 store can use")
-        }
         // libcurl's default proxy port.
         let port = url.port ?? 1080
+        switch url.scheme?.lowercased() {
+        case "http": break
+        case "socks5" where url.user == nil, "socks5h" where url.user == nil:
+            return .socksServer(host: proxyHost, port: port)
+        default:
+            throw S3ConfigurationError(
+                "the proxy '\(setting)' in the environment is not one the S3 store can use: an http:// proxy, or socks5:// without a password")
+        }
         if let user = url.user {
             return .server(host: proxyHost, port: port, authorization: .basic(username: user, password: url.password ?? ""))
         }
@@ -180,7 +186,7 @@ final class S3Client: Sendable {
             }
             let failure: String
             do {
-                let answer = try await http.execute(request, timeout: requestTimeout)
+                let answer = try await http.execute(request, deadline: .distantFuture)
                 var headers: [String: String] = [:]
                 for (name, value) in answer.headers { headers[name.lowercased()] = value }
                 // An error's XML is kept whole whatever the part of an object asked for.
@@ -211,9 +217,33 @@ final class S3Client: Sendable {
         for try await buffer in body {
             let room = limit - data.count
             data.append(contentsOf: buffer.readableBytesView.prefix(room))
-            if buffer.readableBytes >= room { break }
+            // Past the limit: the rest is not waited for (the connection is closed, not reused).
+            if buffer.readableBytes > room { break }
         }
         return data
+    }
+
+    /// Whether the IP address `host` lies in `range`, a `no_proxy` entry written as an
+    /// address with a prefix length (`10.0.0.0/8`, `fd00::/8`), as libcurl matches them.
+    static func address(_ host: String, isIn range: String) -> Bool {
+        let parts = range.split(separator: "/", maxSplits: 1)
+        guard parts.count == 2, let bits = Int(parts[1]), let network = ipBytes(String(parts[0])), let address = ipBytes(host),
+              network.count == address.count, (0...(network.count * 8)).contains(bits)
+        else { return false }
+        for index in 0..<network.count {
+            let mask: UInt8 = bits >= (index + 1) * 8 ? 0xFF : bits <= index * 8 ? 0 : ~(0xFF >> UInt8(bits - index * 8))
+            if network[index] & mask != address[index] & mask { return false }
+        }
+        return true
+    }
+
+    /// An IPv4 or IPv6 address's bytes, or nil for anything else (a host name).
+    private static func ipBytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
     }
 
     /// What went wrong on the way to an answer, and what to check for the usual causes.
@@ -228,7 +258,9 @@ final class S3Client: Sendable {
         case let error as IOError where error.errnoCode == ECONNREFUSED:
             return "connection refused (is the S3 server running, and is ?endpoint= right?)"
         case let error as IOError where error.errnoCode == ENETUNREACH || error.errnoCode == EHOSTUNREACH: return "no network"
-        case is NIOSSLError, is BoringSSLError: return "TLS handshake failed: \(error)"
+        case is NIOSSLError, is NIOSSLExtraError, is BoringSSLError: return "TLS handshake failed: \(error)"
+        case let error as HTTPClientError where error == .invalidProxyResponse || error == .socksHandshakeTimeout:
+            return "the proxy named in the environment refused the tunnel (\(error)): check https_proxy / http_proxy / no_proxy"
         case ChannelError.connectTimeout: return "timed out connecting"
         default: return "\(error)"
         }

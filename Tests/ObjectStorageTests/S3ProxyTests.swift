@@ -1,8 +1,6 @@
+import AsyncHTTPClient
 import ChildProcesses
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Lifecycle
 import ObjectStorage
 import Testing
@@ -41,10 +39,12 @@ final class ConnectProxy: Sendable {
         var authorization: String
     }
 
+    /// Asked directly, never through a proxy the machine's environment may name.
     func tunnels() async throws -> [Tunnel] {
         struct Stats: Decodable { var tunnels: [Tunnel] }
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/__proxy/stats")!)
-        return try JSONDecoder().decode(Stats.self, from: data).tunnels
+        let answer = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/__proxy/stats"), timeout: .seconds(10))
+        let body = try await answer.body.collect(upTo: 1 << 20)
+        return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView)).tunnels
     }
 }
 
