@@ -101,8 +101,9 @@ final class S3Client: Sendable {
     /// The HTTP proxy the environment names for `scheme` (`https_proxy`, `http_proxy`, then
     /// `all_proxy`; upper case too, except `HTTP_PROXY`, which a CGI request can set), unless
     /// `no_proxy` lists `host`: the variables libcurl, and so URLSession, honoured, which
-    /// AsyncHTTPClient does not read itself. A proxy reached over TLS is refused, as
-    /// AsyncHTTPClient speaks plain HTTP (CONNECT for https) to its proxy.
+    /// AsyncHTTPClient does not read itself. AsyncHTTPClient speaks plain HTTP to an HTTP
+    /// proxy (CONNECT, for http and https alike) and SOCKS5 without a password, so a proxy
+    /// reached over TLS, or one of another kind, is refused rather than bypassed.
     static func proxy(scheme: String, host: String, environment: [String: String]) throws -> HTTPClient.Configuration.Proxy? {
         func variable(_ name: String, upperCase: Bool = true) -> String? {
             let value = environment[name] ?? (upperCase ? environment[name.uppercased()] : nil)
@@ -199,8 +200,6 @@ final class S3Client: Sendable {
                 throw CancellationError()
             } catch is CancellationError {
                 throw CancellationError()
-            } catch let error as BlobStoreError {
-                throw error
             } catch {
                 failure = Self.describe(error)
             }
