@@ -173,3 +173,37 @@ struct S3Tests {
         return options
     }()
 }
+
+/// A Python fixture of this directory's `Fixtures/` (a proxy the S3 tests put between the
+/// store and moto) run as a child process: started with its arguments, ready once it prints
+/// "ready" on its stdout, terminated when the test lets go of it. Not waited for: a deinit
+/// cannot await, and the test's cooperative thread must not block on the child's exit
+/// (Foundation reaps it). The scripts unblock SIGTERM themselves, since the test process
+/// blocks it and children inherit the mask.
+final class FixtureProcess: Sendable {
+    private let process: Process
+
+    init(script: String, arguments: [String], describedAs description: String) async throws {
+        let ready = Pipe()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/" + script] + arguments
+        process.standardOutput = ready
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        // Not the test process's own stderr: a child left running would hold `swift test`'s pipe open.
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Reading blocks until the script listens, so on a thread of its own.
+        let line = String(decoding: await onThreadOfItsOwn { ready.fileHandleForReading.readData(ofLength: 6) }, as: UTF8.self)
+        guard line.hasPrefix("ready") else {
+            process.terminate()
+            throw TestFailure("\(description) did not start (it printed '\(line)')")
+        }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+    }
+
+    deinit { stop() }
+}

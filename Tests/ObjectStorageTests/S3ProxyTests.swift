@@ -8,31 +8,14 @@ import Testing
 /// A tunnelling egress proxy (Fixtures/connect_proxy.py) between the store and moto_server.
 final class ConnectProxy: Sendable {
     let port: Int
-    private let process: Process
+    private let process: FixtureProcess
 
     init() async throws {
         port = try MotoServer.freePort()
-        let ready = Pipe()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/connect_proxy.py", String(port)]
-        process.standardOutput = ready
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        // Not the test process's own stderr: a proxy left running would hold `swift test`'s pipe open.
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = String(decoding: await onThreadOfItsOwn { ready.fileHandleForReading.readData(ofLength: 6) }, as: UTF8.self)
-        guard line.hasPrefix("ready") else {
-            process.terminate()
-            throw TestFailure("the CONNECT proxy did not start (it printed '\(line)')")
-        }
+        process = try await FixtureProcess(script: "connect_proxy.py", arguments: [String(port)], describedAs: "the CONNECT proxy")
     }
 
-    func stop() {
-        if process.isRunning { process.terminate() }
-    }
-
-    deinit { stop() }
+    func stop() { process.stop() }
 
     struct Tunnel: Decodable, Equatable {
         var target: String

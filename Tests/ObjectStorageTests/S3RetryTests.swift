@@ -1,8 +1,6 @@
+import AsyncHTTPClient
 import ChildProcesses
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Lifecycle
 import ObjectStorage
 import Testing
@@ -11,32 +9,14 @@ import Testing
 /// (Fixtures/faulty_s3_proxy.py): 5xx answers and keys a DeleteObjects failed to delete.
 final class FaultyS3Proxy: Sendable {
     let endpoint: URL
-    private let process: Process
+    private let process: FixtureProcess
 
     /// `rules`: FAULT:METHOD:QUERY:COUNT, as the script documents.
     init(upstream: MotoServer, rules: [String]) async throws {
         let port = try MotoServer.freePort()
         endpoint = URL(string: "http://127.0.0.1:\(port)")!
-        let script = repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/faulty_s3_proxy.py"
-        let ready = Pipe()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, String(port), String(upstream.port)] + rules
-        process.standardOutput = ready
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        try process.run()
-        // The script prints one line once it listens; reading blocks until then, on a thread of its own.
-        let line = String(decoding: await onThreadOfItsOwn { ready.fileHandleForReading.readData(ofLength: 6) }, as: UTF8.self)
-        guard line.hasPrefix("ready") else {
-            process.terminate()
-            throw TestFailure("the fault-injecting S3 proxy did not start (it printed '\(line)')")
-        }
-    }
-
-    /// Stopped when the test lets go of it. Not waited for: a deinit cannot await, and the
-    /// test's cooperative thread must not block on the proxy's exit (Foundation reaps it).
-    deinit {
-        if process.isRunning { process.terminate() }
+        process = try await FixtureProcess(
+            script: "faulty_s3_proxy.py", arguments: [String(port), String(upstream.port)] + rules, describedAs: "the fault-injecting S3 proxy")
     }
 
     struct Stats: Decodable {
@@ -50,9 +30,12 @@ final class FaultyS3Proxy: Sendable {
         var forwarded: Int
     }
 
+    /// Asked directly, never through a proxy the machine's environment may name.
     func stats() async throws -> Stats {
-        let (data, _) = try await URLSession.shared.data(from: endpoint.appendingPathComponent("__proxy/stats"))
-        return try JSONDecoder().decode(Stats.self, from: data)
+        let answer = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: endpoint.appendingPathComponent("__proxy/stats").absoluteString), timeout: .seconds(10))
+        let body = try await answer.body.collect(upTo: 1 << 20)
+        return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView))
     }
 
     /// A store on a fresh bucket of moto's, reached through the proxy.
