@@ -29,6 +29,7 @@ extension PhotoNormalizer {
     @discardableResult
     public func normalizeFile(at inputPath: String, to outputPath: String) throws -> NormalizedPhoto {
         let input = try readInput(at: inputPath)
+        try Self.requireLibrary(for: input)
         let photo = try normalize(input)
         try writeReplacing(photo.jpegData, at: outputPath)
         return photo

@@ -30,8 +30,14 @@ public struct PhotoNormalizer: Sendable {
     /// Opens and starts libvips, which the process loads on its first photo rather than
     /// at start; throws when it cannot (the library is missing or broken). Nothing is
     /// wrong with any photo then, and the work can be tried again once it is installed.
-    public static func requireLibrary() throws(ImagingUnavailable) {
+    ///
+    /// With the upload's bytes, also what reading them takes: for a HEIC upload, the
+    /// libvips HEIF module, which is opened by the first HEIC photo rather than at start.
+    public static func requireLibrary(for upload: Data? = nil) throws(ImagingUnavailable) {
         if let failure = VipsRuntime.failure { throw ImagingUnavailable(description: failure) }
+        if let upload, PhotoFormat(sniffing: upload) == .heic, let failure = VipsRuntime.heifFailure {
+            throw ImagingUnavailable(description: failure)
+        }
     }
 
     /// Checks an upload the way `normalize` will, reading only its header.
@@ -80,6 +86,9 @@ public struct PhotoNormalizer: Sendable {
         // it unreadable, and refuses HEIF sequences and non-HEVC payloads.
         try PhotoHeader.read(bytes, as: format).check(against: policy)
 
+        // Callers that passed the upload to `requireLibrary(for:)` have opened the HEIF
+        // module already; for the others a module that fails to open ends as "no loader".
+        if format == .heic { _ = VipsRuntime.heifFailure }
         guard let loaderName = cvips_foreign_find_load_buffer(base, bytes.count) else {
             throw .corrupt("sniffed as \(format.rawValue) but no libvips loader accepts it: \(VipsRuntime.takeError())")
         }

@@ -162,6 +162,8 @@ struct NormalizePhotoFile: AsyncParsableCommand {
                 return .dataError
             } catch let failure as PhotoFileError {
                 throw CLIFailure(.unavailable, "cannot write \(output): \(failure)")
+            } catch let unavailable as ImagingUnavailable {
+                throw CLIFailure(.unavailable, "cannot normalise \(input): \(unavailable); install libheif1 and libvips42 (Jobs/runbooks/install.md)")
             } catch {
                 throw CLIFailure(.noInput, "\(input) cannot be read: \(error.localizedDescription)")
             }

@@ -21,6 +21,28 @@ struct PhotoFileCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.root).filter { $0.hasPrefix("out") } == ["out.jpg"])
     }
 
+    /// The HEIF decoders (libheif, libde265, x265, libaom, dav1d) are opened by the first
+    /// HEIC photo, not at start: a process that sees only JPEG and PNG never maps them. Seen
+    /// through the dynamic loader's own record of the files it opens (LD_DEBUG=files).
+    @Test func onlyAHEICInputOpensTheHEIFDecoders() async throws {
+        let workspace = try Workspace()
+        var opened: [String: String] = [:]
+        for name in ["trail.jpg", "avatar-alpha.png", "portrait.heic"] {
+            let result = try await workspace.run(
+                ["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/" + name, workspace.root + "/\(name).out.jpg"],
+                environment: ["LD_DEBUG": "files"])
+            #expect(result.status == 0, "\(name): \(result.stderr.suffix(2_000))")
+            #expect(result.stderr.contains("file=libvips.so.42"), "\(name): the loader's record is missing")
+            opened[name] = result.stderr
+        }
+        for name in ["trail.jpg", "avatar-alpha.png"] {
+            #expect(opened[name]?.contains("vips-heif.so") == false, "\(name)")
+            #expect(opened[name]?.contains("file=libheif.so") == false, "\(name)")
+        }
+        #expect(opened["portrait.heic"]?.contains("/vips-heif.so") == true)
+        #expect(opened["portrait.heic"]?.contains("file=libheif.so") == true)
+    }
+
     @Test func everyRefusedFileExits65WithTheProductMessageAndLeavesNoOutput() async throws {
         let workspace = try Workspace()
         let inputs = workspace.root + "/in"

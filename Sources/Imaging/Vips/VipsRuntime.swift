@@ -5,29 +5,32 @@ import Foundation
 /// loaders, cache, thread pool size), so they are set exactly once, on first
 /// use, behind Swift's thread-safe lazy static initialisation.
 enum VipsRuntime {
-    /// nil once libvips is ready; otherwise why it could not start.
-    private static let startupFailure: String? = {
+    private struct Startup {
+        /// nil once libvips is ready; otherwise why it could not start.
+        var failure: String?
+        /// The HEIF module to open on the first HEIC photo; nil when libvips loaded its
+        /// modules itself (an operator's VIPSHOME) or has none where it is looked for.
+        var heifModule: String?
+    }
+
+    private static let startup: Startup = {
         if let failure = cvips_open() {
-            return "cannot open libvips (Debian's libvips42): \(String(cString: failure))"
+            return Startup(failure: "cannot open libvips (Debian's libvips42): \(String(cString: failure))")
         }
-        // Only the HEIF module is loaded: the others (ImageMagick, poppler, OpenSlide,
-        // JPEG XL) would bring decoders for formats the product refuses into the process
-        // that reads untrusted uploads, and loading them costs every photo process about 17 ms.
-        // libvips finds its modules under $VIPSHOME; pointing it at a directory without
-        // any keeps it from loading them, and the HEIF module is then opened by hand. An
-        // operator's own VIPSHOME, or a libvips laid out differently, gets the stock behaviour.
+        // No libvips module is loaded at start: the others (ImageMagick, poppler,
+        // OpenSlide, JPEG XL) would bring decoders for formats the product refuses into the
+        // process that reads untrusted uploads, and loading them costs every photo process
+        // about 17 ms. libvips finds its modules under $VIPSHOME; pointing it at a directory
+        // without any keeps it from loading them, and the HEIF module is opened by hand on
+        // the first HEIC photo (`heifFailure`). An operator's own VIPSHOME, or a libvips laid
+        // out differently, gets the stock behaviour.
         let heifModule = getenv("VIPSHOME") == nil ? heifModulePath() : nil
         if heifModule != nil { setenv("VIPSHOME", "/nonexistent", 1) }
         // VIPS_INIT is a macro Swift cannot import; vips_init is what it calls.
         guard cvips_init("AccountLifecycle") == 0 else {
-            return takeError()
+            return Startup(failure: takeError())
         }
-        if let heifModule {
-            unsetenv("VIPSHOME")
-            if let failure = cvips_load_module(heifModule) {
-                return "cannot load the libvips HEIF module \(heifModule): \(String(cString: failure))"
-            }
-        }
+        if heifModule != nil { unsetenv("VIPSHOME") }
         // Blocks loaders not meant for hostile input (SVG, PDF, ImageMagick,
         // …). GIF, WebP and TIFF stay "trusted", which is why Imaging also
         // insists on its own three loaders.
@@ -39,6 +42,24 @@ enum VipsRuntime {
         // Threads per image are chosen per render (`RenderThreads`); until then one.
         if getenv("VIPS_CONCURRENCY") == nil {
             cvips_concurrency_set(1)
+        }
+        return Startup(heifModule: heifModule)
+    }()
+
+    private static var startupFailure: String? { startup.failure }
+
+    /// Why HEIC photos cannot be read (libvips or its HEIF module failed to open), or nil
+    /// once they can; the first read opens the module. The HEIF module (libheif with
+    /// its HEVC, AV1 and x265 libraries) is opened by the first HEIC photo rather than at
+    /// start: a process that only ever sees JPEG and PNG, as most do, is spared about 9 ms
+    /// of loading and relocating them, and their memory. Registering its loader classes
+    /// while other threads look loaders up is safe: GLib's type system takes its own lock
+    /// for both.
+    static let heifFailure: String? = {
+        if let failure = startup.failure { return failure }
+        guard let heifModule = startup.heifModule else { return nil }
+        if let failure = cvips_load_module(heifModule) {
+            return "cannot load the libvips HEIF module \(heifModule): \(String(cString: failure))"
         }
         return nil
     }()

@@ -77,7 +77,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         }
         let bytes = try await services.blobs.readAll(key: photo.blobKey)
         // Outside the refusal below: a missing libvips fails this attempt, not the upload.
-        try PhotoNormalizer.requireLibrary()
+        try PhotoNormalizer.requireLibrary(for: bytes)
         let header: PhotoInfo
         do {
             header = try PhotoNormalizer(policy: policy).inspect(bytes)
@@ -108,7 +108,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             return try .output(Rendering(end: .init(reason: .gone)), finishesJob: true)
         }
         let inputSHA256 = FileDigest.hex(SHA256.hash(data: bytes))
-        try PhotoNormalizer.requireLibrary()
+        try PhotoNormalizer.requireLibrary(for: bytes)
         let outcome = await Self.offTheCooperativePool { () -> Result<NormalizedPhoto, PhotoRejection> in
             Result { () throws(PhotoRejection) in try PhotoNormalizer(policy: policy).normalize(bytes) }
         }
