@@ -109,8 +109,9 @@ struct DemoTour {
         let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
         let report = try await importer.importFile(at: path)
         say("imported \(report.imported.count), already present \(report.unchanged.count), refused \(report.failures.count), photos stored \(report.photosStored)")
+        let appData = AppDataCache()
         for id in report.imported + report.unchanged {
-            let counts = try await services.rowCounts(accountID: id)
+            let counts = try await services.rowCounts(accountID: id, cache: appData)
             say("  \(id): " + counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
     }

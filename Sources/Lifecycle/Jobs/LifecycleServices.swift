@@ -83,8 +83,10 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     }
 
     /// The account's rows in each table of the data map, counted by the statements generated from it.
-    public func rowCounts(accountID: String) async throws -> [String: Int] {
-        let data = try await AppDataCache().appData(self)
+    /// A caller counting several accounts passes one `cache`: without it each call reads the
+    /// map and the database's catalog again.
+    public func rowCounts(accountID: String, cache: AppDataCache = AppDataCache()) async throws -> [String: Int] {
+        let data = try await cache.appData(self)
         return try await store.read { tx in try data.rowCounts(key: accountID, in: tx) }
     }
 
