@@ -24,8 +24,9 @@ extension PhotoNormalizer {
     /// The output (a person's photo: mode 0600) is written to `outputPath.tmp-<random>`, flushed to disk,
     /// then renamed: a crash or refusal never leaves a partial or stale file
     /// at `outputPath`, and running it again after a crash simply redoes the
-    /// work. Throws `PhotoRejection` for the photo, `PhotoFileError` or a
-    /// Foundation error for file-system trouble.
+    /// work. Throws `PhotoRejection` for the photo, `ImagingUnavailable` when
+    /// libvips (or, for a HEIC, its HEIF module) cannot open, `PhotoFileError`
+    /// or a Foundation error for file-system trouble.
     @discardableResult
     public func normalizeFile(at inputPath: String, to outputPath: String) throws -> NormalizedPhoto {
         let input = try readInput(at: inputPath)

@@ -20,8 +20,9 @@ import Foundation
 public struct PhotoNormalizer: Sendable {
     public let policy: PhotoPolicy
 
-    /// Stops the process when libvips cannot be opened: callers that can carry on
-    /// without photos call `requireLibrary()` first.
+    /// Stops the process when libvips cannot be opened, and `normalize` or `inspect` when
+    /// a HEIC upload meets a HEIF module that cannot: callers that can carry on without
+    /// photos call `requireLibrary(for:)` with the upload first.
     public init(policy: PhotoPolicy = .init()) {
         VipsRuntime.start()
         self.policy = policy
@@ -86,9 +87,12 @@ public struct PhotoNormalizer: Sendable {
         // it unreadable, and refuses HEIF sequences and non-HEVC payloads.
         try PhotoHeader.read(bytes, as: format).check(against: policy)
 
-        // Callers that passed the upload to `requireLibrary(for:)` have opened the HEIF
-        // module already; for the others a module that fails to open ends as "no loader".
-        if format == .heic { _ = VipsRuntime.heifFailure }
+        // Callers pass the upload to `requireLibrary(for:)` first, which opens the HEIF
+        // module; one that did not, with the module failing, is stopped here, as `init`
+        // stops it when libvips cannot start, rather than have a good photo refused.
+        if format == .heic, let failure = VipsRuntime.heifFailure {
+            fatalError("libvips cannot read HEIC: \(failure); call PhotoNormalizer.requireLibrary(for:) with the upload first")
+        }
         guard let loaderName = cvips_foreign_find_load_buffer(base, bytes.count) else {
             throw .corrupt("sniffed as \(format.rawValue) but no libvips loader accepts it: \(VipsRuntime.takeError())")
         }
@@ -206,7 +210,9 @@ public struct PhotoNormalizer: Sendable {
     }
 }
 
-/// libvips could not be opened or started: `PhotoNormalizer.requireLibrary()`.
+/// libvips could not be opened or started, or for a HEIC upload its HEIF module could not:
+/// `PhotoNormalizer.requireLibrary(for:)`. Nothing is wrong with the photo; the work can be
+/// tried again once the library is installed.
 public struct ImagingUnavailable: Error, CustomStringConvertible {
     public let description: String
 }

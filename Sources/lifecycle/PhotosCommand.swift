@@ -123,7 +123,8 @@ struct NormalizePhotoFile: AsyncParsableCommand {
         discussion: """
             OUT is replaced atomically and only on success: a refused or failed photo leaves no partial file.
             Exit codes: 0 written, 65 the photo is refused (stderr has the message its uploader would see, then the
-            detail), 66 IN does not exist or cannot be read, 64 OUT's directory does not exist, 69 OUT cannot be written.
+            detail), 66 IN does not exist or cannot be read, 64 OUT's directory does not exist, 69 OUT cannot be written
+            or libvips (for a HEIC, its HEIF module) cannot be opened.
             """)
 
     @OptionGroup var options: GlobalOptions

@@ -23,17 +23,22 @@ struct PhotoFileCommandTests {
 
     /// The HEIF decoders (libheif, libde265, x265, libaom, dav1d) are opened by the first
     /// HEIC photo, not at start: a process that sees only JPEG and PNG never maps them. Seen
-    /// through the dynamic loader's own record of the files it opens (LD_DEBUG=files).
+    /// through the dynamic loader's own record of the files it opens (LD_DEBUG=files,
+    /// written to a file of its own so the command's stderr stays its own).
     @Test func onlyAHEICInputOpensTheHEIFDecoders() async throws {
         let workspace = try Workspace()
         var opened: [String: String] = [:]
-        for name in ["trail.jpg", "avatar-alpha.png", "portrait.heic"] {
+        for (index, name) in ["trail.jpg", "avatar-alpha.png", "portrait.heic"].enumerated() {
+            let record = workspace.root + "/loader-\(index)"
             let result = try await workspace.run(
                 ["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/" + name, workspace.root + "/\(name).out.jpg"],
-                environment: ["LD_DEBUG": "files"])
-            #expect(result.status == 0, "\(name): \(result.stderr.suffix(2_000))")
-            #expect(result.stderr.contains("file=libvips.so.42"), "\(name): the loader's record is missing")
-            opened[name] = result.stderr
+                environment: ["LD_DEBUG": "files", "LD_DEBUG_OUTPUT": record])
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            // The loader appends the process id to the file's name.
+            let files = try FileManager.default.contentsOfDirectory(atPath: workspace.root).filter { $0.hasPrefix("loader-\(index).") }
+            let text = try files.map { try String(contentsOfFile: workspace.root + "/" + $0, encoding: .utf8) }.joined()
+            #expect(text.contains("file=libvips.so.42"), "\(name): the loader's record is missing")
+            opened[name] = text
         }
         for name in ["trail.jpg", "avatar-alpha.png"] {
             #expect(opened[name]?.contains("vips-heif.so") == false, "\(name)")
@@ -41,6 +46,33 @@ struct PhotoFileCommandTests {
         }
         #expect(opened["portrait.heic"]?.contains("/vips-heif.so") == true)
         #expect(opened["portrait.heic"]?.contains("file=libheif.so") == true)
+    }
+
+    /// A HEIF module that cannot be opened is the library missing (exit 69, try again once
+    /// it is installed), never the photo refused: libvips copied beside a damaged module,
+    /// where the command finds it (the module is looked for beside the libvips it opened).
+    @Test func aHEICWhoseModuleCannotOpenExits69AndAJPEGStillWorks() async throws {
+        let workspace = try Workspace()
+        let system = "/usr/lib/x86_64-linux-gnu"
+        let moduleDirectory = try #require(try FileManager.default.contentsOfDirectory(atPath: system).first { $0.hasPrefix("vips-modules-") })
+        let library = workspace.root + "/lib"
+        try FileManager.default.createDirectory(atPath: library + "/" + moduleDirectory, withIntermediateDirectories: true)
+        // A copy, not a link: the module is looked for beside the file the loader resolved.
+        try FileManager.default.copyItem(
+            atPath: URL(fileURLWithPath: system + "/libvips.so.42").resolvingSymlinksInPath().path, toPath: library + "/libvips.so.42")
+        try Data("not a shared object".utf8).write(to: URL(fileURLWithPath: library + "/" + moduleDirectory + "/vips-heif.so"))
+        let environment = ["LD_LIBRARY_PATH": library]
+
+        let heic = try await workspace.run(
+            ["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/portrait.heic", workspace.root + "/heic.jpg"], environment: environment)
+        #expect(heic.status == 69, "\(heic.stderr)")
+        #expect(heic.stderr.contains("cannot load the libvips HEIF module \(library)/\(moduleDirectory)/vips-heif.so"), "\(heic.stderr)")
+        #expect(heic.stderr.contains("install libheif1 and libvips42"), "\(heic.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.root + "/heic.jpg"))
+
+        let jpeg = try await workspace.run(
+            ["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/trail.jpg", workspace.root + "/jpeg.jpg"], environment: environment)
+        #expect(jpeg.status == 0, "\(jpeg.stderr)")
     }
 
     @Test func everyRefusedFileExits65WithTheProductMessageAndLeavesNoOutput() async throws {

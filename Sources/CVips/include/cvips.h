@@ -40,6 +40,8 @@ int cvips_jpegsave_stripped(VipsImage *in, void **buf, size_t *len, int quality)
 /* The file the dynamic loader opened for libvips, symlinks resolved, or NULL. */
 const char *cvips_library_path(void);
 const char *cvips_load_module(const char *path);
+/* Whether GLib knows a type of this name (a libvips class registered by libvips or a module). */
+int cvips_has_type(const char *name);
 int cvips_has_field(VipsImage *image, const char *name);
 void cvips_unref(VipsImage *image);
 void cvips_free(void *memory);

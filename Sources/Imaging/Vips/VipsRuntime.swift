@@ -1,5 +1,6 @@
 import CVips
 import Foundation
+import Synchronization
 
 /// Process-wide libvips state. libvips keeps global settings (untrusted
 /// loaders, cache, thread pool size), so they are set exactly once, on first
@@ -33,7 +34,9 @@ enum VipsRuntime {
         if heifModule != nil { unsetenv("VIPSHOME") }
         // Blocks loaders not meant for hostile input (SVG, PDF, ImageMagick,
         // …). GIF, WebP and TIFF stay "trusted", which is why Imaging also
-        // insists on its own three loaders.
+        // insists on its own three loaders. It marks the classes there are now:
+        // the HEIF ones, registered later, are not among them, and libvips does
+        // not count them untrusted anyway.
         cvips_block_untrusted_set(1)
         // The operation cache keys buffer loads by blob, and photos arrive in
         // buffers that are freed and reused: caching can only return stale
@@ -48,21 +51,39 @@ enum VipsRuntime {
 
     private static var startupFailure: String? { startup.failure }
 
-    /// Why HEIC photos cannot be read (libvips or its HEIF module failed to open), or nil
-    /// once they can; the first read opens the module. The HEIF module (libheif with
-    /// its HEVC, AV1 and x265 libraries) is opened by the first HEIC photo rather than at
-    /// start: a process that only ever sees JPEG and PNG, as most do, is spared about 9 ms
-    /// of loading and relocating them, and their memory. Registering its loader classes
-    /// while other threads look loaders up is safe: GLib's type system takes its own lock
-    /// for both.
-    static let heifFailure: String? = {
+    /// Whether the HEIF loader is registered; behind a lock, since the first HEIC photos of
+    /// a batch can arrive on several threads at once.
+    private static let heifReady = Mutex(false)
+
+    /// Why HEIC photos cannot be read, or nil once they can; the first call that finds
+    /// libvips without its HEIF loader opens the module.
+    ///
+    /// The HEIF module (libheif with its HEVC, AV1 and x265 libraries) is opened by the
+    /// first HEIC photo rather than at start: a process that only ever sees JPEG and PNG,
+    /// as most do, is spared about 9 ms of loading and relocating them, and their memory.
+    /// Registering its loader classes while other threads run libvips is safe: GLib's type
+    /// system takes its own lock, libvips builds its loader list afresh at every lookup and
+    /// guards its classes' argument tables with its global lock.
+    ///
+    /// A failure is not remembered: the module is opened again for the next HEIC photo (a
+    /// failed open registers nothing), so a worker that met a passing shortage of memory or
+    /// descriptors, or a package upgrade under way, recovers without a restart. Whatever the
+    /// way libvips was started, a HEIF loader class that is not there is a failure here,
+    /// never a photo refused as unreadable.
+    static var heifFailure: String? {
         if let failure = startup.failure { return failure }
-        guard let heifModule = startup.heifModule else { return nil }
-        if let failure = cvips_load_module(heifModule) {
-            return "cannot load the libvips HEIF module \(heifModule): \(String(cString: failure))"
+        return heifReady.withLock { ready -> String? in
+            if ready { return nil }
+            if let module = startup.heifModule, let failure = cvips_load_module(module) {
+                return "cannot load the libvips HEIF module \(module): \(String(cString: failure))"
+            }
+            guard cvips_has_type("VipsForeignLoadHeifBuffer") != 0 else {
+                return "libvips has no HEIF loader: its module vips-heif.so (Debian's libvips42, with libheif1) is missing or did not load"
+            }
+            ready = true
+            return nil
         }
-        return nil
-    }()
+    }
 
     /// Where libvips keeps its HEIF module: `vips-modules-<major>.<minor>` beside the
     /// libvips shared library this process opened. nil when it is not there.

@@ -76,7 +76,8 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             return try await refuse(.tooLarge(byteCount: Int(clamping: stored.size), limit: policy.maxInputBytes), photo: photo, context: context)
         }
         let bytes = try await services.blobs.readAll(key: photo.blobKey)
-        // Outside the refusal below: a missing libvips fails this attempt, not the upload.
+        // Outside the refusal below: a missing libvips (or, for a HEIC, HEIF module) fails
+        // this attempt, not the upload.
         try PhotoNormalizer.requireLibrary(for: bytes)
         let header: PhotoInfo
         do {
