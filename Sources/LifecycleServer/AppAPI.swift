@@ -18,6 +18,10 @@ import NIOCore
 struct AppAPI<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let token: APIToken
+    /// The data map and the app database's catalog, read once for every request: on an
+    /// app's own database, reading the catalog again for each request would be most of
+    /// its time (a schema change needs a restart, as the map's check runs at start).
+    let cache = AppDataCache()
 
     func register(on router: Router<ServerContext>) {
         let api = router.group("v1").add(middleware: BearerTokenMiddleware(token: token))
@@ -42,7 +46,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
     private func account(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
         do {
-            let directory = try await services.directory()
+            let directory = try await services.directory(cache: cache)
             let now = services.clock.now()
             let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?, PhotoRecord?)? in
                 guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
@@ -70,7 +74,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
                 }
                 format = known
             }
-            let outcome = try await services.requestExport(ExportRequest(account: reference, format: format))
+            let outcome = try await services.requestExport(ExportRequest(account: reference, format: format), cache: cache)
             return (.accepted, ExportAccepted(account: outcome.accountID, jobID: outcome.job.id, state: outcome.job.state.rawValue, created: outcome.created))
         }
     }
@@ -78,7 +82,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
     private func exports(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
         do {
-            let directory = try await services.directory()
+            let directory = try await services.directory(cache: cache)
             let now = services.clock.now()
             let (id, rows) = try await services.store.read { tx -> (String, [ExportRecord]) in
                 guard let id = try directory.find(reference, in: tx), try directory.entry(id: id, in: tx, locking: false, now: now) != nil else {
@@ -99,7 +103,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         let reference = try Self.account(in: context)
         let body = try await Self.decode(DeletionBody.self, from: request, context: context)
         do {
-            let result = try await DeletionService(services: services, directory: try await services.directory())
+            let result = try await DeletionService(services: services, directory: try await services.directory(cache: cache))
                 .requestDeletion(account: reference, password: body.password)
             let status: HTTPResponse.Status = result.outcome == .requested ? .accepted : .ok
             return (status, result)
@@ -108,7 +112,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     /// The parts of an account's data a user may delete and keep the account (the data map's `parts:`).
     private func parts() async throws -> (HTTPResponse.Status, any Encodable) {
-        let plan = try await DeletionService(services: services, directory: try await services.directory()).wholePlan()
+        let plan = try await DeletionService(services: services, directory: try await services.directory(cache: cache)).wholePlan()
         return (.ok, PartsListed(parts: plan.parts.map { PartListed(name: $0.name, label: $0.label) }))
     }
 
@@ -118,7 +122,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         guard !body.parts.isEmpty, body.parts.count <= 64 else {
             throw APIError(.badRequest, code: "bad_request", message: "parts must name at least one part (GET /v1/parts lists them)")
         }
-        let service = try DeletionService(services: services, directory: try await services.directory())
+        let service = try DeletionService(services: services, directory: try await services.directory(cache: cache))
         let offered = Set(try await service.wholePlan().parts.map(\.name))
         if let unknown = body.parts.first(where: { !offered.contains($0) }) {
             throw APIError(.badRequest, code: "bad_request", message: "there is no part '\(unknown)' (GET /v1/parts lists them: \(offered.sorted().joined(separator: ", ")))")
@@ -132,7 +136,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
     /// why. The outcome is its own field so that a stopped one can never be read as done.
     private func partDeletions(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
-        let directory = try await services.directory()
+        let directory = try await services.directory(cache: cache)
         let now = services.clock.now()
         let (id, events) = try await services.store.read { tx -> (String, [AuditEvent]) in
             guard let id = try directory.find(reference, in: tx), try directory.entry(id: id, in: tx, locking: false, now: now) != nil else {
@@ -148,7 +152,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
-        let service = try DeletionService(services: services, directory: try await services.directory())
+        let service = try DeletionService(services: services, directory: try await services.directory(cache: cache))
         do {
             return (.ok, try await service.restore(account: reference, actor: "app"))
         } catch let error as LifecycleError {
@@ -165,7 +169,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
     /// 202 once stored and queued; the normalisation job then makes it the product's JPEG.
     private func uploadPhoto(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
-        let upload = ProfilePhotoUpload(services: services)
+        let upload = ProfilePhotoUpload(services: services, cache: cache)
         let limit = try upload.maxBytes()
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
             throw Self.tooLarge(limit)

@@ -92,7 +92,8 @@ extension LifecycleServices {
     /// Enqueues an export, in one transaction with its checks: the account must exist and
     /// not be deleted, a pending deletion needs an operator, a live export is returned as
     /// is, and the rate limit counts exports completed in the policy's window.
-    public func requestExport(_ request: ExportRequest) async throws -> ExportRequestOutcome {
+    /// `cache`: a server's, kept between requests; without it the data map and the catalog are read again.
+    public func requestExport(_ request: ExportRequest, cache: AppDataCache = AppDataCache()) async throws -> ExportRequestOutcome {
         let settings = try exportSettings
         // Refuse now rather than build an archive nobody can be sent a link to.
         if let limit = blobs.downloadURLLifetimeLimit {
@@ -102,7 +103,7 @@ extension LifecycleServices {
         } else {
             _ = try linkSigner()
         }
-        let directory = try await self.directory()
+        let directory = try await self.directory(cache: cache)
         if directory.isReferenceApp { _ = try await dataMap() }
         if request.allowPending, (request.operatorName ?? "").isEmpty {
             throw LifecycleError(.badInput, "exporting an account scheduled for deletion is an operator action: name the operator")

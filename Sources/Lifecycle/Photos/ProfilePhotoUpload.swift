@@ -11,8 +11,13 @@ import JobRunner
 /// still has a picture, and an export running meanwhile re-reads what changed.
 public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
+    private let cache: AppDataCache
 
-    public init(services: LifecycleServices<Store>) { self.services = services }
+    /// `cache`: a server's, kept between requests; without it each call reads the data map and catalog again.
+    public init(services: LifecycleServices<Store>, cache: AppDataCache = AppDataCache()) {
+        self.services = services
+        self.cache = cache
+    }
 
     public struct Accepted: Sendable, Encodable {
         public var account: String
@@ -32,7 +37,7 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
 
     /// Refusals for an account that cannot take a photo now, before a byte is read.
     public func checkAccount(_ reference: AccountReference) async throws -> String {
-        let directory = try await services.directory()
+        let directory = try await services.directory(cache: cache)
         guard directory.isReferenceApp else {
             throw LifecycleError(.badInput, "this installation serves the app's own database (Jobs/account-data.yaml): profile photos are the app's to store; uploads here need the reference schema")
         }
@@ -52,7 +57,7 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
         guard StagedPhotoUpload.acceptedContentTypes.contains(staged.contentType) else {
             throw PhotoRejection.unsupportedType("content is \(staged.contentType)")
         }
-        let directory = try await services.directory()
+        let directory = try await services.directory(cache: cache)
         let policy = try services.policies.policy(for: PhotoJobs.normalizeKind)
         let photoID = "\(accountID).profile-\(UUID().uuidString.lowercased().prefix(13))"
         let key = BlobKey.photo(accountID: accountID, photoID: photoID)
