@@ -41,6 +41,11 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         }
     }
 
+    /// Deletion as this installation's map has it, reading the map and catalog through the server's cache.
+    private func deletionService() async throws -> DeletionService<Store> {
+        try DeletionService(services: services, directory: try await services.directory(cache: cache), cache: cache)
+    }
+
     // MARK: Routes
 
     private func account(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
@@ -103,7 +108,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         let reference = try Self.account(in: context)
         let body = try await Self.decode(DeletionBody.self, from: request, context: context)
         do {
-            let result = try await DeletionService(services: services, directory: try await services.directory(cache: cache))
+            let result = try await deletionService()
                 .requestDeletion(account: reference, password: body.password)
             let status: HTTPResponse.Status = result.outcome == .requested ? .accepted : .ok
             return (status, result)
@@ -112,7 +117,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     /// The parts of an account's data a user may delete and keep the account (the data map's `parts:`).
     private func parts() async throws -> (HTTPResponse.Status, any Encodable) {
-        let plan = try await DeletionService(services: services, directory: try await services.directory(cache: cache)).wholePlan()
+        let plan = try await deletionService().wholePlan()
         return (.ok, PartsListed(parts: plan.parts.map { PartListed(name: $0.name, label: $0.label) }))
     }
 
@@ -122,7 +127,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         guard !body.parts.isEmpty, body.parts.count <= 64 else {
             throw APIError(.badRequest, code: "bad_request", message: "parts must name at least one part (GET /v1/parts lists them)")
         }
-        let service = try DeletionService(services: services, directory: try await services.directory(cache: cache))
+        let service = try await deletionService()
         let offered = Set(try await service.wholePlan().parts.map(\.name))
         if let unknown = body.parts.first(where: { !offered.contains($0) }) {
             throw APIError(.badRequest, code: "bad_request", message: "there is no part '\(unknown)' (GET /v1/parts lists them: \(offered.sorted().joined(separator: ", ")))")
@@ -152,7 +157,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
-        let service = try DeletionService(services: services, directory: try await services.directory(cache: cache))
+        let service = try await deletionService()
         do {
             return (.ok, try await service.restore(account: reference, actor: "app"))
         } catch let error as LifecycleError {

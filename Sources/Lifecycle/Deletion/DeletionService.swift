@@ -69,16 +69,18 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     /// The reference app's accounts, or an app's own users (`LifecycleServices.directory()`).
     public let directory: AccountDirectory<Store>
     /// The reference app's map and catalog, read once for this service's requests.
-    let referenceData = AppDataCache()
+    let referenceData: AppDataCache
 
+    /// `cache`: a server's, kept between requests (one per service otherwise).
     public init(
         services: LifecycleServices<Store>, directory: AccountDirectory<Store> = AccountDirectory(source: .reference),
-        verifier: PasswordVerifier = PasswordVerifier()
+        verifier: PasswordVerifier = PasswordVerifier(), cache: AppDataCache = AppDataCache()
     ) throws {
         self.services = services
         self.policy = try DeletionPolicy(policies: services.policies)
         self.verifier = verifier
         self.directory = directory
+        referenceData = cache
     }
 
     // MARK: - The user's request
