@@ -101,19 +101,29 @@ public final class ThrowawayPostgres: Sendable {
         try await admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()")
     }
 
-    /// Runs one statement on the `postgres` database.
+    /// Runs one statement on the `postgres` database. A failure names the server's own
+    /// message and SQLSTATE: PSQLError's description hides them, and a test that failed
+    /// making its database would say only "PSQLError".
     public func admin(_ query: PostgresQuery) async throws {
         let logger = Logger(label: "lifecycle.tests.postgres")
-        let configuration = PostgresConnection.Configuration(
+        var configuration = PostgresConnection.Configuration(
             host: "127.0.0.1", port: port, username: username, password: password, database: "postgres", tls: .disable)
-        let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0, logger: logger)
+        // As in `url(database:)`: under the whole suite the postmaster has been slower to
+        // answer than postgres-nio's default of 10 s.
+        configuration.options.connectTimeout = .seconds(30)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: 0, logger: logger)
+        } catch {
+            throw ClusterError("cannot connect to the test cluster on port \(port) (\(directory)/server.log): \(String(reflecting: error))")
+        }
         do {
             let rows: PostgresRowSequence = try await connection.query(query, logger: logger)
             for try await _ in rows {}
         } catch {
             try? await connection.close().get()
-            throw error
+            throw ClusterError("\(query.sql) failed on the test cluster (\(directory)/server.log): \(String(reflecting: error))")
         }
         try await connection.close().get()
     }
