@@ -92,7 +92,12 @@ public final class ThrowawayPostgres: Sendable {
     public func createDatabase() async throws -> String {
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         // The name is made here from a UUID, never from outside input; identifiers cannot be bound.
-        try await admin(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        // From template0, not the default template1: autovacuum's workers connect to
+        // template1 like any database, and CREATE DATABASE refuses a template someone is
+        // connected to ("source database is being accessed by other users") once it has
+        // waited 5 s for them to leave, which a loaded machine can take. Nothing connects
+        // to template0 (it does not allow connections), and it holds what template1 holds here.
+        try await admin(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE template0"))
         return name
     }
 
