@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import ChildProcesses
 import Foundation
 #if canImport(FoundationNetworking)
@@ -203,6 +204,14 @@ final class FixtureProcess: Sendable {
 
     func stop() {
         if process.isRunning { process.terminate() }
+    }
+
+    /// What the script reports at `/__proxy/stats` on `port`, asked directly, never through
+    /// a proxy the machine's environment may name.
+    func stats<Stats: Decodable>(on port: Int, as: Stats.Type) async throws -> Stats {
+        let answer = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/__proxy/stats"), timeout: .seconds(10))
+        let body = try await answer.body.collect(upTo: 1 << 20)
+        return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView))
     }
 
     deinit { stop() }

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import ChildProcesses
 import Foundation
 import Lifecycle
@@ -22,12 +21,9 @@ final class ConnectProxy: Sendable {
         var authorization: String
     }
 
-    /// Asked directly, never through a proxy the machine's environment may name.
     func tunnels() async throws -> [Tunnel] {
         struct Stats: Decodable { var tunnels: [Tunnel] }
-        let answer = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/__proxy/stats"), timeout: .seconds(10))
-        let body = try await answer.body.collect(upTo: 1 << 20)
-        return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView)).tunnels
+        return try await process.stats(on: port, as: Stats.self).tunnels
     }
 }
 

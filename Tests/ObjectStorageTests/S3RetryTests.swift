@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import ChildProcesses
 import Foundation
 import Lifecycle
@@ -9,11 +8,12 @@ import Testing
 /// (Fixtures/faulty_s3_proxy.py): 5xx answers and keys a DeleteObjects failed to delete.
 final class FaultyS3Proxy: Sendable {
     let endpoint: URL
+    private let port: Int
     private let process: FixtureProcess
 
     /// `rules`: FAULT:METHOD:QUERY:COUNT, as the script documents.
     init(upstream: MotoServer, rules: [String]) async throws {
-        let port = try MotoServer.freePort()
+        port = try MotoServer.freePort()
         endpoint = URL(string: "http://127.0.0.1:\(port)")!
         process = try await FixtureProcess(
             script: "faulty_s3_proxy.py", arguments: [String(port), String(upstream.port)] + rules, describedAs: "the fault-injecting S3 proxy")
@@ -30,12 +30,8 @@ final class FaultyS3Proxy: Sendable {
         var forwarded: Int
     }
 
-    /// Asked directly, never through a proxy the machine's environment may name.
     func stats() async throws -> Stats {
-        let answer = try await HTTPClient.shared.execute(
-            HTTPClientRequest(url: endpoint.appendingPathComponent("__proxy/stats").absoluteString), timeout: .seconds(10))
-        let body = try await answer.body.collect(upTo: 1 << 20)
-        return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView))
+        try await process.stats(on: port, as: Stats.self)
     }
 
     /// A store on a fresh bucket of moto's, reached through the proxy.
