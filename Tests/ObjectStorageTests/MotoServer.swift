@@ -182,13 +182,16 @@ struct S3Tests {
 /// (Foundation reaps it). The scripts unblock SIGTERM themselves, since the test process
 /// blocks it and children inherit the mask.
 final class FixtureProcess: Sendable {
+    /// The loopback port the script listens on: its first argument.
+    let port: Int
     private let process: Process
 
-    init(script: String, arguments: [String], describedAs description: String) async throws {
+    init(script: String, port: Int, arguments: [String] = [], describedAs description: String) async throws {
+        self.port = port
         let ready = Pipe()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/" + script] + arguments
+        process.arguments = ["python3", repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/" + script, String(port)] + arguments
         process.standardOutput = ready
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         // Not the test process's own stderr: a child left running would hold `swift test`'s pipe open.
@@ -206,9 +209,9 @@ final class FixtureProcess: Sendable {
         if process.isRunning { process.terminate() }
     }
 
-    /// What the script reports at `/__proxy/stats` on `port`, asked directly, never through
-    /// a proxy the machine's environment may name.
-    func stats<Stats: Decodable>(on port: Int, as: Stats.Type) async throws -> Stats {
+    /// What the script reports at `/__proxy/stats`, asked directly, never through a proxy
+    /// the machine's environment may name.
+    func stats<Stats: Decodable>(as: Stats.Type) async throws -> Stats {
         let answer = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/__proxy/stats"), timeout: .seconds(10))
         let body = try await answer.body.collect(upTo: 1 << 20)
         return try JSONDecoder().decode(Stats.self, from: Data(body.readableBytesView))

@@ -11,7 +11,7 @@ final class ConnectProxy: Sendable {
 
     init() async throws {
         port = try MotoServer.freePort()
-        process = try await FixtureProcess(script: "connect_proxy.py", arguments: [String(port)], describedAs: "the CONNECT proxy")
+        process = try await FixtureProcess(script: "connect_proxy.py", port: port, describedAs: "the CONNECT proxy")
     }
 
     func stop() { process.stop() }
@@ -23,7 +23,7 @@ final class ConnectProxy: Sendable {
 
     func tunnels() async throws -> [Tunnel] {
         struct Stats: Decodable { var tunnels: [Tunnel] }
-        return try await process.stats(on: port, as: Stats.self).tunnels
+        return try await process.stats(as: Stats.self).tunnels
     }
 }
 

@@ -8,15 +8,14 @@ import Testing
 /// (Fixtures/faulty_s3_proxy.py): 5xx answers and keys a DeleteObjects failed to delete.
 final class FaultyS3Proxy: Sendable {
     let endpoint: URL
-    private let port: Int
     private let process: FixtureProcess
 
     /// `rules`: FAULT:METHOD:QUERY:COUNT, as the script documents.
     init(upstream: MotoServer, rules: [String]) async throws {
-        port = try MotoServer.freePort()
+        let port = try MotoServer.freePort()
         endpoint = URL(string: "http://127.0.0.1:\(port)")!
         process = try await FixtureProcess(
-            script: "faulty_s3_proxy.py", arguments: [String(port), String(upstream.port)] + rules, describedAs: "the fault-injecting S3 proxy")
+            script: "faulty_s3_proxy.py", port: port, arguments: [String(upstream.port)] + rules, describedAs: "the fault-injecting S3 proxy")
     }
 
     struct Stats: Decodable {
@@ -31,7 +30,7 @@ final class FaultyS3Proxy: Sendable {
     }
 
     func stats() async throws -> Stats {
-        try await process.stats(on: port, as: Stats.self)
+        try await process.stats(as: Stats.self)
     }
 
     /// A store on a fresh bucket of moto's, reached through the proxy.
