@@ -75,6 +75,8 @@ public final class LifecycleMetricsRegistry: Sendable {
 
     /// Writes the text (labelled with `run`) where node_exporter's textfile collector reads
     /// it: to a temporary file beside it, then renamed, so the collector never reads half a file.
+    /// The file is 0644 (everything else this process writes is 0600): the collector runs as
+    /// another user.
     ///
     /// A process that writes once and exits (`worker --once`, `purge` from cron) starts its
     /// counters at zero; with `accumulating` its counters and histograms are added to those
@@ -89,6 +91,11 @@ public final class LifecycleMetricsRegistry: Sendable {
                 text = PrometheusText.adding(previous, to: text)
             }
             try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+            // node_exporter runs as its own user and must read the file. Metrics hold no
+            // personal data, so 0644 is safe; the process' 0077 umask would make it 0600.
+            guard chmod(temporary, 0o644) == 0 else {
+                throw LifecycleError(.cannotCreate, "cannot make the metrics file \(path) readable by node_exporter: \(String(cString: strerror(errno)))")
+            }
             guard rename(temporary, path) == 0 else {
                 throw LifecycleError(.cannotCreate, "cannot move the metrics file into place at \(path): \(String(cString: strerror(errno)))")
             }

@@ -402,4 +402,24 @@ struct OperationsTests {
         #expect(unwritable.status == 73)
         #expect(unwritable.stderr.contains("cannot write the metrics file"))
     }
+
+    /// node_exporter runs as its own user (install.md): the metrics file must be readable by
+    /// others, while everything else the process writes stays its owner's.
+    @Test func theMetricsFileIsReadableByNodeExporterAndNothingElseIs() async throws {
+        let workspace = try await Workspace.make(.sqlite)
+        #expect(try await workspace.run(["jobs", "probe"]).status == 0)
+        let workerFile = workspace.root + "/worker.prom"
+        let worker = try await workspace.run(["worker", "--once", "--kind", ProbeJobs.probeKind, "--metrics-file", workerFile])
+        #expect(worker.status == 0, "\(worker.stderr)")
+        // Written again over an existing file (the cron case): the mode holds.
+        #expect(try await workspace.run(["worker", "--once", "--metrics-file", workerFile]).status == 0)
+        let purgeFile = workspace.root + "/purge.prom"
+        #expect(try await workspace.run(["purge", "--metrics-file", purgeFile]).status == 0)
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1) & 0o777
+        }
+        #expect(try mode(workerFile) == 0o644)
+        #expect(try mode(purgeFile) == 0o644)
+        #expect(try mode(workspace.database) == 0o600)
+    }
 }
