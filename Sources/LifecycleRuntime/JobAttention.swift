@@ -89,7 +89,9 @@ public struct QueueHealth: Codable, Sendable {
     public var dead: [JobAttention]
     public var overdue: [JobAttention]
     public var paused: [PausedKind]
-    /// Policy files that cannot be used: their kinds are not run by any worker.
+    /// Policy files that cannot be used, each with what is wrong and what refuses to run:
+    /// a file that does not parse (its kinds are not run by any worker) or a settings
+    /// section that `purge`, `export`, `import` or a photo job would refuse.
     public var brokenPolicyFiles: [String]
     /// Jobs by state, every state named (0 when none).
     public var counts: [String: Int]
@@ -109,7 +111,7 @@ public struct QueueHealth: Codable, Sendable {
         let byState = try await store.countByState()
         let dead = attention.filter { $0.reason == .dead }
         let overdue = attention.filter { $0.reason != .dead }
-        let broken = policies.brokenFiles.map(\.message)
+        let broken = policies.brokenFiles.map { "\($0.message); its job kinds do not run" } + PolicySettingsCheck.problems(in: policies)
         return QueueHealth(
             ok: dead.isEmpty && overdue.isEmpty && broken.isEmpty, checkedAt: now, overdueAfterSeconds: Int(overdueAfter), dead: dead,
             overdue: overdue, paused: try await store.pausedKinds(), brokenPolicyFiles: broken,

@@ -89,7 +89,8 @@ struct CheckJobs: AsyncParsableCommand, StoreCommand {
         discussion: """
             Overdue: a job due for longer than --overdue-after that no worker has claimed, or a running job whose
             worker stopped heartbeating that long ago. Jobs of a paused kind are listed as paused, not overdue.
-            A policy file that cannot be used (its kinds run nowhere) is not healthy either.
+            A policy file that cannot be used is not healthy either: one that does not parse (its kinds run \
+            nowhere), or a settings section with a key or value that purge, export, import or photos would refuse.
             Exit 0 healthy, 75 otherwise (each job named, with what to do). --json for alerting.
             """)
 
@@ -113,7 +114,7 @@ struct CheckJobs: AsyncParsableCommand, StoreCommand {
         } else {
             for job in health.dead + health.overdue { Terminal.line(job.line) }
             for pause in health.paused { Terminal.line(describe(pause)) }
-            for file in health.brokenPolicyFiles { Terminal.line("policy file not usable (its kinds do not run): \(file)") }
+            for file in health.brokenPolicyFiles { Terminal.line("policy file not usable: \(file)") }
             let counts = JobState.allCases.map { "\(health.counts[$0.rawValue] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
             let problems = ["\(health.dead.count) dead", "\(health.overdue.count) overdue"]
                 + (health.brokenPolicyFiles.isEmpty ? [] : ["\(health.brokenPolicyFiles.count) broken policy file(s)"])

@@ -338,6 +338,44 @@ struct OperationsTests {
         #expect(delete.stderr.contains("deletion.yaml: not valid YAML"), "\(delete.stderr)")
     }
 
+    /// The crontab's promise: `jobs check` is silent only when every policy file can be
+    /// used, so a settings typo that `purge` refuses (65) is reported before the night's run.
+    @Test func jobsCheckReportsEverySettingsSectionACommandWouldRefuse() async throws {
+        let jobs = try DeletionLines.jobsDirectory(deletion: ["grace_dayz: 30"])
+        func edit(_ file: String, _ from: String, _ to: String) throws {
+            let path = jobs + "/policies/" + file
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(text.contains(from), "\(file) no longer holds \(from)")
+            try text.replacingOccurrences(of: from, with: to).write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        try edit("export.yaml", "rate_limit_count:", "rate_limit_cuont:")
+        try edit("photos.yaml", "jpeg_quality: 85", "jpeg_quality: 101")
+        let workspace = try await Workspace.make(.sqlite, jobsDirectory: jobs)
+
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 65, "\(purge.stderr)")
+        #expect(purge.stderr.contains("grace_dayz"), "\(purge.stderr)")
+
+        let check = try await workspace.run(["jobs", "check"])
+        #expect(check.status == 75, "\(check.stdout)\(check.stderr)")
+        let lines = check.stdout.split(separator: "\n").filter { $0.hasPrefix("policy file not usable") }
+        #expect(lines.count == 3, "\(check.stdout)")
+        for (file, wrong) in [("deletion.yaml", "grace_dayz"), ("export.yaml", "rate_limit_cuont"), ("photos.yaml", "jpeg_quality = 101")] {
+            #expect(lines.contains { $0.contains(file) && $0.contains(wrong) }, "\(file): \(check.stdout)")
+        }
+        #expect(check.stdout.contains("NOT OK: 0 dead, 0 overdue, 3 broken policy file(s)"), "\(check.stdout)")
+        let json = try await workspace.run(["jobs", "check", "--json"])
+        #expect(json.status == 75)
+        #expect(json.stdout.contains(#""broken_policy_files""#) && json.stdout.contains("grace_dayz"), "\(json.stdout)")
+
+        try edit("deletion.yaml", "grace_dayz", "grace_days")
+        try edit("export.yaml", "rate_limit_cuont:", "rate_limit_count:")
+        try edit("photos.yaml", "jpeg_quality: 101", "jpeg_quality: 85")
+        let fixed = try await workspace.run(["jobs", "check"])
+        #expect(fixed.status == 0, "\(fixed.stdout)")
+        #expect(fixed.stdout.hasPrefix("ok ("), "\(fixed.stdout)")
+    }
+
     // MARK: Cron's view
 
     @Test func quietIsSilentOnSuccessAndSpeaksOnFailure() async throws {
