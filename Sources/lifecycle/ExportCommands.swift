@@ -329,12 +329,8 @@ struct RevokeExport: AsyncParsableCommand, StoreCommand {
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "Export id, as `lifecycle exports list` shows it.") var exportID: String
-    @Option(name: .customLong("operator"), help: ArgumentHelp("Who revokes (audited).", valueName: "name")) var operatorName: String
+    @OptionGroup var operatorOption: OperatorOption
     @Option(help: ArgumentHelp("Why (audited), e.g. a ticket number.", valueName: "text")) var reason: String?
-
-    func validate() throws {
-        guard !operatorName.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--operator needs a name") }
-    }
 
     func run() async throws {
         try await guarded {
@@ -343,7 +339,7 @@ struct RevokeExport: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let export = try await services.revokeExport(id: exportID, operatorName: operatorName, reason: reason)
+        let export = try await services.revokeExport(id: exportID, operatorName: operatorOption.operatorName, reason: reason)
         if options.json {
             try Terminal.printJSON(export)
         } else if export.state == .revoked {

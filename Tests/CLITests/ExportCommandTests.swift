@@ -111,6 +111,18 @@ struct ExportCommandTests {
         #expect(list.stdout.contains("\(ready.exportID)  revoked  zip"))
     }
 
+    /// README: an operator action names its operator by `--operator`, else `LIFECYCLE_OPERATOR`.
+    @Test(arguments: Backend.allCases)
+    func revokeRecordsTheOperatorFromTheEnvironment(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        try await ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
+        let ready = try await ExportCLI.exportNow(workspace, "u1")
+        let revoke = try await workspace.run(["exports", "revoke", ready.exportID, "--reason", "ticket 7"], environment: ["LIFECYCLE_OPERATOR": "lee"])
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        let audits = workspace.ownTable("audit_events")
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(audits) WHERE action = 'export.revoke' AND actor = 'operator:lee'") == 1)
+    }
+
     @Test(arguments: Backend.allCases)
     func withoutASigningKeyTheExportIsRefusedAndTheListShowsExpiry(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
