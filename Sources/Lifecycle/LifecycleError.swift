@@ -29,11 +29,26 @@ public struct LifecycleError: Error, CustomStringConvertible, Sendable {
     public let message: String
     /// For `.tryLater` refusals with a known end (a rate limit, a lockout): when to ask again.
     public let retryAt: Date?
+    /// The refusal as an app hears it through the HTTP API or a web page, where `message`
+    /// advises the operator at a prompt (a command, an option): an app can run neither.
+    public let forApp: AppRefusal?
 
-    public init(_ category: Category, _ message: String, retryAt: Date? = nil) {
+    /// What the app is told: a stable `code` it can branch on and a sentence without CLI advice.
+    public struct AppRefusal: Sendable, Equatable {
+        public let code: String
+        public let message: String
+
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    public init(_ category: Category, _ message: String, retryAt: Date? = nil, forApp: AppRefusal? = nil) {
         self.category = category
         self.message = message
         self.retryAt = retryAt
+        self.forApp = forApp
     }
 
     public var description: String { message }

@@ -54,16 +54,15 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             let directory = try await services.directory(cache: cache)
             let now = services.clock.now()
             let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?, PhotoRecord?)? in
-                guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
-                    return nil
-                }
+                guard let entry = try Self.liveEntry(reference, directory: directory, in: tx, now: now) else { return nil }
+                let id = entry.id
                 // The reference schema's profile photo; an app's own schema keeps its photos itself.
                 let photo = directory.isReferenceApp ? try tx.account(id: id)?.profilePhotoID.flatMap { try tx.photo(id: $0) } : nil
                 return (entry, try tx.openHold(key: id).flatMap { $0.isActive(at: now) ? $0 : nil }, photo)
             }
             guard let (entry, hold, photo) = found else { throw LifecycleError.noSuchAccount(reference) }
             return (.ok, AccountStatus(
-                account: entry.id, state: entry.state, purgeAfter: entry.purgeAfter, purgedAt: entry.purgedAt, held: hold != nil,
+                account: entry.id, state: entry.state, purgeAfter: entry.purgeAfter, held: hold != nil,
                 profilePhoto: photo.map(ProfilePhotoStatus.init)))
         }
     }
@@ -90,7 +89,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             let directory = try await services.directory(cache: cache)
             let now = services.clock.now()
             let (id, rows) = try await services.store.read { tx -> (String, [ExportRecord]) in
-                guard let id = try directory.find(reference, in: tx), try directory.entry(id: id, in: tx, locking: false, now: now) != nil else {
+                guard let id = try Self.liveEntry(reference, directory: directory, in: tx, now: now)?.id else {
                     throw LifecycleError.noSuchAccount(reference)
                 }
                 return (id, try tx.exports(accountID: id))
@@ -144,7 +143,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         let directory = try await services.directory(cache: cache)
         let now = services.clock.now()
         let (id, events) = try await services.store.read { tx -> (String, [AuditEvent]) in
-            guard let id = try directory.find(reference, in: tx), try directory.entry(id: id, in: tx, locking: false, now: now) != nil else {
+            guard let id = try Self.liveEntry(reference, directory: directory, in: tx, now: now)?.id else {
                 throw LifecycleError.noSuchAccount(reference)
             }
             return (id, try tx.auditEvents(accountID: id))
@@ -158,6 +157,11 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
     private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
         let service = try await deletionService()
+        let directory = try await services.directory(cache: cache)
+        let now = services.clock.now()
+        guard try await services.store.read({ tx in try Self.liveEntry(reference, directory: directory, in: tx, now: now) != nil }) else {
+            throw LifecycleError.noSuchAccount(reference)
+        }
         do {
             return (.ok, try await service.restore(account: reference, actor: "app"))
         } catch let error as LifecycleError {
@@ -204,6 +208,18 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     // MARK: Plumbing
 
+    /// The account the app may still ask about: none once it is purged, on every kind of
+    /// database. An app's own rows go with the purge, so there the account is simply not
+    /// found; the reference schema keeps a tombstone, which is lifecycle's record (the
+    /// audit, the receipt), not an account the app can act on.
+    static func liveEntry(
+        _ reference: AccountReference, directory: AccountDirectory<Store>, in tx: Store.Transaction, now: Date
+    ) throws -> AccountDirectory<Store>.Entry? {
+        guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now),
+              entry.state != .purged else { return nil }
+        return entry
+    }
+
     /// The account the path names: its key exactly, or `COLUMN:VALUE` for one lookup column
     /// of the data map. Never "the key or any lookup column": a user who chose another
     /// account's key as their username would otherwise make that account ambiguous, and
@@ -226,6 +242,15 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             return try error.response()
         } catch {
             let classified = LifecycleError(classifying: error)
+            if APIError.isTheServersTrouble(classified) {
+                let id = ServerErrors.requestID()
+                services.logger.error("request refused: the server cannot serve it", metadata: ["request_id": "\(id)", "error": "\(classified.message)"])
+                var refusal = APIError(
+                    .serviceUnavailable, code: "unavailable",
+                    message: "the server cannot do this right now; ask again later (request \(id): its operator finds the cause in the server's log)")
+                refusal.requestID = id
+                return try refusal.response()
+            }
             guard classified.category == .internalError else { return try APIError(classified).response() }
             // The answer says only that it failed; the log says why, under the id the answer carries.
             let id = ServerErrors.requestID()
@@ -310,12 +335,11 @@ struct AccountStatus: Encodable {
     var account: String
     var state: Lifecycle.AccountState
     var purgeAfter: Date?
-    var purgedAt: Date?
     var held: Bool
     var profilePhoto: ProfilePhotoStatus?
 
     enum CodingKeys: String, CodingKey {
-        case account, state, purgeAfter = "purge_after", purgedAt = "purged_at", held, profilePhoto = "profile_photo"
+        case account, state, purgeAfter = "purge_after", held, profilePhoto = "profile_photo"
     }
 }
 
@@ -398,6 +422,8 @@ struct APIError: Error {
     }
 
     /// A domain refusal, by category; the product's own sentences pass through unchanged.
+    /// Where the refusal's message advises the operator (a command, an option), the app
+    /// hears its own wording and code instead.
     init(_ error: LifecycleError) {
         switch error.category {
         case .noSuchAccount: self.init(.notFound, code: "no_such_account", message: error.message)
@@ -409,6 +435,20 @@ struct APIError: Error {
         case .badConfiguration, .inputMissing, .cannotCreate, .unavailable:
             self.init(.serviceUnavailable, code: "unavailable", message: error.message)
         case .internalError: self.init(.internalServerError, code: "internal_error", message: "an internal error; it is in the server's log")
+        }
+        if let forApp = error.forApp {
+            self = APIError(status, code: forApp.code, message: forApp.message, retryAt: retryAt)
+        }
+    }
+
+    /// The server's own trouble (its configuration, storage, a service it needs): the
+    /// operator's message names settings and commands the app cannot act on, so the app is
+    /// told only that it may ask again later, and the log keeps the cause under the id.
+    static func isTheServersTrouble(_ error: LifecycleError) -> Bool {
+        guard error.forApp == nil else { return false }
+        switch error.category {
+        case .badConfiguration, .inputMissing, .cannotCreate, .unavailable: return true
+        default: return false
         }
     }
 

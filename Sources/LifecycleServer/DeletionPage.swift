@@ -188,7 +188,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         } catch let error as LifecycleError where error.category != .internalError {
             // Purged already, scheduled for deletion, on hold, a part deletion under way:
             // what the account's owner may read.
-            return AccountPage.message(Self.status(of: error), error.message)
+            return AccountPage.message(Self.status(of: error), error.forApp?.message ?? error.message)
         }
         guard let result else { return Self.linkRefused(check) }
         var page = AccountPage(title: title)

@@ -58,6 +58,7 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
     public func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         router.add(middleware: ServerErrorMiddleware(logger: services.logger))
+        router.add(middleware: UnknownRouteMiddleware())
         if let apiToken { AppAPI(services: services, token: apiToken).register(on: router) }
         OpsDashboard(services: services, access: opsAccess).register(on: router)
         // The confirmation links are signed with the download links' key: without one (an S3
@@ -91,6 +92,26 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
             },
             logger: self.services.logger)
         try await app.runService()
+    }
+}
+
+/// A path no route serves answers as the API's errors do (`{"error": {"code": "not_found",
+/// …}}`), not with Hummingbird's empty 404: an app reading the API's errors reads this one
+/// too. Hummingbird sends a known path with another method here as well (it does not tell
+/// the two apart), so that is a 404 too. A route's own 404 (an unknown export) is left as it is.
+struct UnknownRouteMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+
+    func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound && context.endpointPath == "NotFound" {
+            let path = String(request.uri.path.prefix(200))
+            return try APIError(
+                .notFound, code: "not_found",
+                message: "nothing is served at \(request.method) \(path); the app API is under /v1 (Sources/LifecycleServer/openapi.yaml)"
+            ).response()
+        }
     }
 }
 

@@ -188,7 +188,10 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             throw LifecycleError(.badInput, """
                 the stored password hash of account \(id) cannot be checked (\(error)). \(remedy), or delete it through \
                 support with `--operator`.
-                """)
+                """, forApp: .init(code: "password_unverifiable", message: """
+                the stored password of account \(id) is in a form that cannot be checked, so it cannot confirm this; \
+                the password must be set again, or support deletes the account on the user's behalf
+                """))
         }
         guard matches else {
             let failure = event(id, actor: "user", action: action, outcome: DeletionAudit.incorrectPassword, at: now,

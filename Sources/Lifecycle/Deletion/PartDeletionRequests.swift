@@ -112,7 +112,8 @@ extension DeletionService {
                 throw LifecycleError(.badInput, """
                     a deletion of part of account \(id) is already under way (job \(enqueued.job.id)); ask again once it has \
                     finished (`lifecycle jobs show \(enqueued.job.id)`)
-                    """)
+                    """, forApp: .init(
+                        code: "part_deletion_under_way", message: "a deletion of part of account \(id) is already under way; ask again once it has finished"))
             }
             var audited = detail
             audited["parts"] = .array(names.map(JSONValue.string))

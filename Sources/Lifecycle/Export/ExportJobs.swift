@@ -124,7 +124,11 @@ extension LifecycleServices {
                 throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(account.state.rawValue)); there is nothing to export")
             case .pendingDeletion where !request.allowPending:
                 let after = account.purgeAfter.map { " (purge after \(ISO8601.format($0)))" } ?? ""
-                throw LifecycleError(.permissionDenied, "account \(account.id) is scheduled for deletion\(after); only an operator may export it: add --allow-pending --operator NAME (audited)")
+                throw LifecycleError(
+                    .permissionDenied, "account \(account.id) is scheduled for deletion\(after); only an operator may export it: add --allow-pending --operator NAME (audited)",
+                    forApp: .init(
+                        code: "pending_deletion",
+                        message: "account \(account.id) is scheduled for deletion\(after): its data cannot be exported unless it is restored first (signing in again restores it)"))
             case .active, .pendingDeletion:
                 break
             }
