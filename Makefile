@@ -7,7 +7,7 @@ SHELL := /bin/bash
 APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
 	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
 	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
-	postgresql pgbouncer curl nginx-light wrk chromium tesseract-ocr tesseract-ocr-eng w3m strace
+	postgresql pgbouncer curl nginx-light wrk chromium tesseract-ocr tesseract-ocr-eng w3m strace systemd
 # The S3 tests' local server, the JSON Schema checker of the CLI's --json output and
 # schemathesis (the app API against its OpenAPI document) and websockets (drives headless
 # Chromium over its DevTools protocol for the dashboard test), from PyPI, in a virtual

@@ -49,13 +49,16 @@ extension ImagingTests {
         @Test("file-system failures are not photo refusals and leave nothing behind")
         func fileSystemErrors() async throws {
             let scratch = try Scratch()
-            #expect(throws: (any Error).self) {
+            // The file system's own error, exactly: a refusal (PhotoRejection) here would tell
+            // the person their photo was wrong when it was never read.
+            #expect(throws: POSIXError(.ENOENT)) {
                 try normalizer.normalizeFile(at: scratch.path("missing.jpg"), to: scratch.path("out.jpg"))
             }
             _ = try await scratch.encode(.gradient(width: 40, height: 40), as: "in.jpg")
-            #expect(throws: PhotoFileError.self) {
+            let unwritable = #expect(throws: PhotoFileError.self) {
                 try normalizer.normalizeFile(at: scratch.path("in.jpg"), to: scratch.path("no-such-dir/out.jpg"))
             }
+            #expect(unwritable?.operation == "creating" && unwritable?.errorNumber == ENOENT, "\(String(describing: unwritable))")
             #expect(try scratch.contents() == ["in.jpg", "in.jpg.source.ppm"])
         }
     }

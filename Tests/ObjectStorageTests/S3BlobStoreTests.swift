@@ -103,20 +103,54 @@ extension S3Tests {
             let first = try Scratch.file(size: 3 << 20, seed: 1)
             let second = try Scratch.file(size: 3 << 20, seed: 2)
             _ = try await store.put(key: "accounts/u-1/photos/p", fromFile: first.path, moving: false)
-            var replaced = false
-            await #expect(throws: BlobStoreError.self) {
+            let replacement = ReplacementOutcome()
+            let refusal = await #expect(throws: BlobStoreError.self) {
                 try await store.read(key: "accounts/u-1/photos/p", chunkSize: 1 << 20) { _ in
-                    guard !replaced else { return }
-                    replaced = true
+                    guard replacement.begin() else { return }
                     // Synchronously from the callback: the next ranged GET must see a new ETag.
                     let semaphore = DispatchSemaphore(value: 0)
                     Task.detached {
-                        _ = try? await store.put(key: "accounts/u-1/photos/p", fromFile: second.path, moving: false)
+                        do {
+                            _ = try await store.put(key: "accounts/u-1/photos/p", fromFile: second.path, moving: false)
+                            replacement.finish(failure: nil)
+                        } catch {
+                            replacement.finish(failure: "\(error)")
+                        }
                         semaphore.signal()
                     }
                     semaphore.wait()
                 }
             }
+            // A replacement that failed would leave nothing to detect: the read's error would
+            // then be some other fault, not the one under test.
+            #expect(replacement.result == .stored, "the replacement did not store: \(replacement.result)")
+            #expect(refusal?.message == "blob 'accounts/u-1/photos/p' was replaced while it was being read; read it again")
+            // Read again, it is the replacement whole.
+            var reread = Data()
+            try await store.read(key: "accounts/u-1/photos/p", chunkSize: 1 << 20) { reread.append(contentsOf: $0) }
+            #expect(reread == (try Data(contentsOf: URL(fileURLWithPath: second.path))))
         }
+    }
+}
+
+/// What the replacement put made of its attempt, told from its detached task to the test.
+private final class ReplacementOutcome: @unchecked Sendable {
+    enum Result: Equatable { case notStarted, running, stored, failed(String) }
+    private let lock = NSLock()
+    private var state = Result.notStarted
+
+    var result: Result { lock.withLock { state } }
+
+    /// True once only: the replacement happens at the first chunk.
+    func begin() -> Bool {
+        lock.withLock {
+            guard state == .notStarted else { return false }
+            state = .running
+            return true
+        }
+    }
+
+    func finish(failure: String?) {
+        lock.withLock { state = failure.map(Result.failed) ?? .stored }
     }
 }
