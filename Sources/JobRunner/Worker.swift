@@ -10,6 +10,10 @@ public struct WorkerOptions: Sendable {
     public var owner: String
     /// Restrict this worker to some kinds; nil runs every registered kind.
     public var kinds: Set<String>?
+    /// Awaited by each claimed job before its first step, while its lease is kept alive. Nil
+    /// in every real use: the process tests hold overlapping runs at a barrier with it
+    /// (the CLI's `LIFECYCLE_TEST_BARRIER`), which proves that they overlapped.
+    public var beforeJob: (@Sendable (JobRecord) async -> Void)?
 
     public init(concurrency: Int = 2, pollInterval: TimeInterval = 1, owner: String = WorkerOptions.defaultOwner(), kinds: Set<String>? = nil) {
         self.concurrency = max(1, concurrency)
@@ -43,6 +47,10 @@ public enum WorkerEvent: Sendable {
     case stepFinished(JobRecord, step: String)
     case finished(JobRecord, JobOutcome)
     case message(JobRecord, String)
+    /// A long-running worker found nothing due and now waits for a notice of new work (or
+    /// its poll). Nothing is claimed or running at that moment: what is enqueued next can
+    /// only reach it through the notice or the poll.
+    case waiting
 }
 
 public struct DrainSummary: Sendable, Equatable {
@@ -262,6 +270,7 @@ public final class Worker<Store: JobStore>: Sendable {
                     if !mayClaim {
                         // Nothing runs and the last claim found nothing.
                         if untilIdle { break }
+                        events(.waiting)
                         await store.waitForWork(timeout: options.pollInterval)
                         if clock.now().timeIntervalSince(lastScheduleCheck) >= 30 {
                             try await uncancelled { try await self.enqueueScheduledJobs() }
@@ -345,6 +354,7 @@ public final class Worker<Store: JobStore>: Sendable {
         jobLogger[metadataKey: "job"] = .stringConvertible(job.id)
         jobLogger[metadataKey: "kind"] = "\(job.kind)"
         events(.started(job))
+        if let beforeJob = options.beforeJob { await beforeJob(job) }
 
         if job.state == .dead {
             // Claimed by rescue on its last attempt: the store already buried it.

@@ -38,34 +38,38 @@ public struct PurgeDrain<Store: LifecycleStore>: Sendable {
     /// until `limit` of them have finished. With a limit, jobs run one at a time and those
     /// claimed but not started are handed back at once instead of waiting for their lease
     /// to run out. `progress` is called from the worker's tasks.
+    /// `beforeJob` is the runner's test hook (`WorkerOptions.beforeJob`); nil outside tests.
     public func run(
-        limit: Int? = nil, concurrency: Int = 16, progress: @escaping @Sendable (Progress) -> Void = { _ in }
+        limit: Int? = nil, concurrency: Int = 16, beforeJob: (@Sendable (JobRecord) async -> Void)? = nil,
+        progress: @escaping @Sendable (Progress) -> Void = { _ in }
     ) async throws -> PurgeRunReport {
         let sweepReport = try await sweep.enqueueDuePurges()
         if let due = try? await services.store.countDue(kinds: [DeletionJobs.purgeKind], now: services.clock.now()) {
             progress(.due(limit.map { min($0, due) } ?? due))
         }
-        let summary = try await runPurges(limit: limit, concurrency: concurrency, progress: progress)
+        let summary = try await runPurges(limit: limit, concurrency: concurrency, beforeJob: beforeJob, progress: progress)
         return PurgeRunReport(sweep: sweepReport, run: summary)
     }
 
     private func runPurges(
-        limit: Int?, concurrency: Int, progress: @escaping @Sendable (Progress) -> Void
+        limit: Int?, concurrency: Int, beforeJob: (@Sendable (JobRecord) async -> Void)?, progress: @escaping @Sendable (Progress) -> Void
     ) async throws -> PurgeRunSummary {
         let services = self.services
         let tally = PurgeTally()
         let owner = WorkerOptions.defaultOwner()
         let stopper = Stopper()
+        var options = WorkerOptions(concurrency: limit == nil ? concurrency : 1, owner: owner, kinds: [DeletionJobs.purgeKind])
+        options.beforeJob = beforeJob
         let worker = Worker(
             store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
-            options: WorkerOptions(concurrency: limit == nil ? concurrency : 1, owner: owner, kinds: [DeletionJobs.purgeKind]),
+            options: options,
             logger: services.logger
         ) { event in
             switch event {
             case .started(let job): progress(.started(account: tally.account(of: job)))
             case .stepFinished(let job, let step):
                 if DeletionJobs.finalPurgeSteps.contains(step) { tally.purged(job) }
-            case .message: break
+            case .message, .waiting: break
             case .finished(let job, let outcome):
                 let handled = tally.finished(job, outcome)
                 progress(.finished(purged: tally.purgedCount))

@@ -314,7 +314,7 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         let logger = drain.services.logger
         let progress = ProgressLine(label: "accounts purged") { logger.info("\($0)") }
         defer { progress.finish() }
-        return try await drain.run(limit: limit, concurrency: concurrency) { event in
+        return try await drain.run(limit: limit, concurrency: concurrency, beforeJob: TestBarrier.beforeJob) { event in
             switch event {
             case .due(let total): progress.setTotal(total)
             case .started(let account): progress.update(doing: "account \(account)")

@@ -343,6 +343,7 @@ struct ProbeJob: AsyncParsableCommand, StoreCommand {
         let store = services.store
         var ids: [JobID] = []
         var created = 0
+        await TestBarrier.current?.arrive()
         let started = ContinuousClock.now
         if let prefix = uniqueKeyPrefix {
             for index in 1...count {

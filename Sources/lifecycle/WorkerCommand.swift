@@ -112,15 +112,18 @@ func runWorker<Store: LifecycleStore>(
     metrics: (@Sendable () async -> ExitStatus)? = nil
 ) async throws -> DrainSummary {
     let progress = ProgressLine(label: "jobs finished") { services.logger.info("\($0)") }
+    var options = WorkerOptions(concurrency: concurrency, pollInterval: pollInterval, kinds: kinds)
+    options.beforeJob = TestBarrier.beforeJob
     let worker = Worker(
         store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
-        options: WorkerOptions(concurrency: concurrency, pollInterval: pollInterval, kinds: kinds), logger: services.logger
+        options: options, logger: services.logger
     ) { event in
         switch event {
         case .started(let job): progress.update(doing: "\(job.kind) #\(job.id)")
         case .stepFinished(let job, let step): progress.update(doing: "\(job.kind) #\(job.id) \(step) done")
         case .message(let job, let text): progress.update(doing: "\(job.kind) #\(job.id): \(text)")
         case .finished: progress.update(increment: 1)
+        case .waiting: break
         }
     }
     defer { progress.finish() }

@@ -137,8 +137,13 @@ struct PurgeProcessTests {
         try await DeletionLines.importAccounts(ids.map { DeletionLines.account(id: $0, pendingSince: DeletionLines.past) }
                                          + [DeletionLines.account(id: "keeper")], into: workspace)
 
-        let runs = try (0..<4).map { _ in try workspace.process(["purge"]) }
+        let barrier = try OverlapBarrier(in: workspace)
+        let runs = try (0..<4).map { _ in try workspace.process(["purge"], environment: barrier.environment) }
+        // Every run holds claimed purges at the barrier until all four do: they overlap for
+        // certain, rather than one doing the work while the others find nothing.
+        let together = try await barrier.releaseOnceAllArrive(runs.map(\.0))
         for (process, _, _) in runs { await process.exited() }
+        #expect(together == 4, "only \(together) of 4 purge runs held purges at once: the runs did not overlap")
         var purged = 0
         for (process, out, err) in runs {
             let stdout = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""

@@ -10,10 +10,14 @@ struct RunnerProcessTests {
     @Test func twoProcessesRacingOnTheSameUniqueKeysGetOneJobPerKey() async throws {
         let workspace = try Workspace()
         try await workspace.run(["migrate"])
+        let barrier = try OverlapBarrier(in: workspace)
         let racers = try (0..<2).map { _ in
-            try workspace.process(["jobs", "probe", "--count", "200", "--unique-key-prefix", "race-"])
+            try workspace.process(["jobs", "probe", "--count", "200", "--unique-key-prefix", "race-"], environment: barrier.environment)
         }
+        // Both about to enqueue at once, then let go together: a race, not one run after the other.
+        let together = try await barrier.releaseOnceAllArrive(racers.map(\.0))
         for (process, _, _) in racers { await process.exited() }
+        #expect(together == 2, "only \(together) of 2 enqueuers were under way at once: the runs did not overlap")
         #expect(racers.allSatisfy { $0.0.terminationStatus == 0 })
         let list = try await workspace.run(["jobs", "list", "--json", "--limit", "1000"])
         let jobs = try ListedJobs.from(list.stdout).jobs
@@ -61,8 +65,14 @@ struct RunnerProcessTests {
         let workspace = try Workspace()
         let enqueue = try await workspace.run(["jobs", "probe", "--count", "1000"])
         #expect(enqueue.status == 0)
-        let workers = try (0..<2).map { _ in try workspace.process(["worker", "--once", "--concurrency", "4"]) }
+        let barrier = try OverlapBarrier(in: workspace)
+        let workers = try (0..<2).map { _ in
+            try workspace.process(["worker", "--once", "--concurrency", "4"], environment: barrier.environment)
+        }
+        // Each worker holds claimed jobs at the barrier until both do: they drain side by side.
+        let together = try await barrier.releaseOnceAllArrive(workers.map(\.0))
         for (process, _, _) in workers { await process.exited() }
+        #expect(together == 2, "only \(together) of 2 workers held jobs at once: the runs did not overlap")
         // A worker that finds nothing left to claim while the other still holds jobs says so (75).
         for (process, _, errors) in workers {
             let stderr = try String(contentsOfFile: errors, encoding: .utf8)

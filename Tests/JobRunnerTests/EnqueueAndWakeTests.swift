@@ -54,33 +54,63 @@ struct EnqueueAndWakeTests {
     @Test func anIdleWorkerStartsAnEnqueuedJobWithoutWaitingForItsPoll() async throws {
         let store = try await Backend.postgres.makeStore()
         func check<S: JobStore>(_ store: S) async throws {
-            let (finished, sink) = AsyncStream<JobID>.makeStream()
+            let (seen, sink) = AsyncStream<Seen>.makeStream()
             // A poll interval (600 s) longer than each round allows (300 s, slack for a loaded CI
             // machine): only a notification wakes the worker in time.
             let worker = Worker(
                 store: store, registry: JobRegistry([ProbeJobs.noop(store: store)]), policies: PolicyBook(), clock: SystemTimeSource(),
                 options: WorkerOptions(concurrency: 2, pollInterval: 600),
-                events: { event in if case .finished(let job, .succeeded) = event { sink.yield(job.id) } })
+                events: { event in
+                    switch event {
+                    case .waiting: sink.yield(.waiting)
+                    case .finished(let job, .succeeded): sink.yield(.finished(job.id))
+                    default: break
+                    }
+                })
             let running = Task { try await worker.run() }
+            defer { running.cancel() }
             for round in 1...3 {
-                // Each round's job is enqueued after the previous one finished, when the
-                // worker has found the queue empty and gone back to waiting.
+                // Enqueued only once the worker has said it waits: nothing is claimed or being
+                // claimed then, so no claim that follows a finished job can find this one, and
+                // only the notification (or the 600 s poll) can start it.
+                let idle = await next(from: seen, within: 300) { $0 == .waiting ? true : nil }
+                try #require(idle == true, "round \(round): the worker never said it was waiting")
                 let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"round":\#(round)}"#), now: Date()).job
-                let waiter = Task { () -> JobID? in
-                    for await id in finished { return id }
+                let done = await next(from: seen, within: 300) { event -> JobID? in
+                    if case .finished(let id) = event { return id }
                     return nil
                 }
-                let deadline = Task {
-                    try await Task.sleep(nanoseconds: 300_000_000_000)
-                    waiter.cancel()
-                }
-                let done = await waiter.value
-                deadline.cancel()
-                #expect(done == job.id, "round \(round): the job did not start within 300 s although the worker was idle")
+                try #require(done == job.id, "round \(round): the job did not start within 300 s although the worker was idle")
             }
             running.cancel()
             _ = try await running.value
         }
         try await check(store)
+    }
+
+    /// What the wake-up test hears from its worker.
+    private enum Seen: Equatable, Sendable {
+        case waiting
+        case finished(JobID)
+    }
+
+    /// The first event `match` answers, or nil once `seconds` have passed. A wait that runs
+    /// out ends the stream (its consumer is cancelled): the test stops there anyway.
+    private func next<T: Sendable>(
+        from stream: AsyncStream<Seen>, within seconds: UInt64, _ match: @escaping @Sendable (Seen) -> T?
+    ) async -> T? {
+        let waiter = Task { () -> T? in
+            for await event in stream {
+                if let value = match(event) { return value }
+            }
+            return nil
+        }
+        let deadline = Task {
+            try await Task.sleep(nanoseconds: seconds * 1_000_000_000)
+            waiter.cancel()
+        }
+        let value = await waiter.value
+        deadline.cancel()
+        return value
     }
 }

@@ -1,0 +1,69 @@
+import Foundation
+import JobRunner
+
+/// For the process tests only: with `LIFECYCLE_TEST_BARRIER` naming an existing directory,
+/// a `worker`, `purge` or `jobs probe` run that reaches its work (a claimed job, the first
+/// enqueue) leaves `arrived-<pid>` there and waits until the test creates `release`.
+/// A test that starts several runs and sees all of them arrive before it releases any has
+/// proven that they overlapped; runs made serial by something (a lock around the binary)
+/// never all arrive, and the test fails instead of passing on one run's work.
+///
+/// Undocumented on purpose and inert unless set: the variable's name says what it is for,
+/// and a directory that does not exist (a typo, a stale setting) is ignored rather than
+/// holding a production run forever.
+final class TestBarrier: Sendable {
+    static let variable = "LIFECYCLE_TEST_BARRIER"
+
+    /// The barrier of this process, if its environment asks for one.
+    static let current: TestBarrier? = {
+        guard let directory = ProcessInfo.processInfo.environment[variable], !directory.isEmpty else { return nil }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
+        return TestBarrier(directory: directory)
+    }()
+
+    /// `WorkerOptions.beforeJob` for this process: nil when no barrier is asked for.
+    static var beforeJob: (@Sendable (JobRecord) async -> Void)? {
+        guard let barrier = current else { return nil }
+        return { @Sendable (_: JobRecord) async in await barrier.arrive() }
+    }
+
+    private let directory: String
+    private let state = Mutex()
+
+    private init(directory: String) {
+        self.directory = directory
+    }
+
+    /// Announces this process once, then returns when the test has released the barrier
+    /// (at once, after that).
+    func arrive() async {
+        if state.released { return }
+        if state.announce() {
+            let marker = directory + "/arrived-\(ProcessInfo.processInfo.processIdentifier)"
+            _ = FileManager.default.createFile(atPath: marker, contents: nil)
+        }
+        while !FileManager.default.fileExists(atPath: directory + "/release") {
+            // Task.sleep: the job's lease heartbeat and the other jobs keep running meanwhile.
+            try? await Task.sleep(nanoseconds: 10_000_000)
+            if Task.isCancelled { return }
+        }
+        state.release()
+    }
+
+    private final class Mutex: @unchecked Sendable {
+        private let lock = NSLock()
+        private var announced = false
+        private var isReleased = false
+
+        var released: Bool { lock.withLock { isReleased } }
+        func release() { lock.withLock { isReleased = true } }
+        /// True for the first caller only.
+        func announce() -> Bool {
+            lock.withLock {
+                defer { announced = true }
+                return !announced
+            }
+        }
+    }
+}
