@@ -17,9 +17,9 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
         discussion: """
             Photo paths are relative to the JSONL file's folder (or --photos-root) and must stay inside it:
             absolute paths, '..' and symbolic links leading out are refused, and only regular files are read.
-            Each line is all-or-nothing; bad lines are reported with their line number and the others are
+            Each line is all-or-nothing; bad lines are reported with their line number and the others are \
             imported. Importing the same file again changes nothing.
-            Exit 65 if any line was refused, 66 if the file does not exist; 75 if the disk filled up and 73 if
+            Exit 65 if any line was refused, 66 if the file does not exist; 75 if the disk filled up and 73 if \
             the blob directory is not writable (the lines before are imported: fix it and run the same command).
             """)
 

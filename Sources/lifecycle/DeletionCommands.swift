@@ -39,18 +39,25 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete an account: the user's own request (password, 30-day grace) or a support/legal deletion.",
+        usage: """
+            lifecycle delete <account> --password-stdin
+            lifecycle delete <account> --operator <name> --reason <text> [--immediately]
+            lifecycle delete <account> --part <name> [--part <name> …] (--password-stdin | --operator <name> --reason <text>)
+            each with \(GlobalOptions.usage)
+            """,
         discussion: """
-            lifecycle delete ACCOUNT --password-stdin
-              The user's request. The password is read from standard input. Wrong: "Incorrect password", exit 77.
-              Too many wrong attempts: refused until the time printed, exit 75. Right: the account is pending
-              deletion, every session is signed out, and the purge is scheduled after the grace period.
-            lifecycle delete ACCOUNT --operator NAME --reason TEXT [--immediately]
-              Support or legal path, without the password; audited with NAME and TEXT. --immediately skips the
-              grace period: the next `lifecycle purge` removes the account.
-            lifecycle delete ACCOUNT --part NAME [--part NAME …] (--password-stdin | --operator NAME --reason TEXT)
-              Only those parts of the account's data (the data map's `parts:`, e.g. photos), the account staying open,
-              without a grace period: a job erases them, verifies it, and audits the receipt (`lifecycle audit ACCOUNT`);
-              a worker runs it (`lifecycle worker --once`). Refused (exit 65) for an account pending deletion or on hold.
+            The user's request (--password-stdin): the password is read from standard input. Wrong: "Incorrect password", \
+            exit 77. Too many wrong attempts: refused until the time printed, exit 75. Right: the account is pending \
+            deletion, every session is signed out, and the purge is scheduled after the grace period.
+
+            Support or legal (--operator NAME --reason TEXT): without the password; audited with NAME and TEXT. \
+            --immediately skips the grace period: the next `lifecycle purge` removes the account.
+
+            Parts (--part NAME, with either of the above): only those parts of the account's data (the data map's \
+            `parts:`, e.g. photos), the account staying open, without a grace period: a job erases them, verifies it, and \
+            audits the receipt (`lifecycle audit ACCOUNT`); a worker runs it (`lifecycle worker --once`). Refused (exit 65) \
+            for an account pending deletion or on hold.
+
             An account already pending deletion is left as it is (exit 0). Grace and lockout numbers: Jobs/policies/deletion.yaml.
             """)
 
@@ -135,8 +142,8 @@ struct RestoreCommand: AsyncParsableCommand, StoreCommand {
         commandName: "restore",
         abstract: "Cancel a pending deletion before its purge date (what signing in again does in the app).",
         discussion: """
-            Allowed only while the account is pending deletion and before its purge date; the scheduled purge is
-            cancelled in the same transaction. Sessions stay signed out: the user signs in again. Refused with
+            Allowed only while the account is pending deletion and before its purge date; the scheduled purge is \
+            cancelled in the same transaction. Sessions stay signed out: the user signs in again. Refused with \
             exit 65 once the purge date has passed or the purge has started. Audited with the operator's name.
             """)
 
@@ -212,15 +219,15 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         commandName: "purge",
         abstract: "Purge every account whose grace period is over: the nightly cron entry.",
         discussion: """
-            Enqueues a purge job for each due account that has none (e.g. accounts imported already pending),
-            runs the due purge jobs in this process, and prints how many accounts were purged, skipped (restored
-            meanwhile, or already done) and failed, and names the due accounts on hold (`accounts hold`), which
-            are left alone. Exit 0 when every due purge is done (held accounts apart); 75 when any purge is left
-            undone, whoever left it so: retrying, dead, held by another process, or waiting while deletion.purge
+            Enqueues a purge job for each due account that has none (e.g. accounts imported already pending), \
+            runs the due purge jobs in this process, and prints how many accounts were purged, skipped (restored \
+            meanwhile, or already done) and failed, and names the due accounts on hold (`accounts hold`), which \
+            are left alone. Exit 0 when every due purge is done (held accounts apart); 75 when any purge is left \
+            undone, whoever left it so: retrying, dead, held by another process, or waiting while deletion.purge \
             is paused (each named, with what to do). Overlapping runs are safe: each account is purged exactly once.
-            --dry-run changes nothing and lists each due account with the rows and blobs that would go; for an
-            app's own database it rehearses each account's erasure for real, inside a transaction that is then
-            rolled back, and reports per table what would be deleted and masked (the counts the receipt then
+            --dry-run changes nothing and lists each due account with the rows and blobs that would go; for an \
+            app's own database it rehearses each account's erasure for real, inside a transaction that is then \
+            rolled back, and reports per table what would be deleted and masked (the counts the receipt then \
             holds) or which table the database would refuse, and why (exit 75 when any would fail).
             """)
 

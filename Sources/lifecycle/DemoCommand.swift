@@ -10,7 +10,7 @@ struct DemoCommand: AsyncParsableCommand {
         abstract: "A guided tour on demo accounts: import, the job runner, and each job the toolkit runs.",
         discussion: """
             Uses the photos shipped in <jobs-dir>/demo/photos. Safe to run again: imports are idempotent.
-            With --json the tour's narrative goes to stderr and stdout gets what the demo left behind: the
+            With --json the tour's narrative goes to stderr and stdout gets what the demo left behind: the \
             installation's locations, the accounts with their states, and the jobs by kind and state.
             """)
 

@@ -15,15 +15,19 @@ struct ExportCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export one account's data: JSON and CSV of every table, account.json and the photos in one archive, with a signed download link.",
+        usage: """
+            lifecycle export <account> [--format <format>] [--wait] [--allow-pending --operator <name>] [--skip-missing-photos]
+                             [--signing-key-file <path>] \(GlobalOptions.usage)
+            """,
         discussion: """
-            Enqueues an export job (one live export per account: asking again returns the same job). With --wait
+            Enqueues an export job (one live export per account: asking again returns the same job). With --wait \
             the job runs in this process and the archive location, the download link and its expiry are printed.
             The user's notification goes to the outbox (and to export.sendmail_command when set).
-            Needs a signing key: LIFECYCLE_SIGNING_KEY, LIFECYCLE_SIGNING_KEY_FILE, --signing-key-file or
+            Needs a signing key: LIFECYCLE_SIGNING_KEY, LIFECYCLE_SIGNING_KEY_FILE, --signing-key-file or \
             export.signing_key_file in Jobs/policies/export.yaml; without one the command refuses (exit 69).
             With an s3:// blob store the link is an S3 presigned URL instead, and no signing key is needed.
-            Exit codes: 0 queued or done, 65 the export failed (the message names the cause, e.g. a missing photo),
-            67 no such account or it was deleted, 69 no signing key, 75 rate limit (the message says when the next
+            Exit codes: 0 queued or done, 65 the export failed (the message names the cause, e.g. a missing photo), \
+            67 no such account or it was deleted, 69 no signing key, 75 rate limit (the message says when the next \
             export is allowed) or the job is retrying, 77 the account is scheduled for deletion (operators: --allow-pending).
             """)
 

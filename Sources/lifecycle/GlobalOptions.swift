@@ -172,3 +172,9 @@ struct MetricsOption: ParsableArguments {
         }
     }
 }
+
+extension GlobalOptions {
+    /// The options above as a usage line shows them, for a command that writes its own usage:
+    /// past 12 options ArgumentParser prints only `<options>` there.
+    static let usage = "[--database <path-or-url>] [--blobs <dir|s3-url>] [--jobs-dir <dir>] [--json] [--log-format <log-format>] [--log-level <log-level>] [--quiet]"
+}

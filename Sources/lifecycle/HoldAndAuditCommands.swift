@@ -25,9 +25,9 @@ struct HoldAccount: AsyncParsableCommand, StoreCommand {
         commandName: "hold",
         abstract: "Keep an account from being purged (a legal request, an investigation) until `accounts unhold` or --until.",
         discussion: """
-            A held account may still be active or pending deletion; it is never purged while held: the nightly
-            sweep leaves it alone (and `purge` names it), and a purge job that reaches it stands down. A queued
-            purge job is cancelled; `accounts unhold` schedules it again. Refused (exit 65) once the purge has
+            A held account may still be active or pending deletion; it is never purged while held: the nightly \
+            sweep leaves it alone (and `purge` names it), and a purge job that reaches it stands down. A queued \
+            purge job is cancelled; `accounts unhold` schedules it again. Refused (exit 65) once the purge has \
             begun, and while another hold is in force. Audited with the operator and the reason.
             """)
 
@@ -89,7 +89,7 @@ struct AuditCommand: AsyncParsableCommand, StoreCommand {
         commandName: "audit",
         abstract: "Everything recorded about one account: requests, restores, holds, exports, the purge and its receipt.",
         discussion: """
-            Names the account by its key or a lookup column (id or email for the reference app); once it is purged,
+            Names the account by its key or a lookup column (id or email for the reference app); once it is purged, \
             by its key or by the email (or other lookup value) it had: the purge keeps only a salted hash of each.
             Exit 67 when nothing was ever recorded under that name.
             """)

@@ -87,7 +87,7 @@ struct CheckJobs: AsyncParsableCommand, StoreCommand {
         commandName: "check",
         abstract: "For monitoring: exit 0 only when no job is dead and none is overdue.",
         discussion: """
-            Overdue: a job due for longer than --overdue-after that no worker has claimed, or a running job whose
+            Overdue: a job due for longer than --overdue-after that no worker has claimed, or a running job whose \
             worker stopped heartbeating that long ago. Jobs of a paused kind are listed as paused, not overdue.
             A policy file that cannot be used is not healthy either: one that does not parse (its kinds run \
             nowhere), or a settings section with a key or value that purge, export, import or photos would refuse.
@@ -129,7 +129,7 @@ struct PauseKind: AsyncParsableCommand, StoreCommand {
         commandName: "pause",
         abstract: "Stop every worker (on every machine) from claiming jobs of a kind, until `jobs resume`.",
         discussion: """
-            Jobs already running finish; queued ones wait, and new ones are still enqueued. `lifecycle purge` with
+            Jobs already running finish; queued ones wait, and new ones are still enqueued. `lifecycle purge` with \
             deletion.purge paused purges nothing and says so. Shown by `jobs list` and `jobs check`.
             """)
 
@@ -310,8 +310,13 @@ struct ProbeJob: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe",
         abstract: "Enqueue canary jobs that show whether workers drain the queue.",
+        usage: """
+            lifecycle jobs probe [--count <count>] [--hold <hold>] [--fail-attempts <fail-attempts>] [--hold-attempts <hold-attempts>]
+                                 [--noop] [--unique-key-prefix <unique-key-prefix>] [--one-by-one]
+                                 \(GlobalOptions.usage)
+            """,
         discussion: """
-            A probe job has three steps (record-start, hold, record-finish); `--noop` enqueues one-step jobs
+            A probe job has three steps (record-start, hold, record-finish); `--noop` enqueues one-step jobs \
             that do nothing, which is what the throughput benchmark measures.
             """)
 

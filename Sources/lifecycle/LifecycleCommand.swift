@@ -41,8 +41,8 @@ struct LifecycleCommand: AsyncParsableCommand {
         abstract: "Account lifecycle jobs: data export, password-confirmed deletion, purge, photo normalisation.",
         discussion: """
             Every command refuses a database that `lifecycle init` did not set up (exit 66) and creates nothing there.
-            Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, 67 no such account,
-            69 a service unavailable, 70 internal error, 73 cannot write the output (a read-only blob directory),
+            Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, 67 no such account, \
+            69 a service unavailable, 70 internal error, 73 cannot write the output (a read-only blob directory), \
             75 try again later (including a full disk), 77 permission denied.
             LIFECYCLE_NOW=<ISO-8601> starts the clock at another instant (it keeps ticking from there).
             """,
@@ -60,9 +60,9 @@ struct InitCommand: AsyncParsableCommand {
         commandName: "init",
         abstract: "Create an installation: lifecycle's tables (and the reference app's, when the data map is the reference app's).",
         discussion: """
-            Every other command refuses a database that `init` did not set up (exit 66) and creates nothing, so a
-            mistyped --database never starts an empty installation. On an app's own database the data map is checked
-            first (exit 65 when it does not hold) and only lifecycle's own tables are added. Running it on an
+            Every other command refuses a database that `init` did not set up (exit 66) and creates nothing, so a \
+            mistyped --database never starts an empty installation. On an app's own database the data map is checked \
+            first (exit 65 when it does not hold) and only lifecycle's own tables are added. Running it on an \
             installation changes nothing but bringing its schema up to date (exit 0).
             """)
 
@@ -87,7 +87,11 @@ struct InitCommand: AsyncParsableCommand {
 struct MigrateCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
-        abstract: "Bring an installation's schema up to date (every command also does this when it opens the database).")
+        abstract: "Bring an installation's schema up to date (every command also does this when it opens the database).",
+        discussion: """
+            Only upgrades: a database that `lifecycle init` did not set up is refused (exit 66) and nothing is created \
+            there, as by every command but init. Prints the migrations the database has (--json: their names).
+            """)
 
     @OptionGroup var options: GlobalOptions
 

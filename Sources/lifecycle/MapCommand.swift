@@ -14,22 +14,22 @@ struct CheckMapCommand: AsyncParsableCommand {
         commandName: "check",
         abstract: "Check Jobs/account-data.yaml against the live database and print the erase order.",
         discussion: """
-            Reads the database's catalog without writing anything (not even lifecycle's own tables), then checks
-            that every table and column the map names exists; that every foreign key, column by column, into
-            every row a purge deletes or keeps masked (and into the rows the database deletes with them) is
-            mapped, ignored with a reason (never where that would make the purge fail), or handled by the
-            database; that no foreign key from another user's rows blocks a purge; that this role can see and
-            change every row the map names (row level security it does not bypass, or a missing privilege, is
-            refused naming the table); and derives the order rows are erased in. Columns that look like they hold
-            the user's key without a foreign key (by name and type, in every schema; keys inside JSON columns,
+            Reads the database's catalog without writing anything (not even lifecycle's own tables), then checks \
+            that every table and column the map names exists; that every foreign key, column by column, into \
+            every row a purge deletes or keeps masked (and into the rows the database deletes with them) is \
+            mapped, ignored with a reason (never where that would make the purge fail), or handled by the \
+            database; that no foreign key from another user's rows blocks a purge; that this role can see and \
+            change every row the map names (row level security it does not bypass, or a missing privilege, is \
+            refused naming the table); and derives the order rows are erased in. Columns that look like they hold \
+            the user's key without a foreign key (by name and type, in every schema; keys inside JSON columns, \
             from their first rows) are listed as warnings, each with the line that maps or ignores it.
 
-            --account KEY rehearses that account's purge for real, inside a transaction that is rolled back,
+            --account KEY rehearses that account's purge for real, inside a transaction that is rolled back, \
             and reports per table what would be deleted and masked, or which table the database refuses and why.
 
-            Exit 0 when the map holds (warnings or not, unless --strict), 65 naming the file, line and table
-            when it does not (or, with --strict, when there are warnings), 66 when the database file does not
-            exist, 69 when the server cannot be reached, 75 when the rehearsal of --account would fail, 77 when
+            Exit 0 when the map holds (warnings or not, unless --strict), 65 naming the file, line and table \
+            when it does not (or, with --strict, when there are warnings), 66 when the database file does not \
+            exist, 69 when the server cannot be reached, 75 when the rehearsal of --account would fail, 77 when \
             the role lacks a privilege or is held back by row level security.
             """)
 

@@ -21,12 +21,12 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
         commandName: "normalize",
         abstract: "Normalise profile photos not yet normalised under the current recipe version, as jobs.",
         discussion: """
-            Queues one job per photo (a photo whose job is already queued or running keeps that job), then runs
-            every due photo job in this process, two at a time (import queues them too), and prints a summary of
-            this run's photos that lists every rejected one with the message its uploader sees. Running it again
+            Queues one job per photo (a photo whose job is already queued or running keeps that job), then runs \
+            every due photo job in this process, two at a time (import queues them too), and prints a summary of \
+            this run's photos that lists every rejected one with the message its uploader sees. Running it again \
             renders nothing already done.
-            A rejected photo is an outcome, not a failure: exit 0 when every job finished (rejections included),
-            75 when some are retrying, dead or still running elsewhere, 67 for an unknown account, 65 for a bad
+            A rejected photo is an outcome, not a failure: exit 0 when every job finished (rejections included), \
+            75 when some are retrying, dead or still running elsewhere, 67 for an unknown account, 65 for a bad \
             photo policy.
             """)
 
@@ -122,8 +122,8 @@ struct NormalizePhotoFile: AsyncParsableCommand {
         abstract: "Normalise one photo file with the same checks and recipe as the job; touches no database.",
         discussion: """
             OUT is replaced atomically and only on success: a refused or failed photo leaves no partial file.
-            Exit codes: 0 written, 65 the photo is refused (stderr has the message its uploader would see, then the
-            detail), 66 IN does not exist or cannot be read, 64 OUT's directory does not exist, 69 OUT cannot be written
+            Exit codes: 0 written, 65 the photo is refused (stderr has the message its uploader would see, then the \
+            detail), 66 IN does not exist or cannot be read, 64 OUT's directory does not exist, 69 OUT cannot be written \
             or libvips (for a HEIC, its HEIF module) cannot be opened.
             """)
 

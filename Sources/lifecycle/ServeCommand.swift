@@ -7,16 +7,22 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve the export download links and the app API over HTTP.",
+        usage: """
+            lifecycle serve [--listen <addr:port>] [--api-token-file <path>] [--ops-token-file <path>] [--operator <name>]
+                            [--with-worker [--concurrency <concurrency>]] [--header-timeout <seconds>] [--body-timeout <seconds>]
+                            [--keep-alive-timeout <seconds>] [--max-connections <n>]
+                            \(GlobalOptions.usage)
+            """,
         discussion: """
-            Checks each link as `exports verify-link` does: 403 forged or altered, 404 no such export, 410 expired
-            or revoked; streams the archive with Range, If-Range, ETag and Content-Disposition, so a download resumes
-            where it stopped. Put it behind a TLS-terminating proxy (Jobs/runbooks/serve.md). Prints
-            "listening on http://HOST:PORT" ({"listening": …} with --json) once it accepts connections; SIGTERM or
+            Checks each link as `exports verify-link` does: 403 forged or altered, 404 no such export, 410 expired \
+            or revoked; streams the archive with Range, If-Range, ETag and Content-Disposition, so a download resumes \
+            where it stopped. Put it behind a TLS-terminating proxy (Jobs/runbooks/serve.md). Prints \
+            "listening on http://HOST:PORT" ({"listening": …} with --json) once it accepts connections; SIGTERM or \
             SIGINT stops it after the requests in flight. --with-worker runs the job worker in the same process.
-            With an API token (--api-token-file) it also serves the app backend's API under /v1, described by
+            With an API token (--api-token-file) it also serves the app backend's API under /v1, described by \
             Sources/LifecycleServer/openapi.yaml: account state, exports, deletion with the password, restore.
-            /ops is the operator's page (jobs, dead jobs with retry, pause and resume, holds, the last purges,
-            exports): with --ops-token-file the token is the HTTP Basic password, without one it answers this
+            /ops is the operator's page (jobs, dead jobs with retry, pause and resume, holds, the last purges, \
+            exports): with --ops-token-file the token is the HTTP Basic password, without one it answers this \
             machine only.
             """)
 
@@ -35,14 +41,14 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
     var opsTokenFile: String?
     @OptionGroup var operatorOption: OperatorOption
     @Option(name: .customLong("header-timeout"), help: ArgumentHelp(
-        "Seconds a client has to send a complete request head, from connecting or from the end of the previous answer (default 10).",
+        "Seconds a client has to send a complete request head, from connecting or from the end of the previous answer.",
         valueName: "seconds"))
     var headerTimeout: Double = Self.seconds(ServerLimits.defaultHeaderTimeout)
     @Option(name: .customLong("body-timeout"), help: ArgumentHelp(
-        "Seconds a request body may pause between two reads (default 30).", valueName: "seconds"))
+        "Seconds a request body may pause between two reads.", valueName: "seconds"))
     var bodyTimeout: Double = Self.seconds(ServerLimits.defaultBodyIdleTimeout)
     @Option(name: .customLong("keep-alive-timeout"), help: ArgumentHelp(
-        "Seconds a kept-alive connection may wait for its next request (default 60).", valueName: "seconds"))
+        "Seconds a kept-alive connection may wait for its next request.", valueName: "seconds"))
     var keepAliveTimeout: Double = Self.seconds(ServerLimits.defaultKeepAliveTimeout)
     @Option(name: .customLong("max-connections"), help: ArgumentHelp(
         "Connections served at once; beyond them requests get 503 and /healthz still answers (default: half the open-file limit, at most 1024).",

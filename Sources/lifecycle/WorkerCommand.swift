@@ -10,10 +10,10 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
         commandName: "worker",
         abstract: "Run due jobs: once (for cron) or until SIGTERM/SIGINT.",
         discussion: """
-            With --once: runs everything due, then exits 0 when nothing is left undone and 75 otherwise,
-            naming each job left: retrying, dead, held by another process (or one that died, until its lease
-            runs out), or due and unclaimed, whoever left it so (see `lifecycle jobs check`). Overlapping runs
-            are safe. A kind whose policy file is broken is not run, and the run exits 75 naming the file. A job
+            With --once: runs everything due, then exits 0 when nothing is left undone and 75 otherwise, \
+            naming each job left: retrying, dead, held by another process (or one that died, until its lease \
+            runs out), or due and unclaimed, whoever left it so (see `lifecycle jobs check`). Overlapping runs \
+            are safe. A kind whose policy file is broken is not run, and the run exits 75 naming the file. A job \
             that ended refused (a part deletion whose account went on hold) is named too, and the run exits 75.
             --kind runner.probe is the canary: it runs the probe jobs `jobs probe` made and touches nothing else.
             """)
