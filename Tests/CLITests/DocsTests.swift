@@ -527,6 +527,22 @@ struct RunbookWalkthroughTests {
         Self.expectStatedOutputs(of: block, in: walk)
     }
 
+    /// jobs.md's canary and its pause and resume, as written, on a fresh installation of each backend.
+    @Test(arguments: Backend.allCases)
+    func jobsRunbooksCanaryAndPauseRunAsWritten(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let environment = ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs]
+        let made = try await Self.run("lifecycle init", environment: environment)
+        try #require(made.status == 0, "\(made)")
+        for name in ["canary", "pause"] {
+            let block = try Self.block("Jobs/runbooks/jobs.md", name)
+            let walk = try await Self.run(block, environment: environment)
+            #expect(walk.status == 0, "\(name): \(walk)")
+            Self.expectStatedOutputs(of: block, in: walk)
+        }
+    }
+
     /// install.md's "Check it works", on an installation made as its step 3 makes one.
     @Test
     func installsCheckItWorksPassesOnAFreshInstallation() async throws {
