@@ -72,7 +72,9 @@ struct EnqueueAndWakeTests {
             for round in 1...3 {
                 // Enqueued only once the worker has said it waits: nothing is claimed or being
                 // claimed then, so no claim that follows a finished job can find this one, and
-                // only the notification (or the 600 s poll) can start it.
+                // only the notification (or the 600 s poll) can start it. The first round may
+                // also be started by the wake a listener gives once its LISTEN takes effect
+                // (for work enqueued before it); the rounds after it have the notification alone.
                 let idle = await next(from: seen, within: 300) { $0 == .waiting ? true : nil }
                 try #require(idle == true, "round \(round): the worker never said it was waiting")
                 let job = try await enqueue(store, EnqueueRequest(kind: ProbeJobs.noopKind, payload: #"{"round":\#(round)}"#), now: Date()).job
