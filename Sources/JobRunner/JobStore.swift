@@ -95,8 +95,10 @@ public protocol JobStore: Sendable {
     /// Records a failed attempt: `retrying` with a new `runAt`, or `dead` when `retryAt` is nil.
     func markFailed(jobID: JobID, owner: String, error: String, retryAt: Date?, now: Date) async throws -> JobState
 
-    /// Gives back a claimed job this worker never started (it is shutting down), without using up an attempt.
-    func release(jobID: JobID, owner: String, now: Date) async throws
+    /// Gives back a claimed job without using up an attempt: one this worker never started
+    /// (it is shutting down), or one it cannot run as it is set up (`reason`, kept as the
+    /// job's last error for `jobs show` and `jobs check`). Its `runAt` is left as it was.
+    func release(jobID: JobID, owner: String, reason: String?, now: Date) async throws
 
     /// Moves a job whose cancellation was requested to `cancelled`, between steps.
     /// `reason`, when given, is kept as the job's last error: why its work was withdrawn.
@@ -188,6 +190,10 @@ public struct JobCountKey: Hashable, Sendable {
 }
 
 extension JobStore {
+    public func release(jobID: JobID, owner: String, now: Date) async throws {
+        try await release(jobID: jobID, owner: owner, reason: nil, now: now)
+    }
+
     public var savepointsAreCheap: Bool { true }
     public var concurrentWriteTransactions: Int { 1 }
     public var writerSessions: WriterSessions<Transaction>? { nil }
@@ -257,6 +263,18 @@ public struct JobRunnerError: Error, CustomStringConvertible, Sendable, Equatabl
 /// Thrown by a step when running it again cannot help (bad payload, the
 /// account is gone): the job goes straight to `dead`.
 public struct PermanentJobFailure: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Thrown by a step that this worker cannot run as it is set up (a key, a credential or a
+/// library it lacks): the job is not at fault, so running it again here cannot help and
+/// burying it would lose work someone asked for. The job is handed back without using up
+/// an attempt and stays due, with this message as its last error, so `jobs check` reports
+/// it overdue once it has waited too long; this worker claims no more jobs of its kind for
+/// a while (a `--once` run: for the rest of the run) and reports the fault.
+public struct WorkerNotReady: Error, CustomStringConvertible, Sendable {
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }

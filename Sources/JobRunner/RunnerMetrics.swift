@@ -12,10 +12,12 @@ enum RunnerMetrics {
         case .leaseLost: "lease_lost"
         case .released: "released"
         case .stopped: "stopped"
+        case .notReady: "not_ready"
         }
         Counter(label: "lifecycle_job_attempts_total", dimensions: [("kind", kind), ("outcome", name)]).increment()
         // Handed-back attempts did not run to an end; their time says nothing about the kind.
         if case .released = outcome { return }
+        if case .notReady = outcome { return }
         let (seconds, attoseconds) = took.components
         Metrics.Timer(label: "lifecycle_job_duration_seconds", dimensions: [("kind", kind)])
             .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)

@@ -40,6 +40,8 @@ public enum JobOutcome: Sendable, Equatable {
     case released
     /// Ended without doing what it was asked, for this reason (`StepResult.stopped`); recorded as succeeded.
     case stopped(reason: String)
+    /// This worker cannot run it as set up (`WorkerNotReady`): handed back, still due, its attempt not used.
+    case notReady(reason: String)
 }
 
 public enum WorkerEvent: Sendable {
@@ -61,15 +63,17 @@ public struct DrainSummary: Sendable, Equatable {
     public var leaseLost = 0
     public var released = 0
     public var stopped = 0
+    /// Jobs handed back because this worker cannot run them as it is set up.
+    public var notReady = 0
     public var failures: [String] = []
     /// Kinds this run could not run (their policy file is broken).
     public var unrunnableKinds: [String] = []
 
     public init() {}
 
-    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost + released + stopped }
+    public var processed: Int { succeeded + retrying + dead + cancelled + leaseLost + released + stopped + notReady }
     /// What cron should see: every job this run touched finished well, and no kind was left out.
-    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 && stopped == 0 && unrunnableKinds.isEmpty }
+    public var allSucceeded: Bool { retrying == 0 && dead == 0 && leaseLost == 0 && stopped == 0 && notReady == 0 && unrunnableKinds.isEmpty }
 
     mutating func add(_ outcome: JobOutcome, job: JobRecord) {
         switch outcome {
@@ -86,6 +90,9 @@ public struct DrainSummary: Sendable, Equatable {
         case .stopped(let reason):
             stopped += 1
             failures.append("job \(job.id) (\(job.kind)) stopped: \(reason)")
+        case .notReady(let reason):
+            notReady += 1
+            failures.append("job \(job.id) (\(job.kind)) not run, handed back without using an attempt: \(reason)")
         }
     }
 }
@@ -228,6 +235,10 @@ public final class Worker<Store: JobStore>: Sendable {
             // A claim that failed: the loop winds down (jobs in flight finish, buffered ones
             // are handed back), then the drain throws it.
             var claimFailure: (any Error)?
+            // Kinds this worker found it cannot run as set up, until when it leaves them alone:
+            // a drain for the rest of its run; a daemon for a minute, since a key file or a
+            // library can be put right while it runs.
+            var setAside: [String: Date] = [:]
 
             while true {
                 if Task.isCancelled || shuttingDown.isSet { stopping = true }
@@ -243,9 +254,11 @@ public final class Worker<Store: JobStore>: Sendable {
                         claiming = true
                         finishedAtClaim = finishedCount
                         let buffer = buffered
+                        let now = clock.now()
+                        let claimable = kinds.filter { setAside[$0].map { now >= $0 } ?? true }
                         group.addTask {
                             do {
-                                return .claimed(.success(try await self.uncancelled { try await self.claimBatch(kinds: kinds, buffered: buffer) }))
+                                return .claimed(.success(try await self.uncancelled { try await self.claimBatch(kinds: claimable, buffered: buffer) }))
                             } catch {
                                 return .claimed(.failure(error))
                             }
@@ -297,6 +310,9 @@ public final class Worker<Store: JobStore>: Sendable {
                     running -= 1
                     inFlight[job.kind, default: 1] -= 1
                     summary.add(outcome, job: job)
+                    if case .notReady = outcome {
+                        setAside[job.kind] = untilIdle ? .distantFuture : clock.now().addingTimeInterval(60)
+                    }
                     finishedCount += 1
                     mayClaim = true
                 }
@@ -475,6 +491,18 @@ public final class Worker<Store: JobStore>: Sendable {
             jobLogger.warning("lease lost; another worker continues this job")
             events(.finished(job, .leaseLost))
             return .leaseLost
+        } catch let fault as WorkerNotReady {
+            do {
+                try await store.release(jobID: job.id, owner: owner, reason: fault.message, now: clock.now())
+            } catch {
+                // The lease runs out and the job is claimed again, by this worker or another.
+                jobLogger.warning("could not hand the job back; it is claimed again when its lease runs out", metadata: ["error": "\(error)"])
+                events(.finished(job, .leaseLost))
+                return .leaseLost
+            }
+            jobLogger.error("job handed back, its attempt not used: this worker cannot run its kind as set up", metadata: ["reason": "\(fault.message)"])
+            events(.finished(job, .notReady(reason: fault.message)))
+            return .notReady(reason: fault.message)
         } catch let withdrawn as JobWithdrawn {
             do {
                 try await store.markCancelled(jobID: job.id, owner: owner, reason: withdrawn.message, now: clock.now())

@@ -68,7 +68,9 @@ public struct JobAttention: Codable, Sendable, Equatable {
             return "\(subject) is held by \(leaseOwner ?? "another worker") until \(until.map(ISO8601.format) ?? "?")"
                 + " (a worker that died hands it on when that lease runs out)"
         case .waiting:
+            // A worker that could not run it as set up handed it back with why (an export without the signing key).
             return "\(subject) is due since \(until.map(ISO8601.format) ?? "?") and no worker has claimed it"
+                + (lastError.map { "; last error: \($0)" } ?? "")
         }
     }
 

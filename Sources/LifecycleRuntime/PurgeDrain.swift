@@ -155,6 +155,8 @@ final class PurgeTally: @unchecked Sendable {
                 summary.handedBack.append(id)
             case .stopped(let reason):
                 summary.failures.append("account \(id): purge job #\(job.id) stopped: \(reason)")
+            case .notReady(let reason):
+                summary.failures.append("account \(id): purge job #\(job.id) was handed back, this process cannot run it as set up: \(reason)")
             }
             return handled
         }

@@ -315,11 +315,12 @@ extension PostgresStore: JobStore {
         }
     }
 
-    public func release(jobID: JobID, owner: String, now: Date) async throws {
+    public func release(jobID: JobID, owner: String, reason: String?, now: Date) async throws {
+        let reason = reason.map { String($0.prefix(4_000)) }
         _ = try await write { tx in
             try tx.execute("""
                 UPDATE lifecycle.jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
-                  lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now)
+                  lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now), last_error = COALESCE(\(reason), last_error)
                 WHERE id = \(jobID) AND lease_owner = \(owner) AND state = 'running'
                 """)
             try self.notifyWorkers(in: tx)

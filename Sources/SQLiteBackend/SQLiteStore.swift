@@ -696,15 +696,15 @@ extension SQLiteStore {
         }
     }
 
-    public func release(jobID: JobID, owner: String, now: Date) async throws {
+    public func release(jobID: JobID, owner: String, reason: String?, now: Date) async throws {
         try await pool.write { db in
             try db.execute(
                 sql: """
                     UPDATE lifecycle_jobs SET state = CASE WHEN attempt <= 1 THEN 'queued' ELSE 'retrying' END, attempt = attempt - 1,
-                      lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+                      lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, last_error = COALESCE(?, last_error)
                     WHERE id = ? AND lease_owner = ? AND state = 'running'
                     """,
-                arguments: [now.stored, jobID, owner])
+                arguments: [now.stored, reason.map { String($0.prefix(4_000)) }, jobID, owner])
             // Another worker of this machine takes it up at once.
             self.workSignal.arm(db)
         }

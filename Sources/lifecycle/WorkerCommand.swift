@@ -15,6 +15,8 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             runs out), or due and unclaimed, whoever left it so (see `lifecycle jobs check`). Overlapping runs \
             are safe. A kind whose policy file is broken is not run, and the run exits 75 naming the file. A job \
             that ended refused (a part deletion whose account went on hold) is named too, and the run exits 75.
+            A job this worker cannot run as it is set up (an export with no signing key) is handed back still due,
+            without using an attempt; the run runs no more of its kind and exits 69 naming what to fix.
             --kind runner.probe is the canary: it runs the probe jobs `jobs probe` made and touches nothing else.
             """)
 
@@ -62,12 +64,15 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
         } else {
             Terminal.line("worker: \(summary.succeeded) succeeded, \(summary.retrying) retrying, \(summary.dead) dead, \(summary.cancelled) cancelled"
                 + (summary.stopped > 0 ? ", \(summary.stopped) stopped" : "")
-                + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : ""))
+                + (summary.released > 0 ? ", \(summary.released) handed back for another worker" : "")
+                + (summary.notReady > 0 ? ", \(summary.notReady) not run (this worker is not set up for them)" : ""))
             for failure in summary.failures { Terminal.note("  " + failure) }
             reportAttention(attention)
             for waiting in paused { Terminal.note(waiting.line) }
         }
-        let status: ExitStatus = summary.allSucceeded && attention.isEmpty && paused.isEmpty ? .ok : .tryLater
+        // A setup fault is the operator's to fix, not a matter of waiting: it outranks "try later".
+        let status: ExitStatus = summary.notReady > 0 ? .unavailable
+            : summary.allSucceeded && attention.isEmpty && paused.isEmpty ? .ok : .tryLater
         return await metrics.finish(figures, command: "worker", status: status, final: once, services: services)
     }
 }
@@ -81,14 +86,15 @@ func reportAttention(_ attention: [JobAttention]) {
 }
 
 struct WorkerReport: Encodable {
-    var succeeded, retrying, dead, cancelled, leaseLost, released, stopped: Int
+    var succeeded, retrying, dead, cancelled, leaseLost, released, stopped, notReady: Int
     var failures: [String]
     var unrunnableKinds: [String]
     var attention: [JobAttention]
     var paused: [PausedWork]
 
     enum CodingKeys: String, CodingKey {
-        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, stopped, failures, unrunnableKinds = "unrunnable_kinds", attention, paused
+        case succeeded, retrying, dead, cancelled, leaseLost = "lease_lost", released, stopped, notReady = "not_ready", failures
+        case unrunnableKinds = "unrunnable_kinds", attention, paused
     }
 
     init(_ summary: DrainSummary, attention: [JobAttention], paused: [PausedWork]) {
@@ -102,6 +108,7 @@ struct WorkerReport: Encodable {
         leaseLost = summary.leaseLost
         released = summary.released
         stopped = summary.stopped
+        notReady = summary.notReady
         failures = summary.failures
     }
 }

@@ -99,6 +99,8 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     /// Database only, so it happens exactly once: the export id and the cut-off instant
     /// that every later step, and every rerun, uses.
     private func snapshot(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
+        // Before any work: a worker that could not sign the link would build an archive nobody is sent.
+        if services.blobs.downloadURLLifetimeLimit == nil { _ = try linkSigner() }
         let payload = try context.payload(ExportPayload.self)
         guard ArchiveFormat(rawValue: payload.format) != nil else {
             throw PermanentJobFailure("unknown archive format '\(payload.format)' (zip or tar.gz)")
@@ -277,13 +279,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             }
         }
         let settings = try ExportSettings(policies: services.policies)
-        let signer: LinkSigner
-        do {
-            signer = try SigningKeySource.load(settings: settings, jobsDirectory: services.jobsDirectory)
-        } catch let error as LifecycleError {
-            throw PermanentJobFailure("\(error.message); then `lifecycle jobs retry \(context.job.id)` finishes this export")
-        }
-        return try .output(Signed(link: signer.link(base: settings.linkBaseURL, exportID: snapshot.exportID, expiresAt: written.expiresAt)))
+        return try .output(Signed(link: linkSigner().link(base: settings.linkBaseURL, exportID: snapshot.exportID, expiresAt: written.expiresAt)))
     }
 
     // MARK: 7. notify
@@ -349,6 +345,18 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     }
 
     // MARK: Shared checks
+
+    /// The HMAC key. Without a usable one this worker is not set up for exports (a cron line that never
+    /// read the environment file): the job is not at fault, so it waits, its attempts
+    /// untouched, for a worker that has the key, rather than dying with the link unsent.
+    private func linkSigner() throws -> LinkSigner {
+        let settings = try ExportSettings(policies: services.policies)
+        do {
+            return try SigningKeySource.load(settings: settings, jobsDirectory: services.jobsDirectory)
+        } catch let error as LifecycleError {
+            throw WorkerNotReady("\(error.message); this export waits until a worker that has the key runs it")
+        }
+    }
 
     static func requireExportable(accountID: String, state: AccountState, allowPending: Bool) throws {
         switch state {

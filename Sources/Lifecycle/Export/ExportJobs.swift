@@ -85,8 +85,9 @@ extension LifecycleServices {
         get throws { try ExportSettings(policies: policies) }
     }
 
-    public func linkSigner() throws -> LinkSigner {
-        try SigningKeySource.load(settings: try exportSettings, jobsDirectory: jobsDirectory)
+    /// `fileOption`: the calling command's key-file option, named in the advice when there is no key.
+    public func linkSigner(fileOption: String? = nil) throws -> LinkSigner {
+        try SigningKeySource.load(settings: try exportSettings, jobsDirectory: jobsDirectory, fileOption: fileOption)
     }
 
     /// Enqueues an export, in one transaction with its checks: the account must exist and

@@ -89,8 +89,10 @@ public enum SigningKeySource {
     public static let environmentFile = "LIFECYCLE_SIGNING_KEY_FILE"
     public static let minimumBytes = 32
 
+    /// `fileOption`: how the command at hand spells a key-file option (`--signing-key-file`),
+    /// nil when it has none, so the advice names only what that command accepts.
     public static func load(
-        settings: ExportSettings, jobsDirectory: String,
+        settings: ExportSettings, jobsDirectory: String, fileOption: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> LinkSigner {
         if let key = environment[environmentKey], !key.isEmpty {
@@ -104,8 +106,8 @@ public enum SigningKeySource {
         } else {
             throw LifecycleError(.unavailable, """
                 no signing key for download links: set \(environmentKey) (at least \(minimumBytes) characters, \
-                e.g. from `openssl rand -hex 32`), or \(environmentFile) / --signing-key-file / export.signing_key_file \
-                to a file holding one (mode 0600)
+                e.g. from `openssl rand -hex 32`), or \(environmentFile)\(fileOption.map { " / \($0)" } ?? "") / \
+                export.signing_key_file in policies/export.yaml to a file holding one (mode 0600)
                 """)
         }
         var info = stat()
