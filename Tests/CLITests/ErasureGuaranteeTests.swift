@@ -863,6 +863,100 @@ extension DjangoSiteErasureTests {
     }
 }
 
+extension DjangoSiteErasureTests {
+    /// A management command's whole outcome, for the ones expected to fail.
+    func manageOutcome(_ workspace: Workspace, _ arguments: [String], environment: [String: String] = [:]) async throws -> CommandResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = environment.map { "\($0.key)=\($0.value)" } + [
+            repositoryRoot + "/Jobs/examples/django/manage.sh", workspace.database, workspace.blobs,
+        ] + arguments
+        var inherited = ProcessInfo.processInfo.environment
+        for name in ["LIFECYCLE_API_URL", "LIFECYCLE_API_TOKEN"] { inherited.removeValue(forKey: name) }
+        process.environment = inherited
+        let (out, err) = (workspace.root + "/manage-\(UUID().uuidString).out", workspace.root + "/manage-\(UUID().uuidString).err")
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        process.standardError = FileHandle(forWritingAtPath: err)
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        try process.run()
+        await process.exited()
+        return CommandResult(
+            status: process.terminationStatus, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    /// The example's documented receiver on a real sign-in (authenticate, login, the signal)
+    /// with `serve` running: an active user signs in and nothing is restored; a pending one
+    /// is restored; one whose purge is under way is refused by the receiver, and once purged
+    /// by Django itself (her user row is gone); unconfigured, a sign-in fails loudly and
+    /// Django's check framework says why.
+    @Test(arguments: Backend.allCases)
+    func theDocumentedReceiverRestoresOnlyAPendingUserAndRefusesOneBeingPurged(_ backend: Backend) async throws {
+        let (workspace, seeded) = try await site(backend, map: try Self.map)
+        let (ada, bob) = (try #require(seeded.users["ada"]), try #require(seeded.users["bob"]))
+        // Django's login saves a fresh empty session before the signal; a refused sign-in must
+        // leave none that authenticates anyone.
+        func signedInBySessionsSince(_ before: Set<String>) async throws -> [String] {
+            var signedIn: [String] = []
+            for row in try await workspace.query("SELECT session_key FROM django_session") {
+                guard let key = row[0], !before.contains(key) else { continue }
+                let who = try await manage(workspace, ["whoami", key])
+                if who != "anonymous" { signedIn.append(who) }
+            }
+            return signedIn
+        }
+        func sessionKeys() async throws -> Set<String> { Set(try await workspace.query("SELECT session_key FROM django_session").compactMap { $0[0] }) }
+        try await workspace.ensureInitialised()
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let api = ["LIFECYCLE_API_URL": "http://" + server.base, "LIFECYCLE_API_TOKEN": ServeTests.apiToken]
+
+        // bob is active: the API answers 409 not_pending in its error object, and he is in.
+        let bobIn = try await manageOutcome(workspace, ["signin", "bob", "battery staple"], environment: api)
+        #expect(bobIn.status == 0, "\(bobIn.stderr) \(server.diagnosis)")
+        #expect(try await manage(workspace, ["whoami", bobIn.stdout.trimmingCharacters(in: .whitespacesAndNewlines)]) == String(bob))
+        // Asked, and refused as nothing to restore: audited so, never as restored.
+        let bobsRestores = try await workspace.auditRows(of: String(bob)).filter { $0.action == "deletion.restore" }
+        #expect(bobsRestores.map(\.outcome) == ["refused"], "\(bobsRestores)")
+        #expect(try await workspace.run(["accounts", "show", "bob", "--json"]).stdout.contains(#""state":"active""#))
+
+        // ada pending: restored by signing in.
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse").status == 0)
+        let adaIn = try await manageOutcome(workspace, ["signin", "ada", "correct horse"], environment: api)
+        #expect(adaIn.status == 0, "\(adaIn.stderr)")
+        #expect(try await workspace.run(["accounts", "show", "ada", "--json"]).stdout.contains(#""state":"active""#))
+        #expect(try await workspace.auditRows(of: String(ada)).last?.action == "deletion.restore")
+
+        // Her purge under way (as one killed after it marked her leaves it): refused, no session.
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse").status == 0)
+        try await workspace.execute("UPDATE \(workspace.ownTable("subjects")) SET state = 'purging' WHERE subject_key = '\(ada)'")
+        let before = try await sessionKeys()
+        let purging = try await manageOutcome(workspace, ["signin", "ada", "correct horse"], environment: api)
+        #expect(purging.status == 1, "\(purging.stdout) \(purging.stderr)")
+        #expect(purging.stderr.contains("sign-in failed: lifecycle answered 409"), "\(purging.stderr)")
+        #expect(try await signedInBySessionsSince(before).isEmpty)
+        #expect(try await workspace.run(["accounts", "show", "ada", "--json"]).stdout.contains(#""state":"purging""#))
+
+        // Purged: Django has no such user any more and refuses her itself.
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        let purged = try await manageOutcome(workspace, ["signin", "ada", "correct horse"], environment: api)
+        #expect(purged.status == 1 && purged.stderr.contains("sign-in refused"), "\(purged.stderr)")
+        #expect(await server.stop() == 0)
+
+        // Unconfigured: the sign-in fails naming what to set, and no session is saved.
+        let sessionsBefore = try await sessionKeys()
+        let unset = try await manageOutcome(workspace, ["signin", "bob", "battery staple"])
+        #expect(unset.status == 1, "\(unset.stdout) \(unset.stderr)")
+        #expect(unset.stderr.contains("LIFECYCLE_API_URL and LIFECYCLE_API_TOKEN not set"), "\(unset.stderr)")
+        #expect(try await signedInBySessionsSince(sessionsBefore).isEmpty)
+        let check = try await manageOutcome(workspace, ["check", "--fail-level", "WARNING"])
+        #expect(check.status != 0 && check.stderr.contains("lifecycle.W001"), "\(check.stdout) \(check.stderr)")
+        #expect(try await manageOutcome(workspace, ["check", "--fail-level", "WARNING"], environment: api).status == 0)
+    }
+}
+
 /// Storage keys as real apps write them (Supabase Storage object names with spaces and
 /// accents), exported and purged on both backends; an NFC and an NFD spelling of one name
 /// are two files of two accounts, each kept apart; a row naming one of lifecycle's own

@@ -4,9 +4,10 @@
 #   Jobs/examples/django/manage.sh DB MEDIA COMMAND [ARGUMENT…]
 #
 # e.g. `whoami SESSION_KEY` (whom a session authenticates), `signin USERNAME PASSWORD` (a
-# sign-in as a browser's would make it, signals and all), `makemigrations --check`. With
-# LIFECYCLE_API_URL and LIFECYCLE_API_TOKEN set, a sign-in restores an account whose
-# deletion is pending (blog/lifecycle_restore.py).
+# sign-in as a browser's would make it, signals and all), `makemigrations --check`. A sign-in
+# needs LIFECYCLE_API_URL and LIFECYCLE_API_TOKEN (`lifecycle serve`'s address and API
+# token): it restores an account whose deletion is pending (blog/lifecycle_restore.py), and
+# without them it fails.
 set -euo pipefail
 
 if [ $# -lt 3 ]; then

@@ -8,6 +8,9 @@ LIFECYCLE_DJANGO_DB     a path to a SQLite file, or a PostgreSQL URL
                         others, such as pool=2 or connect_timeout=30, are ignored)
 LIFECYCLE_DJANGO_MEDIA  the media folder (MEDIA_ROOT): the blob store, so a FileField's
                         stored name is the blob's key
+LIFECYCLE_API_URL       where `lifecycle serve` listens (http://127.0.0.1:8080), and
+LIFECYCLE_API_TOKEN     its API token: every sign-in asks it to restore a pending deletion
+                        (blog/lifecycle_restore.py); unset, sign-ins fail
 """
 import os
 from pathlib import Path
@@ -119,3 +122,6 @@ USE_I18N = True
 USE_TZ = True
 
 ACCOUNT_EMAIL_VERIFICATION = "optional"
+
+LIFECYCLE_API_URL = os.environ.get("LIFECYCLE_API_URL", "")
+LIFECYCLE_API_TOKEN = os.environ.get("LIFECYCLE_API_TOKEN", "")
