@@ -1,5 +1,6 @@
 import Foundation
 import JobRunner
+import Synchronization
 
 /// For the process tests only: with `LIFECYCLE_TEST_BARRIER` naming an existing directory,
 /// a `worker`, `purge` or `jobs probe` run that reaches its work (a claimed job, the first
@@ -29,7 +30,7 @@ final class TestBarrier: Sendable {
     }
 
     private let directory: String
-    private let state = Mutex()
+    private let state = Mutex((announced: false, released: false))
 
     private init(directory: String) {
         self.directory = directory
@@ -38,8 +39,12 @@ final class TestBarrier: Sendable {
     /// Announces this process once, then returns when the test has released the barrier
     /// (at once, after that).
     func arrive() async {
-        if state.released { return }
-        if state.announce() {
+        if state.withLock { $0.released } { return }
+        let first = state.withLock { state in
+            defer { state.announced = true }
+            return !state.announced
+        }
+        if first {
             let marker = directory + "/arrived-\(ProcessInfo.processInfo.processIdentifier)"
             _ = FileManager.default.createFile(atPath: marker, contents: nil)
         }
@@ -48,22 +53,6 @@ final class TestBarrier: Sendable {
             try? await Task.sleep(nanoseconds: 10_000_000)
             if Task.isCancelled { return }
         }
-        state.release()
-    }
-
-    private final class Mutex: @unchecked Sendable {
-        private let lock = NSLock()
-        private var announced = false
-        private var isReleased = false
-
-        var released: Bool { lock.withLock { isReleased } }
-        func release() { lock.withLock { isReleased = true } }
-        /// True for the first caller only.
-        func announce() -> Bool {
-            lock.withLock {
-                defer { announced = true }
-                return !announced
-            }
-        }
+        state.withLock { $0.released = true }
     }
 }
