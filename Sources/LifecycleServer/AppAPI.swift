@@ -242,7 +242,9 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             return try error.response()
         } catch {
             let classified = LifecycleError(classifying: error)
-            if APIError.isTheServersTrouble(classified) {
+            // A runner error here is the installation's (a policy file a setting of the
+            // request's command cannot be read from), never the request's.
+            if error is JobRunnerError || APIError.isTheServersTrouble(classified) {
                 let id = ServerErrors.requestID()
                 services.logger.error("request refused: the server cannot serve it", metadata: ["request_id": "\(id)", "error": "\(classified.message)"])
                 var refusal = APIError(

@@ -115,6 +115,24 @@ struct APIErrorTests {
         #expect(log.split(separator: "\n").contains { $0.contains(id) && $0.contains(keyFile) }, "\(log.suffix(2_000))")
     }
 
+    /// A policy file the request's command cannot read is the installation's trouble, not a
+    /// refusal of the request: the app hears 503, the operator's log names the file and key.
+    @Test func aBrokenPolicyFileIsTheServersTroubleNotTheRequests() async throws {
+        let jobs = try DeletionLines.jobsDirectory(deletion: ["grace_dayz: 30"])
+        let workspace = try await Workspace.make(.sqlite, jobsDirectory: jobs)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let deletion = try await ServeTests.api(server, "POST", "accounts/ada/deletion", body: "{\"password\": \"\(DeletionLines.password)\"}")
+        #expect(deletion.status == 503 && ServeTests.errorCode(deletion.json) == "unavailable", "\(deletion.json)")
+        Self.expectNoCommandLineAdvice(ServeTests.errorMessage(deletion.json))
+        #expect(ServeTests.errorMessage(deletion.json)?.contains("grace_dayz") == false)
+        let id = try #require((deletion.json["error"] as? [String: Any])?["request_id"] as? String)
+        #expect(await server.stop() == 0)
+        let log = try String(contentsOfFile: server.errorLog, encoding: .utf8)
+        #expect(log.split(separator: "\n").contains { $0.contains(id) && $0.contains("grace_dayz") }, "\(log.suffix(2_000))")
+        #expect(try await workspace.state(of: "ada") == "active")
+    }
+
     @Test func anUnknownPathAnswersWithTheAPIsJSONError() async throws {
         let workspace = try Workspace()
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
