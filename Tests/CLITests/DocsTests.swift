@@ -607,6 +607,26 @@ struct AdviceInMessagesTests {
         #expect(checked > 40, "only \(checked) pieces of advice found")
     }
 
+    /// An option named in a message without backticks ("needs --operator NAME") exists too.
+    /// PostgresTesting's literals are initdb's own arguments, not advice to anyone.
+    @Test
+    func everyOptionAMessageNamesExists() async throws {
+        let options = try await CommandTree.load().allOptions
+        var checked = 0
+        var problems: [String] = []
+        for file in try Self.sourceFiles() where !file.hasPrefix("PostgresTesting/") {
+            let source = try String(contentsOfFile: repositoryRoot + "/Sources/" + file, encoding: .utf8)
+            for literal in SwiftStringLiterals.scan(source) {
+                for match in literal.text.matches(of: /(?:^|[^\w-])(--[a-z][a-z0-9-]*)/) {
+                    checked += 1
+                    if !options.contains(String(match.1)) { problems.append("Sources/\(file):\(literal.line): \(match.1) in \"\(literal.text)\"") }
+                }
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        #expect(checked > 100, "only \(checked) options found in messages")
+    }
+
     @Test
     func literalsAreReadAsTheCompilerReadsThem() async throws {
         let source = ##"""
