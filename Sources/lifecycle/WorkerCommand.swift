@@ -15,7 +15,7 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             runs out), or due and unclaimed, whoever left it so (see `lifecycle jobs check`). Overlapping runs \
             are safe. A kind whose policy file is broken is not run, and the run exits 75 naming the file. A job \
             that ended refused (a part deletion whose account went on hold) is named too, and the run exits 75.
-            A job this worker cannot run as it is set up (an export with no signing key) is handed back still due,
+            A job this worker cannot run as it is set up (an export with no signing key) is handed back still due, \
             without using an attempt; the run runs no more of its kind and exits 69 naming what to fix.
             --kind runner.probe is the canary: it runs the probe jobs `jobs probe` made and touches nothing else.
             """)
