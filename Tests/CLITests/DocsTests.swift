@@ -543,6 +543,27 @@ struct RunbookWalkthroughTests {
         }
     }
 
+    /// deletion-and-purge.md's deletion without a grace period, on an installation holding
+    /// the runbook's user@example.com: she is purged and verified.
+    @Test(arguments: Backend.allCases)
+    func deletionRunbooksImmediateDeletionPurgesTheAccount(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let fixture = try ImportFixture(lines: [
+            ImportFixture.account(id: "u-1", email: "user@example.com", profilePhoto: nil, entryPhoto: nil),
+            ImportFixture.account(id: "u-2", profilePhoto: nil, entryPhoto: nil),
+        ])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        let block = try Self.block("Jobs/runbooks/deletion-and-purge.md", "immediately")
+        let walk = try await Self.run(block, environment: ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs])
+        #expect(walk.status == 0, "\(walk)")
+        Self.expectStatedOutputs(of: block, in: walk)
+        #expect(try await workspace.state(of: "u-1") == "purged")
+        #expect(try await workspace.state(of: "u-2") == "active")
+    }
+
     /// install.md's "Check it works", on an installation made as its step 3 makes one.
     @Test
     func installsCheckItWorksPassesOnAFreshInstallation() async throws {
