@@ -241,6 +241,10 @@ struct SurfaceTests {
         for folder in ["lib/lifecycle", "lib/node_exporter/textfile", "log/lifecycle"] {
             try FileManager.default.createDirectory(atPath: root + "/var/" + folder, withIntermediateDirectories: true)
         }
+        // Every line reads install.md's environment file: here one with only a comment, the
+        // settings coming from the test's environment (CrontabRouteTests runs it with cron's).
+        try FileManager.default.createDirectory(atPath: root + "/etc/lifecycle", withIntermediateDirectories: true)
+        try "# as /etc/lifecycle/environment\n".write(toFile: root + "/etc/lifecycle/environment", atomically: true, encoding: .utf8)
         let environment = [
             "LIFECYCLE_DATABASE": root + "/var/lib/lifecycle/lifecycle.sqlite", "LIFECYCLE_BLOBS": root + "/var/lib/lifecycle/blobs",
             "LIFECYCLE_JOBS_DIR": repositoryRoot + "/Jobs",
@@ -252,6 +256,7 @@ struct SurfaceTests {
             #expect(fields.count == 6, "five time fields and a command: \(entry)")
             let command = String(fields[5]).replacingOccurrences(of: "/usr/local/bin/lifecycle", with: lifecycleBinary)
                 .replacingOccurrences(of: "/var/", with: root + "/var/")
+                .replacingOccurrences(of: "/etc/lifecycle/", with: root + "/etc/lifecycle/")
             let run = try await Self.shell(command, in: root, environment: environment)
             #expect(run.status == 0, "\(entry)\n\(run.stdout)\(run.stderr)")
             // Cron mails nothing when all is well.
