@@ -9,19 +9,28 @@ import Synchronization
 /// proven that they overlapped; runs made serial by something (a lock around the binary)
 /// never all arrive, and the test fails instead of passing on one run's work.
 ///
-/// Undocumented on purpose and inert unless set: the variable's name says what it is for,
-/// and a directory that does not exist (a typo, a stale setting) is ignored rather than
-/// holding a production run forever.
+/// Compiled into debug builds only (`make test` runs `.build/debug`; the release binary
+/// `scripts/build-release.sh` makes has none): a stray setting in an installation's
+/// environment file must never hold a production run whose leases its heartbeat keeps
+/// fresh, where `jobs check` would see nothing wrong. Even in a debug build a directory that
+/// does not exist is ignored, and a run waits at most `longestWait` before it goes on, so a
+/// test that died before releasing its runs leaves no process behind for ever.
 final class TestBarrier: Sendable {
     static let variable = "LIFECYCLE_TEST_BARRIER"
 
     /// The barrier of this process, if its environment asks for one.
     static let current: TestBarrier? = {
+        #if !DEBUG
+        return nil
+        #else
         guard let directory = ProcessInfo.processInfo.environment[variable], !directory.isEmpty else { return nil }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
         return TestBarrier(directory: directory)
+        #endif
     }()
+
+    static let longestWait: Duration = .seconds(600)
 
     /// `WorkerOptions.beforeJob` for this process: nil when no barrier is asked for.
     static var beforeJob: (@Sendable (JobRecord) async -> Void)? {
@@ -48,7 +57,8 @@ final class TestBarrier: Sendable {
             let marker = directory + "/arrived-\(ProcessInfo.processInfo.processIdentifier)"
             _ = FileManager.default.createFile(atPath: marker, contents: nil)
         }
-        while !FileManager.default.fileExists(atPath: directory + "/release") {
+        let giveUp = ContinuousClock.now + Self.longestWait
+        while !FileManager.default.fileExists(atPath: directory + "/release"), ContinuousClock.now < giveUp {
             // Task.sleep: the job's lease heartbeat and the other jobs keep running meanwhile.
             try? await Task.sleep(nanoseconds: 10_000_000)
             if Task.isCancelled { return }
