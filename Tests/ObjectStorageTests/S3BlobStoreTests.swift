@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Lifecycle
 import ObjectStorage
+import Synchronization
 import Testing
 
 extension S3Tests {
@@ -134,16 +135,15 @@ extension S3Tests {
 }
 
 /// What the replacement put made of its attempt, told from its detached task to the test.
-private final class ReplacementOutcome: @unchecked Sendable {
+private final class ReplacementOutcome: Sendable {
     enum Result: Equatable { case notStarted, running, stored, failed(String) }
-    private let lock = NSLock()
-    private var state = Result.notStarted
+    private let state = Mutex(Result.notStarted)
 
-    var result: Result { lock.withLock { state } }
+    var result: Result { state.withLock { $0 } }
 
     /// True once only: the replacement happens at the first chunk.
     func begin() -> Bool {
-        lock.withLock {
+        state.withLock { state in
             guard state == .notStarted else { return false }
             state = .running
             return true
@@ -151,6 +151,6 @@ private final class ReplacementOutcome: @unchecked Sendable {
     }
 
     func finish(failure: String?) {
-        lock.withLock { state = failure.map(Result.failed) ?? .stored }
+        state.withLock { $0 = failure.map(Result.failed) ?? .stored }
     }
 }
