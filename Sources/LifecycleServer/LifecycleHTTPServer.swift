@@ -99,6 +99,9 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
 /// …}}`), not with Hummingbird's empty 404: an app reading the API's errors reads this one
 /// too. Hummingbird sends a known path with another method here as well (it does not tell
 /// the two apart), so that is a 404 too. A route's own 404 (an unknown export) is left as it is.
+/// Told apart by the endpoint path Hummingbird's router sets when no route matched
+/// ("NotFound", Router.swift; no public constant names it): should a Hummingbird update
+/// change it, APIErrorTests' unknown-path test fails rather than the API going back silently.
 struct UnknownRouteMiddleware: RouterMiddleware {
     typealias Context = ServerContext
 

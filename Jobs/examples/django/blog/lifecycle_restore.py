@@ -63,9 +63,12 @@ def restore_pending_deletion(sender, request, user, **kwargs):
         urllib.request.urlopen(restore, timeout=10).close()
     except urllib.error.HTTPError as answer:
         try:
-            error = json.load(answer).get("error", {})
+            body = json.load(answer)
         except ValueError:
-            error = {}
+            body = None
+        # Anything but the documented error object (a proxy's page, a JSON list) has no code.
+        error = body.get("error") if isinstance(body, dict) else None
+        error = error if isinstance(error, dict) else {}
         if answer.code == 409 and error.get("code") == "not_pending":
             return
         raise RestoreRefused(
