@@ -224,7 +224,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             meanwhile, or already done) and failed, and names the due accounts on hold (`accounts hold`), which \
             are left alone. Exit 0 when every due purge is done (held accounts apart); 75 when any purge is left \
             undone, whoever left it so: retrying, dead, held by another process, or waiting while deletion.purge \
-            is paused (each named, with what to do). Overlapping runs are safe: each account is purged exactly once.
+            is paused (each named, with what to do); 77 when the residue scan after erasure found an account's \
+            identifiers where the map neither erases nor allows them (its files kept, the table, column and row \
+            named). Overlapping runs are safe: each account is purged exactly once.
             --dry-run changes nothing and lists each due account with the rows and blobs that would go; for an \
             app's own database it rehearses each account's erasure for real, inside a transaction that is then \
             rolled back, and reports per table what would be deleted and masked (the counts the receipt then \
@@ -281,7 +283,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             reportAttention(attention)
             if let paused { Terminal.note(paused.line) }
         }
-        let status: ExitStatus = report.failures.isEmpty && attention.isEmpty && paused == nil ? .ok : .tryLater
+        var status: ExitStatus = report.failures.isEmpty && attention.isEmpty && paused == nil ? .ok : .tryLater
+        // Found residue is not a retry: it stays until the map or the data changes.
+        if report.failures.contains(where: { $0.contains(ResidueScan.marker) }) { status = .permissionDenied }
         return await metrics.finish(registry, command: "purge", status: status, services: services)
     }
 

@@ -302,6 +302,8 @@ public struct DataMap: Sendable, Equatable {
     public var parts: [Part] = []
     /// Presets the map includes (`include: [supabase]`), in the order written.
     public var presets: [String] = []
+    /// `residue:`: what the scan after erasure may leave, and why (see `ResidueScan`).
+    public var residue = Residue()
     /// `app: reference`: the map of the reference app whose schema lifecycle itself creates
     /// (`lifecycle demo`); its accounts keep their deletion state in its `accounts` table.
     /// Any other map describes an app's own database, which lifecycle never alters.

@@ -25,7 +25,7 @@ extension DataMap {
         }
         guard let root else { throw LifecycleError(.badInput, "\(source): the file is empty; it needs `version: 2`, `subject:` and `tables:`") }
         let top = try YAMLField(node: root, path: "", source: source).mapping(
-            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion", "parts"])
+            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion", "parts", "residue"])
         guard let version = top["version"] else {
             if top["tables"] != nil {
                 throw LifecycleError(.badInput, """
@@ -105,6 +105,18 @@ extension DataMap {
         self.init(
             subject: subject, tables: tables, ignored: ignored, onDeletion: onDeletion, parts: parts, presets: presets,
             isReferenceApp: isReferenceApp, source: source)
+        if let field = top["residue"] { residue = try Self.residue(field) }
+    }
+
+    /// `residue: {allow: [TABLE.COLUMN, …], reason: …, user_columns: [COLUMN, …]}`.
+    private static func residue(_ field: YAMLField) throws -> Residue {
+        let fields = try field.mapping(allowed: ["allow", "reason", "user_columns"])
+        let allow = try fields["allow"]?.sequence().map { try $0.columnReference() } ?? []
+        let reason = try fields["reason"]?.string().nilIfBlank
+        if !allow.isEmpty && reason == nil {
+            throw fields.error("`reason:` must say why the columns `allow:` names may still hold the user's identifiers after a purge (the receipt lists it)")
+        }
+        return Residue(allow: allow, reason: reason, userColumns: try fields["user_columns"]?.identifiers() ?? [], line: field.line)
     }
 
     /// `{name: photos, label: Photos, tables: [TABLE, …], user_columns: {COLUMN: VALUE}}`.

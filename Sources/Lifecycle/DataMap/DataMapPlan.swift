@@ -106,6 +106,7 @@ public struct DataMapPlan: Sendable {
         self.onDeletion = try checker.onDeletion(keyKind: keyKind)
         let deletedByDatabase = try checker.coverage(plans: plans, subject: subject)
         try checker.keptRowsReferences(plans: plans, subject: subject)
+        try ResidueScan.check(map, catalog: catalog)
         self.map = map
         self.catalog = catalog
         self.subject = subject

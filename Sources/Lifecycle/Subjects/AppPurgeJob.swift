@@ -13,17 +13,22 @@ import JobRunner
 ///    batches, each its own transaction together with its counts and the files the erased
 ///    rows named (recorded in lifecycle's own state, from the rows themselves: `RETURNING`
 ///    on a delete, read before a mask): rows are deleted, or masked where the map keeps
-///    them. The transaction that finds nothing more to erase also erases the user row. A
-///    refusal by the database rolls the batch back and names the table; the job retries
-///    with every file still in place.
+///    them. The transaction that finds nothing more to erase also erases the user row and
+///    then runs the residue scan (`ResidueScan`): every readable table searched for the
+///    identifiers read from the user row just before (key, lookup values). A hit rolls that
+///    transaction back, so the row, and with it the identifiers, stays for the next attempt
+///    and nothing of them is stored; it stops the job for good (dead, exit 77, each table,
+///    column and row named) until the map maps or allows what holds them: running again
+///    would find the same. A refusal by the database rolls the batch back and names the
+///    table; the job retries with every file still in place.
 /// 3. `delete-files` — each recorded file that no row the purge keeps still names (another
 ///    account's, or a row kept masked), and that is not one of lifecycle's own, is deleted
 ///    and checked gone; then lifecycle's own files of the account (export archives).
 /// 4. `verify` — a database step: every mapped table read again for the account, as the
 ///    same role, through the same predicates: a deleted table must hold none of its rows, a
 ///    masked one only the mask, the user row must be gone or masked. Only that read, in the
-///    transaction that marks the account purged and audits the receipt, moves it to
-///    `purged`; a row found fails the attempt naming the table.
+///    transaction that marks the account purged and audits the receipt (with what the
+///    residue scan read), moves it to `purged`; a row found fails the attempt naming the table.
 ///
 /// Steps 2 and 3 run in every attempt and are not recorded as done: an attempt that ends
 /// before `verify` commits (a crash, a row found) is followed by one that erases and deletes
@@ -80,12 +85,14 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var blobsKept: Int
         var user: String
         var verification: Verification
+        /// What the residue scan read after erasure, and what the map allowed to stay.
+        var residue: ResidueScan.Summary?
         var purgeJob: JobID
         /// Every hold the account had (all ended, or it would not be purged).
         var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", user, verification,
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", user, verification, residue,
                  purgeJob = "purge_job", holds
         }
     }
@@ -152,6 +159,13 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                 var files: [String] = []
                 try RowEraser<Store>.eraseUserRow(key: key, data: data, action: .erasingUser, counts: &counts, files: &files, in: tx)
                 if !files.isEmpty { try tx.recordPurgeFiles(key: key, files: files) }
+                // In the transaction that erases the user row, so a hit rolls it back: the
+                // identifiers are read again from the row by the next attempt, never kept.
+                let scan = ResidueScan(plan: data.plan, dialect: sql.dialect)
+                let (summary, hits) = try scan.run(scan.identifiers(key: key, lookupValues: lookupValues), in: tx)
+                guard hits.isEmpty else { throw PermanentJobFailure(ResidueScan.Found(hits: hits).description) }
+                try tx.addPurgeProgress(key: key, table: ResidueScan.progressTables, deleted: summary.tablesScanned, masked: summary.columnsScanned)
+                try tx.addPurgeProgress(key: key, table: ResidueScan.progressRows, deleted: summary.rowsScanned, masked: 0)
             }
             try RowEraser<Store>.record(counts, key: key, in: tx)
         }
@@ -225,7 +239,14 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             throw PurgeIncomplete("\(files.pending) file(s) of the account are not settled yet; the purge will retry")
         }
         var tables: [String: Receipt.Table] = [:]
-        for (table, count) in try tx.takePurgeProgress(key: key) where count != PurgeCounts() {
+        let progress = try tx.takePurgeProgress(key: key)
+        // A purge whose user row was erased by an earlier version has no scan to report.
+        let residue = progress[ResidueScan.progressTables].map { scanned in
+            ResidueScan.Summary(
+                tablesScanned: scanned.deleted, columnsScanned: scanned.masked, rowsScanned: progress[ResidueScan.progressRows]?.deleted ?? 0,
+                found: 0, allowed: data.map.residue.allow.isEmpty ? nil : data.map.residue.allow.map(\.description), reason: data.map.residue.reason)
+        }
+        for (table, count) in progress where count != PurgeCounts() && table != ResidueScan.progressTables && table != ResidueScan.progressRows {
             tables[table] = Receipt.Table(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
         }
         for (table, count) in try tx.deleteLifecycleRows(accountID: key) where count > 0 {
@@ -241,7 +262,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
             blobsKept: files.kept, user: data.plan.subject.erase == .delete ? "deleted" : "masked",
             verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took),
-            purgeJob: jobID, holds: try tx.holds(key: key))
+            residue: residue, purgeJob: jobID, holds: try tx.holds(key: key))
         let detail = try JobJSON.encode(receipt)
         try tx.recordAudit(AuditEvent(at: now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "purged", detail: detail))
         LifecycleMetrics.accountPurged(blobs: receipt.blobs, blobBytes: receipt.blobBytes, rows: receipt.rowsTotal)
@@ -294,9 +315,11 @@ public enum AppErasure {
         public var refused: String?
         /// Rows the verification read would still find (none, unless something is wrong).
         public var rowsLeft: Int
+        /// What the residue scan read in the rehearsal (a hit is in `refused`).
+        public var residue: ResidueScan.Summary?
 
         enum CodingKeys: String, CodingKey {
-            case rows, files, refused, rowsLeft = "rows_left"
+            case rows, files, refused, rowsLeft = "rows_left", residue
         }
     }
 
@@ -317,6 +340,7 @@ public enum AppErasure {
                     var counts: [String: PurgeCounts] = [:]
                     var files: [String] = []
                     _ = try RowEraser<Store>.eraseBatch(key: key, data: data, budget: Int(Int32.max), counts: &counts, files: &files, in: tx)
+                    let lookupValues = try data.plan.subject.lookup.map { try tx.rows(data.sql.subjectValue(column: $0, key: key)).first?.first?.text }
                     try RowEraser<Store>.eraseUserRow(key: key, data: data, action: .erasingUser, counts: &counts, files: &files, in: tx)
                     for (table, count) in try tx.lifecycleRowCounts(accountID: key) where count > 0 {
                         counts["lifecycle." + table] = PurgeCounts(deleted: count)
@@ -324,10 +348,14 @@ public enum AppErasure {
                     let left = try remainingRows(key: key, data: data, in: tx).filter { $0.value > 0 }
                     // Rows the erasure leaves as they were (a trigger that writes back what a mask
                     // empties): the verification would fail every attempt.
-                    let refused = left.isEmpty ? nil : "the verification read would find " + left.sorted { $0.key < $1.key }
+                    var refused = left.isEmpty ? nil : "the verification read would find " + left.sorted { $0.key < $1.key }
                         .map { "\($0.value) row(s) of \($0.key)" }.joined(separator: ", ") + " still the account's after erasure"
+                    let scan = ResidueScan(plan: data.plan, dialect: data.sql.dialect)
+                    let (residue, hits) = try scan.run(scan.identifiers(key: key, lookupValues: lookupValues), in: tx)
+                    if !hits.isEmpty { refused = [refused, ResidueScan.Found(hits: hits).description].compactMap { $0 }.joined(separator: "; ") }
                     throw RolledBack(rehearsal: Rehearsal(
-                        rows: counts.filter { $0.value != PurgeCounts() }, files: files.count, refused: refused, rowsLeft: left.values.reduce(0, +)))
+                        rows: counts.filter { $0.value != PurgeCounts() }, files: files.count, refused: refused, rowsLeft: left.values.reduce(0, +),
+                        residue: residue))
                 }
             } catch let done as RolledBack {
                 return done.rehearsal
