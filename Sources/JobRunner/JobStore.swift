@@ -258,6 +258,9 @@ public struct JobRunnerError: Error, CustomStringConvertible, Sendable, Equatabl
 
     public var isLeaseLost: Bool { code == .leaseLost }
     public var isNoSuchJob: Bool { code == .noSuchJob }
+    /// A policy file or a schedule the installation was given cannot be used: its
+    /// operator's to fix, never the fault of whoever asked for the job.
+    public var isInvalidSetting: Bool { code == .invalidPolicy || code == .invalidSchedule }
 }
 
 /// Thrown by a step when running it again cannot help (bad payload, the

@@ -63,6 +63,28 @@ extension LifecycleError {
         }
     }
 
+    /// Whether `error`, met while serving an app's request, is the installation's trouble
+    /// rather than a refusal of the request: the app can neither act on the operator's
+    /// message (a file, a table, a command) nor wait for a known time, so it is told only that
+    /// the server cannot serve it now. Besides the server's own categories: a policy file or
+    /// schedule it cannot use, a row edited by hand into something it cannot read (`.badInput`
+    /// for the operator who fixes the row), and a disk that is full or failing (`.tryLater`
+    /// for the operator's run again; every `.tryLater` an app may wait out says when).
+    public static func isTheServersTrouble(_ error: any Error) -> Bool {
+        switch error {
+        case let error as JobRunnerError where error.isInvalidSetting: return true
+        case is UnreadableRow, is UnreadableJobRow: return true
+        default: break
+        }
+        let classified = LifecycleError(classifying: error)
+        guard classified.forApp == nil else { return false }
+        switch classified.category {
+        case .badConfiguration, .inputMissing, .cannotCreate, .unavailable: return true
+        case .tryLater: return classified.retryAt == nil
+        case .badInput, .noSuchAccount, .permissionDenied, .internalError: return false
+        }
+    }
+
     private static func bug(_ detail: String) -> LifecycleError {
         LifecycleError(.internalError, "internal error: \(detail)\nThis is a bug; please report it with the command you ran.")
     }

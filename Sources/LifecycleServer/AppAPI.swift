@@ -242,9 +242,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             return try error.response()
         } catch {
             let classified = LifecycleError(classifying: error)
-            // A runner error here is the installation's (a policy file a setting of the
-            // request's command cannot be read from), never the request's.
-            if error is JobRunnerError || APIError.isTheServersTrouble(classified) {
+            if LifecycleError.isTheServersTrouble(error) {
                 let id = ServerErrors.requestID()
                 services.logger.error("request refused: the server cannot serve it", metadata: ["request_id": "\(id)", "error": "\(classified.message)"])
                 var refusal = APIError(
@@ -440,17 +438,6 @@ struct APIError: Error {
         }
         if let forApp = error.forApp {
             self = APIError(status, code: forApp.code, message: forApp.message, retryAt: retryAt)
-        }
-    }
-
-    /// The server's own trouble (its configuration, storage, a service it needs): the
-    /// operator's message names settings and commands the app cannot act on, so the app is
-    /// told only that it may ask again later, and the log keeps the cause under the id.
-    static func isTheServersTrouble(_ error: LifecycleError) -> Bool {
-        guard error.forApp == nil else { return false }
-        switch error.category {
-        case .badConfiguration, .inputMissing, .cannotCreate, .unavailable: return true
-        default: return false
         }
     }
 

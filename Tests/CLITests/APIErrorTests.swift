@@ -133,6 +133,32 @@ struct APIErrorTests {
         #expect(try await workspace.state(of: "ada") == "active")
     }
 
+    /// A row edited by hand into something lifecycle cannot read is the operator's to
+    /// correct: the app hears 503 with the request's id, never the table and column the CLI
+    /// names. An account id no archive can be named after has the app's own refusal.
+    @Test func aRowEditedByHandIsTheServersTroubleNotTheRequests() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
+        try await workspace.execute("UPDATE accounts SET created_at = 'frozen' WHERE id = 'bob'")
+        try await workspace.execute("""
+            INSERT INTO accounts (id, email, password_hash, state, created_at, updated_at)
+            SELECT 'ada lovelace', 'lovelace@example.com', password_hash, state, created_at, updated_at FROM accounts WHERE id = 'ada'
+            """)
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let unreadable = try await ServeTests.api(server, "GET", "accounts/bob")
+        #expect(unreadable.status == 503 && ServeTests.errorCode(unreadable.json) == "unavailable", "\(unreadable.json)")
+        Self.expectNoCommandLineAdvice(ServeTests.errorMessage(unreadable.json))
+        #expect(ServeTests.errorMessage(unreadable.json)?.contains("frozen") == false, "\(unreadable.json)")
+        let id = try #require((unreadable.json["error"] as? [String: Any])?["request_id"] as? String)
+
+        let unnamable = try await ServeTests.api(server, "POST", "accounts/ada%20lovelace/exports")
+        #expect(unnamable.status == 409 && ServeTests.errorCode(unnamable.json) == "not_exportable", "\(unnamable.json)")
+        Self.expectNoCommandLineAdvice(ServeTests.errorMessage(unnamable.json))
+        #expect(await server.stop() == 0)
+        let log = try String(contentsOfFile: server.errorLog, encoding: .utf8)
+        #expect(log.split(separator: "\n").contains { $0.contains(id) && $0.contains("frozen") }, "\(log.suffix(2_000))")
+    }
+
     @Test func anUnknownPathAnswersWithTheAPIsJSONError() async throws {
         let workspace = try Workspace()
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)

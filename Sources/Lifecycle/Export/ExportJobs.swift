@@ -136,7 +136,11 @@ extension LifecycleServices {
             // The id names blob keys (accounts/<id>/exports/…); import only admits ids that
             // can. An app's key that cannot is hashed into its folder name instead.
             guard !directory.isReferenceApp || BlobKey.isSafeSegment(account.id) else {
-                throw LifecycleError(.badInput, "account id \(String(reflecting: account.id)) cannot name a storage key; it was not written by `accounts import`")
+                throw LifecycleError(
+                    .badInput, "account id \(String(reflecting: account.id)) cannot name a storage key; it was not written by `accounts import`",
+                    forApp: .init(
+                        code: "not_exportable",
+                        message: "account \(String(reflecting: account.id)) cannot be exported: its id cannot name the archive's file; the server's operator can correct it"))
             }
             let key = ExportJobs.uniqueKey(accountID: account.id)
             if let live = try store.liveJob(uniqueKey: key, in: tx) {
