@@ -458,6 +458,17 @@ enum Migrations {
             $index$
             """,
         ], referenceSchemaOnly: true),
+        // Part deletions' recorded rows: see the SQLite backend's v14-part-deletion-rows.
+        Migration(name: "v11-part-deletion-rows", statements: [
+            """
+            CREATE TABLE lifecycle.part_deletion_rows (
+                job_id BIGINT NOT NULL,
+                table_name TEXT NOT NULL,
+                row_key TEXT NOT NULL,
+                PRIMARY KEY (job_id, table_name, row_key)
+            )
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

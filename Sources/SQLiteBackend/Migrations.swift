@@ -378,6 +378,19 @@ enum Migrations {
             guard referenceSchema, columns.isSuperset(of: ReferenceSchema.photoColumns) else { return }
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key)")
         }
+        // A part deletion erases the part as it was when asked for: the keys of its rows,
+        // recorded in the request's transaction, one row each (a part may hold many
+        // thousands), kept until the job ends (Lifecycle's RecordedRowsSQL.swift).
+        migrator.registerMigration("v14-part-deletion-rows") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_part_deletion_rows (
+                    job_id INTEGER NOT NULL,
+                    table_name TEXT NOT NULL,
+                    row_key TEXT NOT NULL,
+                    PRIMARY KEY (job_id, table_name, row_key)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -175,4 +175,82 @@ struct PartDeletionTests {
         #expect(try await django.manage(workspace, ["whoami", session]) != "anonymous")
         #expect(try await workspace.run(["accounts", "show", "ada", "--json"]).stdout.contains(#""state":"active""#))
     }
+
+    /// Issue 53, both backends: a part deletion erases the part as it was when the user asked.
+    /// A photo uploaded while the job waited is new content and stays, file and all; a photo
+    /// attached since to a journal entry the request recorded goes with the entry (children go
+    /// with a recorded row, as the map's `cascade:` says), while an entry written since stays.
+    /// Asked through the CLI (photos) and the app API (journal). A request an older version
+    /// queued, which recorded nothing, still erases the part as it stands when it runs.
+    @Test(arguments: Backend.allCases)
+    func aRowOfThePartAddedAfterTheRequestStays(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada", entries: 2)], into: workspace)
+        let template = try #require(try await workspace.query("SELECT blob_key FROM photos WHERE id = 'ada-p0'").first?.first ?? nil)
+        let directory = (template as NSString).deletingLastPathComponent
+        /// A photo the app adds as the user uploads it: its row (a copy of one of hers) and its file.
+        func upload(_ id: String, entry: String?) async throws -> String {
+            let key = directory + "/" + id + ".jpg"
+            try Data([0xFF, 0xD8, 0xFF, 0xD9]).write(to: URL(fileURLWithPath: workspace.blobs + "/" + key))
+            try await workspace.execute("""
+                INSERT INTO photos (id, account_id, entry_id, role, blob_key, content_type, byte_size, sha256, taken_at, created_at)
+                SELECT ?, account_id, NULLIF(?, ''), 'entry', ?, content_type, byte_size, sha256, taken_at, created_at \
+                FROM photos WHERE id = (SELECT MIN(id) FROM photos WHERE account_id = 'ada')
+                """, [.text(id), .text(entry ?? ""), .text(key)])
+            return String(key.dropFirst("accounts/ada/".count))
+        }
+        func photos() async throws -> [String?] {
+            try await workspace.query("SELECT id FROM photos WHERE account_id = 'ada' ORDER BY id").map { $0[0] }
+        }
+        func work() async throws {
+            let worker = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
+            #expect(worker.status == 0 && (worker.stdout + worker.stderr).contains("1 succeeded"), "\(worker.stdout) \(worker.stderr)")
+        }
+
+        // The CLI: her photos as they are now; one uploaded before the job runs stays.
+        let asked = try await workspace.run(["delete", "ada", "--part", "photos", "--password-stdin"], stdin: DeletionLines.password)
+        #expect(asked.status == 0, "\(asked.stderr)")
+        let uploaded = try await upload("ada-new", entry: nil)
+        try await work()
+        #expect(try await photos() == ["ada-new"])
+        #expect(Self.files(workspace, of: "ada") == [uploaded], "\(Self.files(workspace, of: "ada"))")
+        let photosReceipt = try #require(try await Self.receipts(workspace, of: "ada").last)
+        #expect(photosReceipt.rows["photos"]?.deleted == 3 && photosReceipt.verification.result == "verified", "\(photosReceipt)")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("part_deletion_rows"))") == 0, "the keys go with the job")
+
+        // The app API: her journal as it is now. A photo attached since to one of its entries
+        // goes with the entry; an entry written since stays, with its photo.
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let api = try await ServeTests.api(server, "POST", "accounts/ada/part-deletions", body: #"{"password": "\#(DeletionLines.password)", "parts": ["journal"]}"#)
+        #expect(await server.stop() == 0)
+        #expect(api.status == 202, "\(api.json)")
+        let attached = try await upload("ada-e0-later", entry: "ada-e0")
+        try await workspace.execute("""
+            INSERT INTO journal_entries (id, account_id, created_at, text) SELECT 'ada-e9', account_id, created_at, 'written since' \
+            FROM journal_entries WHERE id = 'ada-e0'
+            """)
+        let kept = try await upload("ada-e9-photo", entry: "ada-e9")
+        try await work()
+        #expect(try await workspace.query("SELECT id FROM journal_entries WHERE account_id = 'ada'") == [["ada-e9"]])
+        let afterJournal = try await workspace.query("SELECT id, entry_id FROM photos WHERE account_id = 'ada' ORDER BY id")
+        #expect(afterJournal == [["ada-e9-photo", "ada-e9"], ["ada-new", nil]], "\(afterJournal)")
+        #expect(Self.files(workspace, of: "ada") == [uploaded, kept] && !Self.files(workspace, of: "ada").contains(attached))
+        let journalReceipt = try #require(try await Self.receipts(workspace, of: "ada").last)
+        #expect(journalReceipt.parts == ["journal"] && journalReceipt.rows["journal_entries"]?.deleted == 2, "\(journalReceipt)")
+        #expect(journalReceipt.rows["photos"]?.deleted == 1 && journalReceipt.verification.result == "verified", "\(journalReceipt)")
+
+        // A request queued by a version that recorded nothing: its payload has no
+        // recorded_rows. Its job erases the part as it stands, as that version promised.
+        let old = try await workspace.run(["delete", "ada", "--part", "photos", "--operator", "sam", "--reason", "ticket 9"])
+        #expect(old.status == 0, "\(old.stderr)")
+        try await workspace.execute("DELETE FROM \(workspace.ownTable("part_deletion_rows"))")
+        try await workspace.execute("""
+            UPDATE \(workspace.ownTable("jobs")) SET payload = '{"account":"ada","parts":["photos"],"actor":"operator:sam"}' \
+            WHERE kind = 'deletion.erase-parts' AND state = 'queued'
+            """)
+        _ = try await upload("ada-later", entry: nil)
+        try await work()
+        #expect(try await photos() == [])
+        #expect(Self.files(workspace, of: "ada").isEmpty, "\(Self.files(workspace, of: "ada"))")
+    }
 }

@@ -112,10 +112,14 @@ struct SQLBuilder {
 public struct DataMapSQL: Sendable {
     public let plan: DataMapPlan
     public let dialect: SQLDialect
+    /// A part deletion's rows as they were when it was asked for (RecordedRowsSQL.swift):
+    /// every statement then reaches only those rows of its tables, and what hangs on them.
+    public var recorded: RecordedRows?
 
-    public init(plan: DataMapPlan, dialect: SQLDialect) {
+    public init(plan: DataMapPlan, dialect: SQLDialect, recorded: RecordedRows? = nil) {
         self.plan = plan
         self.dialect = dialect
+        self.recorded = recorded
     }
 
     var catalog: SchemaCatalog { plan.catalog }
@@ -136,6 +140,13 @@ public struct DataMapSQL: Sendable {
 
     /// `alias`'s rows that belong to the subject `key`.
     func owned(_ owner: DataMapPlan.Owner, table: DataMap.TableName, alias: String, key: String, depth: Int = 0, into builder: inout SQLBuilder) -> String {
+        let condition = ownedAsItStands(owner, table: table, alias: alias, key: key, depth: depth, into: &builder)
+        guard let recorded, recorded.tables.contains(table) else { return condition }
+        return condition + " AND " + recordedRow(table, alias: alias, recorded: recorded, into: &builder)
+    }
+
+    /// `alias`'s rows that belong to the subject `key` now, recorded or not.
+    func ownedAsItStands(_ owner: DataMapPlan.Owner, table: DataMap.TableName, alias: String, key: String, depth: Int = 0, into builder: inout SQLBuilder) -> String {
         switch owner {
         case .column(let name):
             return "\(alias).\(q(name)) = \(builder.bind(keyValue(key, for: column(table, name)), as: column(table, name)))"
@@ -153,7 +164,9 @@ public struct DataMapSQL: Sendable {
 
     /// Rows of one side of a two-user table.
     private func side(_ side: DataMap.Side, table: DataMap.TableName, alias: String, key: String, into builder: inout SQLBuilder) -> String {
-        match(side.value, table: table, alias: alias, key: key, into: &builder)
+        let condition = match(side.value, table: table, alias: alias, key: key, into: &builder)
+        guard let recorded, recorded.tables.contains(table) else { return condition }
+        return condition + " AND " + recordedRow(table, alias: alias, recorded: recorded, into: &builder)
     }
 
     /// Rows whose value names the subject: the column itself, a key inside a JSON column

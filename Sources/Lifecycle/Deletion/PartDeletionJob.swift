@@ -3,8 +3,10 @@ import JobRunner
 
 /// Deletes part of an account's data (the data map's `parts:`, chosen by the user on the
 /// web deletion page or through the API) while the account stays open: the same erasure,
-/// file handling and verification as a purge, restricted to the part's tables. Three
-/// steps, each safe to run again after a crash, nothing irreversible before the rows are gone:
+/// file handling and verification as a purge, restricted to the part's tables, and within
+/// them to the rows the request recorded (RecordedRows: the part as the user saw it; a row
+/// added since stays, what hangs on a recorded row goes with it). Three steps, each safe to
+/// run again after a crash, nothing irreversible before the rows are gone:
 ///
 /// 1. `erase-rows` — checks this role can erase what the parts name, then erases their
 ///    rows in bounded batches (RowEraser.swift), each transaction recording its counts and
@@ -18,10 +20,11 @@ import JobRunner
 ///    included: the account stays) is deleted and checked gone (RecordedFiles.swift); not
 ///    while the account is on hold.
 /// 3. `verify` — a database step: the parts' tables read again for the account through
-///    the same predicates (none of their rows left, masked ones only the mask, the user
-///    row's cleared columns as set); only then is the receipt audited, in the same
-///    transaction (`deletion.part`, `lifecycle audit` shows it). A row found fails the
-///    attempt naming the table, and the next attempt erases and verifies again.
+///    the same predicates, so the recorded rows only (none of them left, masked ones only
+///    the mask, the user row's cleared columns as set); only then is the receipt audited
+///    and the recorded keys forgotten (as by a stop), in the same transaction
+///    (`deletion.part`, `lifecycle audit` shows it). A row found fails the attempt naming
+///    the table, and the next attempt erases and verifies again.
 struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
@@ -64,9 +67,16 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     }
 
     /// The parts' plan: their tables and the user row's columns they set.
-    private func partData(_ payload: PartDeletionPayload) async throws -> (whole: AppData, part: AppData) {
+    private func partData(_ payload: PartDeletionPayload, job: JobID) async throws -> (whole: AppData, part: AppData) {
         let whole = try await appData.appData(services)
-        return (whole, AppData(plan: try whole.plan.restricted(to: payload.parts), dialect: services.store.dialect))
+        return (whole, try Self.part(of: whole, payload, job: job, dialect: services.store.dialect))
+    }
+
+    /// Restricted to the rows the request recorded, when it recorded them.
+    private static func part(of whole: AppData, _ payload: PartDeletionPayload, job: JobID, dialect: SQLDialect) throws -> AppData {
+        let plan = try whole.plan.restricted(to: payload.parts)
+        let recorded = payload.recordedRows == true ? RecordedRows(job: job, tables: RecordedRows.tables(of: plan)) : nil
+        return AppData(plan: plan, dialect: dialect, recorded: recorded)
     }
 
     private func directory(_ whole: AppData) -> AccountDirectory<Store> {
@@ -89,7 +99,7 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     private func eraseRows(_ context: StepContext) async throws -> StepResult {
         let payload = try context.payload(PartDeletionPayload.self)
         let key = payload.account
-        let (whole, part) = try await partData(payload)
+        let (whole, part) = try await partData(payload, job: context.job.id)
         try await AppErasure.requireAccess(part, store: services.store)
         let directory = directory(whole)
         let now = context.now
@@ -116,10 +126,10 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     /// pending, kept while the hold lasts); after a purge began, nothing is taken (the
     /// purge erases the rest and its receipt counts it all).
     private func stop(_ payload: PartDeletionPayload, directory: AccountDirectory<Store>, context: StepContext) async throws -> StepResult {
-        let (key, now, job) = (payload.account, context.now, context.job.id)
+        let (key, now, job, dialect) = (payload.account, context.now, context.job.id, services.store.dialect)
         let reason = try await services.store.write { tx -> Stopped.Reason in
             let reason = try Self.stopReason(key: key, directory: directory, now: now, in: tx) ?? .purging
-            try Self.auditStop(payload, reason: reason, job: job, now: now, in: tx)
+            try Self.auditStop(payload, reason: reason, job: job, now: now, dialect: dialect, in: tx)
             return reason
         }
         context.logger.notice("part deletion stopped", metadata: ["account": "\(key)", "reason": "\(reason.rawValue)"])
@@ -132,7 +142,9 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         return try .output(Stopped(stopped: reason), finishesJob: true, stopped: refused)
     }
 
-    private static func auditStop(_ payload: PartDeletionPayload, reason: Stopped.Reason, job: JobID, now: Date, in tx: Store.Transaction) throws {
+    private static func auditStop(
+        _ payload: PartDeletionPayload, reason: Stopped.Reason, job: JobID, now: Date, dialect: SQLDialect, in tx: Store.Transaction
+    ) throws {
         // One request, one event: a crash after this commits and before the step's done-mark
         // runs the step again, and the ledger's counts it took are gone by then.
         let recorded = try tx.auditEvents(accountID: payload.account).contains { event in
@@ -140,6 +152,7 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
             return detail["job"] == .int(job)
         }
         if recorded { return }
+        try tx.execute(DataMapSQL.forgetRecordedRows(job: job, dialect: dialect))
         var detail: [String: JSONValue] = [
             "parts": .array(payload.parts.map(JSONValue.string)), "stopped": .string(reason.rawValue), "job": .int(job),
         ]
@@ -158,7 +171,7 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
 
     private func deleteFiles(_ context: StepContext) async throws -> StepResult {
         let payload = try context.payload(PartDeletionPayload.self)
-        let (whole, _) = try await partData(payload)
+        let (whole, _) = try await partData(payload, job: context.job.id)
         let directory = directory(whole)
         let now = context.now
         // A hold that came after the rows went keeps their files (and a purge deletes them itself).
@@ -180,11 +193,11 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         guard let whole = appData.loadedAppData else {
             throw PurgeIncomplete("the account data map is not loaded in this run; the job will retry")
         }
-        let part = AppData(plan: try whole.plan.restricted(to: payload.parts), dialect: services.store.dialect)
+        let part = try Self.part(of: whole, payload, job: context.job.id, dialect: services.store.dialect)
         // A hold that came once the rows and files were gone deletes nothing here: the
         // receipt of what was done is written all the same.
         if let reason = try Self.stopReason(key: key, directory: directory(whole), now: context.now, in: tx), reason == .purging {
-            try Self.auditStop(payload, reason: reason, job: context.job.id, now: context.now, in: tx)
+            try Self.auditStop(payload, reason: reason, job: context.job.id, now: context.now, dialect: services.store.dialect, in: tx)
             return try .output(Stopped(stopped: reason), finishesJob: true)
         }
         let started = ContinuousClock.now
@@ -212,6 +225,7 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         let detail = try JobJSON.encode(receipt)
         try tx.recordAudit(AuditEvent(
             at: context.now, actor: payload.actor, action: DeletionAudit.partDeletion, accountID: key, outcome: "erased", detail: detail))
+        try tx.execute(DataMapSQL.forgetRecordedRows(job: context.job.id, dialect: services.store.dialect))
         context.logger.notice("part of an account deleted", metadata: [
             "account": "\(key)", "parts": "\(payload.parts.joined(separator: ","))", "rows": .stringConvertible(receipt.rowsTotal),
             "blobs": .stringConvertible(receipt.blobs), "verification": "verified",
@@ -226,10 +240,19 @@ public struct PartDeletionPayload: Codable, Sendable, Equatable {
     public var parts: [String]
     /// `user`, `user:email-link`, `operator:NAME`: the receipt's actor.
     public var actor: String
+    /// Whether the request recorded the part's rows (RecordedRows): then only those go.
+    /// nil in a request queued by a version before the record, whose job erases the part
+    /// as it stands when it runs, as that version promised.
+    public var recordedRows: Bool?
 
-    public init(account: String, parts: [String], actor: String) {
+    public init(account: String, parts: [String], actor: String, recordedRows: Bool? = nil) {
         self.account = account
         self.parts = parts
         self.actor = actor
+        self.recordedRows = recordedRows
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case account, parts, actor, recordedRows = "recorded_rows"
     }
 }

@@ -95,8 +95,10 @@ extension DeletionService {
     ) async throws -> PartDeletionResult {
         let names = parts.map(\.name)
         let request = try EnqueueRequest(
-            kind: DeletionJobs.partKind, payload: PartDeletionPayload(account: id, parts: names, actor: actor),
+            kind: DeletionJobs.partKind, payload: PartDeletionPayload(account: id, parts: names, actor: actor, recordedRows: true),
             uniqueKey: DeletionJobs.partKey(accountID: id))
+        // The part as the user sees it now is what they ask to delete (RecordedRows).
+        let partSQL = DataMapSQL(plan: try await wholePlan().restricted(to: names), dialect: services.store.dialect)
         let policy = try services.policies.policy(for: DeletionJobs.partKind)
         let store = services.store
         let result = try await store.write { [self] tx -> PartDeletionResult in
@@ -115,6 +117,7 @@ extension DeletionService {
                     """, forApp: .init(
                         code: "part_deletion_under_way", message: "a deletion of part of account \(id) is already under way; ask again once it has finished"))
             }
+            for statement in partSQL.recordRows(key: id, job: enqueued.job.id) { try tx.execute(statement) }
             var audited = detail
             audited["parts"] = .array(names.map(JSONValue.string))
             audited["job"] = .int(enqueued.job.id)

@@ -8,9 +8,9 @@ public struct AppData: Sendable {
     public let plan: DataMapPlan
     public let sql: DataMapSQL
 
-    public init(plan: DataMapPlan, dialect: SQLDialect) {
+    public init(plan: DataMapPlan, dialect: SQLDialect, recorded: RecordedRows? = nil) {
         self.plan = plan
-        self.sql = DataMapSQL(plan: plan, dialect: dialect)
+        self.sql = DataMapSQL(plan: plan, dialect: dialect, recorded: recorded)
     }
 
     public var map: DataMap { plan.map }
