@@ -101,7 +101,13 @@ struct ExportQueuedReport: Codable {
 /// another worker is waited for; once its lease runs out (that worker died) it is taken over here.
 func runExportToCompletion<Store: LifecycleStore>(services: LifecycleServices<Store>, jobID: JobID) async throws -> ExportRecord {
     while true {
-        _ = try await runWorker(services: services, once: true, concurrency: 1, kinds: [ExportJobs.exportKind])
+        let summary = try await runWorker(services: services, once: true, concurrency: 1, kinds: [ExportJobs.exportKind])
+        // A job this process cannot run as it is set up (its signing key became unusable
+        // after this command checked it) goes back to the queue due at once: claiming it
+        // again every half second would never end. Another worker that has the key runs it.
+        if summary.notReady > 0 {
+            throw CLIFailure(.unavailable, summary.failures.joined(separator: "\n"))
+        }
         guard let job = try await services.store.job(id: jobID) else {
             throw CLIFailure(.software, "export job #\(jobID) disappeared from the queue")
         }

@@ -150,6 +150,32 @@ struct ExportCommandTests {
         #expect(list.stdout.contains("notification: outbox #1 pending"))
     }
 
+    /// The key passes the command's own check, then becomes unusable (readable by others)
+    /// while its worker holds the job at the test barrier: the job is handed back not ready,
+    /// and `--wait` stops with 69 and the reason instead of claiming it again for ever.
+    @Test(arguments: Backend.allCases)
+    func aWaitWhoseWorkerCannotRunTheJobStopsInsteadOfClaimingItForEver(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        try await ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
+        let keyFile = workspace.root + "/signing.key"
+        _ = FileManager.default.createFile(atPath: keyFile, contents: Data("0123456789abcdef0123456789abcdef\n".utf8), attributes: [.posixPermissions: 0o600])
+        let barrier = try OverlapBarrier(in: workspace)
+        let (process, _, stderr) = try workspace.process(["export", "u1", "--wait", "--signing-key-file", keyFile], environment: barrier.environment)
+        let claimed = try await eventually(timeout: 60) { !barrier.arrived.isEmpty || !process.isRunning }
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile)
+        _ = FileManager.default.createFile(atPath: barrier.directory + "/release", contents: nil)
+        #expect(claimed && !barrier.arrived.isEmpty, "the export's worker never held the job")
+        let ended = try await eventually(timeout: 30) { !process.isRunning }
+        if !ended { process.terminate() }
+        await process.exited()
+        #expect(ended, "export --wait was still claiming a job it cannot run after 30 s")
+        let message = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
+        #expect(ended && process.terminationStatus == 69, "\(message)")
+        #expect(message.contains("not run, handed back") && message.contains("chmod 600"), "\(message)")
+        let jobs = workspace.ownTable("jobs")
+        #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(jobs) WHERE kind = 'export' AND state = 'queued' AND attempt = 0") == 1)
+    }
+
     @Test(arguments: Backend.allCases)
     func aMissingPhotoFailsTheExportNamingItUnlessSkipped(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
