@@ -10,10 +10,13 @@ public enum BlobLocation {
     /// Refuses a location that cannot work, without touching it: an unknown scheme, a
     /// malformed `s3://` location, missing credentials. Checked before anything is opened,
     /// so a mistyped option is a usage error whatever else is wrong.
-    public static func validate(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    public static func validate(
+        _ text: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        option: String = "--blobs", variable: String = "LIFECYCLE_BLOBS"
+    ) throws {
         guard S3Location.looksLikeLocation(text) else {
             if let scheme = text.range(of: "://").map({ text[..<$0.lowerBound] }), !scheme.contains("/") {
-                throw LifecycleError(.badConfiguration, "--blobs '\(text)': '\(scheme)://' is not a blob store this tool knows; use a directory or s3://bucket/prefix?endpoint=URL&region=NAME")
+                throw LifecycleError(.badConfiguration, "\(option) '\(text)': '\(scheme)://' is not a blob store this tool knows; use a directory or s3://bucket/prefix?endpoint=URL&region=NAME")
             }
             return
         }
@@ -21,24 +24,53 @@ public enum BlobLocation {
             _ = try S3Location(parsing: text, environment: environment)
             _ = try AWSCredentials.fromEnvironment(environment)
         } catch let error as S3ConfigurationError {
-            throw LifecycleError(.badConfiguration, "--blobs / LIFECYCLE_BLOBS: \(error.message)")
+            throw LifecycleError(.badConfiguration, "\(option) / \(variable): \(error.message)")
         }
     }
 
-    public static func open(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> any BlobStore {
-        try validate(text, environment: environment)
+    /// Refuses an export location that is the blob store or lies inside it: an app that
+    /// serves its files from there (Django's `MEDIA_URL`, a public Storage bucket) would hand
+    /// any archive to whoever asks, past its link's signature and expiry.
+    public static func requireApart(exports: String, blobs: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let refusal = LifecycleError(.badConfiguration, """
+            --exports / LIFECYCLE_EXPORTS '\(exports)' is inside the blob store '\(blobs)' (--blobs / LIFECYCLE_BLOBS), \
+            where an app may serve files to anyone: export archives must live apart from it. Choose a folder (or S3 prefix) \
+            outside it; nothing was changed
+            """)
+        switch (S3Location.looksLikeLocation(exports), S3Location.looksLikeLocation(blobs)) {
+        case (false, false):
+            func resolved(_ path: String) -> String {
+                URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            }
+            let (inner, outer) = (resolved(exports), resolved(blobs))
+            if inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") { throw refusal }
+        case (true, true):
+            guard let inner = try? S3Location(parsing: exports, environment: environment),
+                  let outer = try? S3Location(parsing: blobs, environment: environment),
+                  inner.bucket == outer.bucket, inner.endpoint == outer.endpoint else { return }
+            if outer.prefix.isEmpty || inner.prefix == outer.prefix || inner.prefix.hasPrefix(outer.prefix + "/") { throw refusal }
+        default:
+            return
+        }
+    }
+
+    public static func open(
+        _ text: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        option: String = "--blobs", variable: String = "LIFECYCLE_BLOBS"
+    ) async throws -> any BlobStore {
+        try validate(text, environment: environment, option: option, variable: variable)
         guard S3Location.looksLikeLocation(text) else {
             do {
                 return try FileSystemBlobStore(root: text)
             } catch {
-                throw LifecycleError(.unavailable, "cannot use blob directory \(text): \(error.localizedDescription)")
+                throw LifecycleError(.unavailable, "\(option) / \(variable): cannot use directory \(text): \(error.localizedDescription)")
             }
         }
         let store: S3BlobStore
         do {
             store = try S3BlobStore(location: try S3Location(parsing: text, environment: environment), credentials: try AWSCredentials.fromEnvironment(environment))
         } catch let error as S3ConfigurationError {
-            throw LifecycleError(.badConfiguration, "--blobs / LIFECYCLE_BLOBS: \(error.message)")
+            throw LifecycleError(.badConfiguration, "\(option) / \(variable): \(error.message)")
         }
         do {
             try await store.checkAvailable()

@@ -124,6 +124,10 @@ extension LifecycleConfiguration {
     /// Mistyped locations are usage errors, named before anything is opened or refused.
     private func validateLocations() throws {
         try BlobLocation.validate(blobs, environment: environment)
+        if let exports = exportLocation {
+            try BlobLocation.validate(exports, environment: environment, option: "--exports", variable: "LIFECYCLE_EXPORTS")
+            try BlobLocation.requireApart(exports: exports, blobs: blobs, environment: environment)
+        }
         if usesPostgres { _ = try postgresLocation() }
     }
 
@@ -151,9 +155,14 @@ extension LifecycleConfiguration {
     ) async throws -> LifecycleServices<Store> {
         let policies = try policies()
         let blobStore = try await BlobLocation.open(blobs, environment: environment)
+        var exportStore: (any BlobStore)?
+        if let exports = exportLocation {
+            try BlobLocation.requireApart(exports: exports, blobs: blobs, environment: environment)
+            exportStore = try await BlobLocation.open(exports, environment: environment, option: "--exports", variable: "LIFECYCLE_EXPORTS")
+        }
         return LifecycleServices(
             store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: clock, logger: logger,
-            dataMap: dataMap)
+            dataMap: dataMap, exports: exportStore)
     }
 
     /// Every policy file in `<jobsDirectory>/policies`; a malformed one is `.badInput`.

@@ -2,6 +2,7 @@ import Foundation
 import JobRunner
 import Lifecycle
 import Logging
+import ObjectStorage
 import PostgresBackend
 
 /// Where an installation lives and how it tells time: what the `lifecycle` CLI reads from
@@ -18,6 +19,10 @@ public struct LifecycleConfiguration: Sendable {
     public var database: String
     /// A directory, or `s3://bucket/prefix?endpoint=URL&region=NAME`.
     public var blobs: String
+    /// Where export archives live, apart from `blobs` (which an app may serve to anyone):
+    /// a directory or an `s3://` location. Nil: beside a SQLite database whose blobs are a
+    /// directory (`<database>.exports`); otherwise in `blobs`, as before it existed.
+    public var exports: String?
     /// The folder holding `policies/` and the data map `account-data.yaml`.
     public var jobsDirectory: String
     public var clock: any TimeSource
@@ -31,10 +36,12 @@ public struct LifecycleConfiguration: Sendable {
     public init(
         database: String, blobs: String, jobsDirectory: String, clock: any TimeSource = SystemTimeSource(),
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: "lifecycle"), databaseLogger: Logger = Logger(label: "lifecycle.postgres")
+        logger: Logger = Logger(label: "lifecycle"), databaseLogger: Logger = Logger(label: "lifecycle.postgres"),
+        exports: String? = nil
     ) {
         self.database = database
         self.blobs = blobs
+        self.exports = exports
         self.jobsDirectory = jobsDirectory
         self.clock = clock
         self.environment = environment
@@ -51,13 +58,27 @@ public struct LifecycleConfiguration: Sendable {
     public init(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         database: String? = nil, blobs: String? = nil, jobsDirectory: String? = nil,
-        logger: Logger = Logger(label: "lifecycle"), databaseLogger: Logger = Logger(label: "lifecycle.postgres")
+        logger: Logger = Logger(label: "lifecycle"), databaseLogger: Logger = Logger(label: "lifecycle.postgres"),
+        exports: String? = nil
     ) throws {
         self.init(
             database: Setting.database.value(given: database, environment: environment),
             blobs: Setting.blobs.value(given: blobs, environment: environment),
             jobsDirectory: Setting.jobsDirectory.value(given: jobsDirectory, environment: environment),
-            clock: try Self.clock(environment: environment), environment: environment, logger: logger, databaseLogger: databaseLogger)
+            clock: try Self.clock(environment: environment), environment: environment, logger: logger, databaseLogger: databaseLogger,
+            exports: exports ?? environment[Self.exportsVariable].flatMap { $0.isEmpty ? nil : $0 })
+    }
+
+    public static let exportsVariable = "LIFECYCLE_EXPORTS"
+
+    /// Where export archives go: `exports` as configured, else a folder beside a SQLite
+    /// database, private like the file. Nil keeps them in the blob store: PostgreSQL has no
+    /// file to sit beside, and an installation on S3 may have no local disk to keep them on
+    /// (its bucket is private unless the app made it public), so there it is the operator's
+    /// choice, which the README asks for.
+    public var exportLocation: String? {
+        if let exports { return exports }
+        return usesPostgres || S3Location.looksLikeLocation(blobs) ? nil : database + ".exports"
     }
 
     /// The settings read from the environment, with the CLI's defaults.

@@ -158,7 +158,7 @@ func printReadyExport<Store: LifecycleStore>(
 ) async throws {
     let link = try services.exportLink(for: export)
     let path = export.blobKey.flatMap { key in
-        (try? (services.blobs as? FileSystemBlobStore)?.path(for: key)) ?? (services.blobs as? S3BlobStore)?.describe(key: key)
+        (try? (services.exports as? FileSystemBlobStore)?.path(for: key)) ?? (services.exports as? S3BlobStore)?.describe(key: key)
     }
     let key = ExportJobs.notificationKey(exportID: export.id)
     let notification = try await services.store.read { tx in try tx.outboxMessage(uniqueKey: key) }.map(describeNotification)
@@ -210,7 +210,7 @@ struct ListExports: AsyncParsableCommand, StoreCommand {
             states: JobState.liveStates, kinds: [ExportJobs.exportKind], uniqueKey: ExportJobs.uniqueKey(accountID: accountID), limit: 1))
         let byKey = Dictionary(messages.map { ($0.uniqueKey, $0) }, uniquingKeysWith: { first, _ in first })
         // Store-signed links (S3) need no key and are shown; HMAC links stay with `export --wait`.
-        let showsLinks = services.blobs.downloadURLLifetimeLimit != nil
+        let showsLinks = services.exports.downloadURLLifetimeLimit != nil
         let rows = try exports.map { export in
             ExportListEntry(
                 export: export, notification: byKey[ExportJobs.notificationKey(exportID: export.id)].map(describeNotification),

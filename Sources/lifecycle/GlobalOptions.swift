@@ -20,6 +20,11 @@ struct GlobalOptions: ParsableArguments {
         valueName: "dir|s3-url"))
     var blobs: String?
 
+    @Option(help: ArgumentHelp(
+        "Where export archives live, apart from --blobs (which an app may serve): a directory or an s3:// location (env LIFECYCLE_EXPORTS; default <database>.exports beside a SQLite file with a blob directory, else the blob store).",
+        valueName: "dir|s3-url"))
+    var exports: String?
+
     @Option(name: .customLong("jobs-dir"), help: ArgumentHelp("Directory with policies and the data map (env LIFECYCLE_JOBS_DIR).", valueName: "dir"))
     var jobsDir: String?
 
@@ -59,7 +64,7 @@ struct GlobalOptions: ParsableArguments {
     /// loggers and any error about it then come out in the chosen log format.
     func configuration() throws -> LifecycleConfiguration {
         bootstrapLogging()
-        return try LifecycleConfiguration(environment: environment, database: database, blobs: blobs, jobsDirectory: jobsDir)
+        return try LifecycleConfiguration(environment: environment, database: database, blobs: blobs, jobsDirectory: jobsDir, exports: exports)
     }
 
     var usesPostgres: Bool { PostgresLocation.isURL(databasePath) }
@@ -176,5 +181,5 @@ struct MetricsOption: ParsableArguments {
 extension GlobalOptions {
     /// The options above as a usage line shows them, for a command that writes its own usage:
     /// past 12 options ArgumentParser prints only `<options>` there.
-    static let usage = "[--database <path-or-url>] [--blobs <dir|s3-url>] [--jobs-dir <dir>] [--json] [--log-format <log-format>] [--log-level <log-level>] [--quiet]"
+    static let usage = "[--database <path-or-url>] [--blobs <dir|s3-url>] [--exports <dir|s3-url>] [--jobs-dir <dir>] [--json] [--log-format <log-format>] [--log-level <log-level>] [--quiet]"
 }

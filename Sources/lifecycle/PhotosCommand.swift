@@ -20,6 +20,10 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "normalize",
         abstract: "Normalise profile photos not yet normalised under the current recipe version, as jobs.",
+        usage: """
+            lifecycle photos normalize [--account <id>] [--all] [--retry-rejected] [--queue-only] [--concurrency <concurrency>]
+                                       \(GlobalOptions.usage)
+            """,
         discussion: """
             Queues one job per photo (a photo whose job is already queued or running keeps that job), then runs \
             every due photo job in this process, two at a time (import queues them too), and prints a summary of \

@@ -145,7 +145,7 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         let (host, port) = try endpoint()
         let (token, opsAccess) = try access()
         // Refused now, not at the first download: without a key no link can be checked.
-        if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
+        if services.exports.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
         // The deletion page finds an account by the address a visitor types: said now, not
         // discovered when no link ever goes out.

@@ -9,6 +9,10 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Run due jobs: once (for cron) or until SIGTERM/SIGINT.",
+        usage: """
+            lifecycle worker [--once] [--concurrency <concurrency>] [--kind <kind> ...] [--poll-interval <seconds>]
+                             [--metrics-file <path>] \(GlobalOptions.usage)
+            """,
         discussion: """
             With --once: runs everything due, then exits 0 when nothing is left undone and 75 otherwise, \
             naming each job left: retrying, dead, held by another process (or one that died, until its lease \

@@ -152,7 +152,7 @@ struct AppExportTests {
         let workspace = try await purges.installSocial(backend)
         let (ready, _) = try await export(workspace, "ada")
         let archiveKey = try #require(ready.archiveKey)
-        #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + archiveKey))
+        #expect(FileManager.default.fileExists(atPath: workspace.exportArchives + "/" + archiveKey))
         // Listed by a lookup column as by the key.
         let listed = try await workspace.run(["exports", "list", "ada@example.com", "--json"])
         #expect(listed.status == 0, "\(listed.stderr)")
@@ -165,7 +165,7 @@ struct AppExportTests {
         #expect(refused.stderr.contains("scheduled for deletion"), "\(refused.stderr)")
 
         #expect(try await workspace.run(["purge"]).stdout.contains("1 purged"))
-        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/" + archiveKey))
+        #expect(!FileManager.default.fileExists(atPath: workspace.exportArchives + "/" + archiveKey))
         #expect(try await workspace.query("SELECT COUNT(*) FROM \(workspace.ownTable("exports"))") == [["0"]])
         let gone = try await workspace.run(["export", "1"], environment: ExportCLI.key)
         #expect(gone.status == 67, "\(gone.stderr)")

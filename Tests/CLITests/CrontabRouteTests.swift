@@ -75,7 +75,7 @@ struct CrontabRouteTests {
         let export = try await workspace.query("SELECT state, blob_key FROM \(workspace.ownTable("exports")) WHERE account_id = 'u1'")
         let body = try await workspace.string("SELECT body FROM \(workspace.ownTable("outbox")) WHERE account_id = 'u1'") ?? ""
         let link = body.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("https://") }.map(String.init)
-        return (export.first?[0] ?? nil, (export.first?[1] ?? nil).map { workspace.blobs + "/" + $0 }, link)
+        return (export.first?[0] ?? nil, (export.first?[1] ?? nil).map { workspace.exportArchives + "/" + $0 }, link)
     }
 
     @Test(arguments: Backend.allCases)

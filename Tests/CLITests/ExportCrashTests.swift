@@ -28,7 +28,7 @@ struct ExportCrashTests {
     }
 
     static func scratchArchives(_ workspace: Workspace) -> [(path: String, size: Int64)] {
-        let scratch = workspace.blobs + "/.incoming/exports"
+        let scratch = workspace.exportArchives + "/.incoming/exports"
         let files = FileManager.default.enumerator(atPath: scratch)?.allObjects.compactMap { $0 as? String } ?? []
         return files.filter { $0.hasSuffix("/archive.zip") }.map { relative in
             let path = scratch + "/" + relative
@@ -66,7 +66,7 @@ struct ExportCrashTests {
         #expect(try await store.steps(of: job.id).map(\.step) == ["snapshot"])
         #expect(!Self.scratchArchives(workspace).isEmpty)
         #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("outbox"))") == 0)
-        let exportsFolder = workspace.blobs + "/accounts/u1/exports"
+        let exportsFolder = workspace.exportArchives + "/accounts/u1/exports"
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: exportsFolder)) ?? []).isEmpty)
 
         // Asked again once the dead worker's lease has run out: the same job resumes

@@ -193,6 +193,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
             }
         }
         try await deletePass()
+        deleted += try await services.deleteExportArchives(accountKey: id, batch: policy.purgeBlobBatch).count
 
         // A job that was writing under the prefix as the purge began (a photo normalisation
         // that looked at the account just before the first step marked it) can land its file

@@ -65,7 +65,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     }
 
     private func buildOnce() async throws -> BuiltArchive {
-        let work = try ExportEntries.freshWorkDirectory(blobs: services.blobs, exportID: exportID)
+        let work = try ExportEntries.freshWorkDirectory(blobs: services.exports, exportID: exportID)
         let appData = self.appData
         let key = subjectKey
         // Row level security this role does not bypass would hand out part of the account.

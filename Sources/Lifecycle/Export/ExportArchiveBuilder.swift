@@ -123,7 +123,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     }
 
     private func buildOnce(knownBad: [String: String]) async throws -> BuiltArchive {
-        let work = try ExportEntries.freshWorkDirectory(blobs: services.blobs, exportID: exportID)
+        let work = try ExportEntries.freshWorkDirectory(blobs: services.exports, exportID: exportID)
 
         let (account, preferences, statistics) = try await services.store.read { [accountID] tx in
             (try tx.account(id: accountID), try tx.preferences(accountID: accountID), try tx.exportStatistics(accountID: accountID))

@@ -25,7 +25,7 @@ extension LifecycleServices {
     public func exportDownload(exportID: String, query: String) async throws -> ExportDownloadDecision {
         guard BlobKey.isSafeSegment(exportID) else { return .forbidden(reason: "the link names no export") }
         let now = clock.now()
-        if blobs.downloadURLLifetimeLimit != nil {
+        if exports.downloadURLLifetimeLimit != nil {
             // Links of a store that signs its own URLs point at the store, not here.
             return .notFound(exportID: exportID, reason: "download links of this installation point at its blob store, not at this server")
         }
@@ -57,10 +57,11 @@ extension LifecycleServices {
             return .gone(export, exportID: export.id, reason: "the link expired at \(ISO8601.format(stored)); the user can ask for a new export")
         }
         guard let key = export.blobKey else { return .notFound(exportID: export.id, reason: "export \(export.id) has no archive") }
-        if let files = blobs as? FileSystemBlobStore {
+        let holder = try await exportStore(holding: key)
+        if let files = holder as? FileSystemBlobStore {
             return .file(export, path: try files.path(for: key))
         }
-        guard let url = try blobs.downloadURL(key: key, expiresAt: stored, now: now) else {
+        guard let url = try holder.downloadURL(key: key, expiresAt: stored, now: now) else {
             return .notFound(exportID: export.id, reason: "the blob store cannot serve export \(export.id)")
         }
         return .redirect(export, url: url)

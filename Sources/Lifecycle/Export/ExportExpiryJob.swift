@@ -33,7 +33,7 @@ struct ExportExpiryJob<Store: LifecycleStore>: Sendable {
             for export in due {
                 let format = ArchiveFormat(rawValue: export.format) ?? .zip
                 let keys = [export.blobKey, ExportNames.temporaryKey(accountID: export.accountID, exportID: export.id, format: format)]
-                try await services.blobs.delete(keys: keys.compactMap { $0 })
+                try await services.deleteExportKeys(keys.compactMap { $0 })
                 try await services.store.write { tx in
                     guard var current = try tx.export(id: export.id), current.state == .ready else { return }
                     current.state = .expired
@@ -68,11 +68,11 @@ struct ExportExpiryJob<Store: LifecycleStore>: Sendable {
             let batch = try await services.store.read { tx in try tx.abandonedBuilds(after: from, limit: Self.batchSize) }
             for export in batch {
                 let format = ArchiveFormat(rawValue: export.format) ?? .zip
-                try await services.blobs.delete(keys: [
+                try await services.deleteExportKeys([
                     ExportNames.temporaryKey(accountID: export.accountID, exportID: export.id, format: format),
                     ExportNames.archiveKey(accountID: export.accountID, exportID: export.id, format: format),
                 ])
-                try? FileManager.default.removeItem(atPath: ExportScratch.workDirectory(for: services.blobs, exportID: export.id))
+                try? FileManager.default.removeItem(atPath: ExportScratch.workDirectory(for: services.exports, exportID: export.id))
                 try await services.store.write { tx in
                     guard var current = try tx.export(id: export.id), current.state == .building else { return }
                     current.state = .expired
@@ -88,8 +88,8 @@ struct ExportExpiryJob<Store: LifecycleStore>: Sendable {
         var folders = 0
         // Only a file-system store's scratch folder is this installation's own: other stores
         // build in the machine's temporary directory, which other installations share.
-        guard services.blobs is FileSystemBlobStore else { return try .output(Cleared(exports: cleared, scratchFolders: 0)) }
-        let scratch = ExportScratch.directory(for: services.blobs)
+        guard services.exports is FileSystemBlobStore else { return try .output(Cleared(exports: cleared, scratchFolders: 0)) }
+        let scratch = ExportScratch.directory(for: services.exports)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: scratch)) ?? [] {
             let export = try await services.store.read { tx in try tx.export(id: name) }
             if let export, export.state == .building, let jobID = export.jobID,

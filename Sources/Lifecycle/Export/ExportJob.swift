@@ -142,7 +142,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         _ context: StepContext, _ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat,
         _ settings: ExportSettings, _ expiresAt: Date
     ) async throws -> (BuiltArchive, String, StoredFileIdentity?) {
-        let work = ExportScratch.workDirectory(for: services.blobs, exportID: snapshot.exportID)
+        let work = ExportScratch.workDirectory(for: services.exports, exportID: snapshot.exportID)
         // Whatever happens, no copy of the account's data stays in the scratch folder.
         defer { try? FileManager.default.removeItem(atPath: work) }
         try await requireStillExportable(payload, snapshot, format)
@@ -163,11 +163,11 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         }
         let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
         try await requireStillExportable(payload, snapshot, format)
-        _ = try await services.blobs.put(key: key, fromFile: built.path, moving: true)
+        _ = try await services.exports.put(key: key, fromFile: built.path, moving: true)
         // Only if the blob store renamed this very file into place does the stored archive
         // hold the bytes that were compared, and the verification rely on them.
         var readBackFile: StoredFileIdentity?
-        if let compared = built.comparedFile, let files = services.blobs as? FileSystemBlobStore,
+        if let compared = built.comparedFile, let files = services.exports as? FileSystemBlobStore,
            let stored = StoredFileIdentity(path: try files.path(for: key)), stored.isSameFile(as: compared) {
             readBackFile = stored
         }
@@ -205,7 +205,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     private func verifyStored(
         key: String, root: String, exportID: String, format: ArchiveFormat, readBackFile: StoredFileIdentity?
     ) async throws -> ExportArchiveVerifier.Summary {
-        if let files = services.blobs as? FileSystemBlobStore {
+        if let files = services.exports as? FileSystemBlobStore {
             let path = try files.path(for: key)
             let compared = readBackFile != nil && StoredFileIdentity(path: path) == readBackFile
             return try await BlockingWork.run {
@@ -213,12 +213,12 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             }
         }
         // Other stores: fetch a local copy first; a ZIP is read through its central directory, which needs seeking.
-        let work = ExportScratch.workDirectory(for: services.blobs, exportID: exportID)
+        let work = ExportScratch.workDirectory(for: services.exports, exportID: exportID)
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: work) }
         let local = work + "/verify.\(format.fileExtension)"
         let output = try HashingFileOutput(path: local)
-        try await services.blobs.read(key: key, chunkSize: 1 << 20) { chunk in
+        try await services.exports.read(key: key, chunkSize: 1 << 20) { chunk in
             output.append(UnsafeBufferPointer(start: chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), count: chunk.count))
             try output.flushIfFull()
         }
@@ -234,7 +234,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let written = try output(context, "write-archive", Written.self)
         try await requireStillExportable(payload, snapshot, format)
         let archiveKey = ExportNames.archiveKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
-        try await services.blobs.move(from: written.temporaryKey, to: archiveKey)
+        try await services.exports.move(from: written.temporaryKey, to: archiveKey)
         return try .output(Published(archiveKey: archiveKey))
     }
 
@@ -268,10 +268,10 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     private func signLink(_ context: StepContext) async throws -> StepResult {
         let (_, snapshot, _) = try inputs(context)
         let written = try output(context, "write-archive", Written.self)
-        if services.blobs.downloadURLLifetimeLimit != nil {
+        if services.exports.downloadURLLifetimeLimit != nil {
             let published = try output(context, "publish", Published.self)
             do {
-                if let url = try services.blobs.downloadURL(key: published.archiveKey, expiresAt: written.expiresAt, now: context.now) {
+                if let url = try services.exports.downloadURL(key: published.archiveKey, expiresAt: written.expiresAt, now: context.now) {
                     return try .output(Signed(link: url))
                 }
             } catch let error as BlobStoreError {
@@ -391,7 +391,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             guard let state else { throw PermanentJobFailure("account \(accountID) no longer exists") }
             try Self.requireExportable(accountID: accountID, state: state, allowPending: payload.allowPending)
         } catch {
-            try? await services.blobs.delete(keys: [ExportNames.temporaryKey(accountID: accountID, exportID: snapshot.exportID, format: format)])
+            try? await services.exports.delete(keys: [ExportNames.temporaryKey(accountID: accountID, exportID: snapshot.exportID, format: format)])
             throw error
         }
     }

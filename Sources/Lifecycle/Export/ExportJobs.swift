@@ -97,7 +97,7 @@ extension LifecycleServices {
     public func requestExport(_ request: ExportRequest, cache: AppDataCache = AppDataCache()) async throws -> ExportRequestOutcome {
         let settings = try exportSettings
         // Refuse now rather than build an archive nobody can be sent a link to.
-        if let limit = blobs.downloadURLLifetimeLimit {
+        if let limit = exports.downloadURLLifetimeLimit {
             guard settings.linkLifetime <= limit else {
                 throw LifecycleError(.badInput, "export.link_lifetime_days is \(settings.linkLifetimeDays), but the blob store signs download links for at most \(Int(limit / 86_400)) days: set link_lifetime_days to \(Int(limit / 86_400)) or less in \(jobsDirectory)/policies/export.yaml")
             }
@@ -190,7 +190,7 @@ extension LifecycleServices {
         }
         if revoked.state == .revoked {
             let format = ArchiveFormat(rawValue: revoked.format) ?? .zip
-            try await blobs.delete(keys: [
+            try await deleteExportKeys([
                 revoked.blobKey, ExportNames.temporaryKey(accountID: revoked.accountID, exportID: revoked.id, format: format),
             ].compactMap { $0 })
         }
@@ -200,7 +200,7 @@ extension LifecycleServices {
     /// The signature first (an altered expiry is invalid, never merely expired), then
     /// the export row: revoked or unknown exports are invalid, deleted archives expired.
     public func checkExportLink(_ link: String) async throws -> ExportLinkCheck {
-        if blobs.downloadURLLifetimeLimit != nil { return try await checkStoreSignedLink(link) }
+        if exports.downloadURLLifetimeLimit != nil { return try await checkStoreSignedLink(link) }
         let signer = try linkSigner()
         let now = clock.now()
         switch signer.verify(link, now: now) {
@@ -223,8 +223,8 @@ extension LifecycleServices {
     /// The link of a ready export, as the notification carried it.
     public func exportLink(for export: ExportRecord) throws -> String? {
         guard export.state == .ready, let expiresAt = export.expiresAt else { return nil }
-        if blobs.downloadURLLifetimeLimit != nil {
-            return try export.blobKey.flatMap { key in try blobs.downloadURL(key: key, expiresAt: expiresAt, now: clock.now()) }
+        if exports.downloadURLLifetimeLimit != nil {
+            return try export.blobKey.flatMap { key in try exports.downloadURL(key: key, expiresAt: expiresAt, now: clock.now()) }
         }
         return try linkSigner().link(base: try exportSettings.linkBaseURL, exportID: export.id, expiresAt: expiresAt)
     }
@@ -248,7 +248,7 @@ extension LifecycleServices {
         // The URL depends only on the key and the expiry; `now` only stops signing further
         // ahead than the store can, which recomputing an issued link never does.
         guard let expiresAt = export.expiresAt, let key = export.blobKey,
-              let expected = try blobs.downloadURL(key: key, expiresAt: expiresAt, now: expiresAt) else {
+              let expected = try exports.downloadURL(key: key, expiresAt: expiresAt, now: expiresAt) else {
             return .invalid(reason: "export \(exportID) has no archive")
         }
         guard expected == link.trimmingCharacters(in: .whitespacesAndNewlines) else {

@@ -9,7 +9,8 @@ enum ExportNames {
     /// The stem of an app export's user-row files when the map names none.
     static let appSubjectFile = "account"
 
-    /// `accounts/<id>/exports/<export-id>.<zip|tar.gz>`: under the account prefix, so purge deletes it.
+    /// `accounts/<id>/exports/<export-id>.<zip|tar.gz>` in the export store: under the account's
+    /// prefix there, which its purge deletes (and in the blob store for archives made before).
     /// An app's key that cannot name a storage folder (an email) is hashed, as purge expects.
     static func archiveKey(accountID: String, exportID: String, format: ArchiveFormat) -> String {
         BlobKey.accountPrefix(BlobKey.segment(forID: accountID)) + "exports/\(exportID).\(format.fileExtension)"

@@ -7,6 +7,12 @@ import Logging
 public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     public let store: Store
     public let blobs: any BlobStore
+    /// Where export archives live: a store of their own (`--exports`), so that no archive
+    /// sits where the app serves its files; `blobs` itself when none is configured.
+    public let exports: any BlobStore
+    /// Whether `exports` is a store apart from `blobs`; archives made before it was
+    /// configured stay in `blobs`, and are still served, expired and purged from there.
+    public let exportsApart: Bool
     public let policies: PolicyBook
     /// Where policies, the data map and demo files live.
     public let jobsDirectory: String
@@ -18,11 +24,13 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
 
     public init(
         store: Store, blobs: any BlobStore, policies: PolicyBook, jobsDirectory: String, clock: any TimeSource, logger: Logger,
-        dataMap: Result<DataMap, any Error>? = nil
+        dataMap: Result<DataMap, any Error>? = nil, exports: (any BlobStore)? = nil
     ) {
         self.store = store
         self.jobsDirectory = jobsDirectory
         self.blobs = blobs
+        self.exports = exports ?? blobs
+        exportsApart = exports != nil
         self.policies = policies
         self.clock = clock
         self.logger = logger

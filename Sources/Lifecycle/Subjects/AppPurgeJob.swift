@@ -203,6 +203,13 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         if let survivor = try await blobs.list(prefix: prefix, after: nil, limit: 1).first {
             throw PurgeIncomplete("file \(survivor.key) is still there after deleting \(prefix); the purge will retry")
         }
+        let archives = try await services.deleteExportArchives(accountKey: key, batch: policy.purgeBlobBatch)
+        if !archives.isEmpty {
+            try await store.write { tx in
+                try tx.recordPurgeFiles(key: key, files: archives.map(\.key))
+                try tx.settlePurgeFiles(key: key, files: archives.map { PurgeFile(key: $0.key, state: .deleted, bytes: $0.size) })
+            }
+        }
     }
 
     // MARK: 4. verify
