@@ -64,7 +64,7 @@ struct ExportCommand: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         // Before the request refuses it: this command's advice can name its own option.
-        if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner(fileOption: "--signing-key-file") }
+        try services.requireLinkSigner(fileOption: "--signing-key-file")
         let request = ExportRequest(
             account: .operator(account), format: try format.map(ExportSettings.format(named:)), allowPending: allowPending,
             operatorName: operatorName, skipMissingPhotos: skipMissingPhotos)
@@ -308,7 +308,7 @@ struct VerifyExportLink: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let report: Report
         let status: ExitStatus
-        if services.blobs.downloadURLLifetimeLimit == nil { _ = try services.linkSigner(fileOption: "--signing-key-file") }
+        try services.requireLinkSigner(fileOption: "--signing-key-file")
         switch try await services.checkExportLink(url) {
         case .valid(let export):
             report = Report(verdict: "valid", exportID: export.id, accountID: export.accountID, expiresAt: export.expiresAt, archiveKey: export.blobKey)

@@ -35,6 +35,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: ExportJobs.exportKind, steps: [
+            JobStep("check-signing-key", external: { try await self.checkSigningKey($0) }),
             JobStep("snapshot", database: { try self.snapshot($0, $1) }),
             JobStep("write-archive", external: { try await self.writeArchive($0) }),
             JobStep("verify-archive", external: { try await self.verifyArchive($0) }),
@@ -94,13 +95,22 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         var note: String
     }
 
+    // MARK: 0. check-signing-key
+
+    /// Before any work: a worker that could not sign the link would build an archive nobody
+    /// is sent. A step of its own so that reading the key file happens outside the snapshot's
+    /// transaction, which holds SQLite's writer; never recorded, so every attempt checks the
+    /// key of the worker that claimed it.
+    private func checkSigningKey(_ context: StepContext) async throws -> StepResult {
+        _ = try withSigningKey { try services.requireLinkSigner() }
+        return StepResult(output: nil, recorded: false)
+    }
+
     // MARK: 1. snapshot
 
     /// Database only, so it happens exactly once: the export id and the cut-off instant
     /// that every later step, and every rerun, uses.
     private func snapshot(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
-        // Before any work: a worker that could not sign the link would build an archive nobody is sent.
-        if services.blobs.downloadURLLifetimeLimit == nil { _ = try linkSigner() }
         let payload = try context.payload(ExportPayload.self)
         guard ArchiveFormat(rawValue: payload.format) != nil else {
             throw PermanentJobFailure("unknown archive format '\(payload.format)' (zip or tar.gz)")
@@ -279,7 +289,8 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             }
         }
         let settings = try ExportSettings(policies: services.policies)
-        return try .output(Signed(link: linkSigner().link(base: settings.linkBaseURL, exportID: snapshot.exportID, expiresAt: written.expiresAt)))
+        let signer = try withSigningKey { try services.linkSigner() }
+        return try .output(Signed(link: signer.link(base: settings.linkBaseURL, exportID: snapshot.exportID, expiresAt: written.expiresAt)))
     }
 
     // MARK: 7. notify
@@ -346,13 +357,12 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
 
     // MARK: Shared checks
 
-    /// The HMAC key. Without a usable one this worker is not set up for exports (a cron line that never
+    /// The HMAC key, as `load` reads it. Without a usable one this worker is not set up for exports (a cron line that never
     /// read the environment file): the job is not at fault, so it waits, its attempts
     /// untouched, for a worker that has the key, rather than dying with the link unsent.
-    private func linkSigner() throws -> LinkSigner {
-        let settings = try ExportSettings(policies: services.policies)
+    private func withSigningKey<Signer>(_ load: () throws -> Signer) throws -> Signer {
         do {
-            return try SigningKeySource.load(settings: settings, jobsDirectory: services.jobsDirectory)
+            return try load()
         } catch let error as LifecycleError {
             throw WorkerNotReady("\(error.message); this export waits until a worker that has the key runs it")
         }

@@ -90,6 +90,14 @@ extension LifecycleServices {
         try SigningKeySource.load(settings: try exportSettings, jobsDirectory: jobsDirectory, fileOption: fileOption)
     }
 
+    /// The check made before any work that ends in a download link: the HMAC signer, or
+    /// nothing where the blob store signs its own links (S3) and no key is needed.
+    @discardableResult
+    public func requireLinkSigner(fileOption: String? = nil) throws -> LinkSigner? {
+        guard exports.downloadURLLifetimeLimit == nil else { return nil }
+        return try linkSigner(fileOption: fileOption)
+    }
+
     /// Enqueues an export, in one transaction with its checks: the account must exist and
     /// not be deleted, a pending deletion needs an operator, a live export is returned as
     /// is, and the rate limit counts exports completed in the policy's window.

@@ -17,7 +17,7 @@ public enum PolicySettingsCheck {
         Reader(section: DeletionPolicy.sectionName, usedBy: "delete, restore, purge, the deletion jobs") { _ = try DeletionPolicy(policies: $0) },
         Reader(section: ExportSettings.sectionName, usedBy: "export, the export jobs") { _ = try ExportSettings(policies: $0) },
         Reader(section: ImportSettings.sectionName, usedBy: "import") { _ = try ImportSettings(policies: $0) },
-        Reader(section: "photos", usedBy: "photos, the photo jobs") { _ = try PhotoPolicy(policies: $0) },
+        Reader(section: PhotoPolicy.sectionName, usedBy: "photos, the photo jobs") { _ = try PhotoPolicy(policies: $0) },
     ]
 
     /// One sentence per unusable section: the file, what is wrong, and what refuses to run.

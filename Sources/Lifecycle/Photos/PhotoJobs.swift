@@ -38,9 +38,11 @@ public struct PhotoPayload: Codable, Sendable, Equatable {
 }
 
 extension PhotoPolicy {
+    public static let sectionName = "photos"
+
     /// The `photos:` section of Jobs/policies/photos.yaml; a missing key keeps Imaging's default.
     public init(policies: PolicyBook) throws {
-        let section = try policies.section("photos")
+        let section = try policies.section(Self.sectionName)
         try section.requireOnly(["max_input_bytes", "max_side", "max_pixels", "output_max_side", "jpeg_quality", "recipe_version"])
         let defaults = PhotoPolicy()
         self.init(
