@@ -34,8 +34,9 @@ extension DataMap {
 /// PostgreSQL text columns are compared whole, not parsed as JSON.
 ///
 /// Not searched: lifecycle's own tables (the audit names the account by its key: that is the
-/// record a receipt is), the tombstone's columns (the key of a user row kept masked, the
-/// columns its mask writes, and foreign keys into it: they name the tombstone), mapped tables' plain owner columns (the verification read looks
+/// record a receipt is), the user table's key column and every foreign key into the user
+/// table (after the erase they can only name another account or the tombstone), the columns
+/// the tombstone's mask writes, mapped tables' plain owner columns (the verification read looks
 /// for her rows through them, and a row written there since is retried, not a map to fix),
 /// owner columns of rows the map keeps masked without emptying them, columns a mask writes
 /// from `{key}`, and the columns `residue: allow:` names.
@@ -139,14 +140,17 @@ public struct ResidueScan: Sendable {
         var columns = Set(plan.map.residue.allow.map { DataMap.ColumnReference(table: catalog.qualified($0.table), column: $0.column) })
         let subject = plan.subject
         let subjectTable = catalog.qualified(subject.table)
+        // Once her row is erased, what the user table's key column holds is each remaining
+        // account's own key (or her tombstone's), and a foreign key into the user table can
+        // only name a row that is there: another account, or the tombstone (an admin log the
+        // map ignores, as `map check` lets it), what it is kept for. Searched, they would
+        // stop her purge for another account whose key happens to equal her username.
+        columns.insert(.init(table: subjectTable, column: subject.key))
+        for key in catalog.foreignKeys(to: subjectTable) {
+            for column in key.columns { columns.insert(.init(table: key.table, column: column)) }
+        }
         if let mask = subject.erase.mask {
-            columns.insert(.init(table: subjectTable, column: subject.key))
             for entry in mask { columns.insert(.init(table: subjectTable, column: entry.column)) }
-            // A row pointing at the tombstone by its key (an admin log the map ignores, as
-            // `map check` lets it) names the tombstone: what it is kept for.
-            for key in catalog.foreignKeys(to: subjectTable) where key.columns.count == 1 && key.referencedColumns == [subject.key] {
-                columns.insert(.init(table: key.table, column: key.columns[0]))
-            }
         }
         for table in plan.tables {
             let name = catalog.qualified(table.table.name)
