@@ -62,7 +62,11 @@ public enum StoreCopier {
             let toStore = try await BlobLocation.open(toBlobs, environment: source.environment)
             blobs = try await BlobCopier.copy(from: fromBlobs, to: toStore) { progress(.blobsChecked($0)) }
         }
-        return CopyReport(source: from.path, destination: destination.location, tables: tables, blobs: blobs)
+        // Archives apart from the blobs (`<database>.exports`) are not copied: they are
+        // private to the machine that made them, and the new installation keeps reading them
+        // there once it is told where (the report and the command's output say so).
+        return CopyReport(
+            source: from.path, destination: destination.location, tables: tables, blobs: blobs, exportsKeptIn: source.exportLocation)
     }
 }
 
@@ -75,9 +79,13 @@ public struct CopyReport: Encodable, Sendable {
     public var tables: [TableCopyReport]
     /// Nil when the blobs were not copied.
     public var blobs: BlobCopyReport?
+    /// Where the source keeps its export archives apart from its blobs, left there: the new
+    /// installation runs with `--exports` naming it. Nil when they are in the blob store
+    /// (copied with the blobs).
+    public var exportsKeptIn: String?
 
     enum CodingKeys: String, CodingKey {
-        case source, destination, tables, blobs
+        case source, destination, tables, blobs, exportsKeptIn = "exports_kept_in"
     }
 }
 

@@ -13,6 +13,8 @@ struct CopyStoreCommand: AsyncParsableCommand {
             PostgreSQL transaction, which commits only once each table's row count and checksum match the source: \
             an interrupted copy leaves nothing, and running the command again copies everything. Blobs are then \
             copied key by key, skipping those already there with the same SHA-256, and each is read back and checked. \
+            Export archives kept apart from the blobs (beside the SQLite file) stay where they are: the output names the \
+            folder, for the new installation's --exports. \
             Stop the workers and cron first: the SQLite write lock is held while rows are copied, and jobs still \
             leased to a live worker are refused.
             Exit 0 when everything was copied and verified, 64 for a bad source or destination, 65 when the destination \
@@ -47,6 +49,9 @@ struct CopyStoreCommand: AsyncParsableCommand {
                     Terminal.line("  blobs: \(blobs.blobs) (\(blobs.bytes) bytes), \(blobs.copied) copied, \(blobs.alreadyThere) already there, every SHA-256 verified")
                 } else {
                     Terminal.line("  blobs: not copied (no --to-blobs); keep using \(options.blobDirectory)")
+                }
+                if let exports = report.exportsKeptIn {
+                    Terminal.line("  export archives: not copied; run the new installation with --exports \(exports) (or \(LifecycleConfiguration.exportsVariable)), where they are")
                 }
             }
             return .ok

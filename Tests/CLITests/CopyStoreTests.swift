@@ -14,6 +14,7 @@ struct CopyStoreTests {
         struct Blobs: Decodable { var blobs: Int; var bytes: Int64; var copied: Int; var already_there: Int }
         var tables: [Table]
         var blobs: Blobs?
+        var exports_kept_in: String?
     }
 
     /// A PostgreSQL database of its own and an empty blob directory to copy into.
@@ -56,9 +57,10 @@ struct CopyStoreTests {
         let sourceJobs = try await source.query("SELECT id, kind, state, unique_key, run_at, attempt FROM \(source.ownTable("jobs")) ORDER BY id")
         let sourceSteps = try await source.int("SELECT COUNT(*) FROM \(source.ownTable("job_steps"))")
         let sourceBlobs = try blobHashes(source)
-        // Each account's entry photos and profile photo, and the export archive.
-        let expectedBlobs = (3 + 1) + (2 + 1) + 1
+        // Each account's entry photos and profile photo; the export archive is apart from them.
+        let expectedBlobs = (3 + 1) + (2 + 1)
         #expect(sourceBlobs.count == expectedBlobs)
+        let archive = try #require(FileManager.default.subpaths(atPath: source.exportArchives)?.first { $0.hasSuffix(".zip") })
 
         let destination = try await emptyDestination()
         let result = try await copy(source, to: destination)
@@ -68,6 +70,9 @@ struct CopyStoreTests {
         #expect(report.tables.first { $0.table == "jobs" }?.rows == sourceJobs.count)
         #expect(report.blobs?.blobs == sourceBlobs.count)
         #expect(report.blobs?.copied == sourceBlobs.count)
+        // The archive stays beside the SQLite file, and the report says where.
+        #expect(report.exports_kept_in == source.exportArchives)
+        #expect(FileManager.default.fileExists(atPath: source.exportArchives + "/" + archive))
 
         // Jobs keep their ids, states, keys and schedule; the blobs are the same bytes.
         #expect(try await destination.query("SELECT id, kind, state, unique_key, run_at, attempt FROM \(destination.ownTable("jobs")) ORDER BY id") == sourceJobs)
@@ -79,7 +84,8 @@ struct CopyStoreTests {
         // new ids, and the purge the user was promised happens there, blobs and all.
         let shown = try await destination.run(["accounts", "show", "staying"])
         #expect(shown.status == 0, "\(shown.stderr)")
-        #expect(try await destination.run(["exports", "verify-link", link], environment: ExportCLI.key).status == 0)
+        let keptExports = ExportCLI.key.merging(["LIFECYCLE_EXPORTS": source.exportArchives]) { $1 }
+        #expect(try await destination.run(["exports", "verify-link", link], environment: keptExports).status == 0)
         #expect(try await destination.run(["jobs", "probe", "--count", "2"]).status == 0)
         let later = ["LIFECYCLE_NOW": iso(Date().addingTimeInterval(31 * 86_400))]
         let purge = try await destination.run(["purge"], environment: later)
