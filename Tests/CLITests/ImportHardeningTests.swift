@@ -281,13 +281,14 @@ struct ImportHardeningTests {
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: saved, withIntermediateDirectories: true)
         try workspace.store().checkpoint()
-        // The database moves onto a 1 MiB tmpfs for the run; afterwards its files are copied
-        // out (the tmpfs goes with the run's mount namespace) so the test can look inside.
+        // The database moves onto a 1 MiB tmpfs for the run (its files, not the folder of
+        // export archives beside it); afterwards its files are copied out (the tmpfs goes with the run's mount namespace) so the test can look inside.
         let smallDatabase = disk + "/lifecycle.sqlite"
         let script = #"""
-            mount -t tmpfs -o size=1m,mode=0700 tmpfs "$DISK" && cp "$ROOT"/lifecycle.sqlite* "$DISK"/ || exit 99
+            copy() { find "$1" -maxdepth 1 -type f -name 'lifecycle.sqlite*' -exec cp {} "$2"/ \; ; }
+            mount -t tmpfs -o size=1m,mode=0700 tmpfs "$DISK" && copy "$ROOT" "$DISK" || exit 99
             "$@"; status=$?
-            cp "$DISK"/lifecycle.sqlite* "$SAVED"/; exit $status
+            copy "$DISK" "$SAVED"; exit $status
             """#
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")

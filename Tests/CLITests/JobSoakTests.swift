@@ -212,7 +212,7 @@ final class Soak {
                 #expect(rows.count == 1, "export job \(job): \(rows.count) export rows")
                 guard let row = rows.first, let key = row[1] else { continue }
                 #expect(row[0] == "ready", "export job \(job) is \(row[0] ?? "-")")
-                let path = workspace.blobs + "/" + key
+                let path = workspace.exportArchives + "/" + key
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
                 #expect(size > 0 && String(size) == row[2], "export job \(job): archive \(key) has \(size) bytes, the row says \(row[2] ?? "-")")
                 if size > 0 { _ = try await ExportCLI.checkWithPython(path, format: "zip") }
