@@ -564,6 +564,82 @@ struct RunbookWalkthroughTests {
         #expect(try await workspace.state(of: "u-2") == "active")
     }
 
+    /// export.md's key, its exports for a support ticket and the revocation of one, on an
+    /// installation holding ada@example.com: the key is made where the test's installation
+    /// keeps it, the policy allows the runbook's two exports of one account in a day, and the
+    /// revoked export and its link are the ones the walk made.
+    @Test(arguments: Backend.allCases)
+    func exportRunbooksExportAndRevocationRunAsWritten(_ backend: Backend) async throws {
+        let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("jobs-\(UUID().uuidString)").path
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/Jobs", toPath: jobs)
+        defer { try? FileManager.default.removeItem(atPath: jobs) }
+        let policy = jobs + "/policies/export.yaml"
+        let text = try String(contentsOfFile: policy, encoding: .utf8)
+        try #require(text.contains("rate_limit_count: 1\n"))
+        try text.replacingOccurrences(of: "rate_limit_count: 1\n", with: "rate_limit_count: 2\n").write(toFile: policy, atomically: true, encoding: .utf8)
+        let workspace = try await Workspace.make(backend, jobsDirectory: jobs)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "ada"), ImportFixture.account(id: "u-2")])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+
+        let keyFile = workspace.root + "/signing.key"
+        var key = try Self.block("Jobs/runbooks/export.md", "key")
+        try #require(key.contains("/etc/lifecycle/signing.key"), "export.md's key block no longer writes /etc/lifecycle/signing.key, which this test puts its own in place of")
+        key = key.replacingOccurrences(of: "/etc/lifecycle/signing.key", with: keyFile)
+        let made = try await Self.run(key, environment: [:])
+        try #require(made.status == 0, "\(made)")
+        let written = try String(contentsOfFile: keyFile, encoding: .utf8)
+        #expect(written.range(of: #"^[0-9a-f]{64}\n$"#, options: .regularExpression) != nil, "\(written)")
+        let mode = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let environment = [
+            "LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs, "LIFECYCLE_JOBS_DIR": jobs,
+            "LIFECYCLE_SIGNING_KEY_FILE": keyFile,
+        ]
+        let exports = try Self.block("Jobs/runbooks/export.md", "run")
+        let exported = try await Self.run(exports, environment: environment)
+        #expect(exported.status == 0, "\(exported)")
+        Self.expectStatedOutputs(of: exports, in: exported)
+
+        let link = try #require(exported.output.split(separator: "\n").lazy.compactMap { line -> String? in
+            guard let range = line.range(of: "link:") else { return nil }
+            return line[range.upperBound...].trimmingCharacters(in: .whitespaces)
+        }.first, "no link in \(exported)")
+        let id = try #require(link.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+        var revoke = try Self.block("Jobs/runbooks/export.md", "revoke")
+        let url = "https://…/exports/5f0c…?expires=…&sig=…"
+        for placeholder in [url, "5f0c…"] {
+            try #require(revoke.contains(placeholder), "export.md's revoke block no longer uses \(placeholder), which this test puts its own in place of")
+        }
+        revoke = revoke.replacingOccurrences(of: url, with: link).replacingOccurrences(of: "5f0c…", with: id)
+        let revoked = try await Self.run(revoke, environment: environment)
+        #expect(revoked.status == 0, "\(revoked)")
+        Self.expectStatedOutputs(of: revoke, in: revoked)
+        #expect(revoked.output.contains(id))
+    }
+
+    /// photos.md's normalisation commands, on an installation whose imported profile photos
+    /// wait to be normalised: afterwards none is pending and each one's job succeeded.
+    @Test(arguments: Backend.allCases)
+    func photosRunbooksNormalisationRunsAsWritten(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "ada"), ImportFixture.account(id: "u-2", profilePhoto: "photos/avatar-alpha.png")])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        let block = try Self.block("Jobs/runbooks/photos.md", "normalize")
+        let walk = try await Self.run(block, environment: ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs])
+        #expect(walk.status == 0, "\(walk)")
+        Self.expectStatedOutputs(of: block, in: walk)
+        #expect(walk.output.contains("normalised 2, rejected 0"), "\(walk)")
+        let pending = try await workspace.run(["photos", "list", "--state", "pending"])
+        #expect(pending.status == 0 && pending.stdout.contains("no profile photos in state pending"), "\(pending.stdout)\(pending.stderr)")
+    }
+
     /// install.md's "Check it works", on an installation made as its step 3 makes one.
     @Test
     func installsCheckItWorksPassesOnAFreshInstallation() async throws {
