@@ -640,6 +640,48 @@ struct RunbookWalkthroughTests {
         #expect(pending.status == 0 && pending.stdout.contains("no profile photos in state pending"), "\(pending.stdout)\(pending.stderr)")
     }
 
+    /// photos.md's investigation of a rejected upload, on an installation whose one profile
+    /// photo is a GIF named .jpg, rejected by `photos normalize --all`: the runbook's account,
+    /// job and photo stand for that account's, its photo job's and its upload's.
+    @Test(arguments: Backend.allCases)
+    func photosRunbooksRejectedUploadInvestigationRunsAsWritten(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "bob", profilePhoto: "photos/upload.jpg", entryPhoto: nil)])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        // A 1×1 GIF: what a renamed upload is, and a file `file` and vipsheader read.
+        try Data(base64Encoded: "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")!.write(to: URL(fileURLWithPath: fixture.directory + "/photos/upload.jpg"))
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        let normalised = try await workspace.run(["photos", "normalize", "--all"])
+        try #require(normalised.status == 0 && normalised.stdout.contains("rejected 1"), "\(normalised.stdout)\(normalised.stderr)")
+        let jobs = try await workspace.run(["jobs", "list", "--kind", "photos.normalize"])
+        let job = try #require(jobs.stdout.split(separator: "\n").first { $0.hasSuffix("key photo:bob.profile") }?.dropFirst().prefix { $0.isNumber }, "\(jobs.stdout)")
+        let upload = workspace.blobs + "/accounts/bob/photos/bob.profile"
+        try #require(FileManager.default.fileExists(atPath: upload))
+        let environment = ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs]
+
+        var rejected = try Self.block("Jobs/runbooks/photos.md", "rejected")
+        for placeholder in ["<account>", "<job id>"] {
+            try #require(rejected.contains(placeholder), "photos.md's rejected block no longer uses \(placeholder), which this test puts its own in place of")
+        }
+        rejected = rejected.replacingOccurrences(of: "<account>", with: "bob").replacingOccurrences(of: "<job id>", with: String(job))
+        let walk = try await Self.run(rejected, environment: environment)
+        #expect(walk.status == 0, "\(walk)")
+        Self.expectStatedOutputs(of: rejected, in: walk)
+        #expect(walk.output.contains("unsupportedType"), "\(walk)")
+
+        var look = try Self.block("Jobs/runbooks/photos.md", "upload")
+        let placeholder = "blobs/accounts/<account>/photos/<photo id>"
+        try #require(look.contains(placeholder), "photos.md's upload block no longer uses \(placeholder), which this test puts its own in place of")
+        look = look.replacingOccurrences(of: placeholder, with: upload)
+        let looked = try await Self.run(look, environment: environment)
+        #expect(looked.status == 0, "\(looked)")
+        Self.expectStatedOutputs(of: look, in: looked)
+        #expect(looked.output.contains("GIF image data"), "\(looked)")
+        #expect(looked.errors.contains("unsupportedType: content is GIF"), "\(looked)")
+    }
+
     /// install.md's "Check it works", on an installation made as its step 3 makes one.
     @Test
     func installsCheckItWorksPassesOnAFreshInstallation() async throws {
