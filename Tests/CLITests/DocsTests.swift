@@ -621,6 +621,33 @@ struct RunbookWalkthroughTests {
         #expect(revoked.output.contains(id))
     }
 
+    /// export.md's search for a stuck export, on an installation whose export of ada died
+    /// on a photo missing from the blob store: the runbook's job 123 stands for that export's.
+    @Test(arguments: Backend.allCases)
+    func exportRunbooksStuckExportIsFoundAsWritten(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "ada", profilePhoto: nil)])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        try FileManager.default.removeItem(atPath: workspace.blobs + "/accounts/ada/photos/ada-p1")
+        let key = ["LIFECYCLE_SIGNING_KEY": (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "")]
+        let failed = try await workspace.run(["export", "ada@example.com", "--wait"], environment: key)
+        try #require(failed.status == 65 && failed.stderr.contains("is missing"), "\(failed.stderr)")
+        let job = try #require(failed.stderr.range(of: #"export job #[0-9]+"#, options: .regularExpression).map { failed.stderr[$0].dropFirst("export job #".count) })
+
+        var block = try Self.block("Jobs/runbooks/export.md", "stuck")
+        try #require(block.contains("jobs show 123"), "export.md's stuck block no longer shows job 123, which this test puts its own in place of")
+        block = block.replacingOccurrences(of: "jobs show 123", with: "jobs show \(job)")
+        let walk = try await Self.run(block, environment: ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs].merging(key) { $1 })
+        #expect(walk.status == 0, "\(walk)")
+        Self.expectStatedOutputs(of: block, in: walk)
+        #expect(walk.output.contains("#\(job) export dead"), "\(walk)")
+        #expect(walk.output.contains("✓ snapshot"), "\(walk)")
+        #expect(walk.output.contains("· write-archive"), "\(walk)")
+    }
+
     /// photos.md's normalisation commands, on an installation whose imported profile photos
     /// wait to be normalised: afterwards none is pending and each one's job succeeded.
     @Test(arguments: Backend.allCases)
