@@ -562,6 +562,26 @@ struct RunbookWalkthroughTests {
         Self.expectStatedOutputs(of: block, in: walk)
         #expect(try await workspace.state(of: "u-1") == "purged")
         #expect(try await workspace.state(of: "u-2") == "active")
+
+        // Then section 4's proof, for her: ACCOUNT_ID stands for u-1.
+        let environment = ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs]
+        var gone = try Self.block("Jobs/runbooks/deletion-and-purge.md", "gone")
+        var audit = try Self.block("Jobs/runbooks/deletion-and-purge.md", "audit")
+        try #require(gone.contains("ACCOUNT_ID") && audit.contains("ACCOUNT_ID"), "deletion-and-purge.md's proof no longer names ACCOUNT_ID, which this test puts its own in place of")
+        gone = gone.replacingOccurrences(of: "ACCOUNT_ID", with: "u-1")
+        audit = audit.replacingOccurrences(of: "ACCOUNT_ID", with: "u-1")
+        let shown = try await Self.run(gone, environment: environment)
+        #expect(shown.status == 0, "\(shown)")
+        // What the text after the block says it shows.
+        for promised in [#""state":"purged""#, #""purged_at":"#, #""photos":[]"#] {
+            #expect(shown.output.contains(promised), "\(promised): \(shown)")
+        }
+        for never in ["user@example.com", "Lovelace", "Runs at dawn", "Europe/London"] {
+            #expect(!shown.output.contains(never), "\(never): \(shown)")
+        }
+        let told = try await Self.run(audit, environment: environment)
+        #expect(told.status == 0, "\(told)")
+        Self.expectStatedOutputs(of: audit, in: told)
     }
 
     /// export.md's key, its exports for a support ticket and the revocation of one, on an
