@@ -584,6 +584,29 @@ struct RunbookWalkthroughTests {
         Self.expectStatedOutputs(of: audit, in: told)
     }
 
+    /// deletion-and-purge.md's deletion of a part on request (section 6), on an installation
+    /// holding an account with a profile photo and a journal photo: KEY stands for hers, and
+    /// her photos go while her account and journal stay.
+    @Test(arguments: Backend.allCases)
+    func deletionRunbooksPartDeletionErasesThePhotos(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        defer { try? FileManager.default.removeItem(atPath: workspace.root) }
+        let fixture = try ImportFixture(lines: [ImportFixture.account(id: "u-1"), ImportFixture.account(id: "u-2")])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        try #require(try await workspace.photos(of: "u-1").count == 2)
+        var block = try Self.block("Jobs/runbooks/deletion-and-purge.md", "part")
+        try #require(block.contains("KEY"), "deletion-and-purge.md's part block no longer names KEY, which this test puts its own in place of")
+        block = block.replacingOccurrences(of: "KEY", with: "u-1")
+        let walk = try await Self.run(block, environment: ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs])
+        #expect(walk.status == 0, "\(walk)")
+        Self.expectStatedOutputs(of: block, in: walk)
+        #expect(try await workspace.photos(of: "u-1").isEmpty)
+        #expect(try await workspace.photos(of: "u-2").count == 2)
+        #expect(try await workspace.state(of: "u-1") == "active")
+    }
+
     /// export.md's key, its exports for a support ticket and the revocation of one, on an
     /// installation holding ada@example.com: the key is made where the test's installation
     /// keeps it, the policy allows the runbook's two exports of one account in a day, and the
