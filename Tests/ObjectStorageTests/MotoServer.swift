@@ -72,7 +72,10 @@ final class MotoServer: Sendable {
         try process.run()
         let server = MotoServer(port: port, process: process, logPath: logPath)
         do {
-            try await server.waitUntilServing(timeout: 60)
+            // A deadline, not a wait: moto answers in about a second, but the suite starts it
+            // while every other suite runs, and on two loaded cores its Python start-up alone
+            // once took more than 60 s.
+            try await server.waitUntilServing(timeout: 180)
         } catch {
             await server.stop()
             throw error
