@@ -47,13 +47,16 @@ extension DataMap {
 public struct ResidueScan: Sendable {
     /// What the account is known by: read from its user row before the row is erased.
     public struct Identifiers: Sendable, Equatable {
-        /// Lower-cased, each once, none empty.
+        /// As stored, each once (by its bytes), none empty. Folded by the database's own
+        /// `lower()` beside the column it is compared with, never by Swift: SQLite's folds
+        /// ASCII only, so a value lower-cased here ("élodie") would miss an exact copy
+        /// ("Élodie") that `lower()` leaves as it is.
         public var texts: [String]
         public var integerKey: Int64?
 
         public init(texts: [String], integerKey: Int64?) {
-            var seen = Set<String>()
-            self.texts = texts.map { $0.lowercased() }.filter { !$0.isEmpty && seen.insert($0).inserted }
+            var seen = Set<[UInt8]>()
+            self.texts = texts.filter { !$0.isEmpty && seen.insert(Array($0.utf8)).inserted }
             self.integerKey = integerKey
         }
 
@@ -193,7 +196,10 @@ public struct ResidueScan: Sendable {
         var bound: (texts: [String]?, number: String?, text: String?, names: [String]?) = (nil, nil, nil, nil)
         func textSlots() -> [String] {
             if let texts = bound.texts { return texts }
-            let texts = identifiers.texts.map { builder.bind(.text($0)) }
+            let texts = identifiers.texts.map { text in
+                let slot = builder.bind(.text(text))
+                return dialect == .postgres ? "lower(CAST(\(slot) AS text))" : "lower(\(slot))"
+            }
             bound.texts = texts
             return texts
         }
