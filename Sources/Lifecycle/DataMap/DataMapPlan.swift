@@ -78,6 +78,23 @@ public struct DataMapPlan: Sendable {
         for entry in map.tables where entry.preset != nil && !present(entry.name) { leftOut.insert("\(entry.name) (preset \(entry.preset!))") }
         for entry in map.onDeletion.remove where entry.preset != nil && !present(entry.table) { leftOut.insert("\(entry.table) (preset \(entry.preset!))") }
         map.tables.removeAll { $0.preset != nil && !present($0.name) }
+        // Likewise a side of a preset's table that an older release lacks the column for
+        // (GoTrue's flow_state.linking_target_id, 2026): the other sides still find her rows.
+        for index in map.tables.indices where map.tables[index].preset != nil {
+            guard case .sides(let sides) = map.tables[index].ownership,
+                  let table = catalog.table(catalog.qualified(map.tables[index].name)) else { continue }
+            let kept = sides.filter { table.column($0.column) != nil }
+            guard kept.count < sides.count, !kept.isEmpty else { continue }
+            for side in sides where table.column(side.column) == nil {
+                leftOut.insert("\(map.tables[index].name).\(side.column) (preset \(map.tables[index].preset!))")
+            }
+            if kept.count == 1 {
+                map.tables[index].ownership = kept[0].value.isPlainColumn ? .column(kept[0].column) : .value(kept[0].value)
+                map.tables[index].erase = kept[0].erase
+            } else {
+                map.tables[index].ownership = .sides(kept)
+            }
+        }
         // The map's own entries win over a preset's for the same table, however either
         // spells its name (`auth_user_groups`, `public.auth_user_groups`).
         let own = Set(map.tables.filter { $0.preset == nil }.map { catalog.qualified($0.name) } + [catalog.qualified(map.subject.table)]

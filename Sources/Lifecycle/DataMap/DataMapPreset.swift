@@ -57,8 +57,11 @@ public struct DataMapPreset: Sendable {
             owner: user_id
           - table: auth.one_time_tokens
             owner: user_id
-          - table: auth.flow_state             # no foreign key; its SAML relay states go with it
-            owner: user_id
+          # No foreign key; its SAML relay states go with it. A flow linking an identity to an
+          # account names that account in linking_target_id: a flow whose target is the user
+          # goes too, whoever started it.
+          - table: auth.flow_state
+            owners: [user_id, linking_target_id]
           - table: auth.oauth_authorizations
             owner: user_id
           - table: auth.oauth_consents
@@ -67,13 +70,18 @@ public struct DataMapPreset: Sendable {
             owner: user_id
           - table: auth.webauthn_challenges
             owner: user_id
-          # The audit log names the user only inside its JSON payload: the entry stays, emptied.
+          # The audit log names the user only inside its JSON payload: as actor_id for what she
+          # did, and only in traits (user_id, user_email, user_phone) for what the dashboard or
+          # the admin API did to her (actor service_role: created, invited, modified, deleted,
+          # a factor updated). Either way the entry stays, emptied.
           - table: auth.audit_log_entries
-            owner: {column: payload, json: actor_id}
-            erase:
-              mask:
-                payload: null
-                ip_address: ""
+            owners:
+              - column: payload
+                json: actor_id
+                erase: {mask: {payload: null, ip_address: ""}}
+              - column: payload
+                json: [traits, user_id]
+                erase: {mask: {payload: null, ip_address: ""}}
           # Storage's record of the user's uploads: owner_id is text and owner (deprecated) a
           # uuid, neither a foreign key since storage migration 0017. Storage's trigger refuses
           # SQL deletes unless storage.allow_delete_query is set for the transaction. The files

@@ -1,0 +1,165 @@
+import Foundation
+import JobRunner
+import Lifecycle
+import Testing
+
+/// Supabase as GoTrue and Storage really leave it, on the schemas reproduced from their own
+/// migrations (Tests/Fixtures/supabase/platform.sql): admin audit entries that name the user
+/// only in `payload.traits` (GoTrue's admin API writes them with actor `service_role`, whose
+/// id is the nil uuid), a flow linking an identity to her account, Storage objects with
+/// spaces and accents in their names. After the purge no row of `auth`, `storage` or
+/// `public` holds her id, address or phone but the two tombstones' id and masked address,
+/// and every row that did not name her is as it was, byte for byte.
+@Suite(.serialized)
+struct SupabaseAsItIsTests {
+    let app = AppPurgeTests()
+    static let ada = AppPurgeTests.ada
+    static let bob = AppPurgeTests.bob
+    static let adaPhone = "447700900123"
+    static let bobPhone = "447700900456"
+    /// GoTrue's actor for the service_role key: a user without an id.
+    static let serviceRole = "00000000-0000-0000-0000-000000000000"
+
+    static func adminEntry(_ id: String, action: String, traits: String) -> String {
+        """
+        ('\(id)', '{"action": "\(action)", "actor_id": "\(serviceRole)", "actor_username": "service_role", "actor_via_sso": false, "log_type": "team", "traits": \(traits)}', now(), '')
+        """
+    }
+
+    /// What GoTrue writes beyond `SupabaseAuthErasureTests.authSeed`: the dashboard creating,
+    /// inviting, modifying both users and updating ada's factor; a manual linking flow to
+    /// each account (GoTrue leaves user_id null until the callback); objects in Storage.
+    static let platformSeed = """
+        UPDATE auth.users SET phone = '\(adaPhone)' WHERE id = '\(ada)';
+        UPDATE auth.users SET phone = '\(bobPhone)' WHERE id = '\(bob)';
+        INSERT INTO auth.audit_log_entries (id, payload, created_at, ip_address) VALUES
+          \(adminEntry("ad000000-0000-4000-8000-00000000000a", action: "user_signedup",
+                       traits: #"{"provider": "email", "user_email": "ada@example.com", "user_id": "\#(ada)", "user_phone": "\#(adaPhone)"}"#)),
+          \(adminEntry("ad000000-0000-4000-8000-00000000000b", action: "user_invited",
+                       traits: #"{"user_email": "ada@example.com", "user_id": "\#(ada)"}"#)),
+          \(adminEntry("ad000000-0000-4000-8000-00000000000c", action: "user_modified",
+                       traits: #"{"user_email": "ada@example.com", "user_id": "\#(ada)", "user_phone": "\#(adaPhone)"}"#)),
+          \(adminEntry("ad000000-0000-4000-8000-00000000000d", action: "factor_updated",
+                       traits: #"{"factor_id": "fa000000-0000-4000-8000-00000000000a", "factor_type": "totp", "user_id": "\#(ada)"}"#)),
+          \(adminEntry("ad000000-0000-4000-8000-00000000000e", action: "user_modified",
+                       traits: #"{"user_email": "bob@example.com", "user_id": "\#(bob)", "user_phone": "\#(bobPhone)"}"#)),
+          \(adminEntry("ad000000-0000-4000-8000-00000000000f", action: "user_invited",
+                       traits: #"{"user_email": "bob@example.com", "user_id": "\#(bob)"}"#));
+        INSERT INTO auth.flow_state (id, user_id, provider_type, authentication_method, referrer, linking_target_id, created_at) VALUES
+          ('f1000000-0000-4000-8000-0000000000a1', NULL, 'google', 'oauth', 'https://app.example.com/settings', '\(ada)', now()),
+          ('f1000000-0000-4000-8000-0000000000b1', NULL, 'google', 'oauth', 'https://app.example.com/settings', '\(bob)', now());
+        INSERT INTO storage.buckets (id, name) VALUES ('avatars', 'avatars');
+        INSERT INTO storage.objects (bucket_id, name, owner, owner_id, metadata) VALUES
+          ('avatars', '\(ada)/Été à Paris.jpg', '\(ada)', '\(ada)', '{"size": 11, "mimetype": "image/jpeg"}'),
+          ('avatars', '\(ada)/my old photo.png', '\(ada)', '\(ada)', '{"size": 12, "mimetype": "image/png"}'),
+          ('avatars', '\(bob)/Ça va.jpg', '\(bob)', '\(bob)', '{"size": 9, "mimetype": "image/jpeg"}');
+        """
+
+    /// Every row of `auth`, `storage` and `public`, as `row_to_json` prints it, with its table.
+    func everyRow(_ workspace: Workspace) async throws -> [(table: String, json: String)] {
+        let tables = try await app.rows(workspace, """
+            SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables
+            WHERE table_schema IN ('auth', 'storage', 'public') AND table_type = 'BASE TABLE' ORDER BY 1
+            """)
+        #expect(tables.count > 20, "\(tables)")
+        var rows: [(String, String)] = []
+        for table in tables {
+            rows += try await app.rows(workspace, "SELECT row_to_json(t)::text FROM \(table) t ORDER BY 1").map { (table, $0) }
+        }
+        return rows
+    }
+
+    /// The columns (`table.column`, JSON at any depth flattened into the column) of a row
+    /// whose value holds one of ada's identifiers, with the value.
+    static func adasColumns(_ row: (table: String, json: String)) throws -> [(column: String, value: String)] {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(row.json.utf8)) as? [String: Any])
+        let marks = [ada, "ada@example.com", adaPhone]
+        return object.compactMap { column, value in
+            let text: String
+            if let string = value as? String { text = string }
+            else if value is NSNull { return nil }
+            else { text = String(decoding: try! JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed]), as: UTF8.self) }
+            return marks.contains { text.lowercased().contains($0) } ? ("\(row.table).\(column)", text) : nil
+        }
+    }
+
+    @Test
+    func adminAuditEntriesLinkingFlowsAndStorageObjectsLeaveNothingOfHerAndEveryOtherRowAsItWas() async throws {
+        let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed + "\n" + Self.platformSeed)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
+            _ = try await blobs.put(key: key, data: Data(key.utf8))
+        }
+        let before = try await everyRow(workspace)
+        let hitsBefore = Set(try before.flatMap { try Self.adasColumns($0).map(\.column) })
+        // Where GoTrue and Storage keep her, each a place the purge has to reach.
+        for column in ["auth.audit_log_entries.payload", "auth.flow_state.linking_target_id", "auth.flow_state.user_id",
+                       "auth.users.phone", "storage.objects.name", "storage.objects.owner_id", "storage.objects.owner"] {
+            #expect(hitsBefore.contains(column), "\(column) holds nothing of ada: \(hitsBefore.sorted())")
+        }
+        let adminEntries = try await app.rows(workspace, """
+            SELECT COUNT(*) FROM auth.audit_log_entries WHERE payload->>'actor_username' = 'service_role' AND payload->'traits'->>'user_id' = '\(Self.ada)'
+            """)
+        #expect(adminEntries == ["4"])
+
+        // The rehearsal finds the admin entries and the linking flow as the purge will.
+        let rehearsal = try await workspace.run(["map", "check", "--account", "ada@example.com"])
+        #expect(rehearsal.status == 0, "\(rehearsal.stdout) \(rehearsal.stderr)")
+
+        let right = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
+        #expect(right.status == 0, "\(right.stderr)")
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+
+        let after = try await everyRow(workspace)
+        // Her id, address and phone are left only in the tombstones' id and masked address.
+        let tombstoneAddress = "deleted-\(Self.ada)@users.invalid"
+        for row in after {
+            for hit in try Self.adasColumns(row) {
+                let allowed = ["public.users.id", "auth.users.id"].contains(hit.column) && hit.value == Self.ada
+                    || ["public.users.email", "auth.users.email"].contains(hit.column) && hit.value == tombstoneAddress
+                #expect(allowed, "\(hit.column) = \(hit.value) in \(row.json)")
+            }
+        }
+        #expect(after.filter { !(try! Self.adasColumns($0)).isEmpty }.count == 2)
+
+        // Every row that named someone else, or no one, is as it was; what is new is only her
+        // emptied audit entries (the entry stays: when, not who).
+        // Hers too: rows that name only her rows (a journal photo, a factor's challenge).
+        let hersBefore = Set(try before.filter { !(try Self.adasColumns($0)).isEmpty }.map(\.json))
+        let namesHer = { (row: (table: String, json: String)) in
+            hersBefore.contains(row.json) || SupabaseAuthErasureTests.adasMarks.contains { row.json.contains($0) } || !(try! Self.adasColumns(row)).isEmpty
+        }
+        let othersBefore = Set(before.filter { !namesHer($0) }.map { "\($0.table) \($0.json)" })
+        let othersAfter = Set(after.filter { !namesHer($0) }.map { "\($0.table) \($0.json)" })
+        #expect(othersBefore.subtracting(othersAfter).isEmpty, "\(othersBefore.subtracting(othersAfter))")
+        let emptied = othersAfter.subtracting(othersBefore)
+        #expect(emptied.count == 5 && emptied.allSatisfy { $0.hasPrefix("auth.audit_log_entries ") && $0.contains(#""payload":null"#) }, "\(emptied)")
+        let flows = try await app.rows(workspace, "SELECT id::text FROM auth.flow_state ORDER BY id")
+        #expect(flows == ["f1000000-0000-4000-8000-0000000000b1"], "\(flows)")
+        #expect(try await app.rows(workspace, "SELECT name FROM storage.objects") == ["\(Self.bob)/Ça va.jpg"])
+
+        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
+        #expect(receipt.contains(#""auth.audit_log_entries":{"after":0,"before":5,"deleted":0,"masked":5}"#), "\(receipt)")
+        #expect(receipt.contains(#""auth.flow_state":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+        #expect(receipt.contains(#""storage.objects":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+    }
+
+    /// A project on a GoTrue release before flow_state.linking_target_id (2026) keeps the
+    /// preset: the flows go by user_id, and `map check` says what was left out.
+    @Test
+    func anOlderGoTrueWithoutLinkingTargetsKeepsThePresetAndSaysWhatIsLeftOut() async throws {
+        var schema = try DataMapCheckTests.AppSchema.supabase
+        schema.ddl += "\nALTER TABLE auth.flow_state DROP COLUMN linking_target_id;\n"
+        let workspace = try await app.schemas.install(schema, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed)
+        #expect(try await workspace.run(["init"]).status == 0)
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        #expect(check.stdout.contains("left out (not in this database): auth.flow_state.linking_target_id (preset supabase)"), "\(check.stdout)")
+        let rehearsal = try await workspace.run(["map", "check", "--account", "ada@example.com"])
+        #expect(rehearsal.status == 0, "\(rehearsal.stdout) \(rehearsal.stderr)")
+        #expect(rehearsal.stdout.contains("auth.flow_state"), "\(rehearsal.stdout)")
+    }
+}
