@@ -230,7 +230,8 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             --dry-run changes nothing and lists each due account with the rows and blobs that would go; for an \
             app's own database it rehearses each account's erasure for real, inside a transaction that is then \
             rolled back, and reports per table what would be deleted and masked (the counts the receipt then \
-            holds) or which table the database would refuse, and why (exit 75 when any would fail).
+            holds) or which table the database would refuse, and why (exit 75 when any would fail; 77 when the \
+            residue scan would find an account's identifiers).
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -292,9 +293,11 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
     private func preview<Store: LifecycleStore>(_ drain: PurgeDrain<Store>) async throws -> ExitStatus {
         let previews = try await drain.preview(limit: limit)
         let refused = previews.filter { $0.refused != nil }
+        // Found residue is not a retry: 77, as the purge itself exits.
+        let status: ExitStatus = refused.isEmpty ? .ok : refused.contains { $0.refused?.contains(ResidueScan.marker) == true } ? .permissionDenied : .tryLater
         if options.json {
             try Terminal.printJSON(previews)
-            return refused.isEmpty ? .ok : .tryLater
+            return status
         }
         for item in previews {
             let rows: String
@@ -317,7 +320,7 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         if !refused.isEmpty {
             Terminal.line("\(refused.count) of them would fail now (each rehearsed in a transaction that was rolled back): see above")
         }
-        return refused.isEmpty ? .ok : .tryLater
+        return status
     }
 
     /// The drain with a live progress line, cleared before the summary is printed.

@@ -30,7 +30,8 @@ struct CheckMapCommand: AsyncParsableCommand {
             Exit 0 when the map holds (warnings or not, unless --strict), 65 naming the file, line and table \
             when it does not (or, with --strict, when there are warnings), 66 when the database file does not \
             exist, 69 when the server cannot be reached, 75 when the rehearsal of --account would fail, 77 when \
-            the role lacks a privilege or is held back by row level security.
+            the role lacks a privilege or is held back by row level security, or when the rehearsal's residue scan \
+            finds the account's identifiers where the map neither erases nor allows them.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -67,7 +68,8 @@ struct CheckMapCommand: AsyncParsableCommand {
             } else {
                 summary.print()
             }
-            if rehearsal?.refused != nil { return .tryLater }
+            // Found residue is not a retry, in the rehearsal as in the purge: 77 as `purge` says it.
+            if let refused = rehearsal?.refused { return refused.contains(ResidueScan.marker) ? .permissionDenied : .tryLater }
             return strict && !suspects.isEmpty ? .dataError : .ok
         }
     }

@@ -131,7 +131,7 @@ struct AppPurgeTests {
         let catalogAfter = try await appCatalog(workspace)
         #expect(catalogAfter == catalog, "\(Set(catalogAfter.split(separator: ",")).symmetricDifference(catalog.split(separator: ",")))")
 
-        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" }?.detail)
+        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail)
         for expected in [#""statuses":{"after":0,"before":3,"deleted":2,"masked":1}"#, #""favourites":{"after":0,"before":2,"deleted":2,"masked":0}"#, #""messages":{"after":0,"before":2,"deleted":0,"masked":2}"#,
                          #""members":{"after":0,"before":1,"deleted":1,"masked":0}"#, #""media_variants":{"after":0,"before":1,"deleted":1,"masked":0}"#, #""media":{"after":0,"before":2,"deleted":2,"masked":0}"#,
                          #""follows":{"after":0,"before":2,"deleted":2,"masked":0}"#, #""blobs":4"#] {
@@ -196,7 +196,7 @@ struct AppPurgeTests {
         #expect(try await rows(workspace, "SELECT COUNT(*) FROM statuses WHERE member_id = 1") == ["0"])
         #expect(try await rows(workspace, "SELECT id FROM statuses WHERE member_id IS NULL") == ["10"])
         #expect(try await rows(workspace, "SELECT member_id, status_id FROM favourites ORDER BY status_id") == ["2|10"])
-        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" }?.detail)
+        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail)
         // 1,500 posts plus ada's two answers deleted, each counted once across both runs; bob's 1,500 favourites and one more cascaded.
         #expect(receipt.contains(#""statuses":{"after":0,"before":1503,"deleted":1502,"masked":1}"#), "\(receipt)")
         #expect(receipt.contains(#""favourites":{"after":0,"before":1502,"deleted":1502,"masked":0}"#), "\(receipt)")
@@ -260,7 +260,7 @@ struct AppPurgeTests {
         #expect(try await rows(workspace, "SELECT storage_path FROM journal_photos") == ["journal/bob/ride.jpg"])
         #expect(files(workspace) == ["avatars/bob.jpg", "journal/bob/ride.jpg"])
         #expect(try await appCatalog(workspace) == catalog)
-        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
+        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail)
         #expect(receipt.contains(#""journal_photos":{"after":0,"before":1,"deleted":1,"masked":0}"#) && receipt.contains(#""user":"masked""#), "\(receipt)")
     }
 
@@ -308,7 +308,7 @@ struct AppPurgeTests {
         #expect(try await rows(workspace, "SELECT user_id FROM django_admin_log") == ["1"])
         #expect(files(workspace) == ["covers/11.png", "att/1002.pdf"])
         #expect(try await appCatalog(workspace) == catalog)
-        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" }?.detail)
+        let receipt = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail)
         #expect(receipt.contains(#""blog_comment":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
         #expect(receipt.contains(#""blog_attachment":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
     }

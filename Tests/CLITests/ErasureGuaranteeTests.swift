@@ -542,7 +542,7 @@ struct SupabaseAuthErasureTests {
         let new = othersAfter.subtracting(othersBefore)
         #expect(new.count == 1 && new.allSatisfy { $0.hasPrefix("auth.audit_log_entries (,a0000000-0000-4000-8000-00000000000a,") }, "\(new)")
 
-        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
+        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail)
         // Its sessions and refresh tokens went when deletion was asked for (the preset's on_deletion).
         #expect(receipt.contains(#""auth.identities":{"after":0,"before":1,"deleted":1,"masked":0}"#), "\(receipt)")
         #expect(receipt.contains(#""storage.objects":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
@@ -777,7 +777,7 @@ struct DjangoSiteErasureTests {
         let left = app.files(workspace)
         #expect(adaFiles.isDisjoint(with: left), "\(adaFiles.intersection(left))")
         #expect(others.subtracting(left).count <= 1, "\(others.subtracting(left))")
-        let receipt = try #require(try await workspace.auditRows(of: String(ada)).first { $0.action == "account.purge" }?.detail)
+        let receipt = try #require(try await workspace.auditRows(of: String(ada)).first { $0.action == "account.purge" && $0.outcome == "purged" }?.detail)
         #expect(receipt.contains(#""result":"verified","rows_left":0"#), "\(receipt)")
 
         // Every row left is a row that was there, byte for byte (the user row goes, so

@@ -20,48 +20,77 @@ extension DataMap {
 }
 
 /// The residue scan (DESIGN.md, "Verified — nothing anywhere"): after an account's rows are
-/// erased, and before any of its files is deleted, every table this role can read in the
-/// schemas the map touches (and the platform's, `auth` and `storage`), mapped or not, is
-/// searched for the account's identifiers. A map covers the tables it knows of; this finds
-/// the copy it does not (an email in an unmapped audit payload, a username in a log table).
+/// erased, and before its user row and any of its files go, every table this role can read
+/// in the schemas the map touches (and the platform's, `auth` and `storage`), mapped or not,
+/// is searched for the account's identifiers. A map covers the tables it knows of; this
+/// finds the copy it does not (an email in an unmapped audit payload, a username in a log).
 ///
-/// What is searched for: the key when it is text or a uuid, and every `lookup:` value
-/// (email, username), compared case-insensitively, in text, varchar, uuid and JSON columns,
-/// JSON at any depth (on SQLite, every text that parses as a JSON object or array). An
-/// integer key is searched for only in columns, and JSON keys, whose name says they hold a
-/// user (`user_id`, `owner`, `actor_id`, the columns of the schema's foreign keys into the
-/// user table, and `residue: user_columns:`): a bare 7 anywhere else is not the user.
-/// PostgreSQL text columns are compared whole, not parsed as JSON.
+/// What is searched for, and where (compared case-insensitively, by the database's `lower()`):
+/// - values nobody else plausibly holds (an email address, a uuid, a phone number, a
+///   generated id of 12 or more letters and digits: the key when it is text, a lookup
+///   value) in every text, uuid, array and JSON column, JSON at any depth, and as a quoted
+///   string inside text that holds JSON;
+/// - other lookup values (a username such as `admin` or `john`, which is also a content
+///   type, a permission, another person's first name) only in columns and JSON keys that
+///   name a user (`username`, `author_name`, `owner`, `email`, …);
+/// - an integer key only in columns, and JSON keys, whose name says they hold a user's key
+///   (`user_id`, `owner`, `actor_id`, the columns of the schema's foreign keys into the user
+///   table, and `residue: user_columns:`): a bare 7 anywhere else is not the user.
 ///
 /// Not searched: lifecycle's own tables (the audit names the account by its key: that is the
-/// record a receipt is), the user table's key column and every foreign key into the user
-/// table (after the erase they can only name another account or the tombstone), the columns
-/// the tombstone's mask writes, mapped tables' plain owner columns (the verification read looks
-/// for her rows through them, and a row written there since is retried, not a map to fix),
-/// owner columns of rows the map keeps masked without emptying them, columns a mask writes
-/// from `{key}`, and the columns `residue: allow:` names.
+/// record a receipt is), the user table's key and lookup columns and every foreign key into
+/// it (after the erase they can only name another account or the tombstone: Django lets two
+/// accounts share an email), the user rows of the accounts being scanned (erased next, their
+/// tombstone checked by the verification), mapped tables' plain owner columns (the
+/// verification read looks for her rows through them, and a row written there since is
+/// retried, not a map to fix), owner columns of rows the map keeps masked without emptying
+/// them, columns a mask writes from `{key}`, and the columns `residue: allow:` names. Tables
+/// the role cannot read, or reads through row level security, are listed in the receipt as
+/// not scanned.
 ///
-/// One statement per table, one pass over it: the rows counted and, per column, the key of
-/// the first row that holds an identifier (every identifier a bound value, every name from
-/// the catalog, quoted).
+/// One statement per table serves a whole batch of accounts: the rows counted and, per
+/// column, the key of the first row holding any of the batch's identifiers. Only a table
+/// where something was found is read again, account by account, to say whose it is. Every
+/// identifier is a bound value, every name from the catalog, quoted.
 public struct ResidueScan: Sendable {
     /// What the account is known by: read from its user row before the row is erased.
     public struct Identifiers: Sendable, Equatable {
-        /// As stored, each once (by its bytes), none empty. Folded by the database's own
-        /// `lower()` beside the column it is compared with, never by Swift: SQLite's folds
-        /// ASCII only, so a value lower-cased here ("élodie") would miss an exact copy
-        /// ("Élodie") that `lower()` leaves as it is.
+        /// The account's key, as text: its user row is passed over while it is scanned.
+        public var key: String
+        /// Everything below, as stored, each once (by its bytes), none empty: what a
+        /// message never repeats. Folded by the database's own `lower()` beside the column
+        /// it is compared with, never by Swift: SQLite's folds ASCII only, so a value
+        /// lower-cased here ("élodie") would miss an exact copy ("Élodie") it leaves as is.
         public var texts: [String]
+        /// Searched in every column that holds text.
+        public var distinctive: [String]
+        /// Searched only where a column or JSON key names a user.
+        public var plain: [String]
         public var integerKey: Int64?
 
-        public init(texts: [String], integerKey: Int64?) {
+        public init(key: String, texts: [String], integerKey: Int64?) {
             var seen = Set<[UInt8]>()
+            self.key = key
             self.texts = texts.filter { !$0.isEmpty && seen.insert(Array($0.utf8)).inserted }
+            self.distinctive = self.texts.filter(ResidueScan.isDistinctive)
+            self.plain = self.texts.filter { !ResidueScan.isDistinctive($0) }
             self.integerKey = integerKey
         }
 
         public var isEmpty: Bool { texts.isEmpty && integerKey == nil }
     }
+
+    /// A value nobody else plausibly holds, so found anywhere it is the user's: an email
+    /// address, a uuid, a phone number, or a generated id mixing letters and digits.
+    static func isDistinctive(_ value: String) -> Bool {
+        if value.contains("@") || UUID(uuidString: value) != nil { return true }
+        let digits = value.unicodeScalars.filter { ("0"..."9").contains($0) }.count
+        if digits >= 8 && value.unicodeScalars.allSatisfy({ "+0123456789 -().".unicodeScalars.contains($0) }) { return true }
+        return value.count >= 12 && digits > 0 && value.contains { $0.isLetter }
+    }
+
+    /// Parts of a column's or JSON key's name that say it names a user, for the plain values.
+    static let userNameParts = ["user", "mail", "login", "handle", "author", "actor", "owner", "creator", "nick", "phone", "member"]
 
     /// An identifier found: the table, the column and the row (its key as text).
     public struct Hit: Sendable, Equatable, CustomStringConvertible {
@@ -69,7 +98,7 @@ public struct ResidueScan: Sendable {
         public var column: String
         public var row: String
 
-        public var description: String { "\(table).\(column) (row \(row))" }
+        public var description: String { "\(table).\(column) (\(row))" }
     }
 
     /// What the receipt says was scanned and found.
@@ -81,23 +110,26 @@ public struct ResidueScan: Sendable {
         /// `residue: allow:` as the map writes it, with its reason.
         public var allowed: [String]?
         public var reason: String?
+        /// Tables of the scanned schemas this role cannot read, or reads only through row
+        /// level security: nothing is said of them, and the receipt says so.
+        public var notScanned: [String]?
 
         enum CodingKeys: String, CodingKey {
-            case tablesScanned = "tables_scanned", columnsScanned = "columns_scanned", rowsScanned = "rows_scanned", found, allowed, reason
+            case tablesScanned = "tables_scanned", columnsScanned = "columns_scanned", rowsScanned = "rows_scanned", found, allowed, reason,
+                 notScanned = "not_scanned"
         }
     }
 
     /// The scan found the account's identifiers where nothing allows them. Thrown as a
-    /// permanent failure: retrying finds them again until the map or the data changes, and
-    /// the next purge run (a new job) scans again.
+    /// permanent failure: retrying finds them again until the map or the data changes.
     public struct Found: Error, CustomStringConvertible {
         public let hits: [Hit]
         public var description: String {
             """
             \(ResidueScan.marker) the account's identifiers (its key or a lookup value) after erasure in \
-            \(hits.map(\.description).joined(separator: ", ")): the purge stopped before deleting any file and the account \
-            stays purging. Map what holds them (a table under `tables:`, an owner column), or allow each column under \
-            `residue: {allow: [TABLE.COLUMN], reason: …}` in the map, then retry the job
+            \(hits.map(\.description).joined(separator: ", ")): the purge stopped before erasing the user row or deleting any \
+            file, and the account stays purging. Map what holds them (a table under `tables:`, an owner column), or allow \
+            each column under `residue: {allow: [TABLE.COLUMN], reason: …}` in the map, then retry the job
             """
         }
     }
@@ -129,7 +161,7 @@ public struct ResidueScan: Sendable {
     /// integer) and its lookup values, as `values` read them.
     public func identifiers(key: String, lookupValues: [String?]) -> Identifiers {
         let integerKey = plan.subjectKeyKind == .integer ? Int64(key) : nil
-        return Identifiers(texts: (integerKey == nil ? [key] : []) + lookupValues.compactMap { $0 }, integerKey: integerKey)
+        return Identifiers(key: key, texts: (integerKey == nil ? [key] : []) + lookupValues.compactMap { $0 }, integerKey: integerKey)
     }
 
     /// Column names that hold a user's key, lower-cased.
@@ -137,18 +169,26 @@ public struct ResidueScan: Sendable {
         plan.keyNames.union(plan.map.residue.userColumns.map { $0.lowercased() })
     }
 
-    /// Columns the scan passes over: the tombstone's, kept owners', and those allowed.
+    /// Whether a column's (or JSON key's) name says it names a user: plain values are
+    /// searched there only.
+    func namesUser(_ name: String) -> Bool {
+        let name = name.lowercased()
+        return userNames.contains(name) || plan.subject.lookup.contains { $0.lowercased() == name } || Self.userNameParts.contains { name.contains($0) }
+    }
+
+    /// Columns the scan passes over: the user table's key and lookups, the foreign keys
+    /// into it, kept owners', and those allowed.
     var excluded: Set<DataMap.ColumnReference> {
         let catalog = plan.catalog
         var columns = Set(plan.map.residue.allow.map { DataMap.ColumnReference(table: catalog.qualified($0.table), column: $0.column) })
         let subject = plan.subject
         let subjectTable = catalog.qualified(subject.table)
-        // Once her row is erased, what the user table's key column holds is each remaining
-        // account's own key (or her tombstone's), and a foreign key into the user table can
-        // only name a row that is there: another account, or the tombstone (an admin log the
-        // map ignores, as `map check` lets it), what it is kept for. Searched, they would
-        // stop her purge for another account whose key happens to equal her username.
-        columns.insert(.init(table: subjectTable, column: subject.key))
+        // What the user table's key and lookup columns hold, once her row is erased, is each
+        // remaining account's own (two Django accounts may share an email), and a foreign
+        // key into the user table can only name a row that is there: another account, or the
+        // tombstone (an admin log the map ignores, as `map check` lets it). Searched, they
+        // would stop her purge for another account that happens to share a value.
+        for column in [subject.key] + subject.lookup { columns.insert(.init(table: subjectTable, column: column)) }
         for key in catalog.foreignKeys(to: subjectTable) {
             for column in key.columns { columns.insert(.init(table: key.table, column: column)) }
         }
@@ -185,96 +225,143 @@ public struct ResidueScan: Sendable {
         return names
     }
 
+    /// What one statement looks for: the identifiers of every account of a batch.
+    struct Sought {
+        var distinctive: [String] = []
+        var plain: [String] = []
+        var integerKeys: [Int64] = []
+        /// The user rows passed over: the accounts' own, erased after the scan.
+        var keys: [String] = []
+
+        init(_ batch: [Identifiers]) {
+            var seen = Set<[UInt8]>()
+            for identifiers in batch {
+                distinctive += identifiers.distinctive.filter { seen.insert(Array($0.utf8)).inserted }
+                plain += identifiers.plain.filter { seen.insert(Array($0.utf8)).inserted }
+                if let key = identifiers.integerKey, !integerKeys.contains(key) { integerKeys.append(key) }
+                keys.append(identifiers.key)
+            }
+        }
+    }
+
     /// One table's statement: `COUNT(*)`, then per searched column the smallest key of a row
-    /// holding an identifier there (null when none). nil when no column of it is searched.
-    func statement(for table: SchemaCatalog.Table, _ identifiers: Identifiers) -> (columns: [String], statement: SQLStatement)? {
+    /// holding one of the identifiers there (null when none). nil when no column is searched.
+    func statement(for table: SchemaCatalog.Table, _ sought: Sought) -> (columns: [String], statement: SQLStatement)? {
         let excluded = self.excluded
         let userNames = self.userNames.sorted()
+        let subject = plan.catalog.qualified(plan.subject.table)
+        let isSubject = table.name == subject
         var builder = SQLBuilder(dialect)
-        // Each value is bound when a condition first uses it: SQLite refuses a statement
-        // given more values than its placeholders take.
-        var bound: (texts: [String]?, number: String?, text: String?, names: [String]?) = (nil, nil, nil, nil)
-        func textSlots() -> [String] {
-            if let texts = bound.texts { return texts }
-            let texts = identifiers.texts.map { text in
-                let slot = builder.bind(.text(text))
+        // Each list is bound when a condition first uses it: SQLite refuses a statement given
+        // more values than its placeholders take.
+        var slots: [String: [String]] = [:]
+        func bound(_ name: String, _ values: @autoclosure () -> [SQLValue], lower: Bool = false) -> [String] {
+            if let existing = slots[name] { return existing }
+            let made = values().map { value in
+                let slot = builder.bind(value)
+                guard lower else { return slot }
                 return dialect == .postgres ? "lower(CAST(\(slot) AS text))" : "lower(\(slot))"
             }
-            bound.texts = texts
-            return texts
+            slots[name] = made
+            return made
         }
-        func keyNumber() -> String? {
-            guard let key = identifiers.integerKey else { return nil }
-            if let slot = bound.number { return slot }
-            let slot = builder.bind(.integer(key))
-            bound.number = slot
-            return slot
-        }
-        func keyText() -> String? {
-            guard let key = identifiers.integerKey else { return nil }
-            if let slot = bound.text { return slot }
-            let slot = builder.bind(.text(String(key)))
-            bound.text = slot
-            return slot
-        }
-        func nameSlots() -> [String] {
-            if let names = bound.names { return names }
-            let names = userNames.map { builder.bind(.text($0)) }
-            bound.names = names
-            return names
-        }
-        let hasTexts = !identifiers.texts.isEmpty, hasInteger = identifiers.integerKey != nil
+        func distinctive() -> [String] { bound("distinctive", sought.distinctive.map { .text($0) }, lower: true) }
+        func plain() -> [String] { bound("plain", sought.plain.map { .text($0) }, lower: true) }
+        func numbers() -> [String] { bound("numbers", sought.integerKeys.map { .integer($0) }) }
+        func numberTexts() -> [String] { bound("number texts", sought.integerKeys.map { .text(String($0)) }) }
+        func names() -> [String] { bound("names", userNames.map { .text($0) }) }
+        let list = { (slots: [String]) in slots.joined(separator: ", ") }
+        let hasDistinctive = !sought.distinctive.isEmpty, hasPlain = !sought.plain.isEmpty && !isSubject
+        let hasInteger = !sought.integerKeys.isEmpty
+        // The user table's other rows are other accounts: a plain value there is theirs.
+        let lookups = Set(plan.subject.lookup.map { $0.lowercased() })
+        let keyPattern = Self.userNameParts.joined(separator: "|")
+
         var columns: [String] = []
         var terms: [String] = []
         for column in table.columns where !excluded.contains(.init(table: table.name, column: column.name)) {
             let value = "t.\(dialect.quote(column.name))"
             let declared = column.declaredType.lowercased()
-            let isJSON = declared == "json" || declared == "jsonb"
-            let namesUser = userNames.contains(column.name.lowercased())
+            let namesUser = self.namesUser(column.name)
+            let namesKey = userNames.contains(column.name.lowercased()) || lookups.contains(column.name.lowercased())
             var conditions: [String] = []
             switch dialect {
             case .postgres:
-                if isJSON {
-                    let texts = hasTexts ? textSlots() : []
-                    var filters = texts.indices.map { "@ == $t\($0)" }
-                    var variables = texts.enumerated().map { "'t\($0.offset)', CAST(\($0.element) AS text)" }
-                    if let number = keyNumber(), let text = keyText() {
-                        for name in userNames {
-                            let quoted = "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-                            filters += ["@.\(quoted) == $n", "@.\(quoted) == $s"]
-                        }
-                        variables += ["'n', CAST(\(number) AS bigint)", "'s', CAST(\(text) AS text)"]
+                let lowered = "lower(CAST(\(value) AS text))"
+                if declared == "json" || declared == "jsonb" {
+                    var variables: [String] = []
+                    func variable(_ name: String, _ slot: String, as type: String) -> String {
+                        variables.append("'\(name)', CAST(\(slot) AS \(type))")
+                        return "$\(name)"
                     }
-                    if !filters.isEmpty {
+                    var anywhere = hasDistinctive ? distinctive().enumerated().map { "@ == \(variable("d\($0.offset)", $0.element, as: "text"))" } : []
+                    var keyed: [String] = []
+                    if hasPlain {
+                        let values = plain().enumerated().map { "@.value == \(variable("p\($0.offset)", $0.element, as: "text"))" }
+                        keyed.append("@.key like_regex \"\(keyPattern)\" && (\(values.joined(separator: " || ")))")
+                    }
+                    if hasInteger {
+                        let keys = userNames.map { "@.key == \"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+                        let values = numbers().enumerated().map { "@.value == \(variable("n\($0.offset)", $0.element, as: "bigint"))" }
+                            + numberTexts().enumerated().map { "@.value == \(variable("s\($0.offset)", $0.element, as: "text"))" }
+                        if !keys.isEmpty { keyed.append("(\(keys.joined(separator: " || "))) && (\(values.joined(separator: " || ")))") }
+                    }
+                    var paths: [String] = []
+                    if !anywhere.isEmpty { paths.append("$.** ? (" + anywhere.joined(separator: " || ") + ")") }
+                    if !keyed.isEmpty {
+                        anywhere = keyed.map { "(\($0))" }
+                        paths.append("$.** ? (@.type() == \"object\").keyvalue() ? (" + anywhere.joined(separator: " || ") + ")")
+                    }
+                    for path in paths {
                         // The path is the statement's own text, the values its variables: bound.
-                        let path = builder.bind(.text("$.** ? (" + filters.joined(separator: " || ") + ")"))
+                        let slot = builder.bind(.text(path))
                         conditions.append("""
-                            jsonb_path_exists(CAST(lower(CAST(\(value) AS text)) AS jsonb), CAST(\(path) AS jsonpath), \
+                            jsonb_path_exists(CAST(\(lowered) AS jsonb), CAST(\(slot) AS jsonpath), \
                             jsonb_build_object(\(variables.joined(separator: ", "))))
                             """)
                     }
+                } else if declared.hasSuffix("[]") {
+                    var wanted = hasDistinctive ? distinctive() : []
+                    if namesUser && hasPlain { wanted += plain() }
+                    if namesKey && hasInteger { wanted += numberTexts() }
+                    if !wanted.isEmpty {
+                        conditions.append("EXISTS (SELECT 1 FROM unnest(CAST(\(lowered) AS text[])) e WHERE e IN (\(list(wanted))))")
+                    }
                 } else if column.kind == .text || column.kind == .other {
-                    if hasTexts { conditions.append("lower(CAST(\(value) AS text)) IN (\(textSlots().joined(separator: ", ")))") }
-                    if namesUser, let text = keyText() { conditions.append("CAST(\(value) AS text) = \(text)") }
-                } else if column.kind == .integer, namesUser, let number = keyNumber() {
-                    conditions.append("\(value) = \(number)")
+                    if hasDistinctive {
+                        conditions.append("\(lowered) IN (\(list(distinctive())))")
+                        // JSON kept as text: her value as a string of it, quotes and all.
+                        let quoted = distinctive().map { "strpos(\(lowered), '\"' || \($0) || '\"') > 0" }
+                        conditions.append("(left(CAST(\(value) AS text), 1) IN ('{', '[') AND (\(quoted.joined(separator: " OR "))))")
+                    }
+                    if namesUser && hasPlain { conditions.append("\(lowered) IN (\(list(plain())))") }
+                    if namesKey && hasInteger { conditions.append("CAST(\(value) AS text) IN (\(list(numberTexts())))") }
+                } else if column.kind == .integer, namesKey, hasInteger {
+                    conditions.append("\(value) IN (\(list(numbers())))")
                 }
             case .sqlite:
-                guard column.kind != .bytes else { break }
-                let searchesText = column.kind == .text || column.kind == .other
-                if searchesText && hasTexts { conditions.append("lower(\(value)) IN (\(textSlots().joined(separator: ", ")))") }
-                if namesUser, let text = keyText() { conditions.append("CAST(\(value) AS TEXT) = \(text)") }
-                if searchesText {
+                // A column's declared type does not bind what SQLite stores: an untyped or
+                // BLOB column may hold text, compared as such.
+                let holdsText = column.kind == .text || column.kind == .other || column.kind == .bytes
+                if holdsText && hasDistinctive { conditions.append("lower(\(value)) IN (\(list(distinctive())))") }
+                if holdsText && namesUser && hasPlain { conditions.append("lower(\(value)) IN (\(list(plain())))") }
+                if namesKey && hasInteger { conditions.append("CAST(\(value) AS TEXT) IN (\(list(numberTexts())))") }
+                if holdsText {
                     var inside: [String] = []
-                    if hasTexts { inside.append("lower(j.atom) IN (\(textSlots().joined(separator: ", ")))") }
-                    if hasInteger, !userNames.isEmpty, let text = keyText() {
-                        inside.append("(lower(j.key) IN (\(nameSlots().joined(separator: ", "))) AND CAST(j.atom AS TEXT) = \(text))")
+                    if hasDistinctive { inside.append("lower(j.atom) IN (\(list(distinctive())))") }
+                    if hasPlain {
+                        let keyNames = Self.userNameParts.map { "lower(j.key) LIKE '%\($0)%'" }.joined(separator: " OR ")
+                        inside.append("((\(keyNames)) AND lower(j.atom) IN (\(list(plain()))))")
+                    }
+                    if hasInteger && !userNames.isEmpty {
+                        inside.append("(lower(j.key) IN (\(list(names()))) AND CAST(j.atom AS TEXT) IN (\(list(numberTexts()))))")
                     }
                     if !inside.isEmpty {
-                        // json_tree fails the statement on text that is not JSON; only objects and
-                        // arrays are walked (a bare string is compared whole above).
+                        // json_tree fails the statement on text that is not JSON (and reads a
+                        // BLOB as SQLite's binary JSON); only objects and arrays held as text
+                        // are walked (a bare string is compared whole above).
                         conditions.append("""
-                            (CASE WHEN substr(\(value), 1, 1) IN ('{', '[') AND json_valid(\(value)) THEN \
+                            (CASE WHEN typeof(\(value)) = 'text' AND substr(\(value), 1, 1) IN ('{', '[') AND json_valid(\(value)) THEN \
                             EXISTS (SELECT 1 FROM json_tree(\(value)) j WHERE \(inside.joined(separator: " OR "))) END)
                             """)
                     }
@@ -286,6 +373,12 @@ public struct ResidueScan: Sendable {
         }
         guard !terms.isEmpty else { return nil }
         builder.append("SELECT COUNT(*), \(terms.joined(separator: ", ")) FROM \(dialect.table(table.name)) t")
+        if isSubject, !sought.keys.isEmpty, let keyColumn = table.column(plan.subject.key) {
+            let keys = sought.keys.map { key in
+                builder.bind(keyColumn.kind == .integer ? Int64(key).map(SQLValue.integer) ?? .text(key) : .text(key), as: keyColumn)
+            }
+            builder.append(" WHERE t.\(dialect.quote(plan.subject.key)) NOT IN (\(list(keys)))")
+        }
         return (columns, builder.statement([.integer] + columns.map { _ in .text }))
     }
 
@@ -301,40 +394,85 @@ public struct ResidueScan: Sendable {
         }
     }
 
-    /// The tables searched, in name order: readable by this role, not lifecycle's own.
-    var tables: [SchemaCatalog.Table] {
+    /// The tables of the scanned schemas, in name order, not lifecycle's own.
+    private var candidates: [SchemaCatalog.Table] {
         let schemas = self.schemas
         return plan.catalog.tables.values
             .filter { table in
-                !(table.name.schema == "lifecycle" || table.name.name.hasPrefix("lifecycle_")) && table.access.select && (dialect == .sqlite || table.name.schema.map(schemas.contains) ?? true)
+                !(table.name.schema == "lifecycle" || table.name.name.hasPrefix("lifecycle_")) && (dialect == .sqlite || table.name.schema.map(schemas.contains) ?? true)
             }
             .sorted { $0.name < $1.name }
     }
 
-    /// Searches every table; the summary of what was read, and every hit.
+    /// The tables searched: readable by this role, without row level security hiding rows.
+    var tables: [SchemaCatalog.Table] { candidates.filter { $0.access.select && !$0.access.rowSecurity } }
+
+    /// Tables of the scanned schemas this role cannot read, or reads through row level security.
+    var notScanned: [String]? {
+        let names = candidates.filter { !$0.access.select || $0.access.rowSecurity }.map { displayName($0.name) }
+        return names.isEmpty ? nil : names
+    }
+
+    private func displayName(_ table: DataMap.TableName) -> String {
+        table.schema == plan.catalog.defaultSchema || dialect == .sqlite ? table.name : table.description
+    }
+
+    /// Searches every table for one account; the summary of what was read, and every hit.
     public func run<T: GeneratedSQLTransaction>(_ identifiers: Identifiers, in tx: T) throws -> (summary: Summary, hits: [Hit]) {
+        let (summary, hits) = try run(batch: [identifiers], in: tx)
+        return (summary, hits[0])
+    }
+
+    /// Searches every table once for a batch of accounts: the summary of what was read (the
+    /// same for each), and each account's hits, in the batch's order.
+    public func run<T: GeneratedSQLTransaction>(batch: [Identifiers], in tx: T) throws -> (summary: Summary, hits: [[Hit]]) {
         var summary = Summary(
             tablesScanned: 0, columnsScanned: 0, rowsScanned: 0, found: 0,
-            allowed: plan.map.residue.allow.isEmpty ? nil : plan.map.residue.allow.map(\.description), reason: plan.map.residue.reason)
-        guard !identifiers.isEmpty else { return (summary, []) }
-        var hits: [Hit] = []
+            allowed: plan.map.residue.allow.isEmpty ? nil : plan.map.residue.allow.map(\.description), reason: plan.map.residue.reason,
+            notScanned: notScanned)
+        var hits = [[Hit]](repeating: [], count: batch.count)
+        let searched = batch.indices.filter { !batch[$0].isEmpty }
+        guard !searched.isEmpty else { return (summary, hits) }
         for table in tables {
-            guard let (columns, statement) = statement(for: table, identifiers) else { continue }
-            guard let row = try tx.rows(statement).first, case .integer(let count) = row.first else {
-                throw PurgeIncomplete("the residue scan of \(table.name) returned no count; the purge will retry")
-            }
+            guard let (columns, statement) = statement(for: table, Sought(searched.map { batch[$0] })) else { continue }
+            let row = try Self.counted(tx.rows(statement).first, table)
             summary.tablesScanned += 1
             summary.columnsScanned += columns.count
-            summary.rowsScanned += Int(count)
-            for (index, column) in columns.enumerated() {
-                if case .text(let rowKey) = row[index + 1] {
-                    let name = table.name.schema == plan.catalog.defaultSchema || dialect == .sqlite ? table.name.name : table.name.description
-                    hits.append(Hit(table: name, column: column, row: rowKey))
+            summary.rowsScanned += row.count
+            guard row.found.contains(where: { $0 != nil }) else { continue }
+            // Something is there: whose, read again account by account (a rare path).
+            for index in searched {
+                let single: (columns: [String], found: [String?])
+                if searched.count == 1 {
+                    single = (columns, row.found)
+                } else {
+                    guard let (columns, statement) = self.statement(for: table, Sought([batch[index]])) else { continue }
+                    single = (columns, try Self.counted(tx.rows(statement).first, table).found)
+                }
+                for (column, rowKey) in zip(single.columns, single.found) {
+                    guard let rowKey else { continue }
+                    hits[index].append(Hit(table: displayName(table.name), column: column, row: Self.describe(rowKey: rowKey, batch[index])))
                 }
             }
         }
-        summary.found = hits.count
+        summary.found = hits.map(\.count).reduce(0, +)
         return (summary, hits)
+    }
+
+    /// A count and the row keys found per column, from one statement's single row.
+    private static func counted(_ row: [SQLValue]?, _ table: SchemaCatalog.Table) throws -> (count: Int, found: [String?]) {
+        guard let row, case .integer(let count) = row.first else {
+            throw PurgeIncomplete("the residue scan of \(table.name) returned no count; the purge will retry")
+        }
+        return (Int(count), row.dropFirst().map(\.text))
+    }
+
+    /// The row as a message may name it: never by a key that holds the identifier itself
+    /// (a table keyed by email), which every log and `jobs check` would then repeat.
+    static func describe(rowKey: String, _ identifiers: Identifiers) -> String {
+        let folded = rowKey.lowercased()
+        let holdsIdentifier = identifiers.texts.contains { folded.contains($0.lowercased()) }
+        return holdsIdentifier ? "a row whose key holds the identifier" : "row \(rowKey)"
     }
 }
 
@@ -342,5 +480,55 @@ extension DataMapPlan.Owner {
     var sides: [DataMap.Side]? {
         if case .sides(let sides) = self { return sides }
         return nil
+    }
+}
+
+/// Gathers the residue scans of the purges running at once in a process into one pass per
+/// table: the first purge to need a scan runs it at once for itself; those that need one
+/// while it runs wait, and the next pass serves them all (how a database groups commits).
+/// A batch is as large as the purges that reached their scan together (`purge
+/// --concurrency`), with no delay added to wait for more.
+public actor ResidueScanBatcher {
+    public typealias Outcome = (summary: ResidueScan.Summary, hits: [ResidueScan.Hit])
+    private var waiting: [(identifiers: ResidueScan.Identifiers, reply: CheckedContinuation<Outcome, any Error>)] = []
+    private var scanning = false
+    /// How many passes ran, and how many accounts the largest served (for tests and bench).
+    public private(set) var passes = 0
+    public private(set) var largestBatch = 0
+
+    public init() {}
+
+    /// The account's hits, from a pass that may serve others too. `run` reads every table
+    /// once for the batch it is given.
+    public func scan(
+        _ identifiers: ResidueScan.Identifiers,
+        run: @escaping @Sendable ([ResidueScan.Identifiers]) async throws -> (summary: ResidueScan.Summary, hits: [[ResidueScan.Hit]])
+    ) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { reply in
+            waiting.append((identifiers, reply))
+            guard !scanning else { return }
+            scanning = true
+            Task { await self.drain(run) }
+        }
+    }
+
+    private func drain(_ run: @Sendable ([ResidueScan.Identifiers]) async throws -> (summary: ResidueScan.Summary, hits: [[ResidueScan.Hit]])) async {
+        while !waiting.isEmpty {
+            let batch = waiting
+            waiting = []
+            passes += 1
+            largestBatch = max(largestBatch, batch.count)
+            do {
+                let (summary, hits) = try await run(batch.map(\.identifiers))
+                for (index, entry) in batch.enumerated() {
+                    var own = summary
+                    own.found = hits[index].count
+                    entry.reply.resume(returning: (own, hits[index]))
+                }
+            } catch {
+                for entry in batch { entry.reply.resume(throwing: error) }
+            }
+        }
+        scanning = false
     }
 }

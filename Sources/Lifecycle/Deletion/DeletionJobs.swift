@@ -22,7 +22,7 @@ public enum DeletionJobs {
             return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy).kind, parts]
         }
         return [
-            AppPurgeJob(services: services, policy: policy, appData: appData).kind,
+            AppPurgeJob(services: services, policy: policy, appData: appData, scans: ResidueScanBatcher()).kind,
             PurgeSweep(services: services, policy: policy, appData: appData).kind, parts,
         ]
     }

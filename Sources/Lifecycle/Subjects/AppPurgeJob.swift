@@ -13,14 +13,16 @@ import JobRunner
 ///    batches, each its own transaction together with its counts and the files the erased
 ///    rows named (recorded in lifecycle's own state, from the rows themselves: `RETURNING`
 ///    on a delete, read before a mask): rows are deleted, or masked where the map keeps
-///    them. The transaction that finds nothing more to erase also erases the user row and
-///    then runs the residue scan (`ResidueScan`): every readable table searched for the
-///    identifiers read from the user row just before (key, lookup values). A hit rolls that
-///    transaction back, so the row, and with it the identifiers, stays for the next attempt
-///    and nothing of them is stored; it stops the job for good (dead, exit 77, each table,
-///    column and row named) until the map maps or allows what holds them: running again
-///    would find the same. A refusal by the database rolls the batch back and names the
-///    table; the job retries with every file still in place.
+///    them; the transaction that finds nothing more to erase signs out sessions begun since.
+///    Then the residue scan (`ResidueScan`), in a read transaction shared with the purges
+///    running alongside (`ResidueScanBatcher`): every readable table searched for the
+///    identifiers read from the user row (key, lookup values). A hit leaves the user row,
+///    and with it the identifiers, for the next attempt (nothing of them is stored), audits
+///    where it found them, and stops the job for good (dead, exit 77, each table, column
+///    and row named) until the map maps or allows what holds them: running again would find
+///    the same. Only then is the user row erased, in its own transaction. A refusal by the
+///    database rolls the batch back and names the table; the job retries with every file
+///    still in place.
 /// 3. `delete-files` — each recorded file that no row the purge keeps still names (another
 ///    account's, or a row kept masked), and that is not one of lifecycle's own, is deleted
 ///    and checked gone; then lifecycle's own files of the account (export archives).
@@ -41,6 +43,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
     let appData: AppDataCache
+    /// The residue scans of the purges running at once in this process, one pass a batch.
+    let scans: ResidueScanBatcher
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
@@ -139,35 +143,63 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         return StepResult(output: nil, recorded: false)
     }
 
-    /// The account's rows, recorded files and all; the user row with the last batch. Run
-    /// again, it erases only what is left (or what the app wrote since).
+    /// The account's rows, recorded files and all, then the residue scan, then the user
+    /// row. Run again, it erases only what is left (or what the app wrote since).
     private func erase(key: String, data: AppData, context: StepContext) async throws {
         let policy = try policy.get()
         let sql = data.sql
         var eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
         eraser.recordsFiles = true
-        _ = try await eraser.erase(key: key, context: context) { tx, counts in
-            var counts = counts
+        let userRowLeft = try await eraser.erase(key: key, context: context) { tx, counts in
+            try RowEraser<Store>.record(counts, key: key, in: tx)
             // Not again once it is erased: a mask would count the row twice, and its lookup
             // values would be the masked ones.
-            if case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 {
-                // `lifecycle audit <email>` finds the account by these once its values are gone.
-                let lookupValues = try data.plan.subject.lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text }
-                try LookupDigest.record(values: lookupValues, key: key, in: tx)
-                // Sessions signed in since the request (an app that does not restore on sign-in).
-                _ = try data.signOut(key: key, in: tx)
-                var files: [String] = []
-                try RowEraser<Store>.eraseUserRow(key: key, data: data, action: .erasingUser, counts: &counts, files: &files, in: tx)
-                if !files.isEmpty { try tx.recordPurgeFiles(key: key, files: files) }
-                // In the transaction that erases the user row, so a hit rolls it back: the
-                // identifiers are read again from the row by the next attempt, never kept.
-                let scan = ResidueScan(plan: data.plan, dialect: sql.dialect)
-                let (summary, hits) = try scan.run(scan.identifiers(key: key, lookupValues: lookupValues), in: tx)
-                guard hits.isEmpty else { throw PermanentJobFailure(ResidueScan.Found(hits: hits).description) }
-                try tx.addPurgeProgress(key: key, table: ResidueScan.progressTables, deleted: summary.tablesScanned, masked: summary.columnsScanned)
-                try tx.addPurgeProgress(key: key, table: ResidueScan.progressRows, deleted: summary.rowsScanned, masked: 0)
+            guard case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 else { return false }
+            // Sessions signed in since the request (an app that does not restore on sign-in)
+            // end now, whatever the scan finds.
+            _ = try data.signOut(key: key, in: tx)
+            return true
+        }
+        guard userRowLeft == true else { return }
+
+        // The identifiers are read from the user row, which stays until the scan found
+        // nothing: a stopped purge keeps them there for the next attempt, and nothing of
+        // them is stored. The scan reads (no write lock held), with the purges running
+        // alongside in one pass.
+        let scan = ResidueScan(plan: data.plan, dialect: sql.dialect)
+        let lookup = data.plan.subject.lookup
+        let lookupValues = try await services.store.read { tx in try lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text } }
+        let store = services.store
+        let (summary, hits) = try await scans.scan(scan.identifiers(key: key, lookupValues: lookupValues)) { batch in
+            try await store.read { tx in try scan.run(batch: batch, in: tx) }
+        }
+        guard hits.isEmpty else {
+            let found = ResidueScan.Found(hits: hits)
+            // Named in the audit (tables, columns and rows; never a value), for whoever
+            // reads the account's history rather than the job's.
+            let detail = try JobJSON.encode(ResidueStop(found: hits.map(\.description), purgeJob: context.job.id))
+            try await store.write { tx in
+                try tx.recordAudit(AuditEvent(at: context.now, actor: "purge", action: DeletionAudit.purge, accountID: key, outcome: "residue_found", detail: detail))
             }
+            throw PermanentJobFailure(found.description)
+        }
+        try await store.write { tx in
+            guard try tx.subject(key: key)?.state == .purging else { return }
+            guard case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 else { return }
+            try tx.prepareErasure(settings: data.plan.eraseSettings)
+            let now = try lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text }
+            guard now == lookupValues else {
+                throw PurgeIncomplete("the account's lookup values changed while the residue scan read; the purge will scan again")
+            }
+            // `lifecycle audit <email>` finds the account by these once its values are gone.
+            try LookupDigest.record(values: lookupValues, key: key, in: tx)
+            var counts: [String: PurgeCounts] = [:]
+            var files: [String] = []
+            try RowEraser<Store>.eraseUserRow(key: key, data: data, action: .erasingUser, counts: &counts, files: &files, in: tx)
+            if !files.isEmpty { try tx.recordPurgeFiles(key: key, files: files) }
             try RowEraser<Store>.record(counts, key: key, in: tx)
+            try tx.addPurgeProgress(key: key, table: ResidueScan.progressTables, deleted: summary.tablesScanned, masked: summary.columnsScanned)
+            try tx.addPurgeProgress(key: key, table: ResidueScan.progressRows, deleted: summary.rowsScanned, masked: 0)
         }
     }
 
@@ -251,7 +283,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let residue = progress[ResidueScan.progressTables].map { scanned in
             ResidueScan.Summary(
                 tablesScanned: scanned.deleted, columnsScanned: scanned.masked, rowsScanned: progress[ResidueScan.progressRows]?.deleted ?? 0,
-                found: 0, allowed: data.map.residue.allow.isEmpty ? nil : data.map.residue.allow.map(\.description), reason: data.map.residue.reason)
+                found: 0, allowed: data.map.residue.allow.isEmpty ? nil : data.map.residue.allow.map(\.description), reason: data.map.residue.reason,
+                notScanned: ResidueScan(plan: data.plan, dialect: data.sql.dialect).notScanned)
         }
         for (table, count) in progress where count != PurgeCounts() && table != ResidueScan.progressTables && table != ResidueScan.progressRows {
             tables[table] = Receipt.Table(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
@@ -279,6 +312,16 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         ])
         // The step's output is the audited receipt.
         return StepResult(output: detail)
+    }
+}
+
+/// The audit's record of a purge the residue scan stopped: where, never what.
+struct ResidueStop: Encodable {
+    var found: [String]
+    var purgeJob: JobID
+
+    enum CodingKeys: String, CodingKey {
+        case found, purgeJob = "purge_job"
     }
 }
 
