@@ -21,8 +21,10 @@ SCHEMATHESIS_REQUIREMENT := schemathesis>=4,<5
 WEBSOCKETS_REQUIREMENT := websockets>=13,<16
 # The example Django project (Jobs/examples/django): a real Django + django-allauth schema,
 # migrated for real on SQLite or PostgreSQL, that the purge tests build on (socialaccount:
-# allauth's extra for its providers: requests, oauthlib, PyJWT; Pillow for ImageField).
-DJANGO_REQUIREMENTS := Django>=5.2,<5.3 django-allauth[socialaccount]>=65,<66 psycopg[binary]>=3.2,<4 Pillow>=10,<14
+# allauth's extra for its providers: requests, oauthlib, PyJWT; Pillow for ImageField), and
+# the API token libraries the token tests add to it (Tests/CLITests/DjangoTokens).
+DJANGO_REQUIREMENTS := Django>=5.2,<5.3 django-allauth[socialaccount]>=65,<66 psycopg[binary]>=3.2,<4 Pillow>=10,<14 \
+	djangorestframework>=3.15,<4 djangorestframework-simplejwt>=5.5,<6 django-rest-knox>=5.1,<6
 # `make bench` only: the job queues the runner is measured against, in the same venv.
 PGQUEUER_REQUIREMENT := pgqueuer[asyncpg]==1.6.0
 HUEY_REQUIREMENT := huey>=2.5,<3
@@ -58,7 +60,7 @@ deps:
 		echo "installing $(WEBSOCKETS_REQUIREMENT) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(WEBSOCKETS_REQUIREMENT)'; \
 	fi
-	@if ! $(TOOLS_VENV)/bin/python -c 'import django, allauth, psycopg, oauthlib, jwt, PIL' 2>/dev/null; then \
+	@if ! $(TOOLS_VENV)/bin/python -c 'import django, allauth, psycopg, oauthlib, jwt, PIL, rest_framework, rest_framework_simplejwt, knox' 2>/dev/null; then \
 		echo "installing $(DJANGO_REQUIREMENTS) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check $(foreach requirement,$(DJANGO_REQUIREMENTS),'$(requirement)'); \
 	fi

@@ -15,7 +15,7 @@ extension PostgresStore {
         var columns: [DataMap.TableName: [SchemaCatalog.Column]] = [:]
         for row in try tx.query(PostgresQuery(unsafeSQL: """
             SELECT n.nspname::text, c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-                   t.typname::text, t.typcategory::text
+                   t.typname::text, t.typcategory::text, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> ''
             FROM pg_class c
             JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -23,9 +23,11 @@ extension PostgresStore {
             WHERE c.relkind IN ('r', 'p') AND \(system)
             ORDER BY n.nspname, c.relname, a.attnum
             """)) {
-            let (schema, table, column, declared, notNull, typeName, category) = try row.decode((String, String, String, String, Bool, String, String).self)
-            columns[.init(schema: schema, name: table), default: []].append(
-                .init(name: column, declaredType: declared, kind: kind(typeName: typeName, category: category), isNotNull: notNull))
+            let (schema, table, column, declared, notNull, typeName, category, hasDefault) = try row.decode(
+                (String, String, String, String, Bool, String, String, Bool).self)
+            columns[.init(schema: schema, name: table), default: []].append(.init(
+                name: column, declaredType: declared, kind: kind(typeName: typeName, category: category), isNotNull: notNull,
+                hasDefault: hasDefault))
         }
         var primaryKeys: [DataMap.TableName: [String]] = [:]
         for row in try tx.query(PostgresQuery(unsafeSQL: """

@@ -59,12 +59,12 @@ extension SQLiteStore {
             // Every column, generated and hidden ones too, takes a rowid name from the rowid;
             // the catalog's columns stay the plain ones (hidden = 0), those table_info lists.
             var taken: Set<String> = []
-            for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?)", arguments: [name]) {
+            for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk, hidden, dflt_value IS NOT NULL AS has_default FROM pragma_table_xinfo(?)", arguments: [name]) {
                 let column: String = row["name"]
                 taken.insert(column.lowercased())
                 guard row["hidden"] as Int == 0 else { continue }
                 let type: String = row["type"]
-                columns.append(.init(name: column, declaredType: type, kind: kind(ofDeclared: type), isNotNull: row["notnull"]))
+                columns.append(.init(name: column, declaredType: type, kind: kind(ofDeclared: type), isNotNull: row["notnull"], hasDefault: row["has_default"]))
                 let position: Int = row["pk"]
                 if position > 0 { primaryKey.append((position, column)) }
             }
@@ -77,6 +77,11 @@ extension SQLiteStore {
             // A virtual table's rowid is whatever its module says, so it is left to its key.
             let hasRowID = try Bool.fetchOne(db, sql: "SELECT type = 'table' AND wr = 0 FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? false
             let rowID = hasRowID ? ["rowid", "_rowid_", "oid"].first { !taken.contains($0) } : nil
+            // An INTEGER PRIMARY KEY is the rowid itself: an insert leaving it out gets the next one.
+            if hasRowID, primaryKey.count == 1, let index = columns.firstIndex(where: { $0.name == primaryKey[0].1 }),
+               columns[index].declaredType.uppercased() == "INTEGER" {
+                columns[index].hasDefault = true
+            }
             tables.append(.init(
                 name: table, columns: columns, primaryKey: primaryKey.sorted { $0.0 < $1.0 }.map(\.1), indexedColumns: indexed, rowID: rowID))
             let rows = try Row.fetchAll(db, sql: """

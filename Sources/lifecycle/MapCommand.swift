@@ -218,8 +218,12 @@ struct MapSummary: Encodable {
         self.rehearsal = rehearsal
         presets = plan.map.presets
         presetTablesLeftOut = plan.presetTablesLeftOut
-        onDeletion = plan.onDeletion.remove.map { "remove the rows of \(shown($0.table)) by \($0.owner.description)" }
+        onDeletion = plan.onDeletion.remove.map { removal in
+            let by = removal.parent.map { "\(removal.owner.column) → \(shown($0)) (removed first)" } ?? removal.owner.description
+            return "remove the rows of \(shown(removal.table)) by \(by)"
+        }
             + plan.onDeletion.set.map { "set \($0.values.map(\.column).joined(separator: ", ")) of \(shown($0.table)) by \($0.owner.description) (put back by a restore)" }
+            + plan.onDeletion.insert.map { "insert a row into \(shown($0.table)) for each row of \(shown($0.source)) by \($0.sourceOwner.description) that \($0.link) does not reference yet" }
         parts = plan.parts.map { part in
             let tables = Set(part.tables)
             return Part(

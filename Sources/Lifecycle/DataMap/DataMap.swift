@@ -252,9 +252,44 @@ public struct DataMap: Sendable, Equatable {
             public var table: TableName
             public var owner: OwnerValue
             public var line: Int
+            /// With `parent`, `owner.column` is the column referencing the parent's rows
+            /// (`owner: {via: token_id, parent: token_blacklist_outstandingtoken}`).
             public var preset: String? = nil
         }
 
+            /// Rows referencing the rows another `remove:` entry removes: removed before those.
+            public var parent: TableName? = nil
+            /// The parent's column `owner.column` references (the plan resolves it).
+            public var parentColumn: String? = nil
+
+            public var description: String {
+                parent.map { "\(owner.column) → \($0)" } ?? owner.description
+            }
+        }
+
+        /// One row added per row of the user's in `source` that has none yet, for a library
+        /// whose sign-out adds a row rather than removing one (simplejwt blacklists each
+        /// outstanding token). Never undone: a restore leaves the user signed out.
+        public struct Insertion: Sendable, Equatable {
+            public var table: TableName
+            public var source: TableName
+            public var sourceOwner: OwnerValue
+            /// The column of `table` that references the source row by a foreign key: a
+            /// source row already referenced gets no second row.
+            public var link: String
+            /// The source's column `link` references (the plan resolves it).
+            public var linkedColumn: String? = nil
+            /// Columns set to the time of the request.
+            public var now: [String]
+            public var values: Mask
+            public var line: Int
+            public var preset: String? = nil
+
+            public static func == (lhs: Self, rhs: Self) -> Bool {
+                lhs.table == rhs.table && lhs.source == rhs.source && lhs.sourceOwner == rhs.sourceOwner && lhs.link == rhs.link
+                    && lhs.linkedColumn == rhs.linkedColumn && lhs.now == rhs.now && lhs.line == rhs.line && lhs.preset == rhs.preset
+                    && DataMap.Erase.mask(lhs.values) == DataMap.Erase.mask(rhs.values)
+            }
         public struct Setting: Sendable, Equatable {
             public var table: TableName
             public var owner: OwnerValue
@@ -271,7 +306,8 @@ public struct DataMap: Sendable, Equatable {
         public var remove: [Removal] = []
         public var set: [Setting] = []
 
-        public var isEmpty: Bool { remove.isEmpty && set.isEmpty }
+        public var isEmpty: Bool { remove.isEmpty && set.isEmpty && insert.isEmpty }
+        public var insert: [Insertion] = []
     }
 
     /// Part of an account's data a user may delete without closing the account (the store

@@ -70,6 +70,8 @@ extension DataMap {
             onDeletion.remove += part.onDeletion.remove.filter { !removed.contains($0.table.description) }
             let set = Set(onDeletion.set.map(\.table.description))
             onDeletion.set += part.onDeletion.set.filter { !set.contains($0.table.description) }
+            let inserted = removed.union(set).union(onDeletion.insert.map(\.table.description))
+            onDeletion.insert += part.onDeletion.insert.filter { !inserted.contains($0.table.description) }
         }
         var seen: [TableName: Int] = [subject.table: subject.line]
         for table in tables {
@@ -170,6 +172,10 @@ extension DataMap {
             onDeletion.set[index].line += lineBase
             onDeletion.set[index].preset = preset.name
         }
+        for index in onDeletion.insert.indices {
+            onDeletion.insert[index].line += lineBase
+            onDeletion.insert[index].preset = preset.name
+        }
         return (tables, ignored, onDeletion)
     }
 
@@ -189,9 +195,10 @@ extension DataMap {
         }
     }
 
-    /// `on_deletion: {remove: [{table, owner}], set: [{table, owner, values: {COLUMN: VALUE}}]}`.
+    /// `on_deletion: {remove: [{table, owner}], set: [{table, owner, values: {COLUMN: VALUE}}],
+    /// insert: [{table, for_each: {table, owner}, link, now, values}]}`.
     private static func onDeletion(_ field: YAMLField) throws -> OnDeletion {
-        let parts = try field.mapping(allowed: ["remove", "set"])
+        let parts = try field.mapping(allowed: ["remove", "set", "insert"])
         var result = OnDeletion()
         func owner(_ fields: YAMLMapping, encodingAllowed: Bool) throws -> OwnerValue {
             let owner = try fields.required("owner")
@@ -212,7 +219,36 @@ extension DataMap {
         }
         for item in try parts["remove"]?.sequence() ?? [] {
             let fields = try item.mapping(allowed: ["table", "owner"])
-            result.remove.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields, encodingAllowed: true), line: item.line))
+            let table = try fields.required("table").tableName()
+            // `{via: COLUMN, parent: TABLE}`: the rows referencing what another entry removes.
+            if let via = fields["owner"], via.isMapping, try via.pairs().contains(where: { $0.key.text == "via" }) {
+                let link = try via.mapping(allowed: ["via", "parent"])
+                guard let parent = link["parent"] else {
+                    throw link.error("`via:` goes with `parent: TABLE`, the table (removed by another `remove:` entry) whose rows the column references")
+                }
+                result.remove.append(.init(
+                    table: table, owner: OwnerValue(column: try link.required("via").identifier()), line: item.line, parent: try parent.tableName()))
+                continue
+            }
+            result.remove.append(.init(table: table, owner: try owner(fields, encodingAllowed: true), line: item.line))
+        }
+        for item in try parts["insert"]?.sequence() ?? [] {
+            let fields = try item.mapping(allowed: ["table", "for_each", "link", "now", "values"])
+            let source = try fields.required("for_each").mapping(allowed: ["table", "owner"])
+            var values: Mask = []
+            for (column, value) in try fields["values"]?.pairs() ?? [] {
+                guard DataMap.isIdentifier(column.text) else { throw column.error("'\(column.text)' is not a plain SQL identifier") }
+                values.append((column.text, try value.maskValue()))
+            }
+            let link = try fields.required("link").identifier()
+            let now = try fields["now"]?.identifiers() ?? []
+            let columns = [link] + now + values.map(\.column)
+            if let twice = Dictionary(grouping: columns, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+                throw fields.error("sets column '\(twice)' twice (`link:`, `now:` and `values:` each name different columns)")
+            }
+            result.insert.append(.init(
+                table: try fields.required("table").tableName(), source: try source.required("table").tableName(),
+                sourceOwner: try owner(source, encodingAllowed: false), link: link, now: now, values: values, line: item.line))
         }
         for item in try parts["set"]?.sequence() ?? [] {
             let fields = try item.mapping(allowed: ["table", "owner", "values"])
@@ -225,9 +261,9 @@ extension DataMap {
             guard !values.isEmpty else { throw valuesField.error("names no column") }
             result.set.append(.init(table: try fields.required("table").tableName(), owner: try owner(fields, encodingAllowed: false), values: values, line: item.line))
         }
-        let tables = result.remove.map(\.table.description) + result.set.map(\.table.description)
+        let tables = result.remove.map(\.table.description) + result.set.map(\.table.description) + result.insert.map(\.table.description)
         if let twice = Dictionary(grouping: tables, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
-            throw field.error("names table \(twice) twice (a table's rows are removed or have values set, once)")
+            throw field.error("names table \(twice) twice (a table's rows are removed, have values set, or get rows inserted, once)")
         }
         return result
     }

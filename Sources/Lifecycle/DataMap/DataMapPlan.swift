@@ -77,6 +77,9 @@ public struct DataMapPlan: Sendable {
         var leftOut = Set<String>()
         for entry in map.tables where entry.preset != nil && !present(entry.name) { leftOut.insert("\(entry.name) (preset \(entry.preset!))") }
         for entry in map.onDeletion.remove where entry.preset != nil && !present(entry.table) { leftOut.insert("\(entry.table) (preset \(entry.preset!))") }
+        for entry in map.onDeletion.insert where entry.preset != nil && !(present(entry.table) && present(entry.source)) {
+            leftOut.insert("\(present(entry.table) ? entry.source : entry.table) (preset \(entry.preset!))")
+        }
         map.tables.removeAll { $0.preset != nil && !present($0.name) }
         // Likewise a side of a preset's table that an older release lacks the column for
         // (GoTrue's flow_state.linking_target_id, 2026): the other sides still find her rows.
@@ -112,6 +115,12 @@ public struct DataMapPlan: Sendable {
         map.onDeletion.set.removeAll { $0.preset != nil && (ownSettings.contains(catalog.qualified($0.table)) || ownRemovals.contains(catalog.qualified($0.table))) }
         map.onDeletion.remove.removeAll { $0.preset != nil && !present($0.table) }
         map.onDeletion.set.removeAll { $0.preset != nil && !present($0.table) }
+        let ownInsertions = Set(map.onDeletion.insert.filter { $0.preset == nil }.map { catalog.qualified($0.table) })
+        map.onDeletion.insert.removeAll { entry in
+            let table = catalog.qualified(entry.table)
+            return entry.preset != nil
+                && ([ownRemovals, ownSettings, ownInsertions].contains { $0.contains(table) } || !present(entry.table) || !present(entry.source))
+        }
         map.ignored.removeAll { entry in
             entry.preset != nil && (catalog.table(catalog.qualified(entry.table)).map { table in entry.column.map { table.column($0) == nil } ?? false } ?? true)
         }
@@ -280,6 +289,10 @@ public struct DataMapPlan: Sendable {
         }
         for removal in onDeletion.remove { add(removal.table, deletes: true) }
         for setting in onDeletion.set { add(setting.table, updates: true) }
+        for insertion in onDeletion.insert {
+            add(insertion.table)
+            add(insertion.source)
+        }
         return needs.map { ($0.key, $0.value.0, $0.value.1, $0.value.2) }.sorted { $0.table < $1.table }
     }
 
@@ -611,9 +624,15 @@ private struct Checker {
                 result.remove[index].table = table.name
                 continue
             }
-            try owner(entry.owner, of: table, line: entry.line)
+            if entry.parent != nil {
+                _ = try column(entry.owner.column, of: table, line: entry.line, role: "on_deletion owner.via")
+            } else {
+                try owner(entry.owner, of: table, line: entry.line)
+            }
             result.remove[index].table = table.name
         }
+        result.remove = try removalOrder(result.remove)
+        try removalCoverage(result.remove)
         for index in result.set.indices {
             let entry = result.set[index]
             let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
@@ -645,7 +664,133 @@ private struct Checker {
             }
             result.set[index].table = table.name
         }
+        for index in result.insert.indices {
+            result.insert[index] = try insertion(result.insert[index], keyKind: keyKind, removed: result.remove.map(\.table))
+        }
         return result
+    }
+
+    /// An `on_deletion: remove:` entry owned `{via, parent}` references rows another entry
+    /// removes: it is removed before them (so the parent's rows are still there to find
+    /// its own by), whatever order the map lists them in.
+    private func removalOrder(_ written: [DataMap.OnDeletion.Removal]) throws -> [DataMap.OnDeletion.Removal] {
+        var removals = written
+        for index in removals.indices {
+            let entry = removals[index]
+            guard let parentName = entry.parent.map(catalog.qualified) else { continue }
+            let shownParent = shown(parentName)
+            guard let parent = removals.first(where: { $0.table == parentName }) else {
+                throw fail(entry.line, """
+                    on_deletion: \(shown(entry.table)) is removed through \(shownParent) (`via: \(entry.owner.column)`), which no \
+                    `remove:` entry removes: list \(shownParent) under `on_deletion: remove:` with its owner, or give \
+                    \(shown(entry.table)) an owner of its own
+                    """)
+            }
+            guard parent.owner.encoding == nil else {
+                throw fail(entry.line, "on_deletion: \(shownParent)'s rows are found by decoding each one (`encoding:`), so no SQL can find the rows referencing them: give \(shown(entry.table)) an owner of its own")
+            }
+            let key = catalog.foreignKeys(from: entry.table).first { $0.columns == [entry.owner.column] && $0.referencedTable == parentName }
+            if let key {
+                removals[index].parentColumn = key.referencedColumns[0]
+            } else if let primaryKey = catalog.table(parentName)?.primaryKey, primaryKey.count == 1 {
+                removals[index].parentColumn = primaryKey[0]
+            } else {
+                throw fail(entry.line, "on_deletion: \(shown(entry.table)).\(entry.owner.column) does not reference \(shownParent) by a foreign key, and \(shownParent) has no single-column primary key to match it against")
+            }
+            removals[index].parent = parentName
+        }
+        var ordered: [DataMap.OnDeletion.Removal] = []
+        var remaining = removals
+        while !remaining.isEmpty {
+            // Ready once every entry removed through it is removed.
+            guard let index = remaining.firstIndex(where: { entry in !remaining.contains { $0.parent == entry.table } }) else {
+                throw fail(remaining[0].line, "on_deletion: the `via:` entries of \(remaining.map { shown($0.table) }.joined(separator: ", ")) run in a circle")
+            }
+            ordered.append(remaining.remove(at: index))
+        }
+        return ordered
+    }
+
+    /// Every foreign key into the rows a deletion request removes, and into the rows the
+    /// database deletes with them (ON DELETE CASCADE), is handled: by the database (CASCADE,
+    /// SET NULL) or by a `remove:` entry through it (`via:`), removed first. Otherwise the
+    /// request of every user who has such a row (simplejwt's blacklisted token, pointing at
+    /// an outstanding one) would fail on that key, when nothing can be done about it.
+    private func removalCoverage(_ removals: [DataMap.OnDeletion.Removal]) throws {
+        var problems: [String] = []
+        var removed = removals.map { ($0.table, $0.line, [SchemaCatalog.ForeignKey]()) }
+        var seen = Set(removed.map(\.0))
+        while !removed.isEmpty {
+            let (target, line, path) = removed.removeFirst()
+            for key in catalog.foreignKeys(to: target) where !Checker.isLifecycleOwn(key.table) {
+                if removals.contains(where: { $0.table == key.table && $0.parent == target && [$0.owner.column] == key.columns }) { continue }
+                if key.onDelete == .cascade {
+                    if seen.insert(key.table).inserted { removed.append((key.table, line, path + [key])) }
+                    continue
+                }
+                if key.onDelete.handlesReferencingRows { continue }
+                let trail = (path + [key]).map(\.description).joined(separator: ", then ")
+                let columns = key.columns.joined(separator: ",")
+                problems.append("""
+                    \(map.place(line)): on_deletion removes rows of \(shown(target)), and \(trail) (ON DELETE \
+                    \(key.onDelete.rawValue)) would make the deletion request of every user with such a row fail. Add under \
+                    `on_deletion: remove:` `- {table: \(shown(key.table)), owner: {via: \(columns), parent: \(shown(target))}}` \
+                    (removed first), or make the foreign key ON DELETE CASCADE or SET NULL
+                    """)
+            }
+        }
+        if !problems.isEmpty {
+            throw LifecycleError(.badInput, """
+                \(map.source): `on_deletion:` does not say what happens to \(problems.count == 1 ? "one reference" : "\(problems.count) references") to rows a deletion request removes:
+                \(problems.map { "  - " + $0 }.joined(separator: "\n"))
+                """)
+        }
+    }
+
+    /// An `on_deletion: insert:` entry: both tables exist, the source's owner can hold the
+    /// key, `link` references the source by a foreign key, and every column the insert
+    /// leaves out can be left out (it has a default, or takes null): otherwise every
+    /// deletion request of a user with such a row would fail.
+    private func insertion(
+        _ written: DataMap.OnDeletion.Insertion, keyKind: SchemaCatalog.ColumnKind, removed: [DataMap.TableName]
+    ) throws -> DataMap.OnDeletion.Insertion {
+        var entry = written
+        let line = entry.line
+        let table = try self.table(catalog.qualified(entry.table), line: line, role: "on_deletion insert table")
+        let source = try self.table(catalog.qualified(entry.source), line: line, role: "on_deletion for_each table")
+        if entry.sourceOwner.isPlainColumn {
+            try ownerColumn(entry.sourceOwner.column, of: source, keyKind: keyKind, line: line)
+        } else {
+            try ownerValue(entry.sourceOwner, of: source, keyKind: keyKind, line: line)
+        }
+        _ = try column(entry.link, of: table, line: line, role: "on_deletion link")
+        guard let key = catalog.foreignKeys(from: table.name).first(where: { $0.columns == [entry.link] && $0.referencedTable == source.name }) else {
+            throw fail(line, """
+                on_deletion: insert: \(shown(table.name)).\(entry.link) has no foreign key to \(shown(source.name)): `link:` names the \
+                column that references the `for_each:` row, by which a row already inserted is found
+                """)
+        }
+        entry.linkedColumn = key.referencedColumns[0]
+        for name in entry.now {
+            let column = try column(name, of: table, line: line, role: "on_deletion now")
+            guard column.kind == .timestamp || (column.kind == .text && catalog.defaultSchema == "main") else {
+                throw fail(line, "on_deletion: insert: \(shown(table.name)).\(name) is \(column.declaredType); `now:` sets timestamp columns")
+            }
+        }
+        try mask(entry.values, of: table, key: [], line: line)
+        let given = Set([entry.link] + entry.now + entry.values.map(\.column))
+        if let missing = table.columns.first(where: { $0.isNotNull && !$0.hasDefault && !given.contains($0.name) }) {
+            throw fail(line, """
+                on_deletion: insert: \(shown(table.name)).\(missing.name) is NOT NULL and has no default: give it under `values:` \
+                (or `now:` for the time of the request), or every deletion request would fail
+                """)
+        }
+        if removed.contains(source.name) {
+            throw fail(line, "on_deletion: insert: \(shown(source.name)) rows are removed by the same request, so no row would be inserted for them: insert, or remove, not both")
+        }
+        entry.table = table.name
+        entry.source = source.name
+        return entry
     }
 
     func ignoredEntries() throws {

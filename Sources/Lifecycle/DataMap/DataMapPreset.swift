@@ -16,7 +16,7 @@ public struct DataMapPreset: Sendable {
     public let platform: String
     public let yaml: String
 
-    public static let all: [DataMapPreset] = [supabase, django, djangoAllauth]
+    public static let all: [DataMapPreset] = [supabase, django, djangoAllauth, djangoRESTFrameworkSimpleJWT, djangoRESTKnox]
 
     public static func named(_ name: String) -> DataMapPreset? { all.first { $0.name == name } }
 
@@ -160,6 +160,38 @@ public struct DataMapPreset: Sendable {
         on_deletion:
           remove:
             - table: usersessions_usersession
+              owner: user_id
+        """)
+
+    /// djangorestframework-simplejwt 5.5 with its blacklist app
+    /// (`rest_framework_simplejwt.token_blacklist`). A refresh token is refused only once its
+    /// outstanding token is blacklisted: removing the outstanding rows would not sign the user
+    /// out (and fails on the blacklist's foreign key), so a deletion request blacklists each
+    /// of them, as the library's own sign-out does (`BlacklistedToken.objects.get_or_create`).
+    public static let djangoRESTFrameworkSimpleJWT = DataMapPreset(
+        name: "django-rest-framework-simplejwt", platform: "djangorestframework-simplejwt 5.5 (token_blacklist)", yaml: """
+        tables:
+          - table: token_blacklist_outstandingtoken
+            owner: user_id
+          - table: token_blacklist_blacklistedtoken
+            owner: {via: token_id, parent: token_blacklist_outstandingtoken}
+        on_deletion:
+          insert:
+            - table: token_blacklist_blacklistedtoken
+              for_each: {table: token_blacklist_outstandingtoken, owner: user_id}
+              link: token_id
+              now: [blacklisted_at]
+        """)
+
+    /// django-rest-knox 5.1: a token is a row of `knox_authtoken`; without it the token no
+    /// longer authenticates.
+    public static let djangoRESTKnox = DataMapPreset(name: "django-rest-knox", platform: "django-rest-knox 5.1", yaml: """
+        tables:
+          - table: knox_authtoken
+            owner: user_id
+        on_deletion:
+          remove:
+            - table: knox_authtoken
               owner: user_id
         """)
 }

@@ -211,8 +211,47 @@ public struct DataMapSQL: Sendable {
     public func graceRemove(_ removal: DataMap.OnDeletion.Removal, key: String) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let table = dialect.table(removal.table)
-        let condition = match(removal.owner, table: removal.table, alias: table, key: key, into: &builder)
+        let condition = graceOwned(removal, alias: table, key: key, into: &builder)
         builder.append("DELETE FROM \(table) WHERE \(condition)")
+        return builder.statement()
+    }
+
+    /// The user's rows of a `remove:` entry: by its owner, or through the rows its parent
+    /// entry removes (`via:`), which are still there when it runs.
+    private func graceOwned(_ removal: DataMap.OnDeletion.Removal, alias: String, key: String, depth: Int = 0, into builder: inout SQLBuilder) -> String {
+        guard let parentName = removal.parent, let parentColumn = removal.parentColumn,
+              let parent = plan.onDeletion.remove.first(where: { $0.table == parentName }) else {
+            return match(removal.owner, table: removal.table, alias: alias, key: key, into: &builder)
+        }
+        let inner = "g\(depth)"
+        let condition = graceOwned(parent, alias: inner, key: key, depth: depth + 1, into: &builder)
+        return "\(alias).\(q(removal.owner.column)) IN (SELECT \(inner).\(q(parentColumn)) FROM \(dialect.table(parentName)) \(inner) WHERE \(condition))"
+    }
+
+    /// One row per row of the user's in the source table that no row of the table links to
+    /// yet (`on_deletion: insert:`): run again, it adds nothing. A row another transaction
+    /// inserted meanwhile (the app blacklisting the same token) is left to it.
+    public func graceInsert(_ insertion: DataMap.OnDeletion.Insertion, key: String) -> SQLStatement {
+        var builder = SQLBuilder(dialect)
+        let target = dialect.table(insertion.table)
+        let linked = q(insertion.linkedColumn ?? "")
+        var columns = [insertion.link]
+        var values = ["s.\(linked)"]
+        for name in insertion.now {
+            columns.append(name)
+            // The database's clock, as Django's auto_now_add would write it (SQLite: text in UTC).
+            values.append(dialect == .postgres ? "CURRENT_TIMESTAMP" : "strftime('%Y-%m-%d %H:%M:%f', 'now')")
+        }
+        for (name, value) in insertion.values {
+            columns.append(name)
+            values.append(builder.bind(value.resolved(key: key).sqlValue, as: column(insertion.table, name)))
+        }
+        let condition = match(insertion.sourceOwner, table: insertion.source, alias: "s", key: key, into: &builder)
+        builder.append("""
+            INSERT INTO \(target) (\(columns.map(q).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) \
+            FROM \(dialect.table(insertion.source)) s WHERE \(condition) \
+            AND NOT EXISTS (SELECT 1 FROM \(target) x WHERE x.\(q(insertion.link)) = s.\(linked)) ON CONFLICT DO NOTHING
+            """)
         return builder.statement()
     }
 

@@ -16,12 +16,16 @@ public struct SchemaCatalog: Sendable {
         public var declaredType: String
         public var kind: ColumnKind
         public var isNotNull: Bool
+        /// An insert may leave it out: it has a default, is an identity or generated column,
+        /// or (SQLite) is the table's rowid.
+        public var hasDefault: Bool
 
-        public init(name: String, declaredType: String, kind: ColumnKind, isNotNull: Bool) {
+        public init(name: String, declaredType: String, kind: ColumnKind, isNotNull: Bool, hasDefault: Bool = false) {
             self.name = name
             self.declaredType = declaredType
             self.kind = kind
             self.isNotNull = isNotNull
+            self.hasDefault = hasDefault
         }
     }
 

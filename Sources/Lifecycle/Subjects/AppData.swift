@@ -115,16 +115,19 @@ public struct AppData: Sendable {
         return try signOut(key: key, in: tx)
     }
 
-    /// The rows `on_deletion: remove:` names (sessions, tokens), deleted: when deletion is
-    /// asked for, and again as the purge erases the user (sessions signed in since). Rows
-    /// whose owner is encoded are read a page at a time and decoded here.
+    /// The rows `on_deletion: remove:` names (sessions, tokens), deleted, and the rows
+    /// `insert:` adds (simplejwt's blacklist), added: when deletion is asked for, and again
+    /// as the purge erases the user (sessions signed in since). Rows whose owner is encoded
+    /// are read a page at a time and decoded here. Counted: the sessions and tokens signed
+    /// out, not the rows removed only because they referenced one (`via:`).
     public func signOut<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Int {
         var removed = 0
         // A guarded table (a platform's trigger against SQL deletes) is opened as the purge opens it.
-        if !plan.onDeletion.remove.isEmpty { try tx.prepareErasure(settings: plan.eraseSettings) }
+        if !plan.onDeletion.remove.isEmpty || !plan.onDeletion.insert.isEmpty { try tx.prepareErasure(settings: plan.eraseSettings) }
         for removal in plan.onDeletion.remove {
             guard let encoding = removal.owner.encoding else {
-                removed += try tx.execute(sql.graceRemove(removal, key: key))
+                let count = try tx.execute(sql.graceRemove(removal, key: key))
+                if removal.parent == nil { removed += count }
                 continue
             }
             var after: String?
@@ -142,6 +145,8 @@ public struct AppData: Sendable {
                 removed += try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)])))
             }
         }
+        // After the removals: a source row removed by the same request needs no new row.
+        for insertion in plan.onDeletion.insert { removed += try tx.execute(sql.graceInsert(insertion, key: key)) }
         return removed
     }
 
