@@ -197,6 +197,15 @@ extension PostgresTransaction: SubjectTransaction {
             """)
     }
 
+    public func recordListedPurgeFiles(key: String, files: [String]) throws -> Int {
+        guard !files.isEmpty else { return 0 }
+        return try query("""
+            INSERT INTO lifecycle.purge_files (subject_key, blob_key, state)
+            SELECT DISTINCT \(key), f, 'pending' FROM unnest(\(files)::text[]) AS f
+            ON CONFLICT (subject_key, blob_key) DO NOTHING RETURNING 1
+            """).count
+    }
+
     public func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String] {
         try query("""
             SELECT blob_key FROM lifecycle.purge_files WHERE subject_key = \(key) AND state = 'pending' AND blob_key > \(after ?? "")

@@ -191,6 +191,19 @@ extension SQLiteTransaction: SubjectTransaction {
         for file in files { try statement.execute(arguments: [key, file]) }
     }
 
+    public func recordListedPurgeFiles(key: String, files: [String]) throws -> Int {
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO lifecycle_purge_files (subject_key, blob_key, state) VALUES (?, ?, 'pending')
+            ON CONFLICT (subject_key, blob_key) DO NOTHING
+            """)
+        var added = 0
+        for file in files {
+            try statement.execute(arguments: [key, file])
+            added += db.changesCount
+        }
+        return added
+    }
+
     public func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String] {
         try String.fetchAll(db.cachedStatement(sql: """
             SELECT blob_key FROM lifecycle_purge_files WHERE subject_key = ? AND state = 'pending' AND blob_key > ? ORDER BY blob_key LIMIT ?

@@ -116,6 +116,8 @@ public struct DataMap: Sendable, Equatable {
         /// `delete`, or `mask`: the row stays as a tombstone with these values.
         public var erase: Erase
         public var line: Int
+        /// Folders of the blob store that are the user's alone (`blob_prefixes:`).
+        public var blobPrefixes: [BlobPrefix] = []
     }
 
     /// How a table's rows belong to a subject.

@@ -271,6 +271,7 @@ extension DataMap {
     private static func subject(_ field: YAMLField) throws -> Subject {
         let fields = try field.mapping(allowed: [
             "table", "key", "lookup", "password", "email", "export_file", "columns", "timestamps", "blobs", "erase",
+            "blob_prefixes",
         ])
         var password: Password?
         if let passwordField = fields["password"] {
@@ -290,11 +291,18 @@ extension DataMap {
         let timestamps = try fields["timestamps"]?.identifiers() ?? []
         let exportFile = try fields["export_file"]?.fileStem()
         try checkExported(fields, exportFile: exportFile, columns: columns, timestamps: timestamps)
-        return Subject(
+        var subject = Subject(
             table: try fields.required("table").tableName(), key: try fields.required("key").identifier(),
             lookup: try fields["lookup"]?.identifiers() ?? [], password: password, email: try fields["email"]?.identifier(),
             exportFile: exportFile, columns: columns,
             timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
+        for item in try fields["blob_prefixes"]?.sequence() ?? [] {
+            let template = try item.string()
+            if let problem = BlobPrefix.problem(template) { throw item.error("'\(template)' \(problem)") }
+            guard !subject.blobPrefixes.contains(where: { $0.template == template }) else { throw item.error("'\(template)' is listed twice") }
+            subject.blobPrefixes.append(BlobPrefix(template: template, line: item.line))
+        }
+        return subject
     }
 
     private static func table(_ field: YAMLField) throws -> Table {

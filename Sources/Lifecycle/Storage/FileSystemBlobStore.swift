@@ -180,6 +180,9 @@ public struct FileSystemBlobStore: BlobStore {
         // Walk only the directory the prefix names, so listing one account stays cheap.
         // Bytes throughout, as S3 compares keys: a prefix may end inside a character.
         let directoryPart = prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: prefix.utf8[..<$0], as: UTF8.self) } ?? ""
+        // The folder walked is joined to the root as text: `..` or a leading '/' would walk
+        // outside it.
+        if !directoryPart.isEmpty, let problem = BlobKey.fileSystemProblem(directoryPart) { throw BlobStoreError.invalidKey(prefix, problem) }
         let start = directoryPart.isEmpty ? root : root + "/" + directoryPart
         let floor = after.map(ExactText.init)
         var keys: [ExactText] = []

@@ -87,6 +87,10 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var blobBytes: Int64
         /// Files the erased rows named that stay, because a row the purge keeps still names them.
         var blobsKept: Int
+        /// Files found under the user's folders (`blob_prefixes:`) that no erased row named:
+        /// deleted with the others (in `blobs`), or kept where a kept row names them. Absent
+        /// when the map declares no folder.
+        var blobsUnnamed: Int?
         var user: String
         var verification: Verification
         /// What the residue scan read after erasure, and what the map allowed to stay.
@@ -96,7 +100,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", user, verification, residue,
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", blobsUnnamed = "blobs_unnamed", user,
+                 verification, residue,
                  purgeJob = "purge_job", holds
         }
     }
@@ -139,6 +144,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let key = try context.payload(PurgePayload.self).account
         let data = try await appData.appData(services)
         try await AppErasure.requireAccess(data, store: services.store)
+        // A key that cannot be one folder of `blob_prefixes:` stops the purge before any row goes.
+        do { _ = try data.plan.subject.blobPrefixes.map { try $0.resolved(key: key) } } catch { throw PermanentJobFailure("\(error)") }
         try await erase(key: key, data: data, context: context)
         return StepResult(output: nil, recorded: false)
     }
@@ -219,7 +226,14 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     private func removeFiles(key: String, data: AppData, context: StepContext) async throws {
         let policy = try policy.get()
         let (store, blobs) = (services.store, services.blobs)
+        let prefixes = try data.plan.subject.blobPrefixes.map { try $0.resolved(key: key) }
+        _ = try await recordFiles(under: prefixes, key: key, data: data, batch: policy.purgeBlobBatch)
         try await RecordedFiles(services: services, policy: policy).settle(key: key, sql: data.sql, context: context)
+        // Listed again: an upload that landed while the others were deleted is the next attempt's.
+        let arrived = try await recordFiles(under: prefixes, key: key, data: data, batch: policy.purgeBlobBatch)
+        guard arrived == 0 else {
+            throw PurgeIncomplete("\(arrived) file(s) appeared under \(prefixes.joined(separator: ", ")) while the purge deleted files there; the purge will retry")
+        }
 
         // Lifecycle's own files of the account (export archives) live under its prefix.
         let prefix = BlobKey.accountPrefix(BlobKey.segment(forID: key))
@@ -242,6 +256,42 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                 try tx.settlePurgeFiles(key: key, files: archives.map { PurgeFile(key: $0.key, state: .deleted, bytes: $0.size) })
             }
         }
+    }
+
+    /// Progress row counting the files `recordFiles(under:)` found that no erased row named.
+    static var unnamedFilesProgress: String { "lifecycle blob prefixes: unnamed files" }
+
+    /// Records every file under the user's folders, page by page, for `RecordedFiles` to
+    /// delete unless a kept row names it; returns how many no erased row had named. Only
+    /// once the user row is erased, which happens after the residue scan found nothing: a
+    /// purge stopped before that deletes no file it found by listing.
+    private func recordFiles(under prefixes: [String], key: String, data: AppData, batch: Int) async throws -> Int {
+        guard !prefixes.isEmpty else { return 0 }
+        let (store, blobs, sql) = (services.store, services.blobs, data.sql)
+        let erased = try await store.read { tx in
+            guard try tx.subject(key: key)?.state == .purging else { return false }
+            guard case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first else { return false }
+            return left == 0
+        }
+        guard erased else {
+            throw PurgeIncomplete("the user row is not erased yet: files under \(prefixes.joined(separator: ", ")) wait for it; the purge will retry")
+        }
+        var unnamed = 0
+        for prefix in prefixes {
+            var after: String?
+            while true {
+                let page = try await blobs.list(prefix: prefix, after: after, limit: batch)
+                guard let last = page.last else { break }
+                unnamed += try await store.write { tx in
+                    let added = try tx.recordListedPurgeFiles(key: key, files: page.map(\.key))
+                    try tx.addPurgeProgress(key: key, table: Self.unnamedFilesProgress, deleted: added, masked: 0)
+                    return added
+                }
+                guard page.count == batch else { break }
+                after = last.key
+            }
+        }
+        return unnamed
     }
 
     // MARK: 4. verify
@@ -278,7 +328,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             throw PurgeIncomplete("\(files.pending) file(s) of the account are not settled yet; the purge will retry")
         }
         var tables: [String: Receipt.Table] = [:]
-        let progress = try tx.takePurgeProgress(key: key)
+        var progress = try tx.takePurgeProgress(key: key)
+        let unnamedFiles = progress.removeValue(forKey: Self.unnamedFilesProgress)?.deleted ?? 0
         // A purge whose user row was erased by an earlier version has no scan to report.
         let residue = progress[ResidueScan.progressTables].map { scanned in
             ResidueScan.Summary(
@@ -300,7 +351,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let receipt = Receipt(
             rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
             blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
-            blobsKept: files.kept, user: data.plan.subject.erase == .delete ? "deleted" : "masked",
+            blobsKept: files.kept, blobsUnnamed: data.plan.subject.blobPrefixes.isEmpty ? nil : unnamedFiles,
+            user: data.plan.subject.erase == .delete ? "deleted" : "masked",
             verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took),
             residue: residue, purgeJob: jobID, holds: try tx.holds(key: key))
         let detail = try JobJSON.encode(receipt)

@@ -56,6 +56,10 @@ public protocol SubjectTransaction {
     /// that erases the rows naming them. A file recorded again is pending again (a row
     /// written since named it, so whether it is still shared is looked at anew).
     func recordPurgeFiles(key: String, files: [String]) throws
+    /// Records files found by listing the user's folders (`blob_prefixes:`), pending; one
+    /// already recorded (named by an erased row, or listed by an earlier attempt) stays as it
+    /// is. Returns how many were new, so each is counted once however often the purge runs.
+    func recordListedPurgeFiles(key: String, files: [String]) throws -> Int
     /// Pending files in key order after `after`.
     func pendingPurgeFiles(key: String, after: String?, limit: Int) throws -> [String]
     /// Settles files: deleted (with their size; a size found before is kept) or kept
