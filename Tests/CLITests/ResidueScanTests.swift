@@ -90,6 +90,8 @@ struct ResidueScanTests {
             var found: Int
             var allowed: [String]?
             var reason: String?
+            var milliseconds: Double?
+            var pass_accounts: Int?
         }
         var residue: Residue?
     }
@@ -188,6 +190,7 @@ struct ResidueScanTests {
         let residue = try #require(try await receipt(workspace)?.residue)
         #expect(residue.found == 0 && residue.allowed == nil)
         #expect(residue.tables_scanned >= 5 && residue.rows_scanned > 0, "\(residue)")
+        #expect((residue.milliseconds ?? 0) > 0 && residue.pass_accounts == 1, "\(residue)")
     }
 
     /// A username is also a word: 'ada' as a tag, a content type's model, a permission's

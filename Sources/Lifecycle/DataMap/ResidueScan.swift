@@ -113,10 +113,14 @@ public struct ResidueScan: Sendable {
         /// Tables of the scanned schemas this role cannot read, or reads only through row
         /// level security: nothing is said of them, and the receipt says so.
         public var notScanned: [String]?
+        /// How long the pass that served this account took, and how many accounts it served
+        /// (what the scan costs a purge: `make bench` sums milliseconds / pass_accounts).
+        public var milliseconds: Double?
+        public var passAccounts: Int?
 
         enum CodingKeys: String, CodingKey {
             case tablesScanned = "tables_scanned", columnsScanned = "columns_scanned", rowsScanned = "rows_scanned", found, allowed, reason,
-                 notScanned = "not_scanned"
+                 notScanned = "not_scanned", milliseconds, passAccounts = "pass_accounts"
         }
     }
 
@@ -141,6 +145,7 @@ public struct ResidueScan: Sendable {
     /// the receipt; no table is reported under a name with a space and a colon.
     static let progressTables = "lifecycle residue scan: tables, columns"
     static let progressRows = "lifecycle residue scan: rows"
+    static let progressTime = "lifecycle residue scan: microseconds, pass accounts"
 
     let plan: DataMapPlan
     let dialect: SQLDialect
@@ -519,10 +524,14 @@ public actor ResidueScanBatcher {
             passes += 1
             largestBatch = max(largestBatch, batch.count)
             do {
+                let started = ContinuousClock.now
                 let (summary, hits) = try await run(batch.map(\.identifiers))
+                let took = started.duration(to: .now)
                 for (index, entry) in batch.enumerated() {
                     var own = summary
                     own.found = hits[index].count
+                    own.milliseconds = Double(took.components.seconds) * 1000 + Double(took.components.attoseconds) / 1e15
+                    own.passAccounts = batch.count
                     entry.reply.resume(returning: (own, hits[index]))
                 }
             } catch {

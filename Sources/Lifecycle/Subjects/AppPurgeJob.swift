@@ -207,6 +207,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             try RowEraser<Store>.record(counts, key: key, in: tx)
             try tx.addPurgeProgress(key: key, table: ResidueScan.progressTables, deleted: summary.tablesScanned, masked: summary.columnsScanned)
             try tx.addPurgeProgress(key: key, table: ResidueScan.progressRows, deleted: summary.rowsScanned, masked: 0)
+            try tx.addPurgeProgress(
+                key: key, table: ResidueScan.progressTime, deleted: Int((summary.milliseconds ?? 0) * 1000), masked: summary.passAccounts ?? 1)
         }
     }
 
@@ -331,12 +333,15 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var progress = try tx.takePurgeProgress(key: key)
         let unnamedFiles = progress.removeValue(forKey: Self.unnamedFilesProgress)?.deleted ?? 0
         // A purge whose user row was erased by an earlier version has no scan to report.
-        let residue = progress[ResidueScan.progressTables].map { scanned in
+        var residue = progress[ResidueScan.progressTables].map { scanned in
             ResidueScan.Summary(
                 tablesScanned: scanned.deleted, columnsScanned: scanned.masked, rowsScanned: progress[ResidueScan.progressRows]?.deleted ?? 0,
                 found: 0, allowed: data.map.residue.allow.isEmpty ? nil : data.map.residue.allow.map(\.description), reason: data.map.residue.reason,
                 notScanned: ResidueScan(plan: data.plan, dialect: data.sql.dialect).notScanned)
         }
+        let scanTime = progress.removeValue(forKey: ResidueScan.progressTime)
+        residue?.milliseconds = scanTime.map { Double($0.deleted) / 1000 }
+        residue?.passAccounts = scanTime?.masked
         for (table, count) in progress where count != PurgeCounts() && table != ResidueScan.progressTables && table != ResidueScan.progressRows {
             tables[table] = Receipt.Table(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
         }
