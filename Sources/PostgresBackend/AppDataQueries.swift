@@ -28,8 +28,8 @@ extension PostgresTransaction: GeneratedSQLTransaction {
             JOIN pg_namespace n ON n.nspname = t.schema_name
             JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = t.table_name
             """, binds: { var b = PostgresBindings(); b.append(schemas); b.append(names); return b }())) {
-            let (schema, table, rowSecurity, select, update, delete) = try row.decode((String, String, Bool, Bool, Bool, Bool).self)
-            access[.init(schema: schema, name: table)] = .init(rowSecurity: rowSecurity, select: select, update: update, delete: delete)
+            let (schema, table, rowSecurity, select, update, delete, insert) = try row.decode((String, String, Bool, Bool, Bool, Bool, Bool).self)
+            access[.init(schema: schema, name: table)] = .init(rowSecurity: rowSecurity, select: select, update: update, delete: delete, insert: insert)
         }
         return access
     }

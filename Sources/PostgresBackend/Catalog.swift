@@ -78,8 +78,8 @@ extension PostgresStore {
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE c.relkind IN ('r', 'p') AND \(system)
             """)) {
-            let (schema, table, rowSecurity, select, update, delete) = try row.decode((String, String, Bool, Bool, Bool, Bool).self)
-            access[.init(schema: schema, name: table)] = .init(rowSecurity: rowSecurity, select: select, update: update, delete: delete)
+            let (schema, table, rowSecurity, select, update, delete, insert) = try row.decode((String, String, Bool, Bool, Bool, Bool, Bool).self)
+            access[.init(schema: schema, name: table)] = .init(rowSecurity: rowSecurity, select: select, update: update, delete: delete, insert: insert)
         }
         var indexed: [DataMap.TableName: Set<String>] = [:]
         for row in try tx.query(PostgresQuery(unsafeSQL: """
@@ -109,7 +109,8 @@ extension PostgresStore {
          AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))),
         has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT'),
         has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'UPDATE'),
-        has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'DELETE')
+        has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'DELETE'),
+        has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'INSERT')
         """
 
     /// By pg_type name, then by type category (N numeric, S string, D date/time, B boolean).

@@ -88,6 +88,17 @@ struct OnDeletionCheckTests {
         #expect(message.contains(expected), "\(message)")
     }
 
+    /// A role that may not insert into the table would fail every deletion request there.
+    @Test func theRoleMustBeAllowedToInsertWhereARequestInserts() throws {
+        let plan = try Self.plan("  insert:\n    - {table: blacklisted, for_each: {table: outstanding, owner: user_id}, link: token_id, now: [blacklisted_at]}\n")
+        var access = Dictionary(uniqueKeysWithValues: plan.touchedTables.map { ($0.table, SchemaCatalog.Access.full) })
+        #expect(plan.accessProblems(access).isEmpty)
+        access[.init(schema: "main", name: "blacklisted")] = .init(rowSecurity: false, select: true, update: true, delete: true, insert: false)
+        #expect(plan.accessProblems(access) == ["blacklisted: this role lacks INSERT: GRANT INSERT ON main.blacklisted TO the role lifecycle connects as"])
+        access[.init(schema: "main", name: "outstanding")] = .init(rowSecurity: false, select: true, update: true, delete: true, insert: false)
+        #expect(plan.accessProblems(access).count == 1, "only the table inserted into needs INSERT")
+    }
+
     @Test func anInsertAddsOneRowPerOwnedRowNotLinkedYetInEitherDialect() throws {
         let plan = try Self.plan("  insert:\n    - {table: blacklisted, for_each: {table: outstanding, owner: user_id}, link: token_id, now: [blacklisted_at]}\n")
         let insertion = try #require(plan.onDeletion.insert.first)

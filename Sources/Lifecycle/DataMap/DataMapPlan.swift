@@ -319,6 +319,7 @@ public struct DataMapPlan: Sendable {
             if need.reads && !granted.select { missing.append("SELECT") }
             if !exportOnly && need.updates && !granted.update { missing.append("UPDATE") }
             if !exportOnly && need.deletes && !granted.delete { missing.append("DELETE") }
+            if !exportOnly && onDeletion.insert.contains(where: { $0.table == need.table }) && !granted.insert { missing.append("INSERT") }
             if !missing.isEmpty {
                 problems.append("\(shown): this role lacks \(missing.joined(separator: ", ")): GRANT \(missing.joined(separator: ", ")) ON \(need.table) TO the role lifecycle connects as")
             }

@@ -97,12 +97,15 @@ public struct SchemaCatalog: Sendable {
         public var select: Bool
         public var update: Bool
         public var delete: Bool
+        /// Needed only where a deletion request inserts rows (`on_deletion: insert:`).
+        public var insert: Bool
 
-        public init(rowSecurity: Bool, select: Bool, update: Bool, delete: Bool) {
+        public init(rowSecurity: Bool, select: Bool, update: Bool, delete: Bool, insert: Bool = true) {
             self.rowSecurity = rowSecurity
             self.select = select
             self.update = update
             self.delete = delete
+            self.insert = insert
         }
 
         public static let full = Access(rowSecurity: false, select: true, update: true, delete: true)
