@@ -252,13 +252,11 @@ public struct DataMap: Sendable, Equatable {
     public struct OnDeletion: Sendable, Equatable {
         public struct Removal: Sendable, Equatable {
             public var table: TableName
-            public var owner: OwnerValue
-            public var line: Int
             /// With `parent`, `owner.column` is the column referencing the parent's rows
             /// (`owner: {via: token_id, parent: token_blacklist_outstandingtoken}`).
+            public var owner: OwnerValue
+            public var line: Int
             public var preset: String? = nil
-        }
-
             /// Rows referencing the rows another `remove:` entry removes: removed before those.
             public var parent: TableName? = nil
             /// The parent's column `owner.column` references (the plan resolves it).
@@ -292,6 +290,8 @@ public struct DataMap: Sendable, Equatable {
                     && lhs.linkedColumn == rhs.linkedColumn && lhs.now == rhs.now && lhs.line == rhs.line && lhs.preset == rhs.preset
                     && DataMap.Erase.mask(lhs.values) == DataMap.Erase.mask(rhs.values)
             }
+        }
+
         public struct Setting: Sendable, Equatable {
             public var table: TableName
             public var owner: OwnerValue
@@ -307,9 +307,9 @@ public struct DataMap: Sendable, Equatable {
 
         public var remove: [Removal] = []
         public var set: [Setting] = []
+        public var insert: [Insertion] = []
 
         public var isEmpty: Bool { remove.isEmpty && set.isEmpty && insert.isEmpty }
-        public var insert: [Insertion] = []
     }
 
     /// Part of an account's data a user may delete without closing the account (the store
