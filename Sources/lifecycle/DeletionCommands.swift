@@ -285,8 +285,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             if let paused { Terminal.note(paused.line) }
         }
         var status: ExitStatus = report.failures.isEmpty && attention.isEmpty && paused == nil ? .ok : .tryLater
-        // Found residue is not a retry: it stays until the map or the data changes.
-        if report.failures.contains(where: { $0.contains(ResidueScan.marker) }) { status = .permissionDenied }
+        // Found residue is not a retry: it stays until the map or the data changes; nor is a
+        // role that row level security or a missing privilege holds back.
+        if report.failures.contains(where: { $0.contains(ResidueScan.marker) || $0.contains(AppErasure.accessRefusedMarker) }) { status = .permissionDenied }
         return await metrics.finish(registry, command: "purge", status: status, services: services)
     }
 

@@ -41,7 +41,19 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
                 return try tx.account(email: email)?.id
             }
         case .app(let data):
-            return try data.resolve(reference, in: tx)
+            if let key = try data.resolve(reference, in: tx) { return key }
+            // Not found by a role that cannot see every user row is not "no account": the
+            // row may be there, behind row level security or a missing privilege.
+            let table = data.plan.catalog.qualified(data.plan.subject.table)
+            if let access = try tx.tableAccess([table])[table], access.rowSecurity || !access.select {
+                throw LifecycleError(.permissionDenied, """
+                    no account '\(reference.text)' that this database role can see: \(data.displayName(table)) \
+                    \(access.select ? "has row level security this role does not bypass" : "is not readable by this role"); \
+                    run lifecycle as a role that \(access.select ? "bypasses it (BYPASSRLS, or the table's owner)" : "has SELECT on it") \
+                    (`lifecycle map check` lists what the map needs)
+                    """)
+            }
+            return nil
         }
     }
 

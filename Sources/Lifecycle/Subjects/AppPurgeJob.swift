@@ -48,6 +48,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: DeletionJobs.purgeKind, steps: [
+            JobStep("check-access", external: checkAccess, runsEveryAttempt: true),
             JobStep("lock-and-mark", database: lockAndMark),
             JobStep("erase-rows", external: eraseRows, runsEveryAttempt: true),
             JobStep("delete-files", external: deleteFiles, runsEveryAttempt: true),
@@ -104,6 +105,32 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
                  verification, residue,
                  purgeJob = "purge_job", holds
         }
+    }
+
+    // MARK: 0. check-access
+
+    /// Before the account is marked purging: a role that row level security holds back, or
+    /// that lacks a privilege the map needs, is how this installation is set up, not the
+    /// job's fault, and no retry mends it. The job is handed back (`WorkerNotReady`: still
+    /// due, its attempts untouched, the reason kept for `jobs check`), `purge` exits 77, and
+    /// the account stays pending deletion, so signing in still restores it, until the grant
+    /// or the policy changes. Never recorded: every attempt checks the role that runs it.
+    private func checkAccess(_ context: StepContext) async throws -> StepResult {
+        let key = try context.payload(PurgePayload.self).account
+        let state = try await services.store.read { tx in try tx.subject(key: key)?.state }
+        // Not due, restored or done: lock-and-mark says so and ends the job.
+        guard state == .pendingDeletion || state == .purging else { return StepResult(output: nil, recorded: false) }
+        let data = try await appData.appData(services)
+        do {
+            try await AppErasure.requireAccess(data, store: services.store)
+        } catch let refused as AppErasure.AccessRefused {
+            throw WorkerNotReady("""
+                \(refused.description)
+                Nothing was changed: the account stays \(state == .purging ? "purging" : "pending deletion (signing in still restores it)") \
+                and its purge waits, its attempts unused, until the role can (`lifecycle map check` says what is missing)
+                """)
+        }
+        return StepResult(output: nil, recorded: false)
     }
 
     // MARK: 1. lock-and-mark
@@ -390,13 +417,19 @@ struct VerificationFailed: Error, CustomStringConvertible {
 /// What erasing and exporting an app's account need beyond the statements: the role's
 /// access to every table, and the verification read.
 public enum AppErasure {
+    /// Starts the message of a purge a role cannot run (row level security, a privilege).
+    public static let accessRefusedMarker = AccessRefused.marker
+
     /// Row level security this role does not bypass, or a missing privilege: a purge would
     /// erase nothing and report success, an export hand out part of an account.
     struct AccessRefused: Error, CustomStringConvertible {
         let problems: [String]
         var description: String {
-            "this database role cannot see or change every row the data map names:\n" + problems.map { "  - " + $0 }.joined(separator: "\n")
+            Self.marker + ":\n" + problems.map { "  - " + $0 }.joined(separator: "\n")
         }
+
+        /// Starts every message of one: how a purge run tells this cause from a retry.
+        static let marker = "this database role cannot see or change every row the data map names"
     }
 
     static func milliseconds(since start: ContinuousClock.Instant) -> Double {
