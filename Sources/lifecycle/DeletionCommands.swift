@@ -226,7 +226,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             undone, whoever left it so: retrying, dead, held by another process, or waiting while deletion.purge \
             is paused (each named, with what to do); 77 when the residue scan after erasure found an account's \
             identifiers where the map neither erases nor allows them (its files kept, the table, column and row \
-            named). Overlapping runs are safe: each account is purged exactly once.
+            named), or when the role it connects as is held back by row level security or lacks a privilege \
+            (nothing changed: the account stays pending and its job waits). Overlapping runs are safe: each \
+            account is purged exactly once.
             --dry-run changes nothing and lists each due account with the rows and blobs that would go; for an \
             app's own database it rehearses each account's erasure for real, inside a transaction that is then \
             rolled back, and reports per table what would be deleted and masked (the counts the receipt then \
