@@ -146,6 +146,33 @@ struct SupabaseAsItIsTests {
         #expect(receipt.contains(#""storage.objects":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
     }
 
+    /// Storage's objects are files: with LIFECYCLE_BLOBS holding one folder per bucket, each
+    /// of her objects' files (`bucket_id/name`: spaces, accents, an upload no row of the app
+    /// names) goes with its row; bob's, and a file of hers no object row records, stay.
+    @Test
+    func storageObjectsAreAFileCatalogWhoseFilesGoWithTheirRows() async throws {
+        let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed + "\n" + Self.platformSeed)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        let hers = ["avatars/\(Self.ada)/Été à Paris.jpg", "avatars/\(Self.ada)/my old photo.png"]
+        let others = ["avatars/\(Self.bob)/Ça va.jpg", "avatars/ada-notes.txt"]
+        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] + hers + others {
+            _ = try await blobs.put(key: key, data: Data(key.utf8))
+        }
+        #expect(try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2").status == 0)
+        let rehearsal = try await workspace.run(["purge", "--dry-run"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(rehearsal.status == 0, "\(rehearsal.stdout) \(rehearsal.stderr)")
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+
+        #expect(app.files(workspace) == Set(["avatars/bob.jpg", "journal/bob/ride.jpg"] + others), "\(app.files(workspace).sorted())")
+        for key in others { #expect(try await blobs.readAll(key: key) == Data(key.utf8), "\(key)") }
+        #expect(try await app.rows(workspace, "SELECT bucket_id || '/' || name FROM storage.objects") == ["avatars/\(Self.bob)/Ça va.jpg"])
+        let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
+        // Her two app files and her two objects' files.
+        #expect(receipt.contains(#""blobs":4"#) && receipt.contains(#""storage.objects":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
+    }
+
     /// A project on a GoTrue release before flow_state.linking_target_id (2026) keeps the
     /// preset: the flows go by user_id, and `map check` says what was left out.
     @Test

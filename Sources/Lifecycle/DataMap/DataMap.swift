@@ -218,6 +218,9 @@ public struct DataMap: Sendable, Equatable {
         /// platform's guard that refuses SQL deletes unless one is set (Supabase Storage's
         /// `storage.allow_delete_query`).
         public var eraseSettings: [TransactionSetting] = []
+        /// A file catalog (`file_key: [bucket_id, name]`, Supabase Storage's objects): each
+        /// row is a file whose blob key is these columns' values joined by '/', deleted with it.
+        public var fileKey: [String] = []
     }
 
     /// A namespaced (`prefix.name`) PostgreSQL setting: one an extension or platform

@@ -308,7 +308,7 @@ extension DataMap {
     private static func table(_ field: YAMLField) throws -> Table {
         let fields = try field.mapping(allowed: [
             "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "erase", "cascade",
-            "erase_settings",
+            "erase_settings", "file_key",
         ])
         let name = try fields.required("table").tableName()
         let ownership: Ownership
@@ -365,6 +365,17 @@ extension DataMap {
             erase: erase, cascade: try fields["cascade"]?.sequence().map { try $0.columnReference() } ?? [], line: field.line)
         if let settings = fields["erase_settings"] {
             table.eraseSettings = try eraseSettings(settings)
+        }
+        if let field = fields["file_key"] {
+            table.fileKey = field.isSequence ? try field.identifiers() : [try field.identifier()]
+            guard !table.fileKey.isEmpty else {
+                throw field.error("names the columns whose values, joined by '/', are each row's blob key: [bucket_id, name]")
+            }
+            // A masked row stays, and would keep naming a file the purge deleted.
+            let deletes = if case .sides(let sides) = ownership { sides.allSatisfy { $0.erase == .delete } } else { erase == .delete }
+            guard deletes else {
+                throw field.error("a file catalog's rows are files, deleted with their files: leave its `erase:` (and each side's) at delete")
+            }
         }
         return table
     }

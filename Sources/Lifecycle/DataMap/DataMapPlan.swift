@@ -514,10 +514,10 @@ private struct Checker {
             guard !key.isEmpty else {
                 throw fail(entry.line, "table \(table.name) has no primary key: list the columns that identify a row under `key:`")
             }
-            for name in key + entry.columns + entry.blobs + entry.orderBy {
+            for name in key + entry.columns + entry.blobs + entry.orderBy + entry.fileKey {
                 _ = try column(name, of: info, line: entry.line, role: "column")
             }
-            for name in entry.blobs where ![.text, .other].contains(info.column(name)?.kind) {
+            for name in entry.blobs + entry.fileKey where ![.text, .other].contains(info.column(name)?.kind) {
                 throw fail(entry.line, "blob column \(table.name).\(name) is \(info.column(name)?.declaredType ?? "?"); it must hold text (blob keys)")
             }
             if let mask = entry.erase.mask { try self.mask(mask, of: info, key: key, line: entry.line) }

@@ -84,13 +84,13 @@ public struct DataMapPreset: Sendable {
                 erase: {mask: {payload: null, ip_address: ""}}
           # Storage's record of the user's uploads: owner_id is text and owner (deprecated) a
           # uuid, neither a foreign key since storage migration 0017. Storage's trigger refuses
-          # SQL deletes unless storage.allow_delete_query is set for the transaction. The files
-          # themselves go as the app's rows that name them are erased (their blobs: columns);
-          # an upload no app row names stays in the bucket, its record gone: list such files
-          # with Storage's API before adopting, or name them from a table of the app.
+          # SQL deletes unless storage.allow_delete_query is set for the transaction. Each row
+          # is a file, at bucket_id/name in the blob store (LIFECYCLE_BLOBS holding one folder
+          # per bucket): it goes with its row, whether or not a row of the app names it.
           - table: storage.objects
             owners: [owner_id, owner]
             erase_settings: {storage.allow_delete_query: "true"}
+            file_key: [bucket_id, name]
         ignore:
           - column: storage.buckets.owner
             reason: buckets are the project's, not a user's

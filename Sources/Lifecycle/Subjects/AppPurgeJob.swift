@@ -173,6 +173,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         try await AppErasure.requireAccess(data, store: services.store)
         // A key that cannot be one folder of `blob_prefixes:` stops the purge before any row goes.
         do { _ = try data.plan.subject.blobPrefixes.map { try $0.resolved(key: key) } } catch { throw PermanentJobFailure("\(error)") }
+        try await recordCatalogFiles(key: key, data: data, batch: try policy.get().purgeBlobBatch)
         try await erase(key: key, data: data, context: context)
         return StepResult(output: nil, recorded: false)
     }
@@ -236,6 +237,26 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             try tx.addPurgeProgress(key: key, table: ResidueScan.progressRows, deleted: summary.rowsScanned, masked: 0)
             try tx.addPurgeProgress(
                 key: key, table: ResidueScan.progressTime, deleted: Int((summary.milliseconds ?? 0) * 1000), masked: summary.passAccounts ?? 1)
+        }
+    }
+
+    /// The files of the user's rows of a file catalog (`file_key:`, Storage's objects),
+    /// recorded before any of those rows goes: a catalog row is the only record of its file.
+    /// Recording deletes nothing; the files go in `delete-files`, after the rows and the
+    /// residue scan. Run again, it finds only the rows still there.
+    private func recordCatalogFiles(key: String, data: AppData, batch: Int) async throws {
+        for table in data.plan.tables where !table.table.fileKey.isEmpty {
+            var after: String?
+            while true {
+                let cursor = after
+                let page = try await services.store.write { tx in
+                    let keys = try tx.rows(data.sql.catalogFileKeys(table, key: key, after: cursor, limit: batch)).compactMap { $0.first?.text }
+                    try tx.recordPurgeFiles(key: key, files: keys)
+                    return keys
+                }
+                guard let last = page.last, page.count == batch else { break }
+                after = last
+            }
         }
     }
 
