@@ -45,6 +45,9 @@ extension LifecycleError {
                 self.init(.tryLater, "\(error.message)\nThe PostgreSQL server is out of disk space: free space there and run the same command again.")
             } else if error.isDamaged {
                 self.init(.unavailable, "\(error.message)\nThe PostgreSQL server reports damaged data: stop the workers and restore or repair the database before running again.")
+            } else if error.isInsufficientPrivilege {
+                // A grant the role lacks is the installation's setup, not a bug nor a retry.
+                self.init(.permissionDenied, "\(error.message)\nThe role lifecycle connects as lacks a privilege: grant it, or connect as a role that has it.")
             } else if error.isUnavailable {
                 self.init(.unavailable, "\(error.message)\nCheck that the PostgreSQL server is running and reachable and that the --database URL (or LIFECYCLE_DATABASE) is right.")
             } else {

@@ -513,7 +513,19 @@ enum Migrations {
         // Looked up before creating: CREATE SCHEMA IF NOT EXISTS asks for the CREATE
         // privilege on the database even when the schema is there.
         if try tx.query("SELECT to_regnamespace('lifecycle') IS NULL").first?.decode(Bool.self) ?? true {
-            try tx.execute("CREATE SCHEMA lifecycle")
+            // Read first: a refused statement aborts the transaction, and with it any query.
+            let (database, role) = try tx.query("SELECT current_database()::text, current_user::text").first?.decode((String, String).self)
+                ?? ("DATABASE", "ROLE")
+            do {
+                try tx.execute("CREATE SCHEMA lifecycle")
+            } catch let error as PostgresStoreError where error.isInsufficientPrivilege {
+                throw PostgresStoreError.query("""
+                    \(error.message)
+                    lifecycle keeps its state in a schema of its own, `lifecycle`, which this role may not create. Either grant \
+                    it: GRANT CREATE ON DATABASE "\(database)" TO "\(role)"; or have an administrator create the schema for \
+                    it: CREATE SCHEMA lifecycle AUTHORIZATION "\(role)"; then run the same command again
+                    """, sqlState: error.sqlState)
+            }
         }
         if try tx.query("SELECT to_regclass('lifecycle.schema_migrations') IS NULL").first?.decode(Bool.self) ?? true {
             let earlier = try tx.query("""

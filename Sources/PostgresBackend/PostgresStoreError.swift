@@ -35,6 +35,8 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public var isOutOfSpace: Bool { sqlState == "53100" }
     /// XX001 data_corrupted, XX002 index_corrupted: the server's files need an operator.
     public var isDamaged: Bool { sqlState == "XX001" || sqlState == "XX002" }
+    /// 42501 insufficient_privilege: the role lacks a grant; no retry mends it.
+    public var isInsufficientPrivilege: Bool { sqlState == "42501" }
 
     /// PSQLError's own description hides everything on purpose; this keeps the
     /// server's message and SQLSTATE, which carry no bound values.

@@ -241,6 +241,29 @@ struct DataMapCheckTests {
         let later = try await workspace.run(["map", "check", "--account", "1"])
         #expect(later.status == 77 && later.stderr.contains("mode 604"), "\(later.stderr)")
     }
+
+    /// A role that may not create lifecycle's schema is a grant to make, not a bug: 77,
+    /// naming the GRANT (or the schema an administrator creates for it), nothing written;
+    /// once granted, the same command goes through.
+    @Test func initByARoleThatMayNotCreateTheSchemaNamesTheGrant() async throws {
+        let workspace = try await install(try AppSchema.social, .postgres)
+        let role = "installer_" + UUID().uuidString.prefix(8).lowercased()
+        let url = try #require(workspace.postgresURL)
+        _ = try psqlQuery(url, "CREATE ROLE \(role) LOGIN PASSWORD 'installer-secret'; GRANT SELECT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO \(role);")
+        var asRole = workspace
+        asRole.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(role):installer-secret@", options: .regularExpression)
+        asRole.initialisesOnFirstCommand = false
+        let before = try await tables(workspace)
+        let refused = try await asRole.run(["init"])
+        #expect(refused.status == 77, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("GRANT CREATE ON DATABASE") && refused.stderr.contains("CREATE SCHEMA lifecycle AUTHORIZATION \"\(role)\""), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("bug"), "\(refused.stderr)")
+        #expect(try psqlQuery(url, "SELECT count(*) FROM pg_namespace WHERE nspname = 'lifecycle'").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        #expect(try await tables(workspace) == before)
+        _ = try psqlQuery(url, "CREATE SCHEMA lifecycle AUTHORIZATION \(role);")
+        let granted = try await asRole.run(["init"])
+        #expect(granted.status == 0, "\(granted.stdout) \(granted.stderr)")
+    }
 }
 
 /// Runs a tool, feeding `input` on stdin; throws unless it exits 0.
