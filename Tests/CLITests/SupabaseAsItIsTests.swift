@@ -161,6 +161,14 @@ struct SupabaseAsItIsTests {
         for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] + hers + others {
             _ = try await blobs.put(key: key, data: Data(key.utf8))
         }
+        // Her export holds her objects' files the store has, beside the files her app rows name.
+        let (_, archive) = try await AppExportTests().export(workspace, "ada@example.com")
+        #expect(Set(archive.files.keys) == [
+            "files/users/2025/01/01/ada.jpg", "files/journal_photos/2025/03/01/run.jpg",
+            "files/storage.objects/Été à Paris.jpg", "files/storage.objects/my old photo.png",
+        ], "\(archive.files)")
+        #expect(archive.files["files/storage.objects/my old photo.png"] == hers[1])
+
         #expect(try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2").status == 0)
         let rehearsal = try await workspace.run(["purge", "--dry-run"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
         #expect(rehearsal.status == 0, "\(rehearsal.stdout) \(rehearsal.stderr)")
@@ -171,8 +179,8 @@ struct SupabaseAsItIsTests {
         for key in others { #expect(try await blobs.readAll(key: key) == Data(key.utf8), "\(key)") }
         #expect(try await app.rows(workspace, "SELECT bucket_id || '/' || name FROM storage.objects") == ["avatars/\(Self.bob)/Ça va.jpg"])
         let receipt = try #require(try await workspace.auditRows(of: Self.ada).first { $0.action == "account.purge" }?.detail)
-        // Her two app files and her two objects' files.
-        #expect(receipt.contains(#""blobs":4"#) && receipt.contains(#""storage.objects":{"after":0,"before":3,"deleted":3,"masked":0}"#), "\(receipt)")
+        // Her two app files, her two objects' files and her export archive.
+        #expect(receipt.contains(#""blobs":5"#) && receipt.contains(#""storage.objects":{"after":0,"before":3,"deleted":3,"masked":0}"#), "\(receipt)")
     }
 
     /// A project on a GoTrue release before flow_state.linking_target_id (2026) keeps the

@@ -164,6 +164,31 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let key = subjectKey
         for table in tables {
             let folder = "files/" + ExportNames.segment(appData.displayName(table.name), fallback: "table")
+            // A file catalog's rows are her files (Storage's objects): those the store holds go
+            // in, as the purge deletes them; a row whose file this store does not hold (laid
+            // out otherwise) names none here.
+            if let catalog = sql.plan.plan(for: table.name), !catalog.table.fileKey.isEmpty {
+                let source = "\(appData.displayName(table.name)).\(catalog.table.fileKey.joined(separator: "/"))"
+                var after: String?
+                while true {
+                    let from = after
+                    let page = try await store.read { tx in try tx.rows(sql.catalogFileKeys(catalog, key: key, after: from, limit: limit)) }
+                    for row in page {
+                        guard let blobKey = row.first?.text, seenKeys.insert(ExactText(blobKey)).inserted else { continue }
+                        guard !BlobKey.isLifecycleOwn(blobKey) else {
+                            lifecycleOwn.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), one of lifecycle's own files, which no export hands out"))
+                            continue
+                        }
+                        guard services.blobs.keyProblem(blobKey) == nil, let info = try await services.blobs.info(key: blobKey) else { continue }
+                        let name = uniqueName(folder: folder, key: blobKey, date: nil, used: &usedNames)
+                        try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: cutoff, source: source), to: output, with: encoder)
+                        plan.count += 1
+                        plan.bytes += info.size
+                    }
+                    guard page.count == limit, let last = page.last?.first?.text else { break }
+                    after = last
+                }
+            }
             for column in table.blobs {
                 let source = "\(appData.displayName(table.name)).\(column)"
                 var after: String?
