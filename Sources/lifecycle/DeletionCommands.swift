@@ -289,7 +289,10 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         var status: ExitStatus = report.failures.isEmpty && attention.isEmpty && paused == nil ? .ok : .tryLater
         // Found residue is not a retry: it stays until the map or the data changes; nor is a
         // role that row level security or a missing privilege holds back.
-        if report.failures.contains(where: { $0.contains(ResidueScan.marker) || $0.contains(AppErasure.accessRefusedMarker) }) { status = .permissionDenied }
+        if report.failures.contains(where: { $0.contains(ResidueScan.marker) || $0.contains(AppErasure.accessRefusedMarker) })
+            || attention.contains(where: { $0.reason == .dead && $0.lastError?.contains(ResidueScan.marker) == true }) {
+            status = .permissionDenied
+        }
         return await metrics.finish(registry, command: "purge", status: status, services: services)
     }
 

@@ -147,6 +147,14 @@ struct ResidueScanTests {
         let stop = try #require(try await workspace.auditRows(of: "1").first { $0.action == "account.purge" && $0.outcome == "residue_found" })
         #expect(stop.detail?.contains(planted.named) == true && stop.detail?.lowercased().contains("example.com") == false, "\(stop)")
 
+        // The next night's run starts no new job that would stop the same way: still 77, the
+        // one dead job named, nothing else queued.
+        let again = try await workspace.run(["purge"])
+        #expect(again.status == 77, "\(again.stdout) \(again.stderr)")
+        #expect((again.stdout + again.stderr).contains(planted.named), "\(again.stdout) \(again.stderr)")
+        let jobs = backend == .postgres ? "lifecycle.jobs" : "lifecycle_jobs"
+        #expect(try await app.rows(workspace, "SELECT state FROM \(jobs) WHERE kind = 'deletion.purge'") == ["dead"])
+
         // Not a blind retry: dead after its one attempt, named by `jobs check`, until retried.
         let job = try #require(said.firstMatch(of: /purge job #(\d+) is dead/)?.output.1).description
         let map = workspace.jobsDirectory + "/account-data.yaml"

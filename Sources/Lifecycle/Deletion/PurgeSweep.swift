@@ -8,11 +8,19 @@ public struct SweepReport: Sendable, Codable, Equatable {
     public var enqueued = 0
     /// Of those, the accounts on hold (`accounts hold`): left alone until the hold ends.
     public var held: [String] = []
+    /// Of those, the accounts whose purge the residue scan stopped: its dead job waits for
+    /// `jobs retry` once the map maps or allows what was found; a new job would only stop again.
+    public var stopped: [String] = []
 
-    public init(due: Int = 0, enqueued: Int = 0, held: [String] = []) {
+    public init(due: Int = 0, enqueued: Int = 0, held: [String] = [], stopped: [String] = []) {
         self.due = due
         self.enqueued = enqueued
         self.held = held
+        self.stopped = stopped
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case due, enqueued, held, stopped
     }
 }
 
@@ -120,6 +128,11 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         let now = services.clock.now()
         let directory = try await directory()
         var report = SweepReport()
+        // Found residue stays until the map or the data changes: a fresh job each night would
+        // stop the same way and leave one more dead job. The dead one is retried instead.
+        let stopped = Set(try await store.jobs(matching: JobFilter(states: [.dead], kinds: [DeletionJobs.purgeKind], limit: 100_000))
+            .filter { $0.lastError?.contains(ResidueScan.marker) == true }
+            .compactMap { try? JobJSON.decode(PurgePayload.self, from: $0.payload).account })
         var after: String?
         while true {
             let cursor = after
@@ -129,7 +142,7 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 // account from getting a job that would only stand down.
                 let held = try tx.heldKeys(due.map(\.accountID), now: now)
                 var created = 0
-                for account in due where !held.contains(ExactText(account.accountID)) {
+                for account in due where !held.contains(ExactText(account.accountID)) && !stopped.contains(account.accountID) {
                     let request = try DeletionJobs.purgeRequest(accountID: account.accountID, runAt: min(account.purgeAfter ?? now, now))
                     if try store.enqueue(request, policy: purgePolicy, now: now, in: tx).created { created += 1 }
                 }
@@ -141,6 +154,7 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
             guard count == batch, let last else { break }
             after = last
         }
+        report.stopped = stopped.sorted()
         if report.enqueued > 0 {
             services.logger.info("purge jobs enqueued for due accounts", metadata: ["due": .stringConvertible(report.due), "enqueued": .stringConvertible(report.enqueued)])
         }
