@@ -19,7 +19,9 @@ struct OnDeletionCheckTests {
         T.table("sessions", [T.column("id"), T.column("user_id")]),
         T.table("session_tokens", [T.column("id"), T.column("session_id")]),
         T.table("token_uses", [T.column("id"), T.column("token_id")]),
+        T.table("revocations", [T.column("id"), T.column("token_id"), T.column("session_id"), T.column("reason", .text)]),
     ], foreignKeys: [
+        T.key("revocations", "token_id", "outstanding"), T.key("revocations", "session_id", "sessions", onDelete: .setNull),
         T.key("outstanding", "user_id", "users"), T.key("blacklisted", "token_id", "outstanding"),
         T.key("sessions", "user_id", "users"), T.key("session_tokens", "session_id", "sessions", onDelete: .cascade),
         T.key("token_uses", "token_id", "session_tokens"),
@@ -31,6 +33,7 @@ struct OnDeletionCheckTests {
           - {table: sessions, owner: user_id}
           - {table: session_tokens, owner: {via: session_id, parent: sessions}}
           - {table: token_uses, owner: {via: token_id, parent: session_tokens}}
+          - {table: revocations, owner: {via: token_id, parent: outstanding}}
         """
 
     static func plan(_ onDeletion: String) throws -> DataMapPlan {
@@ -48,7 +51,7 @@ struct OnDeletionCheckTests {
 
     @Test func aRemovalWithRowsReferencingItIsRefusedNamingTheLineToAdd() {
         let message = refusal("  remove:\n    - {table: outstanding, owner: user_id}\n")
-        #expect(message.contains("m.yaml:11: on_deletion removes rows of outstanding"), "\(message)")
+        #expect(message.contains("m.yaml:12: on_deletion removes rows of outstanding"), "\(message)")
         #expect(message.contains("main.blacklisted.token_id → main.outstanding.id (ON DELETE NO ACTION)"), "\(message)")
         #expect(message.contains("`- {table: blacklisted, owner: {via: token_id, parent: outstanding}}`"), "\(message)")
     }
@@ -79,11 +82,15 @@ struct OnDeletionCheckTests {
          "blacklisted.token_id has no foreign key to sessions"),
         ("  insert:\n    - {table: blacklisted, for_each: {table: outstanding, owner: user_id}, link: token_id, now: [token_id]}\n",
          "sets column 'token_id' twice"),
+        ("  insert:\n    - {table: revocations, for_each: {table: outstanding, owner: user_id}, link: token_id, values: {session_id: 3}}\n",
+         "revocations.session_id is a foreign key (main.revocations.session_id → main.sessions.id): leave it out, or set it to null"),
+        ("  insert:\n    - {table: revocations, for_each: {table: outstanding, owner: user_id}, link: token_id, values: {session_id: null, reason: gone}}\n",
+         "accepted"),
         ("  insert:\n    - {table: blacklisted, for_each: {table: outstanding, owner: user_id}, link: token_id, now: [blacklisted_at]}\n"
             + "  remove:\n    - {table: outstanding, owner: user_id}\n    - {table: blacklisted, owner: {via: token_id, parent: outstanding}}\n",
          "names table blacklisted twice"),
     ])
-    func aMisWrittenEntryIsRefusedSayingWhatToWrite(_ onDeletion: String, _ expected: String) {
+    func eachEntryIsCheckedSayingWhatToWrite(_ onDeletion: String, _ expected: String) {
         let message = refusal(onDeletion)
         #expect(message.contains(expected), "\(message)")
     }

@@ -779,6 +779,12 @@ private struct Checker {
             }
         }
         try mask(entry.values, of: table, key: [], line: line)
+        // A constant would name the same row for every user, or none: a foreign key takes null.
+        for value in entry.values where value.value != .null {
+            if let key = catalog.foreignKeys(from: table.name).first(where: { $0.columns.contains(value.column) }) {
+                throw fail(line, "on_deletion: insert: \(shown(table.name)).\(value.column) is a foreign key (\(key)): leave it out, or set it to null")
+            }
+        }
         let given = Set([entry.link] + entry.now + entry.values.map(\.column))
         if let missing = table.columns.first(where: { $0.isNotNull && !$0.hasDefault && !given.contains($0.name) }) {
             throw fail(line, """
