@@ -183,6 +183,29 @@ struct SupabaseAsItIsTests {
         #expect(receipt.contains(#""blobs":5"#) && receipt.contains(#""storage.objects":{"after":0,"before":3,"deleted":3,"masked":0}"#), "\(receipt)")
     }
 
+    /// A part of the account made of her Storage objects: deleting it takes their files too,
+    /// and nothing else of hers or anyone's.
+    @Test
+    func aPartOfStorageObjectsTakesTheirFiles() async throws {
+        var schema = try DataMapCheckTests.AppSchema.supabase
+        schema.map += "\nparts:\n  - name: uploads\n    label: Uploads\n    tables: [storage.objects]\n"
+        let workspace = try await app.schemas.install(schema, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed + "\n" + Self.platformSeed)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        let kept = ["avatars/ada.jpg", "journal/ada/run.jpg", "avatars/\(Self.bob)/Ça va.jpg"]
+        for key in kept + ["avatars/\(Self.ada)/Été à Paris.jpg", "avatars/\(Self.ada)/my old photo.png"] {
+            _ = try await blobs.put(key: key, data: Data(key.utf8))
+        }
+        #expect(try await workspace.run(["init"]).status == 0)
+        let asked = try await workspace.run(["delete", "ada@example.com", "--part", "uploads", "--operator", "sam", "--reason", "ticket 7"])
+        #expect(asked.status == 0, "\(asked.stdout) \(asked.stderr)")
+        let worker = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
+        #expect(worker.status == 0 && (worker.stdout + worker.stderr).contains("1 succeeded"), "\(worker.stdout) \(worker.stderr)")
+        #expect(app.files(workspace) == Set(kept), "\(app.files(workspace).sorted())")
+        #expect(try await app.rows(workspace, "SELECT bucket_id || '/' || name FROM storage.objects") == ["avatars/\(Self.bob)/Ça va.jpg"])
+        #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM journal_entries WHERE user_id = '\(Self.ada)'") == ["1"])
+    }
+
     /// A project on a GoTrue release before flow_state.linking_target_id (2026) keeps the
     /// preset: the flows go by user_id, and `map check` says what was left out.
     @Test

@@ -101,6 +101,7 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         let key = payload.account
         let (whole, part) = try await partData(payload, job: context.job.id)
         try await AppErasure.requireAccess(part, store: services.store)
+        try await CatalogFiles(services: services).record(key: key, data: part, batch: try policy.get().purgeBlobBatch, context: context)
         let directory = directory(whole)
         let now = context.now
         let sql = part.sql

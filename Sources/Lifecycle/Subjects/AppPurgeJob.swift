@@ -173,7 +173,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         try await AppErasure.requireAccess(data, store: services.store)
         // A key that cannot be one folder of `blob_prefixes:` stops the purge before any row goes.
         do { _ = try data.plan.subject.blobPrefixes.map { try $0.resolved(key: key) } } catch { throw PermanentJobFailure("\(error)") }
-        try await recordCatalogFiles(key: key, data: data, batch: try policy.get().purgeBlobBatch, context: context)
+        try await CatalogFiles(services: services).record(key: key, data: data, batch: try policy.get().purgeBlobBatch, context: context)
         try await erase(key: key, data: data, context: context)
         return StepResult(output: nil, recorded: false)
     }
@@ -237,39 +237,6 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             try tx.addPurgeProgress(key: key, table: ResidueScan.progressRows, deleted: summary.rowsScanned, masked: 0)
             try tx.addPurgeProgress(
                 key: key, table: ResidueScan.progressTime, deleted: Int((summary.milliseconds ?? 0) * 1000), masked: summary.passAccounts ?? 1)
-        }
-    }
-
-    /// The files of the user's rows of a file catalog (`file_key:`, Storage's objects),
-    /// recorded before any of those rows goes: a catalog row is the only record of its file.
-    /// Recording deletes nothing; the files go in `delete-files`, after the rows and the
-    /// residue scan. Run again, it finds only the rows still there. A key with no file in
-    /// this store (one laid out otherwise than the catalog says) is not recorded, so the
-    /// receipt never counts a file as deleted that was not there; how many is logged.
-    private func recordCatalogFiles(key: String, data: AppData, batch: Int, context: StepContext) async throws {
-        let (store, blobs, sql) = (services.store, services.blobs, data.sql)
-        for table in data.plan.tables where !table.table.fileKey.isEmpty {
-            var after: String?
-            var absent = 0
-            while true {
-                let cursor = after
-                let page = try await store.read { tx in
-                    try tx.rows(sql.catalogFileKeys(table, key: key, after: cursor, limit: batch)).compactMap { $0.first?.text }
-                }
-                var present: [String] = []
-                for file in page {
-                    if blobs.keyProblem(file) == nil, try await blobs.info(key: file) != nil { present.append(file) } else { absent += 1 }
-                }
-                let found = present
-                if !found.isEmpty { try await store.write { tx in try tx.recordPurgeFiles(key: key, files: found) } }
-                guard let last = page.last, page.count == batch else { break }
-                after = last
-            }
-            if absent > 0 {
-                context.logger.notice("file catalog rows whose file is not in the blob store; their rows go, nothing to delete", metadata: [
-                    "account": "\(key)", "table": "\(data.displayName(table.table.name))", "rows": .stringConvertible(absent),
-                ])
-            }
         }
     }
 
