@@ -116,7 +116,7 @@ struct DeleteCommand: AsyncParsableCommand, StoreCommand {
         Terminal.line(result.message)
         if result.outcome != .alreadyPending, let purgeAfter = result.purgeAfter {
             let job = result.purgeJobID.map { " (purge job #\($0))" } ?? ""
-            Terminal.line("Account \(result.accountID): everything is removed on or after \(ISO8601.format(purgeAfter))\(job); \(result.sessionsRevoked) session(s) signed out.")
+            Terminal.line("Account \(result.accountID): everything is removed on or after \(ISO8601.format(purgeAfter))\(job); \(result.sessionsRevoked) session(s) signed out\(result.tokensRevoked > 0 ? ", \(result.tokensRevoked) token(s) revoked" : "").")
         }
         return .ok
     }

@@ -637,6 +637,9 @@ extension SupabaseAuthErasureTests {
 
         let request = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter2")
         #expect(request.status == 0, "\(request.stderr)")
+        // Sessions are counted as sessions: her one, not the refresh tokens that went with it
+        // (by the session's cascade) nor those removed besides (the legacy one, the one-time link).
+        #expect(request.stdout.contains("1 session(s) signed out, 2 token(s) revoked"), "\(request.stdout)")
         // No session to refresh, no refresh token to trade, no one-time link to follow;
         // signing in again stays possible (the identity and the password are there).
         #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM auth.sessions WHERE user_id = '\(Self.ada)'") == ["0"])

@@ -116,9 +116,9 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
 
     /// Signs the account out everywhere: the reference app's sessions, or what an app's
     /// map says deletion does (`on_deletion:`: sessions and tokens removed, values set).
-    public func revokeSessions(id: String, at: Date, in tx: Store.Transaction) throws -> Int {
+    public func revokeSessions(id: String, at: Date, in tx: Store.Transaction) throws -> SignedOut {
         switch source {
-        case .reference: try tx.revokeSessions(accountID: id, at: at)
+        case .reference: SignedOut(sessions: try tx.revokeSessions(accountID: id, at: at))
         case .app(let data): try data.beginGrace(key: id, in: tx)
         }
     }

@@ -38,11 +38,14 @@ public struct DeletionRequestResult: Sendable, Codable, Equatable {
     public var purgeAfter: Date?
     public var purgeJobID: JobID?
     public var sessionsRevoked: Int
+    /// Tokens revoked besides (refresh and API tokens removed, JWTs blacklisted).
+    public var tokensRevoked: Int = 0
     /// What to tell the person: the product message, or why nothing changed.
     public var message: String
 
     enum CodingKeys: String, CodingKey {
-        case outcome, accountID = "account_id", state, purgeAfter = "purge_after", purgeJobID = "purge_job_id", sessionsRevoked = "sessions_revoked", message
+        case outcome, accountID = "account_id", state, purgeAfter = "purge_after", purgeJobID = "purge_job_id", sessionsRevoked = "sessions_revoked",
+             tokensRevoked = "tokens_revoked", message
     }
 }
 
@@ -226,12 +229,12 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             let job = try schedulePurge(id, at: purgeAfter, now: now, in: tx)
             try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: store, now: now, in: tx)
             try tx.recordAudit(event(id, actor: "user", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
-                "hash_format": .string(format), "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked),
+                "hash_format": .string(format), "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked.sessions), "tokens_revoked": .int(revoked.tokens),
                 "purge_job": .int(job.id),
             ]))
             return DeletionRequestResult(
                 outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
-                sessionsRevoked: revoked, message: DeletionMessages.deleted(graceDays: policy.graceDays))
+                sessionsRevoked: revoked.sessions, tokensRevoked: revoked.tokens, message: DeletionMessages.deleted(graceDays: policy.graceDays))
         }
         services.logger.notice("deletion requested", metadata: ["account": "\(id)", "outcome": "\(result.outcome.rawValue)"])
         return result
@@ -260,11 +263,11 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: services.store, now: now, in: tx)
             try tx.recordAudit(event(id, actor: "user:email-link", action: DeletionAudit.request, outcome: "requested", at: now, detail: [
                 "confirmed_by": .string("email-link"), "link_issued_at": .string(ISO8601.format(linkIssuedAt)),
-                "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked), "purge_job": .int(job.id),
+                "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked.sessions), "tokens_revoked": .int(revoked.tokens), "purge_job": .int(job.id),
             ]))
             return DeletionRequestResult(
                 outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
-                sessionsRevoked: revoked, message: DeletionMessages.deleted(graceDays: policy.graceDays))
+                sessionsRevoked: revoked.sessions, tokensRevoked: revoked.tokens, message: DeletionMessages.deleted(graceDays: policy.graceDays))
         }
         services.logger.notice("deletion requested", metadata: ["account": "\(id)", "outcome": "\(result.outcome.rawValue)", "confirmed_by": "email-link"])
         return result
@@ -329,14 +332,14 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
                 try ExportJobs.withdraw(accountID: id, actor: "deletion", purgeJob: job.id, store: services.store, now: now, in: tx)
                 try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.operatorRequest, outcome: "requested", at: now,
                                          detail: detail.merging([
-                                             "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked), "purge_job": .int(job.id),
+                                             "purge_after": .string(ISO8601.format(purgeAfter)), "sessions_revoked": .int(revoked.sessions), "tokens_revoked": .int(revoked.tokens), "purge_job": .int(job.id),
                                          ]) { $1 }))
                 let message = immediately
                     ? "Account \(id) is scheduled for deletion now: the next purge run removes it."
                     : DeletionMessages.deleted(graceDays: policy.graceDays)
                 return DeletionRequestResult(
                     outcome: .requested, accountID: id, state: .pendingDeletion, purgeAfter: purgeAfter, purgeJobID: job.id,
-                    sessionsRevoked: revoked, message: message)
+                    sessionsRevoked: revoked.sessions, tokensRevoked: revoked.tokens, message: message)
             }
         }
         services.logger.notice("operator deletion", metadata: ["account": "\(id)", "operator": "\(operatorName)", "outcome": "\(result.outcome.rawValue)"])

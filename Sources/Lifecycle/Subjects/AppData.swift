@@ -98,7 +98,7 @@ public struct AppData: Sendable {
     /// What requesting deletion does in the app (`on_deletion:`), in the request's
     /// transaction: the values it replaces kept in lifecycle's namespace, then set, and the
     /// user's sessions and tokens removed. The rows removed (the sessions signed out).
-    public func beginGrace<T: GeneratedSQLTransaction & SubjectTransaction>(key: String, in tx: T) throws -> Int {
+    public func beginGrace<T: GeneratedSQLTransaction & SubjectTransaction>(key: String, in tx: T) throws -> SignedOut {
         var kept: [GraceValue] = []
         for setting in plan.onDeletion.set {
             let keyColumns = sql.graceKey(setting.table).count
@@ -118,16 +118,21 @@ public struct AppData: Sendable {
     /// The rows `on_deletion: remove:` names (sessions, tokens), deleted, and the rows
     /// `insert:` adds (simplejwt's blacklist), added: when deletion is asked for, and again
     /// as the purge erases the user (sessions signed in since). Rows whose owner is encoded
-    /// are read a page at a time and decoded here. Counted: the sessions and tokens signed
-    /// out, not the rows removed only because they referenced one (`via:`).
-    public func signOut<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> Int {
-        var removed = 0
+    /// are read a page at a time and decoded here. Counted apart: the sessions signed out
+    /// (rows of a table whose name says it holds sessions) and the tokens revoked (any other
+    /// row removed, a blacklist row added); not the rows removed only because they
+    /// referenced one (`via:`).
+    public func signOut<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> SignedOut {
+        var signedOut = SignedOut()
+        func removed(_ count: Int, from table: DataMap.TableName) {
+            if table.name.lowercased().contains("session") { signedOut.sessions += count } else { signedOut.tokens += count }
+        }
         // A guarded table (a platform's trigger against SQL deletes) is opened as the purge opens it.
         if !plan.onDeletion.remove.isEmpty || !plan.onDeletion.insert.isEmpty { try tx.prepareErasure(settings: plan.eraseSettings) }
         for removal in plan.onDeletion.remove {
             guard let encoding = removal.owner.encoding else {
                 let count = try tx.execute(sql.graceRemove(removal, key: key))
-                if removal.parent == nil { removed += count }
+                if removal.parent == nil { removed(count, from: removal.table) }
                 continue
             }
             var after: String?
@@ -142,12 +147,12 @@ public struct AppData: Sendable {
                 if page.count < 1_000 { break }
             }
             for start in stride(from: 0, to: doomed.count, by: 500) {
-                removed += try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)])))
+                removed(try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)]))), from: removal.table)
             }
         }
         // After the removals: a source row removed by the same request needs no new row.
-        for insertion in plan.onDeletion.insert { removed += try tx.execute(sql.graceInsert(insertion, key: key)) }
-        return removed
+        for insertion in plan.onDeletion.insert { signedOut.tokens += try tx.execute(sql.graceInsert(insertion, key: key)) }
+        return signedOut
     }
 
     /// A restore's part in the app: every value deletion set, put back as it was. Removed
@@ -199,5 +204,17 @@ public final class AppDataCache: @unchecked Sendable {
         let data = AppData(plan: plan, dialect: services.store.dialect)
         lock.withLock { loaded = data }
         return data
+    }
+}
+
+/// What a deletion request signed out: sessions ended, and tokens revoked (refresh and API
+/// tokens removed, JWTs blacklisted), counted apart so "N session(s)" means sessions.
+public struct SignedOut: Sendable, Equatable {
+    public var sessions = 0
+    public var tokens = 0
+
+    public init(sessions: Int = 0, tokens: Int = 0) {
+        self.sessions = sessions
+        self.tokens = tokens
     }
 }
