@@ -44,6 +44,18 @@ public enum BlobLocation {
             }
             let (inner, outer) = (resolved(exports), resolved(blobs))
             if inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") { throw refusal }
+            // Spelling is not identity: a symlink to the blob store under a path that does
+            // not exist yet, a bind mount, a second name for it. Any existing folder on the
+            // way from the export location up to / that is the blob store's folder (same
+            // device and inode) puts the archives inside it.
+            guard let store = fileIdentity(blobs) else { return }
+            var folder = URL(fileURLWithPath: exports).standardizedFileURL
+            while true {
+                if fileIdentity(folder.path) == store { throw refusal }
+                let parent = folder.deletingLastPathComponent()
+                if parent.path == folder.path { break }
+                folder = parent
+            }
         case (true, true):
             guard let inner = try? S3Location(parsing: exports, environment: environment),
                   let outer = try? S3Location(parsing: blobs, environment: environment),
@@ -52,6 +64,13 @@ public enum BlobLocation {
         default:
             return
         }
+    }
+
+    /// A folder's device and inode, following symlinks; nil when it does not exist.
+    private static func fileIdentity(_ path: String) -> [UInt64]? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return [UInt64(status.st_dev), UInt64(status.st_ino)]
     }
 
     public static func open(
