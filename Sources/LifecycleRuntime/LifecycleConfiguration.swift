@@ -71,14 +71,20 @@ public struct LifecycleConfiguration: Sendable {
 
     public static let exportsVariable = "LIFECYCLE_EXPORTS"
 
-    /// Where export archives go: `exports` as configured, else a folder beside a SQLite
-    /// database, private like the file. Nil keeps them in the blob store: PostgreSQL has no
-    /// file to sit beside, and an installation on S3 may have no local disk to keep them on
-    /// (its bucket is private unless the app made it public), so there it is the operator's
-    /// choice, which the README asks for.
+    /// Where export archives go: `exports` as configured, else a private folder of their
+    /// own: beside a SQLite database (`<database>.exports`, private like the file), or on
+    /// PostgreSQL beside the blob directory (`<blobs>.exports`: never inside an app's
+    /// `MEDIA_ROOT`, which an app serves to anyone). Nil keeps them in the blob store: an
+    /// installation on S3 may have no local disk to keep them on, and a prefix beside the
+    /// blobs would be as public as their bucket, so there it is the operator's choice
+    /// (an S3 prefix of a private bucket), which the README asks for.
     public var exportLocation: String? {
         if let exports { return exports }
-        return usesPostgres || S3Location.looksLikeLocation(blobs) ? nil : database + ".exports"
+        if S3Location.looksLikeLocation(blobs) { return nil }
+        guard usesPostgres else { return database + ".exports" }
+        var folder = blobs
+        while folder.count > 1 && folder.hasSuffix("/") { folder.removeLast() }
+        return folder + ".exports"
     }
 
     /// The settings read from the environment, with the CLI's defaults.

@@ -39,9 +39,9 @@ struct Workspace {
     var postgresURL: String?
     var database: String { postgresURL ?? root + "/lifecycle.sqlite" }
     var blobs: String { root + "/blobs" }
-    /// Where the installation keeps export archives by default: beside the SQLite file; in
-    /// the blob store on PostgreSQL, unless `--exports` says otherwise.
-    var exportArchives: String { postgresURL == nil ? database + ".exports" : blobs }
+    /// Where the installation keeps export archives by default: beside the SQLite file; on
+    /// PostgreSQL beside the blob directory, unless `--exports` says otherwise.
+    var exportArchives: String { postgresURL == nil ? database + ".exports" : blobs + ".exports" }
     var jobsDirectory: String
     /// A workspace is an installation: its first command is preceded by `lifecycle init`
     /// (after the test has put an app's tables in place), unless the test is about a
