@@ -209,7 +209,8 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
-            exclude: ["Schemas", "Browser"],
+            // DjangoTokens: the token tests' Django settings and management commands (Python).
+            exclude: ["Schemas", "Browser", "DjangoTokens"],
             swiftSettings: strict
         ),
     ]
