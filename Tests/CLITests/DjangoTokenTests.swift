@@ -86,6 +86,8 @@ struct DjangoTokenTests {
         let blacklistedBefore = try await app.rows(workspace, "SELECT token_id, blacklisted_at FROM token_blacklist_blacklistedtoken ORDER BY token_id")
         let request = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse")
         #expect(request.status == 0, "\(request.stdout) \(request.stderr)")
+        // Her Django session; her knox token removed and the one outstanding token not yet blacklisted.
+        #expect(request.stdout.contains("1 session(s) signed out, 2 token(s) revoked"), "\(request.stdout)")
 
         // The libraries themselves refuse her tokens; bob's still work.
         let during = try await tryTokens(workspace, ada)
