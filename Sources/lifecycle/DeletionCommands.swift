@@ -240,11 +240,13 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
     @OptionGroup var metrics: MetricsOption
     @Flag(name: .customLong("dry-run"), help: "List what would be purged; change nothing.") var dryRun = false
     @Option(help: "Purge (or list) at most this many accounts in this run.") var limit: Int?
-    @Option(help: "Purges run at once in this process, at most the purge policy's concurrency (1 when --limit is given).") var concurrency: Int = 16
+    @Option(help: """
+        Purges run at once in this process, at most the purge policy's concurrency (1 when --limit is given).         A nightly run of thousands of an app's accounts wants more (256, with the policy's concurrency raised to match):         the residue scan serves the purges that reach it together in one pass over every table.
+        """) var concurrency: Int = 16
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
-        guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 64") }
+        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256") }
     }
 
     func run() async throws {
