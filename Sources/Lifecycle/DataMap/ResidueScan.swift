@@ -25,7 +25,7 @@ extension DataMap {
 /// is searched for the account's identifiers. A map covers the tables it knows of; this
 /// finds the copy it does not (an email in an unmapped audit payload, a username in a log).
 ///
-/// What is searched for, and where (compared case-insensitively, by the database's `lower()`):
+/// What is searched for, and where (compared case-insensitively as the database folds case: PostgreSQL's `lower()`, SQLite's NOCASE):
 /// - values nobody else plausibly holds (an email address, a uuid, a phone number, a
 ///   generated id of 12 or more letters and digits: the key when it is text, a lookup
 ///   value) in every text, uuid, array and JSON column, JSON at any depth, and as a quoted
@@ -58,9 +58,9 @@ public struct ResidueScan: Sendable {
         /// The account's key, as text: its user row is passed over while it is scanned.
         public var key: String
         /// Everything below, as stored, each once (by its bytes), none empty: what a
-        /// message never repeats. Folded by the database's own `lower()` beside the column
-        /// it is compared with, never by Swift: SQLite's folds ASCII only, so a value
-        /// lower-cased here ("élodie") would miss an exact copy ("Élodie") it leaves as is.
+        /// message never repeats. Folded by the database beside the column it is compared
+        /// with (PostgreSQL's `lower()`, SQLite's NOCASE), never by Swift: SQLite folds ASCII
+        /// only, so a value lower-cased here ("élodie") would miss an exact copy ("Élodie").
         public var texts: [String]
         /// Searched in every column that holds text.
         public var distinctive: [String]
@@ -264,8 +264,10 @@ public struct ResidueScan: Sendable {
             if let existing = slots[name] { return existing }
             let made = values().map { value in
                 let slot = builder.bind(value)
-                guard lower else { return slot }
-                return dialect == .postgres ? "lower(CAST(\(slot) AS text))" : "lower(\(slot))"
+                // SQLite compares under NOCASE instead (below): the same ASCII-only folding as
+                // its lower(), without a new string for every row of every column.
+                guard lower, dialect == .postgres else { return slot }
+                return "lower(CAST(\(slot) AS text))"
             }
             slots[name] = made
             return made
@@ -348,15 +350,17 @@ public struct ResidueScan: Sendable {
                 // A column's declared type does not bind what SQLite stores: an untyped or
                 // BLOB column may hold text, compared as such.
                 let holdsText = column.kind == .text || column.kind == .other || column.kind == .bytes
-                if holdsText && hasDistinctive { conditions.append("lower(\(value)) IN (\(list(distinctive())))") }
-                if holdsText && namesUser && hasPlain { conditions.append("lower(\(value)) IN (\(list(plain())))") }
+                // A BLOB never equals a text: read as text first, as lower() would.
+                let folded = (column.kind == .bytes ? "CAST(\(value) AS TEXT)" : value) + " COLLATE NOCASE"
+                if holdsText && hasDistinctive { conditions.append("\(folded) IN (\(list(distinctive())))") }
+                if holdsText && namesUser && hasPlain { conditions.append("\(folded) IN (\(list(plain())))") }
                 if namesKey && hasInteger { conditions.append("CAST(\(value) AS TEXT) IN (\(list(numberTexts())))") }
                 if holdsText {
                     var inside: [String] = []
-                    if hasDistinctive { inside.append("lower(j.atom) IN (\(list(distinctive())))") }
+                    if hasDistinctive { inside.append("j.atom COLLATE NOCASE IN (\(list(distinctive())))") }
                     if hasPlain {
                         let keyNames = Self.userNameParts.map { "lower(j.key) LIKE '%\($0)%'" }.joined(separator: " OR ")
-                        inside.append("((\(keyNames)) AND lower(j.atom) IN (\(list(plain()))))")
+                        inside.append("((\(keyNames)) AND j.atom COLLATE NOCASE IN (\(list(plain()))))")
                     }
                     if hasInteger && !userNames.isEmpty {
                         inside.append("(lower(j.key) IN (\(list(names()))) AND CAST(j.atom AS TEXT) IN (\(list(numberTexts()))))")
