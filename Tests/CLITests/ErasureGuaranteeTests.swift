@@ -240,25 +240,35 @@ struct ErasureGuaranteeTests {
         try await app.expectAdaPurged(workspace, catalog: try await app.appCatalog(workspace))
     }
 
+    /// A login role that may read and change the app's and lifecycle's tables but does not
+    /// bypass row level security, after `sql` (the policies) ran as the superuser; and the
+    /// workspace as that role connects to it.
+    func roleWithoutBypass(_ workspace: Workspace, then sql: String) async throws -> (workspace: Workspace, role: String) {
+        let role = "lifecycle_" + UUID().uuidString.prefix(8).lowercased()
+        try await app.seed(workspace, """
+            CREATE ROLE \(role) LOGIN PASSWORD 'role-secret' NOBYPASSRLS;
+            GRANT USAGE ON SCHEMA public, lifecycle TO \(role);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public, lifecycle TO \(role);
+            GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public, lifecycle TO \(role);
+            \(sql)
+            """)
+        var asRole = workspace
+        let url = try #require(workspace.postgresURL)
+        asRole.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(role):role-secret@", options: .regularExpression)
+        asRole.initialisesOnFirstCommand = false
+        return (asRole, role)
+    }
+
     /// A role held back by row level security sees none of ada's rows: without the check a
     /// purge would delete nothing and report success.
     @Test
     func rowLevelSecurityThatHidesRowsIsRefusedUntilTheRoleBypassesIt() async throws {
         let workspace = try await app.installSocial(.postgres)
         #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"]).status == 0)
-        let role = "purger_" + UUID().uuidString.prefix(8).lowercased()
-        try await app.seed(workspace, """
-            CREATE ROLE \(role) LOGIN PASSWORD 'purger-secret' NOBYPASSRLS;
-            GRANT USAGE ON SCHEMA public, lifecycle TO \(role);
-            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public, lifecycle TO \(role);
-            GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public, lifecycle TO \(role);
+        let (asRole, role) = try await roleWithoutBypass(workspace, then: """
             ALTER TABLE statuses ENABLE ROW LEVEL SECURITY;
             CREATE POLICY members_see_nothing ON statuses USING (false);
             """)
-        var asRole = workspace
-        let url = try #require(workspace.postgresURL)
-        asRole.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(role):purger-secret@", options: .regularExpression)
-        asRole.initialisesOnFirstCommand = false
         let before = try await everything(workspace)
         let files = app.files(workspace)
 
@@ -298,19 +308,10 @@ struct ErasureGuaranteeTests {
     func aDeletionByARoleThatCannotSeeTheUserTableIsRefusedNotNoAccount() async throws {
         let workspace = try await app.installSocial(.postgres)
         #expect(try await workspace.run(["accounts", "show", "cy"]).status == 0)
-        let role = "deleter_" + UUID().uuidString.prefix(8).lowercased()
-        try await app.seed(workspace, """
-            CREATE ROLE \(role) LOGIN PASSWORD 'deleter-secret' NOBYPASSRLS;
-            GRANT USAGE ON SCHEMA public, lifecycle TO \(role);
-            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public, lifecycle TO \(role);
-            GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public, lifecycle TO \(role);
+        let (asRole, _) = try await roleWithoutBypass(workspace, then: """
             ALTER TABLE members ENABLE ROW LEVEL SECURITY;
             CREATE POLICY only_cy ON members USING (handle = 'cy');
             """)
-        var asRole = workspace
-        let url = try #require(workspace.postgresURL)
-        asRole.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(role):deleter-secret@", options: .regularExpression)
-        asRole.initialisesOnFirstCommand = false
         let before = try await everything(workspace)
 
         let hidden = try await asRole.run(["delete", "bob", "--operator", "sam", "--reason", "test", "--immediately"])
