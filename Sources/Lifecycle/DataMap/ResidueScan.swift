@@ -442,8 +442,9 @@ public struct ResidueScan: Sendable {
         var hits = [[Hit]](repeating: [], count: batch.count)
         let searched = batch.indices.filter { !batch[$0].isEmpty }
         guard !searched.isEmpty else { return (summary, hits) }
+        let sought = Sought(searched.map { batch[$0] })
         for table in tables {
-            guard let (columns, statement) = statement(for: table, Sought(searched.map { batch[$0] })) else { continue }
+            guard let (columns, statement) = statement(for: table, sought) else { continue }
             let row = try Self.counted(tx.rows(statement).first, table)
             summary.tablesScanned += 1
             summary.columnsScanned += columns.count
@@ -455,7 +456,10 @@ public struct ResidueScan: Sendable {
                 if searched.count == 1 {
                     single = (columns, row.found)
                 } else {
-                    guard let (columns, statement) = self.statement(for: table, Sought([batch[index]])) else { continue }
+                    // Her identifiers alone, the batch's user rows passed over as in the pass.
+                    var own = Sought([batch[index]])
+                    own.keys = sought.keys
+                    guard let (columns, statement) = self.statement(for: table, own) else { continue }
                     single = (columns, try Self.counted(tx.rows(statement).first, table).found)
                 }
                 for (column, rowKey) in zip(single.columns, single.found) {
@@ -501,9 +505,6 @@ public actor ResidueScanBatcher {
     public typealias Outcome = (summary: ResidueScan.Summary, hits: [ResidueScan.Hit])
     private var waiting: [(identifiers: ResidueScan.Identifiers, reply: CheckedContinuation<Outcome, any Error>)] = []
     private var scanning = false
-    /// How many passes ran, and how many accounts the largest served (for tests and bench).
-    public private(set) var passes = 0
-    public private(set) var largestBatch = 0
 
     public init() {}
 
@@ -525,8 +526,6 @@ public actor ResidueScanBatcher {
         while !waiting.isEmpty {
             let batch = waiting
             waiting = []
-            passes += 1
-            largestBatch = max(largestBatch, batch.count)
             do {
                 let started = ContinuousClock.now
                 let (summary, hits) = try await run(batch.map(\.identifiers))
