@@ -48,7 +48,7 @@ final class TestBarrier: Sendable {
     /// Announces this process once, then returns when the test has released the barrier
     /// (at once, after that).
     func arrive() async {
-        if state.withLock { $0.released } { return }
+        if state.withLock({ $0.released }) { return }
         let first = state.withLock { state in
             defer { state.announced = true }
             return !state.announced

@@ -25,7 +25,7 @@ struct OverlapBarrier {
     /// either way. Returns how many had arrived when it let them go.
     func releaseOnceAllArrive(_ processes: [Process], timeout: TimeInterval = 120) async throws -> Int {
         // Released whatever happens, a thrown or cancelled wait included: the runs must end.
-        defer { FileManager.default.createFile(atPath: directory + "/release", contents: nil) }
+        defer { _ = FileManager.default.createFile(atPath: directory + "/release", contents: nil) }
         // Counted, not matched by pid: a run started through a wrapper has a pid of its own.
         _ = try await eventually(timeout: timeout) {
             arrived.count >= processes.count || processes.contains { !$0.isRunning }
