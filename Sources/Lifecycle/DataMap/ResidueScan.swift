@@ -149,10 +149,18 @@ public struct ResidueScan: Sendable {
 
     let plan: DataMapPlan
     let dialect: SQLDialect
+    /// Column names that hold a user's key, lower-cased.
+    let userNames: Set<String>
+    /// Columns the scan passes over (see `excludedColumns`).
+    let excluded: Set<DataMap.ColumnReference>
 
+    /// Derives what every statement of a pass shares once: a pass builds one statement per
+    /// table, and each column asks whether its name names a user.
     public init(plan: DataMapPlan, dialect: SQLDialect) {
         self.plan = plan
         self.dialect = dialect
+        self.userNames = plan.keyNames.union(plan.map.residue.userColumns.map { $0.lowercased() })
+        self.excluded = Self.excludedColumns(plan)
     }
 
     /// Every `residue: allow:` column exists (a misspelt one would allow nothing, silently).
@@ -169,11 +177,6 @@ public struct ResidueScan: Sendable {
         return Identifiers(key: key, texts: (integerKey == nil ? [key] : []) + lookupValues.compactMap { $0 }, integerKey: integerKey)
     }
 
-    /// Column names that hold a user's key, lower-cased.
-    var userNames: Set<String> {
-        plan.keyNames.union(plan.map.residue.userColumns.map { $0.lowercased() })
-    }
-
     /// Whether a column's (or JSON key's) name says it names a user: plain values are
     /// searched there only.
     func namesUser(_ name: String) -> Bool {
@@ -183,7 +186,7 @@ public struct ResidueScan: Sendable {
 
     /// Columns the scan passes over: the user table's key and lookups, the foreign keys
     /// into it, kept owners', and those allowed.
-    var excluded: Set<DataMap.ColumnReference> {
+    static func excludedColumns(_ plan: DataMapPlan) -> Set<DataMap.ColumnReference> {
         let catalog = plan.catalog
         var columns = Set(plan.map.residue.allow.map { DataMap.ColumnReference(table: catalog.qualified($0.table), column: $0.column) })
         let subject = plan.subject
@@ -252,7 +255,6 @@ public struct ResidueScan: Sendable {
     /// One table's statement: `COUNT(*)`, then per searched column the smallest key of a row
     /// holding one of the identifiers there (null when none). nil when no column is searched.
     func statement(for table: SchemaCatalog.Table, _ sought: Sought) -> (columns: [String], statement: SQLStatement)? {
-        let excluded = self.excluded
         let userNames = self.userNames.sorted()
         let subject = plan.catalog.qualified(plan.subject.table)
         let isSubject = table.name == subject
