@@ -29,7 +29,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         api.post("accounts/:account/exports") { request, context in try await answer { try await self.requestExport(request, context) } }
         api.get("accounts/:account/exports") { _, context in try await answer { try await self.exports(context) } }
         api.post("accounts/:account/deletion") { request, context in try await answer { try await self.requestDeletion(request, context) } }
-        api.post("accounts/:account/restore") { _, context in try await answer { try await self.restore(context) } }
+        api.post("accounts/:account/restore") { request, context in try await answer { try await self.restore(request, context) } }
         api.get("parts") { _, _ in try await answer { try await self.parts() } }
         api.post("accounts/:account/part-deletions") { request, context in try await answer { try await self.requestPartDeletion(request, context) } }
         api.get("accounts/:account/part-deletions") { _, context in try await answer { try await self.partDeletions(context) } }
@@ -154,13 +154,22 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         }))
     }
 
-    private func restore(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+    private func restore(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
+        let session = try await Self.decodeOptional(RestoreBody.self, from: request, context: context)?.sessionKey
+        if let session, session.isEmpty || session.unicodeScalars.count > 256 || session.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) {
+            throw APIError(.badRequest, code: "bad_request", message: "session_key must be the session's key: 1 to 256 characters on one line")
+        }
         let service = try await deletionService()
         let directory = try await services.directory(cache: cache)
         let now = services.clock.now()
-        guard try await services.store.read({ tx in try Self.liveEntry(reference, directory: directory, in: tx, now: now) != nil }) else {
+        guard let key = try await services.store.read({ tx in try Self.liveEntry(reference, directory: directory, in: tx, now: now)?.id }) else {
             throw LifecycleError.noSuchAccount(reference)
+        }
+        // Whatever the restore answers: a session of an active user is as much hers, and a
+        // refused sign-in saves no session under the key.
+        if let session, case .app(let data) = directory.source, data.hasEncodedRemovals {
+            try await services.store.write { tx in try data.recordSignIn(key: key, session: session, in: tx) }
         }
         do {
             return (.ok, try await service.restore(account: reference, actor: "app"))
@@ -305,6 +314,14 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 struct ExportBody: Decodable { var format: String? }
 
 struct DeletionBody: Decodable { var password: String }
+
+/// A sign-in's session, for a site whose sessions name their user only encoded
+/// (`django_session`): signing her out later reads her sessions, not the whole table.
+struct RestoreBody: Decodable {
+    var sessionKey: String?
+
+    enum CodingKeys: String, CodingKey { case sessionKey = "session_key" }
+}
 
 struct PartDeletionBody: Decodable {
     var password: String

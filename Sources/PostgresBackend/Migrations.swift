@@ -469,6 +469,24 @@ enum Migrations {
             )
             """,
         ]),
+        // Encoded tables' owners: see the SQLite backend's v15-encoded-owners.
+        Migration(name: "v12-encoded-owners", statements: [
+            """
+            CREATE TABLE lifecycle.encoded_owners (
+                table_name TEXT NOT NULL,
+                row_key TEXT NOT NULL,
+                owner_key TEXT,
+                PRIMARY KEY (table_name, row_key)
+            )
+            """,
+            "CREATE INDEX encoded_owners_owner ON lifecycle.encoded_owners (table_name, owner_key) WHERE owner_key IS NOT NULL",
+            """
+            CREATE TABLE lifecycle.encoded_indexes (
+                table_name TEXT PRIMARY KEY,
+                refreshed_at TEXT NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

@@ -391,6 +391,24 @@ enum Migrations {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Whose each row of a table that names its user only encoded (`django_session`) is,
+        // so signing one user out reads her rows (Lifecycle's EncodedOwnersSQL.swift). The
+        // owner is NULL for a row that names no one.
+        migrator.registerMigration("v15-encoded-owners") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_encoded_owners (
+                    table_name TEXT NOT NULL,
+                    row_key TEXT NOT NULL,
+                    owner_key TEXT,
+                    PRIMARY KEY (table_name, row_key)
+                ) WITHOUT ROWID;
+                CREATE INDEX lifecycle_encoded_owners_owner ON lifecycle_encoded_owners(table_name, owner_key) WHERE owner_key IS NOT NULL;
+                CREATE TABLE lifecycle_encoded_indexes (
+                    table_name TEXT PRIMARY KEY,
+                    refreshed_at TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -274,6 +274,9 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
             let sweepReport = runReport.sweep
             Terminal.line("purge: \(report.purged.count) purged, \(report.skipped.count) skipped, \(report.failures.count) failed"
                           + (sweepReport.enqueued > 0 ? " (\(sweepReport.enqueued) due account(s) had no purge job and got one)" : ""))
+            if let signedOut = sweepReport.sessionsSignedOut, signedOut > 0 {
+                Terminal.line("\(signedOut) session(s) of accounts pending deletion signed out (begun without a reported sign-in)")
+            }
             if !report.handedBack.isEmpty {
                 Terminal.line("\(report.handedBack.count) purge(s) were handed back unfinished; the next run resumes them")
             }

@@ -1000,6 +1000,68 @@ extension DjangoSiteErasureTests {
     }
 }
 
+extension DjangoSiteErasureTests {
+    /// A deletion request signs the user out through lifecycle's index of `django_session`
+    /// (whose rows name their user only encoded), not by decoding the table: built by the
+    /// first sweep, fed by the sign-ins the receiver reports. A session whose key a password
+    /// change renewed (Django's `update_session_auth_hash`, no sign-in signal) is not in it
+    /// yet; the next purge sweep decodes it and signs it out. An index entry wrong about a
+    /// row (bob's session filed under ada) removes nothing: the row is decoded first.
+    @Test(arguments: Backend.allCases)
+    func aDeletionRequestSignsOutThroughTheIndexAndTheSweepFindsWhatNoSignInReported(_ backend: Backend) async throws {
+        let (workspace, seeded) = try await site(backend, map: try Self.map)
+        let (ada, bob) = (try #require(seeded.users["ada"]), try #require(seeded.users["bob"]))
+        let (seededSession, bobsSession) = (try #require(seeded.sessions["ada"]), try #require(seeded.sessions["bob"]))
+        try await workspace.ensureInitialised()
+        let sessions = try await workspace.int("SELECT COUNT(*) FROM django_session")
+
+        struct Sweep: Decodable { var sweep: Report; struct Report: Decodable { var session_rows_indexed: Int?; var sessions_signed_out: Int? } }
+        let first = try await workspace.run(["purge", "--json"])
+        #expect(first.status == 0, "\(first.stdout) \(first.stderr)")
+        let built = try JSONDecoder().decode(Sweep.self, from: Data(first.stdout.utf8)).sweep
+        #expect(built.session_rows_indexed == sessions && built.sessions_signed_out == 0, "\(first.stdout)")
+        let again = try JSONDecoder().decode(Sweep.self, from: Data(try await workspace.run(["purge", "--json"]).stdout.utf8)).sweep
+        #expect(again.session_rows_indexed == 0, "a row decoded once is not decoded again")
+
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let api = ["LIFECYCLE_API_URL": "http://" + server.base, "LIFECYCLE_API_TOKEN": ServeTests.apiToken]
+        let reported = try await manage(workspace, ["signin", "ada", "correct horse"], environment: api)
+        let beforeChange = try await manage(workspace, ["signin", "ada", "correct horse"], environment: api)
+        #expect(await server.stop() == 0)
+        let renewed = try await manage(workspace, ["shell", "-c", """
+            from django.contrib.auth import get_user_model, update_session_auth_hash
+            from django.contrib.sessions.backends.db import SessionStore
+            from django.http import HttpRequest
+            request = HttpRequest()
+            request.session = SessionStore("\(beforeChange)")
+            request.user = get_user_model().objects.get(pk=\(ada))
+            update_session_auth_hash(request, request.user)
+            request.session.save()
+            print(request.session.session_key)
+            """]).split(separator: "\n").last.map(String.init) ?? ""
+        #expect(renewed != beforeChange && renewed.count == 32, "\(renewed)")
+        for session in [seededSession, reported, renewed] { #expect(try await manage(workspace, ["whoami", session]) == String(ada)) }
+        let own = workspace.ownTable("encoded_owners")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(own) WHERE row_key = '\(reported)' AND owner_key = '\(ada)'") == 1)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(own) WHERE row_key = '\(renewed)'") == 0)
+        try await workspace.execute("UPDATE \(own) SET owner_key = '\(ada)' WHERE row_key = '\(bobsSession)'")
+
+        let request = try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse")
+        #expect(request.status == 0, "\(request.stderr)")
+        #expect(request.stdout.contains("2 session(s) signed out"), "\(request.stdout)")
+        #expect(try await manage(workspace, ["whoami", seededSession]) == "anonymous")
+        #expect(try await manage(workspace, ["whoami", reported]) == "anonymous")
+        #expect(try await manage(workspace, ["whoami", bobsSession]) == String(bob))
+        #expect(try await manage(workspace, ["whoami", renewed]) == String(ada), "not in the index until the sweep")
+
+        let sweep = try await workspace.run(["purge"])
+        #expect(sweep.stdout.contains("1 session(s) of accounts pending deletion signed out"), "\(sweep.stdout) \(sweep.stderr)")
+        #expect(try await manage(workspace, ["whoami", renewed]) == "anonymous")
+        #expect(try await manage(workspace, ["whoami", bobsSession]) == String(bob))
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(own) WHERE owner_key = '\(ada)'") == 0, "rows gone are forgotten")
+    }
+}
+
 /// Storage keys as real apps write them (Supabase Storage object names with spaces and
 /// accents), exported and purged on both backends; an NFC and an NFD spelling of one name
 /// are two files of two accounts, each kept apart; a row naming one of lifecycle's own

@@ -255,20 +255,7 @@ public struct DataMapSQL: Sendable {
         return builder.statement()
     }
 
-    /// A page of a table whose owner is encoded (`encoding:`), in key order after `after`:
-    /// each row's key and the encoded value, as text, for lifecycle to decode.
-    public func graceScan(_ removal: DataMap.OnDeletion.Removal, after: String?, limit: Int) -> SQLStatement {
-        var builder = SQLBuilder(dialect)
-        let key = graceKey(removal.table)[0]
-        let condition = after.map { "WHERE t.\(q(key)) > \(builder.bind(.text($0), as: column(removal.table, key)))" } ?? ""
-        builder.append("""
-            SELECT CAST(t.\(q(key)) AS TEXT), CAST(t.\(q(removal.owner.column)) AS TEXT) FROM \(dialect.table(removal.table)) t \
-            \(condition) ORDER BY t.\(q(key)) LIMIT \(limit)
-            """)
-        return builder.statement([.text, .text])
-    }
-
-    /// The rows of `keys` (of a table read by `graceScan`).
+    /// The rows of `keys` (of a table whose owner is encoded).
     public func graceDelete(_ removal: DataMap.OnDeletion.Removal, keys: [String]) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let key = graceKey(removal.table)[0]

@@ -11,6 +11,11 @@ public struct SweepReport: Sendable, Codable, Equatable {
     /// Of those, the accounts whose purge the residue scan stopped: its dead job waits for
     /// `jobs retry` once the map maps or allows what was found; a new job would only stop again.
     public var stopped: [String] = []
+    /// An app whose sessions name their user only encoded (`django_session`): rows decoded
+    /// for the first time as the sweep brought lifecycle's index of them up to date, and
+    /// rows of accounts pending deletion it found and signed out (nil: no such table).
+    public var sessionRowsIndexed: Int?
+    public var sessionsSignedOut: Int?
 
     public init(due: Int = 0, enqueued: Int = 0, held: [String] = [], stopped: [String] = []) {
         self.due = due
@@ -20,7 +25,7 @@ public struct SweepReport: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case due, enqueued, held, stopped
+        case due, enqueued, held, stopped, sessionRowsIndexed = "session_rows_indexed", sessionsSignedOut = "sessions_signed_out"
     }
 }
 
@@ -128,6 +133,12 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         let now = services.clock.now()
         let directory = try await directory()
         var report = SweepReport()
+        // Once per sweep, before the purges it enqueues: each purge then signs its account out
+        // through the index, in time that does not grow with the sessions table.
+        if case .app(let data) = directory.source, !data.encodedRemovals.isEmpty {
+            let refresh = try await data.refreshEncodedOwners(store: store)
+            (report.sessionRowsIndexed, report.sessionsSignedOut) = (refresh.indexed, refresh.signedOut)
+        }
         // Found residue stays until the map or the data changes: a fresh job each night would
         // stop the same way and leave one more dead job. The dead one is retried instead.
         let stopped = Set(try await store.jobs(matching: JobFilter(states: [.dead], kinds: [DeletionJobs.purgeKind], limit: 100_000))

@@ -118,7 +118,7 @@ public struct AppData: Sendable {
     /// The rows `on_deletion: remove:` names (sessions, tokens), deleted, and the rows
     /// `insert:` adds (simplejwt's blacklist), added: when deletion is asked for, and again
     /// as the purge erases the user (sessions signed in since). Rows whose owner is encoded
-    /// are read a page at a time and decoded here. Counted apart: the sessions signed out
+    /// are found through lifecycle's index (EncodedOwnerIndex.swift). Counted apart: the sessions signed out
     /// (rows of a table whose name says it holds sessions) and the tokens revoked (any other
     /// row removed, a blacklist row added); not the rows removed only because they
     /// referenced one (`via:`).
@@ -135,20 +135,7 @@ public struct AppData: Sendable {
                 if removal.parent == nil { removed(count, from: removal.table) }
                 continue
             }
-            var after: String?
-            var doomed: [String] = []
-            while true {
-                let page = try tx.rows(sql.graceScan(removal, after: after, limit: 1_000))
-                for row in page {
-                    guard row.count == 2, case .text(let rowKey) = row[0] else { continue }
-                    if case .text(let value) = row[1], encoding.value(in: value, at: removal.owner.json) == key { doomed.append(rowKey) }
-                    after = rowKey
-                }
-                if page.count < 1_000 { break }
-            }
-            for start in stride(from: 0, to: doomed.count, by: 500) {
-                removed(try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)]))), from: removal.table)
-            }
+            removed(try signOutEncoded(removal, encoding: encoding, key: key, in: tx), from: removal.table)
         }
         // After the removals: a source row removed by the same request needs no new row.
         for insertion in plan.onDeletion.insert { signedOut.tokens += try tx.execute(sql.graceInsert(insertion, key: key)) }

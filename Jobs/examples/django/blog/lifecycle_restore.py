@@ -6,6 +6,10 @@ nothing to restore. Any other answer fails the sign-in (a purge under way, the g
 over, lifecycle unreachable or not configured): a user who signed in must never be purged
 afterwards because the restore was not heard.
 
+The new session's key goes with the call: a deletion request later signs the user out by
+reading her sessions, not every row of `django_session` (whose rows name their user only
+inside the encoded `session_data`).
+
 Settings: LIFECYCLE_API_URL (where `lifecycle serve` listens, e.g. http://127.0.0.1:8080)
 and LIFECYCLE_API_TOKEN (its API token); the example's settings.py reads both from the
 environment. Unset, every sign-in fails, and `manage.py check` warns (lifecycle.W001)."""
@@ -55,19 +59,31 @@ def restore_pending_deletion(sender, request, user, **kwargs):
         raise ImproperlyConfigured(
             f"{' and '.join(missing)} not set: the sign-in of user {user.pk} cannot restore a pending "
             "deletion, so it is refused; set them to `lifecycle serve`'s address and API token")
+    session = getattr(request, "session", None)
+    key = session.session_key if session is not None else None
+    _restore(base, token, user, key)
+    if session is not None and key is None:
+        # login() flushed another user's session: the new key comes with its first save,
+        # made only now that the sign-in is allowed, and is reported on its own.
+        session.save()
+        _restore(base, token, user, session.session_key)
+
+
+def _restore(base, token, user, session_key):
+    body = {"session_key": session_key} if session_key else {}
     restore = urllib.request.Request(
-        f"{base}/v1/accounts/{user.pk}/restore", method="POST",
-        headers={"Authorization": f"Bearer {token}"},
+        f"{base}/v1/accounts/{user.pk}/restore", method="POST", data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     try:
         urllib.request.urlopen(restore, timeout=10).close()
     except urllib.error.HTTPError as answer:
         try:
-            body = json.load(answer)
+            answered = json.load(answer)
         except ValueError:
-            body = None
+            answered = None
         # Anything but the documented error object (a proxy's page, a JSON list) has no code.
-        error = body.get("error") if isinstance(body, dict) else None
+        error = answered.get("error") if isinstance(answered, dict) else None
         error = error if isinstance(error, dict) else {}
         if answer.code == 409 and error.get("code") == "not_pending":
             return
