@@ -41,8 +41,8 @@ struct DjangoTokenTests {
 
     /// One of Django's commands (`migrate`, the site's `seed_accounts`, the test app's
     /// `issue_tokens` and `try_tokens`) on the workspace's database.
-    func django(_ workspace: Workspace, _ arguments: [String]) async throws -> String {
-        try await runTool("/usr/bin/env", [
+    func django(_ workspace: Workspace, _ arguments: [String], environment: [String: String] = [:]) async throws -> String {
+        try await runTool("/usr/bin/env", environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + [
             "PYTHONPATH=\(repositoryRoot)/Jobs/examples/django:\(repositoryRoot)/Tests/CLITests/DjangoTokens",
             "DJANGO_SETTINGS_MODULE=token_site.settings", "PYTHONDONTWRITEBYTECODE=1",
             "LIFECYCLE_DJANGO_DB=\(workspace.database)", "LIFECYCLE_DJANGO_MEDIA=\(workspace.blobs)",
@@ -160,5 +160,46 @@ struct DjangoTokenTests {
         // name it: simplejwt lets it refresh. Signing out is blacklisting (the preset's way).
         let answer = try await tryTokens(workspace, ada)
         #expect(answer.refresh == 200 && answer.knox == 401, "\(answer)")
+    }
+
+    /// simplejwt's sign-in (TokenObtainPairView) checks the password without login(), so
+    /// the session receiver never runs: the example's serializer asks lifecycle before any
+    /// token exists. A pending user signing in for tokens is restored and gets them; one
+    /// whose purge is under way, or a site without the API settings, gets 401 and no token,
+    /// not even an outstanding row.
+    @Test(arguments: Backend.allCases)
+    func signingInForTokensRestoresAPendingUserAndARefusedOneGetsNoToken(_ backend: Backend) async throws {
+        let (workspace, issued) = try await site(backend, map: try Self.map)
+        let ada = try #require(issued["ada"])
+        struct Obtained: Decodable { var status: Int; var detail: String; var refresh: Bool }
+        func obtain(_ environment: [String: String]) async throws -> Obtained {
+            try JSONDecoder().decode(Obtained.self, from: Data(try await django(workspace, ["obtain_tokens", "ada", "correct horse"], environment: environment).utf8))
+        }
+        func outstanding() async throws -> [String] {
+            try await app.rows(workspace, "SELECT COUNT(*) FROM token_blacklist_outstandingtoken WHERE user_id = \(ada.id)")
+        }
+        try await workspace.ensureInitialised()
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse").status == 0)
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let api = ["LIFECYCLE_API_URL": "http://" + server.base, "LIFECYCLE_API_TOKEN": ServeTests.apiToken]
+
+        let issuedBefore = try await outstanding()
+        let pending = try await obtain(api)
+        #expect(pending.status == 200 && pending.refresh, "\(pending) \(server.diagnosis)")
+        #expect(try await workspace.run(["accounts", "show", "ada", "--json"]).stdout.contains(#""state":"active""#))
+        #expect(try await workspace.auditRows(of: String(ada.id)).last?.action == "deletion.restore")
+        #expect(try await outstanding() != issuedBefore, "the new refresh token is recorded")
+
+        #expect(try await workspace.run(["delete", "ada", "--password-stdin"], stdin: "correct horse").status == 0)
+        try await workspace.execute("UPDATE \(workspace.ownTable("subjects")) SET state = 'purging' WHERE subject_key = '\(ada.id)'")
+        let refusedBefore = try await outstanding()
+        let purging = try await obtain(api)
+        #expect(purging.status == 401 && !purging.refresh && purging.detail.contains("sign-in refused: lifecycle answered 409"), "\(purging)")
+        #expect(try await outstanding() == refusedBefore, "no token is made for a refused sign-in")
+        #expect(await server.stop() == 0)
+
+        let unset = try await obtain(["LIFECYCLE_API_URL": "", "LIFECYCLE_API_TOKEN": ""])
+        #expect(unset.status == 401 && unset.detail.contains("LIFECYCLE_API_URL and LIFECYCLE_API_TOKEN not set"), "\(unset)")
+        #expect(try await outstanding() == refusedBefore)
     }
 }

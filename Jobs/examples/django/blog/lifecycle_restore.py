@@ -54,19 +54,26 @@ def lifecycle_api_configured(app_configs, **kwargs):
 
 @receiver(user_logged_in)
 def restore_pending_deletion(sender, request, user, **kwargs):
+    session = getattr(request, "session", None)
+    key = session.session_key if session is not None else None
+    restore_sign_in(user, key)
+    if session is not None and key is None:
+        # login() flushed another user's session: the new key comes with its first save,
+        # made only now that the sign-in is allowed, and is reported on its own.
+        session.save()
+        restore_sign_in(user, session.session_key)
+
+
+def restore_sign_in(user, session_key=None):
+    """Asks lifecycle to restore `user`, who has just proved who she is; raises unless the
+    sign-in may go on. For sign-ins that do not pass through login() (an API token issued
+    for a password: blog/lifecycle_restore_jwt.py)."""
     base, token, missing = _configuration()
     if missing:
         raise ImproperlyConfigured(
             f"{' and '.join(missing)} not set: the sign-in of user {user.pk} cannot restore a pending "
             "deletion, so it is refused; set them to `lifecycle serve`'s address and API token")
-    session = getattr(request, "session", None)
-    key = session.session_key if session is not None else None
-    _restore(base, token, user, key)
-    if session is not None and key is None:
-        # login() flushed another user's session: the new key comes with its first save,
-        # made only now that the sign-in is allowed, and is reported on its own.
-        session.save()
-        _restore(base, token, user, session.session_key)
+    _restore(base, token, user, session_key)
 
 
 def _restore(base, token, user, session_key):

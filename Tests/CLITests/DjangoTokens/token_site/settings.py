@@ -22,3 +22,7 @@ REST_FRAMEWORK = {
         "rest_framework_simplejwt.authentication.JWTAuthentication",
     ],
 }
+
+# A sign-in for tokens restores an account pending deletion, as a session sign-in does
+# (the example's blog/lifecycle_restore_jwt.py).
+SIMPLE_JWT = {"TOKEN_OBTAIN_SERIALIZER": "blog.lifecycle_restore_jwt.RestoringTokenObtainPairSerializer"}
