@@ -146,6 +146,31 @@ struct SupabaseAsItIsTests {
         #expect(receipt.contains(#""storage.objects":{"after":0,"before":2,"deleted":2,"masked":0}"#), "\(receipt)")
     }
 
+    /// Her export holds what Supabase keeps about her: her account's phone and address, her
+    /// sign-in methods, her sessions with their devices and addresses, her MFA factors and
+    /// her sign-in history; never a token, a password hash or a factor's secret, and
+    /// nothing of bob's.
+    @Test
+    func herExportHoldsWhatGoTrueKeepsAboutHerWithoutATokenOrASecret() async throws {
+        let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
+        try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed + "\n" + Self.platformSeed)
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in ["avatars/ada.jpg", "journal/ada/run.jpg"] { _ = try await blobs.put(key: key, data: Data(key.utf8)) }
+        let (_, archive) = try await AppExportTests().export(workspace, "ada@example.com")
+        #expect(archive.rows("auth_user").count == 1 && archive.rows("auth_user")[0].contains("email=ada@example.com"), "\(archive.rows("auth_user"))")
+        #expect(archive.rows("auth_identities").count == 1 && archive.rows("auth_identities")[0].contains("provider=email"), "\(archive.rows("auth_identities"))")
+        let sessions = archive.rows("auth_sessions")
+        #expect(sessions.count == 1 && sessions[0].contains("user_agent=Safari") && sessions[0].contains("ip=192.0.2.1"), "\(sessions)")
+        let factors = archive.rows("auth_mfa_factors")
+        #expect(factors.count == 1 && factors[0].contains("friendly_name=phone app") && !factors[0].contains("secret"), "\(factors)")
+        let history = archive.rows("auth_sign_in_history")
+        #expect(!history.isEmpty && history.allSatisfy { !$0.contains(Self.bob) } && history.contains { $0.contains("login") }, "\(history)")
+        let everything = archive.tables.description
+        for secret in ["ADA-TOTP-SECRET", "ada-live-token", "ada-revoked-token", "hash-a", "encrypted_password", "code-a", "BOB-TOTP-SECRET", "bob@example.com"] {
+            #expect(!everything.contains(secret), "\(secret) is in her export")
+        }
+    }
+
     /// Storage's objects are files: with LIFECYCLE_BLOBS holding one folder per bucket, each
     /// of her objects' files (`bucket_id/name`: spaces, accents, an upload no row of the app
     /// names) goes with its row; bob's, and a file of hers no object row records, stay.

@@ -98,6 +98,19 @@ public struct DataMapPlan: Sendable {
                 map.tables[index].ownership = .sides(kept)
             }
         }
+        // And an exported column an older release lacks (GoTrue's sessions.user_agent, 2024):
+        // the export holds the others. With none of them left, the table is not exported:
+        // all its columns could hold what the preset chose not to (a token, a secret).
+        for index in map.tables.indices where map.tables[index].preset != nil && map.tables[index].exportFile != nil {
+            guard !map.tables[index].columns.isEmpty, let table = catalog.table(catalog.qualified(map.tables[index].name)) else { continue }
+            let kept = map.tables[index].columns.filter { table.column($0) != nil }
+            guard kept.count < map.tables[index].columns.count else { continue }
+            for column in map.tables[index].columns where table.column(column) == nil {
+                leftOut.insert("\(map.tables[index].name).\(column) from the export (preset \(map.tables[index].preset!))")
+            }
+            map.tables[index].columns = kept
+            if kept.isEmpty { map.tables[index].exportFile = nil }
+        }
         // The map's own entries win over a preset's for the same table, however either
         // spells its name (`auth_user_groups`, `public.auth_user_groups`).
         let own = Set(map.tables.filter { $0.preset == nil }.map { catalog.qualified($0.name) } + [catalog.qualified(map.subject.table)]

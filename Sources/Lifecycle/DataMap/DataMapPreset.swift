@@ -29,6 +29,8 @@ public struct DataMapPreset: Sendable {
           # GoTrue reads its token columns as plain strings: "" rather than null.
           - table: auth.users
             owner: id
+            export_file: auth_user
+            columns: [email, phone, created_at, confirmed_at, email_confirmed_at, phone_confirmed_at, last_sign_in_at, raw_user_meta_data]
             erase:
               mask:
                 email: "deleted-{key}@users.invalid"
@@ -47,14 +49,23 @@ public struct DataMapPreset: Sendable {
           # Deleting a session deletes its refresh tokens and MFA claims (ON DELETE CASCADE);
           # refresh tokens are mapped by their user_id too (varchar, no foreign key), so a
           # token without a session goes as well.
+          # What Supabase keeps about her goes in her export (never a token or a secret):
+          # her sign-in methods, her sessions with their devices and addresses, her MFA
+          # factors, and (below) her sign-in history.
           - table: auth.identities
             owner: user_id
+            export_file: auth_identities
+            columns: [provider, identity_data, last_sign_in_at, created_at, updated_at]
           - table: auth.sessions
             owner: user_id
+            export_file: auth_sessions
+            columns: [id, created_at, updated_at, refreshed_at, not_after, aal, user_agent, ip]
           - table: auth.refresh_tokens
             owner: user_id
           - table: auth.mfa_factors            # the TOTP secret; its challenges go with it
             owner: user_id
+            export_file: auth_mfa_factors
+            columns: [id, friendly_name, factor_type, status, phone, created_at, updated_at, last_challenged_at]
           - table: auth.one_time_tokens
             owner: user_id
           # No foreign key; its SAML relay states go with it. A flow linking an identity to an
@@ -75,6 +86,8 @@ public struct DataMapPreset: Sendable {
           # the admin API did to her (actor service_role: created, invited, modified, deleted,
           # a factor updated). Either way the entry stays, emptied.
           - table: auth.audit_log_entries
+            export_file: auth_sign_in_history
+            columns: [created_at, ip_address, payload]
             owners:
               - column: payload
                 json: actor_id
