@@ -41,8 +41,8 @@ extension DataMap {
 /// record a receipt is), the user table's key and lookup columns and every foreign key into
 /// it (after the erase they can only name another account or the tombstone: Django lets two
 /// accounts share an email), the user rows of the accounts being scanned (erased next, their
-/// tombstone checked by the verification), encoded owners (`django_session.session_data`,
-/// read decoded by the sign-out instead), mapped tables' plain owner columns (the
+/// tombstone checked by the verification), encoded owners and their rows' keys
+/// (`django_session`, read decoded by the sign-out instead), mapped tables' plain owner columns (the
 /// verification read looks for her rows through them, and a row written there since is
 /// retried, not a map to fix), owner columns of rows the map keeps masked without emptying
 /// them, columns a mask writes from `{key}`, and the columns `residue: allow:` names. Tables
@@ -204,11 +204,14 @@ public struct ResidueScan: Sendable {
         if let mask = subject.erase.mask {
             for entry in mask { columns.insert(.init(table: subjectTable, column: entry.column)) }
         }
-        // An encoded owner (a Django session's `session_data`) holds nothing in plain text:
-        // searched, it would find nothing, at the cost of reading the whole table each pass.
-        // Her rows there are found decoded, through lifecycle's index, and signed out by the purge.
+        // An encoded owner (a Django session's `session_data`) holds nothing in plain text,
+        // and its row's key is a random token: searched, they would find nothing, at the cost
+        // of reading the whole table (a million sessions) each pass. Her rows there are found
+        // decoded, through lifecycle's index, and signed out by the purge.
         for removal in plan.onDeletion.remove where removal.owner.encoding != nil {
-            columns.insert(.init(table: catalog.qualified(removal.table), column: removal.owner.column))
+            let table = catalog.qualified(removal.table)
+            columns.insert(.init(table: table, column: removal.owner.column))
+            for key in catalog.table(table)?.primaryKey ?? [] { columns.insert(.init(table: table, column: key)) }
         }
         for table in plan.tables {
             let name = catalog.qualified(table.table.name)

@@ -44,11 +44,16 @@ extension AppData {
             }
         }
         if !misfiled.isEmpty { try tx.execute(sql.indexEncodedRows(removal, owners: misfiled, reported: true)) }
-        var removed = 0
-        for start in stride(from: 0, to: doomed.count, by: 500) {
-            removed += try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)])))
-        }
+        let removed = try deleteEncodedRows(removal, keys: doomed, in: tx)
         try tx.execute(sql.forgetGoneEncodedRows(removal, key: key))
+        return removed
+    }
+
+    private func deleteEncodedRows<T: GeneratedSQLTransaction>(_ removal: DataMap.OnDeletion.Removal, keys: [String], in tx: T) throws -> Int {
+        var removed = 0
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            removed += try tx.execute(sql.graceDelete(removal, keys: Array(keys[start..<min(start + 500, keys.count)])))
+        }
         return removed
     }
 
@@ -101,11 +106,8 @@ extension AppData {
                     guard row.count == 3, case .text(let rowKey) = row[0], case .text(let owner) = row[1], case .text(let value) = row[2] else { return nil }
                     return encoding.value(in: value, at: removal.owner.json) == owner ? rowKey : nil
                 }
-                var removed = 0
                 if !doomed.isEmpty { try tx.prepareErasure(settings: plan.eraseSettings) }
-                for start in stride(from: 0, to: doomed.count, by: 500) {
-                    removed += try tx.execute(sql.graceDelete(removal, keys: Array(doomed[start..<min(start + 500, doomed.count)])))
-                }
+                let removed = try deleteEncodedRows(removal, keys: doomed, in: tx)
                 try tx.execute(sql.forgetGoneEncodedRows(removal, key: nil))
                 try tx.execute(sql.markEncodedIndex(removal, at: Date()))
                 return removed
