@@ -135,7 +135,7 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         var report = SweepReport()
         // Once per sweep, before the purges it enqueues: each purge then signs its account out
         // through the index, in time that does not grow with the sessions table.
-        if case .app(let data) = directory.source, !data.encodedRemovals.isEmpty {
+        if case .app(let data) = directory.source, data.hasEncodedRemovals {
             let refresh = try await data.refreshEncodedOwners(store: store)
             (report.sessionRowsIndexed, report.sessionsSignedOut) = (refresh.indexed, refresh.signedOut)
         }
