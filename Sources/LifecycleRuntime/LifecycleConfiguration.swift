@@ -74,10 +74,11 @@ public struct LifecycleConfiguration: Sendable {
     /// Where export archives go: `exports` as configured, else a private folder of their
     /// own: beside a SQLite database (`<database>.exports`, private like the file), or on
     /// PostgreSQL beside the blob directory (`<blobs>.exports`: never inside an app's
-    /// `MEDIA_ROOT`, which an app serves to anyone). Nil keeps them in the blob store: an
-    /// installation on S3 may have no local disk to keep them on, and a prefix beside the
-    /// blobs would be as public as their bucket, so there it is the operator's choice
-    /// (an S3 prefix of a private bucket), which the README asks for.
+    /// `MEDIA_ROOT`, which an app serves to anyone). Nil on S3: an installation there may
+    /// have no local disk, and a prefix beside the blobs would be as public as their bucket,
+    /// so it is the operator's choice (an S3 prefix of a private bucket). Until it is made,
+    /// an app's accounts are not exported (`ExportJobs.requestExport`); the reference app's
+    /// blob store is lifecycle's own, and keeps its archives.
     public var exportLocation: String? {
         if let exports { return exports }
         if S3Location.looksLikeLocation(blobs) { return nil }

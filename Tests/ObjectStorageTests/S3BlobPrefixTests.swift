@@ -15,10 +15,9 @@ extension S3Tests {
               (2, 'bob', 'bob@example.com', NULL, 'uploads/1/shared.jpg', '2025-01-02 00:00:00');
             """
 
-        @Test func theUsersFolderIsEmptiedPageByPageAndNoOtherKeyIsTouched() async throws {
-            let server = try MotoServer.require()
-            let installation = try await S3Installation(server: server)
-            let store = installation.store
+        /// The social app's map (with `blob_prefixes:`) and its tables, seeded, in the
+        /// installation's SQLite file: an app whose blob store is its own bucket.
+        static func socialApp(_ installation: S3Installation) async throws -> String {
             let jobs = try Scratch.directory("s3-prefix-jobs")
             let map = try String(contentsOfFile: repositoryRoot + "/Tests/CLITests/Schemas/social.yaml", encoding: .utf8)
                 .replacingOccurrences(of: "  blobs: [avatar_key]\n", with: "  blobs: [avatar_key]\n  blob_prefixes: [\"uploads/{key}/\"]\n")
@@ -31,6 +30,14 @@ extension S3Tests {
             try (ddl + "\n" + Self.seed).write(toFile: jobs + "/app.sql", atomically: true, encoding: .utf8)
             let loaded = try await runTool("/usr/bin/sqlite3", [installation.root + "/lifecycle.sqlite", ".read \(jobs)/app.sql"])
             #expect(loaded.isEmpty, "\(loaded)")
+            return jobs
+        }
+
+        @Test func theUsersFolderIsEmptiedPageByPageAndNoOtherKeyIsTouched() async throws {
+            let server = try MotoServer.require()
+            let installation = try await S3Installation(server: server)
+            let store = installation.store
+            let jobs = try await Self.socialApp(installation)
 
             let hers = ["uploads/1/avatar.jpg", "uploads/1/Été à Paris.jpg", "uploads/1/old avatar.png", "uploads/1/drafts/a b.txt"]
             let others = ["uploads/1/shared.jpg", "uploads/2/ride.jpg", "uploads/10/x.jpg", "uploads/1x/y.jpg"]
@@ -56,6 +63,32 @@ extension S3Tests {
             ])
             // Her three uploads no row named, and the file bob's row names in her folder (kept).
             #expect(receipt.contains(#""blobs_unnamed":4"#) && receipt.contains(#""blobs_kept":1"#) && receipt.contains(#""blobs":4"#), "\(receipt)")
+        }
+
+        /// An app's bucket may be public: its accounts' archives never go there. Without a
+        /// place of their own the export is refused, naming the setting, and nothing is
+        /// queued; with a prefix of another bucket they go there, and the app's bucket holds
+        /// no archive.
+        @Test func anAppsExportOnS3WaitsForAPlaceOfItsOwnAndNeverLandsInTheAppsBucket() async throws {
+            let server = try MotoServer.require()
+            let installation = try await S3Installation(server: server)
+            let jobs = try await Self.socialApp(installation)
+            let refused = try await installation.run(["export", "ada", "--json"], jobsDirectory: jobs)
+            #expect(refused.status == 64, "\(refused.stdout) \(refused.stderr)")
+            #expect(refused.stderr.contains("LIFECYCLE_EXPORTS") && refused.stderr.contains("nothing was queued"), "\(refused.stderr)")
+            let queued = try await runTool("/usr/bin/sqlite3", [installation.root + "/lifecycle.sqlite", "SELECT COUNT(*) FROM lifecycle_jobs WHERE kind = 'export'"])
+            #expect(queued.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+
+            _ = try await installation.store.put(key: "uploads/1/avatar.jpg", data: Data("her avatar".utf8))
+            let privateStore = try await server.makeStore(prefix: "archives")
+            let exports = "s3://\(privateStore.location.bucket)/archives?endpoint=\(server.endpoint.absoluteString)&region=us-east-1"
+            #expect(privateStore.location.bucket != installation.store.location.bucket)
+            let exported = try await installation.run(["export", "ada", "--wait", "--json"], jobsDirectory: jobs, environment: ["LIFECYCLE_EXPORTS": exports])
+            #expect(exported.status == 0, "\(exported.stdout) \(exported.stderr)")
+            let ready = try S3EndToEndTests.decoder.decode(ReadyExport.self, from: Data(exported.stdout.utf8))
+            let archiveKey = try #require(ready.archiveKey)
+            #expect(try await privateStore.readAll(key: archiveKey).prefix(2) == Data("PK".utf8))
+            #expect(try await installation.store.info(key: archiveKey) == nil, "the app's bucket holds no archive")
         }
     }
 }

@@ -114,6 +114,16 @@ extension LifecycleServices {
         }
         let directory = try await self.directory(cache: cache)
         if directory.isReferenceApp { _ = try await dataMap() }
+        // An app's blob store is the app's (its MEDIA_ROOT, its Storage bucket), which it may
+        // serve to anyone: an archive there is handed out past its link's signature and
+        // expiry. A folder of its own is the default on a disk; on S3 there is none to take.
+        if !directory.isReferenceApp && !exportsApart {
+            throw LifecycleError(.badConfiguration, """
+                export archives of an app's accounts need a place of their own: the blob store is the app's, which may \
+                serve its files to anyone. Set --exports / LIFECYCLE_EXPORTS to a folder, or to an S3 prefix of a private \
+                bucket; nothing was queued
+                """)
+        }
         if request.allowPending, (request.operatorName ?? "").isEmpty {
             throw LifecycleError(.badInput, "exporting an account scheduled for deletion is an operator action: name the operator")
         }
