@@ -58,8 +58,10 @@ public enum BlobLocation {
             }
         case (true, true):
             guard let inner = try? S3Location(parsing: exports, environment: environment),
-                  let outer = try? S3Location(parsing: blobs, environment: environment),
-                  inner.bucket == outer.bucket, inner.endpoint == outer.endpoint else { return }
+                  let outer = try? S3Location(parsing: blobs, environment: environment), inner.endpoint == outer.endpoint else { return }
+            // One bucket per folder: every bucket of that server is the app's.
+            if outer.bucket == S3Location.bucketPerFolder || inner.bucket == S3Location.bucketPerFolder { throw refusal }
+            guard inner.bucket == outer.bucket else { return }
             if outer.prefix.isEmpty || inner.prefix == outer.prefix || inner.prefix.hasPrefix(outer.prefix + "/") { throw refusal }
         default:
             return
@@ -87,7 +89,13 @@ public enum BlobLocation {
         }
         let store: S3BlobStore
         do {
-            store = try S3BlobStore(location: try S3Location(parsing: text, environment: environment), credentials: try AWSCredentials.fromEnvironment(environment))
+            let location = try S3Location(parsing: text, environment: environment)
+            if location.bucket == S3Location.bucketPerFolder {
+                // Its buckets are the keys' first folders: each is reached, and checked by its
+                // answer, when a key first names it.
+                return S3BucketPerFolderStore(template: location, credentials: try AWSCredentials.fromEnvironment(environment), environment: environment)
+            }
+            store = try S3BlobStore(location: location, credentials: try AWSCredentials.fromEnvironment(environment))
         } catch let error as S3ConfigurationError {
             throw LifecycleError(.badConfiguration, "\(option) / \(variable): \(error.message)")
         }

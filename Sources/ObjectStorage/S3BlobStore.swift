@@ -81,6 +81,14 @@ public struct S3BlobStore: BlobStore {
         }
     }
 
+    /// Whether the bucket is there (HEAD answers 404 when it is not); any other refusal throws.
+    public func bucketExists() async throws -> Bool {
+        let response = try await client.send("HEAD", key: nil, operation: "HEAD bucket", attempts: 2)
+        if response.status == 404 { return false }
+        guard (200..<300).contains(response.status) else { throw client.failure(response, operation: "HEAD bucket", key: nil) }
+        return true
+    }
+
     /// Creates the bucket unless it exists: for first-time set-up and tests.
     public func createBucketIfMissing() async throws {
         if (try? await checkAvailable()) != nil { return }

@@ -54,6 +54,8 @@ final class S3Client: Sendable {
     let host: String
     /// Path-style (`/bucket/key`) with a custom endpoint, virtual-hosted (`/key` on the bucket's own host) on AWS.
     let pathStyle: Bool
+    /// The endpoint's own path (`/storage/v1/s3`), before the bucket in every request; "" for none.
+    let basePath: String
 
     init(
         location: S3Location, credentials: AWSCredentials, retry: S3RetryPolicy, requestTimeout: TimeInterval,
@@ -69,15 +71,19 @@ final class S3Client: Sendable {
             host = hostName + (port.map { ":\($0)" } ?? "")
             origin = "\(scheme)://\(host)"
             pathStyle = true
+            let path = components.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            basePath = path.isEmpty ? "" : "/" + path
         } else if location.bucket.contains(".") {
             // A dotted bucket name does not match the wildcard certificate of the virtual host.
             host = "s3.\(location.region).amazonaws.com"
             origin = "https://\(host)"
             pathStyle = true
+            basePath = ""
         } else {
             host = "\(location.bucket).s3.\(location.region).amazonaws.com"
             origin = "https://\(host)"
             pathStyle = false
+            basePath = ""
         }
         var configuration = HTTPClient.Configuration()
         // As URLSession's request timeout was: the longest silence, connecting, sending or
@@ -141,7 +147,7 @@ final class S3Client: Sendable {
 
     /// The raw (unencoded) request path for a full object key, or the bucket itself for nil.
     func path(for key: String?) -> String {
-        let bucketPart = pathStyle ? "/\(location.bucket)" : ""
+        let bucketPart = basePath + (pathStyle ? "/\(location.bucket)" : "")
         guard let key else { return bucketPart.isEmpty ? "/" : bucketPart }
         return bucketPart + "/" + key
     }

@@ -15,6 +15,9 @@ public struct S3Location: Sendable, Equatable {
     public var endpoint: URL?
 
     public static let scheme = "s3"
+    /// `s3://*?endpoint=…`: every first folder of a key is a bucket of its own, the rest of
+    /// the key the object's (Supabase Storage's S3 protocol: one bucket per Storage bucket).
+    public static let bucketPerFolder = "*"
     static let parameters: Set<String> = ["endpoint", "region"]
 
     public init(bucket: String, prefix: String = "", region: String = "us-east-1", endpoint: URL? = nil) {
@@ -38,7 +41,7 @@ public struct S3Location: Sendable, Equatable {
         guard let bucket = components.host, !bucket.isEmpty else {
             throw S3ConfigurationError("blob location '\(text)' names no bucket: write it as \(example)")
         }
-        guard Self.isValidBucketName(bucket) else {
+        guard Self.isValidBucketName(bucket) || bucket == Self.bucketPerFolder else {
             throw S3ConfigurationError("'\(bucket)' in '\(text)' is not a valid S3 bucket name: use 3–63 lower-case letters, digits, '-' or '.', starting and ending with a letter or digit")
         }
         if components.user != nil || components.password != nil {
@@ -48,6 +51,9 @@ public struct S3Location: Sendable, Equatable {
             throw S3ConfigurationError("blob location '\(text)' has a port after the bucket name: the server goes in ?endpoint=http://host:port")
         }
         let path = components.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        if bucket == Self.bucketPerFolder, !path.isEmpty {
+            throw S3ConfigurationError("blob location '\(text)': with one bucket per folder (s3://*) the key's first folder is the bucket, so there is no prefix: write s3://*?endpoint=URL")
+        }
         if !path.isEmpty, !BlobKey.isSafe(path) {
             throw S3ConfigurationError("the key prefix '\(path)' in '\(text)' is not allowed: use segments of letters, digits, '.', '_' or '-' separated by '/'")
         }
@@ -68,12 +74,15 @@ public struct S3Location: Sendable, Equatable {
         }
         var endpoint: URL?
         if let raw = values["endpoint"] {
+            // A path is where the server answers S3 (Supabase Storage: /storage/v1/s3); it
+            // begins every request's path, and is signed with it.
+            let endpointPath = URLComponents(string: raw)?.path.trimmingCharacters(in: CharacterSet(charactersIn: "/")) ?? ""
             guard let parsed = URLComponents(string: raw), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-                  let host = parsed.host, !host.isEmpty, parsed.query == nil,
-                  parsed.path.isEmpty || parsed.path == "/", (parsed.port ?? 1) >= 1, (parsed.port ?? 1) <= 65_535 else {
-                throw S3ConfigurationError("endpoint '\(raw)' in blob location '\(text)' must be http:// or https:// with a host and optional port (1 to 65535), and no path, like http://127.0.0.1:9000")
+                  let host = parsed.host, !host.isEmpty, parsed.query == nil, parsed.fragment == nil,
+                  endpointPath.isEmpty || BlobKey.isSafe(endpointPath), (parsed.port ?? 1) >= 1, (parsed.port ?? 1) <= 65_535 else {
+                throw S3ConfigurationError("endpoint '\(raw)' in blob location '\(text)' must be http:// or https:// with a host, an optional port (1 to 65535) and an optional path of letters, digits, '.', '_' or '-', like http://127.0.0.1:9000 or https://ref.supabase.co/storage/v1/s3")
             }
-            endpoint = URL(string: "\(scheme)://\(parsed.percentEncodedHost ?? host)\(parsed.port.map { ":\($0)" } ?? "")")
+            endpoint = URL(string: "\(scheme)://\(parsed.percentEncodedHost ?? host)\(parsed.port.map { ":\($0)" } ?? "")\(endpointPath.isEmpty ? "" : "/" + endpointPath)")
         }
         self.init(bucket: bucket, prefix: path, region: region, endpoint: endpoint)
     }

@@ -15,6 +15,25 @@ struct S3LocationTests {
     @Test func theRegionComesFromTheEnvironmentWhenTheLocationNamesNone() throws {
         #expect(try S3Location(parsing: "s3://bucket", environment: ["AWS_REGION": "ap-south-1"]).region == "ap-south-1")
         #expect(try S3Location(parsing: "s3://bucket/", environment: [:]) == S3Location(bucket: "bucket", prefix: "", region: "us-east-1"))
+        // Supabase Storage answers S3 under a path, one bucket per Storage bucket.
+        let supabase = try S3Location(parsing: "s3://*?endpoint=https://ref.supabase.co/storage/v1/s3&region=eu-west-1", environment: [:])
+        #expect(supabase == S3Location(bucket: "*", prefix: "", region: "eu-west-1", endpoint: URL(string: "https://ref.supabase.co/storage/v1/s3")))
+    }
+
+    /// Supabase Storage answers S3 under /storage/v1/s3: that path begins every request's
+    /// path, so it is what the signature covers, as an S3 client given that endpoint signs it.
+    @Test func anEndpointsPathBeginsEveryRequestPathAndIsSigned() throws {
+        let location = try S3Location(parsing: "s3://avatars?endpoint=https://ref.supabase.co/storage/v1/s3&region=eu-west-1", environment: [:])
+        let store = try S3BlobStore(location: location, credentials: AWSCredentials(accessKeyID: "id", secretAccessKey: "secret"))
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        let link = try #require(try store.downloadURL(key: "u1/Été.png", expiresAt: now.addingTimeInterval(3_600), now: now))
+        #expect(link.hasPrefix("https://ref.supabase.co/storage/v1/s3/avatars/u1/%C3%89t%C3%A9.png?"), "\(link)")
+        let bare = try S3BlobStore(
+            location: try S3Location(parsing: "s3://avatars?endpoint=https://ref.supabase.co&region=eu-west-1", environment: [:]),
+            credentials: AWSCredentials(accessKeyID: "id", secretAccessKey: "secret"))
+        let other = try #require(try bare.downloadURL(key: "u1/Été.png", expiresAt: now.addingTimeInterval(3_600), now: now))
+        func signature(_ url: String) -> String? { URLComponents(string: url)?.queryItems?.first { $0.name == "X-Amz-Signature" }?.value }
+        #expect(signature(link) != nil && signature(link) != signature(other), "the path is part of what is signed")
     }
 
     @Test(arguments: [
@@ -24,7 +43,8 @@ struct S3LocationTests {
         ("s3://bucket/../x", "key prefix"),
         ("s3://bucket/a b", "key prefix 'a b'"),
         ("s3://bucket?endpoint=ftp://host", "must be http:// or https://"),
-        ("s3://bucket?endpoint=http://host/path", "no path"),
+        ("s3://bucket?endpoint=http://host/a%20b", "optional path of letters"),
+        ("s3://*/prefix", "there is no prefix"),
         ("s3://bucket?endpoint=127.0.0.1:9000", "must be http:// or https://"),
         ("s3://bucket?endpoint=http://127.0.0.1:99999", "optional port (1 to 65535)"),
         ("s3://bucket?region=US%20EAST", "not a region name"),
