@@ -102,9 +102,11 @@ struct MapSummary: Encodable {
         var password: String?
         var erase: String
         var blobs: [String]
+        /// The user's own folders of the blob store, emptied by the purge.
+        var blobPrefixes: [String]
 
         enum CodingKeys: String, CodingKey {
-            case table, key, keyType = "key_type", lookup, password, erase, blobs
+            case table, key, keyType = "key_type", lookup, password, erase, blobs, blobPrefixes = "blob_prefixes"
         }
     }
 
@@ -116,10 +118,12 @@ struct MapSummary: Encodable {
         var erase: String
         var exportFile: String?
         var blobs: [String]
+        /// A file catalog's columns, joined by '/' into each row's file.
+        var fileKey: [String]
         var cascade: [String]
 
         enum CodingKeys: String, CodingKey {
-            case position, table, owner, key, erase, exportFile = "export_file", blobs, cascade
+            case position, table, owner, key, erase, exportFile = "export_file", blobs, fileKey = "file_key", cascade
         }
     }
 
@@ -202,12 +206,12 @@ struct MapSummary: Encodable {
             password: subject.password.map { password in
                 password.table.map { "\(shown($0)).\(password.column) (by \(password.key ?? "?"))" } ?? password.column
             },
-            erase: Self.describe(subject.erase), blobs: subject.blobs)
+            erase: Self.describe(subject.erase), blobs: subject.blobs, blobPrefixes: subject.blobPrefixes.map(\.template))
         eraseOrder = plan.tables.enumerated().map { index, table in
             Table(
                 position: index + 1, table: shown(table.table.name), owner: describe(table.owner), key: table.key,
                 erase: { if case .sides = table.owner { "per side" } else { Self.describe(table.table.erase) } }(), exportFile: table.table.exportFile, blobs: table.table.blobs,
-                cascade: table.cascades.map { "\(shown($0.table)).\($0.column)" })
+                fileKey: table.table.fileKey, cascade: table.cascades.map { "\(shown($0.table)).\($0.column)" })
         }
         ignored = plan.map.ignored.map { "\($0.description): \($0.reason)" }
         deletedByDatabase = plan.deletedByDatabase.map { "\($0) (ON DELETE CASCADE)" }
@@ -250,10 +254,14 @@ struct MapSummary: Encodable {
             var detail = "owner \(table.owner); \(table.erase)"
             if !table.cascade.isEmpty { detail += "; cascade \(table.cascade.joined(separator: ", "))" }
             if !table.blobs.isEmpty { detail += "; files in \(table.blobs.joined(separator: ", "))" }
+            if !table.fileKey.isEmpty { detail += "; a file catalog: each row is the file \(table.fileKey.joined(separator: " / ")), deleted with it" }
             if let file = table.exportFile { detail += "; exported as \(file).json/.csv" }
             Terminal.line("  \(table.position). \(table.table): \(detail)")
         }
         Terminal.line("  \(eraseOrder.count + 1). \(subject.table) (the user row): \(subject.erase)")
+        if !subject.blobPrefixes.isEmpty {
+            Terminal.line("the user's folders, emptied after erasure but for files a kept row names: \(subject.blobPrefixes.joined(separator: ", "))")
+        }
         for entry in ignored { Terminal.line("ignored: \(entry)") }
         for entry in deletedByDatabase { Terminal.line("deleted by the database: \(entry)") }
         if !presets.isEmpty { Terminal.line("presets: \(presets.joined(separator: ", "))") }

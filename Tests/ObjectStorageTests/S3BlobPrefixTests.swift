@@ -48,8 +48,14 @@ extension S3Tests {
                 credentials: MotoServer.credentials, options: S3Tests.smallPartOptions)
             _ = try await outside.put(key: "uploads/1/z.jpg", data: Data("outside".utf8))
 
+            let check = try await installation.run(["map", "check"], jobsDirectory: jobs)
+            #expect(check.stdout.contains("the user's folders, emptied after erasure but for files a kept row names: uploads/{key}/"), "\(check.stdout) \(check.stderr)")
             let deleted = try await installation.run(["delete", "ada", "--operator", "sam", "--reason", "test", "--immediately"], jobsDirectory: jobs)
             #expect(deleted.status == 0, "\(deleted.stdout) \(deleted.stderr)")
+            // The rehearsal counts what lies in her folder, her avatar (which her row names
+            // too) once, and the file bob's row names there, which the purge then keeps.
+            let rehearsal = try await installation.run(["purge", "--dry-run", "--json"], jobsDirectory: jobs)
+            #expect(rehearsal.status == 0 && rehearsal.stdout.contains(#""blobs":5"#), "\(rehearsal.stdout) \(rehearsal.stderr)")
             let purged = try await installation.run(["purge"], jobsDirectory: jobs)
             #expect(purged.status == 0 && purged.stdout.contains("1 purged"), "\(purged.stdout) \(purged.stderr)")
 

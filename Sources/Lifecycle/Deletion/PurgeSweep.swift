@@ -225,24 +225,45 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
     }
 
     /// The files a purge would delete: the account's prefix (its photos and archives), and
-    /// for an app, every file its rows name.
+    /// for an app, every file its rows name, its file catalogs' files and whatever lies in
+    /// the user's folders (`blob_prefixes:`), each counted once. A file in her folder that a
+    /// row the purge keeps names is counted, and kept by the purge.
     private func countBlobs(of preview: inout PurgePreview, directory: AccountDirectory<Store>, batch: Int) async throws {
         var prefix = BlobKey.accountPrefix(preview.accountID)
         if case .app(let data) = directory.source {
             prefix = BlobKey.accountPrefix(BlobKey.segment(forID: preview.accountID))
-            for query in data.blobQueries(key: preview.accountID, batch: batch) {
+            var counted = Set<String>()
+            func count(_ key: String, bytes: Int64) {
+                guard counted.insert(key).inserted else { return }
+                preview.blobs += 1
+                preview.blobBytes += bytes
+            }
+            let key = preview.accountID
+            let sql = data.sql
+            let catalogs = data.plan.tables.filter { !$0.table.fileKey.isEmpty }.map { table in
+                AppData.BlobQuery(label: data.displayName(table.table.name)) { after in sql.catalogFileKeys(table, key: key, after: after, limit: batch) }
+            }
+            for query in data.blobQueries(key: key, batch: batch) + catalogs {
                 var after: String?
                 while true {
                     let statement = query.page(after)
                     let page = try await services.store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
-                    for key in page where services.blobs.keyProblem(key) == nil {
-                        if let info = try await services.blobs.info(key: key) {
-                            preview.blobs += 1
-                            preview.blobBytes += info.size
-                        }
+                    for file in page where services.blobs.keyProblem(file) == nil {
+                        if let info = try await services.blobs.info(key: file) { count(file, bytes: info.size) }
                     }
                     guard page.count == batch, let last = page.last else { break }
                     after = last
+                }
+            }
+            for folder in data.plan.subject.blobPrefixes {
+                // A key that cannot be one folder stops the purge itself, which says so.
+                guard let resolved = try? folder.resolved(key: key) else { continue }
+                var listedAfter: String?
+                while true {
+                    let page = try await services.blobs.list(prefix: resolved, after: listedAfter, limit: batch)
+                    for info in page { count(info.key, bytes: info.size) }
+                    guard page.count == batch, let last = page.last else { break }
+                    listedAfter = last.key
                 }
             }
         }
