@@ -223,8 +223,23 @@ public struct InitializeReport: Codable, Sendable {
     /// Whether the reference app's tables are part of the installation.
     public var referenceSchema: Bool
     public var migrations: [String]
+    /// An app whose sessions name their user only encoded (`django_session`): the rows
+    /// decoded into lifecycle's index of them, so the first deletion request reads a user's
+    /// sessions, not the table. Nil without such a table.
+    public var sessionRowsIndexed: Int?
 
     enum CodingKeys: String, CodingKey {
-        case database, created, referenceSchema = "reference_schema", migrations
+        case database, created, referenceSchema = "reference_schema", migrations, sessionRowsIndexed = "session_rows_indexed"
+    }
+}
+
+/// Brings lifecycle's index of an encoded table up to date (`init` builds it, in short
+/// transactions, before any request needs it); nil when the map has no such table.
+public struct IndexEncodedOwners: InstallationBody {
+    public init() {}
+
+    public func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> Int? {
+        guard case .app(let data) = try await services.directory().source, data.hasEncodedRemovals else { return nil }
+        return try await data.refreshEncodedOwners(store: services.store).indexed
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CLinux
 import Foundation
 import Lifecycle
+import LifecycleRuntime
 import PostgresBackend
 import SQLiteBackend
 
@@ -70,7 +71,10 @@ struct InitCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let report = try await options.configuration().initialize()
+            let configuration = try options.configuration()
+            var report = try await configuration.initialize()
+            // Before the first deletion request, which would otherwise decode the whole table in its transaction.
+            if !report.referenceSchema { report.sessionRowsIndexed = try await configuration.withInstallation(IndexEncodedOwners()) }
             if options.json {
                 try Terminal.printJSON(report)
             } else if report.created {
@@ -78,6 +82,9 @@ struct InitCommand: AsyncParsableCommand {
                     + (report.referenceSchema ? " with the reference app's tables" : " (lifecycle's own tables only)"))
             } else {
                 Terminal.line("\(report.database) is a lifecycle installation already; its schema is up to date")
+            }
+            if !options.json, let indexed = report.sessionRowsIndexed, indexed > 0 {
+                Terminal.line("\(indexed) session row(s) decoded into lifecycle's index: a deletion request reads the user's own sessions")
             }
             return .ok
         }

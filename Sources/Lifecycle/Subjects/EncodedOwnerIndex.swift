@@ -3,8 +3,8 @@ import JobRunner
 
 /// Signing a user out of a table whose rows name her only once decoded (`django_session`),
 /// in time that does not grow with the table: through lifecycle's index of whose each row
-/// is (EncodedOwnersSQL.swift). The index is built the first time it is needed (one pass
-/// decoding the table, as every sign-out did before it), kept up by the sign-ins the app
+/// is (EncodedOwnersSQL.swift). The index is built by `lifecycle init`, else the first time
+/// it is needed (one pass decoding the table, as every sign-out did before it), kept up by the sign-ins the app
 /// reports and by each purge sweep, which decodes only rows it has not seen and signs out
 /// any that belong to an account pending deletion (a session begun by a password change,
 /// whose new key no sign-in reported).
