@@ -138,7 +138,8 @@ struct PurgeProcessTests {
                                          + [DeletionLines.account(id: "keeper")], into: workspace)
 
         let barrier = try OverlapBarrier(in: workspace)
-        let runs = try (0..<4).map { _ in try workspace.process(["purge"], environment: barrier.environment) }
+        // 16 at once each: at the default (256) the first run would claim all 200 accounts.
+        let runs = try (0..<4).map { _ in try workspace.process(["purge", "--concurrency", "16"], environment: barrier.environment) }
         // Every run holds claimed purges at the barrier until all four do: they overlap for
         // certain, rather than one doing the work while the others find nothing.
         let together = try await barrier.releaseOnceAllArrive(runs.map(\.0))
