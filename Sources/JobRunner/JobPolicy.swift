@@ -260,7 +260,7 @@ public struct PolicyBook: Sendable {
         policy.backoffBase = try section.double("backoff_base_seconds", default: policy.backoffBase)
         policy.backoffCap = try section.double("backoff_cap_seconds", default: policy.backoffCap)
         policy.lease = try section.double("lease_seconds", default: policy.lease)
-        policy.concurrency = try section.int("concurrency", default: policy.concurrency, in: 1...256)
+        policy.concurrency = try section.int("concurrency", default: policy.concurrency, in: 1...1024)
         if let schedule = try section.string("schedule", default: nil), !schedule.isEmpty {
             policy.schedule = try CronSchedule(schedule)
         }

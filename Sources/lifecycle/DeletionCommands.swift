@@ -244,11 +244,11 @@ struct PurgeCommand: AsyncParsableCommand, StoreCommand {
         Purges run at once in this process, at most the purge policy's concurrency (1 when --limit is given): the residue \
         scan serves the purges that reach it together in one pass over every table, so a nightly run of thousands of an \
         app's accounts goes faster with more at once.
-        """) var concurrency: Int = 256
+        """) var concurrency: Int = 1024
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
-        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256") }
+        guard (1...1024).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 1024") }
     }
 
     func run() async throws {
