@@ -91,7 +91,12 @@ extension PostgresTransaction: DeletionTransaction {
 
     public func deleteLifecycleRows(accountID: String) throws -> [String: Int] {
         let exports = try execute("DELETE FROM lifecycle.exports WHERE account_id = \(accountID)")
-        return ["exports": exports, "outbox": try execute("DELETE FROM lifecycle.outbox WHERE account_id = \(accountID)")]
+        let outbox = try execute("DELETE FROM lifecycle.outbox WHERE account_id = \(accountID)")
+        // See the SQLite backend: a dead or cancelled part deletion's keys outlive it until the purge.
+        let recorded = try execute("""
+            DELETE FROM lifecycle.part_deletion_rows WHERE job_id IN (SELECT id FROM lifecycle.jobs WHERE unique_key = \(DeletionJobs.partKey(accountID: accountID)))
+            """)
+        return ["exports": exports, "outbox": outbox, "part_deletion_rows": recorded]
     }
 
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {

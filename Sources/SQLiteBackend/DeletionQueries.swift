@@ -95,7 +95,13 @@ extension SQLiteTransaction: DeletionTransaction {
         try db.cachedStatement(sql: "DELETE FROM lifecycle_exports WHERE account_id = ?").execute(arguments: [accountID])
         let exports = db.changesCount
         try db.cachedStatement(sql: "DELETE FROM lifecycle_outbox WHERE account_id = ?").execute(arguments: [accountID])
-        return ["exports": exports, "outbox": db.changesCount]
+        let outbox = db.changesCount
+        // A part deletion that died or was cancelled keeps its recorded keys while it may be
+        // retried; once the account is purged there is nothing left for it to erase.
+        try db.cachedStatement(sql: """
+            DELETE FROM lifecycle_part_deletion_rows WHERE job_id IN (SELECT id FROM lifecycle_jobs WHERE unique_key = ?)
+            """).execute(arguments: [DeletionJobs.partKey(accountID: accountID)])
+        return ["exports": exports, "outbox": outbox, "part_deletion_rows": db.changesCount]
     }
 
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {

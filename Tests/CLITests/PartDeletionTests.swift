@@ -252,5 +252,19 @@ struct PartDeletionTests {
         try await work()
         #expect(try await photos() == [])
         #expect(Self.files(workspace, of: "ada").isEmpty, "\(Self.files(workspace, of: "ada"))")
+
+        // A part deletion cancelled before it ran keeps its recorded keys while `jobs retry`
+        // may still bring it back; her purge takes them with the rest of her.
+        let recorded = "SELECT COUNT(*) FROM \(workspace.ownTable("part_deletion_rows"))"
+        #expect(try await workspace.run(["delete", "ada", "--part", "journal", "--operator", "sam", "--reason", "ticket 10"]).status == 0)
+        let queued = try await workspace.int("SELECT MAX(id) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'")
+        #expect(try await workspace.run(["jobs", "cancel", "\(queued)"]).status == 0)
+        #expect(try await workspace.int(recorded) == 1, "ada-e9, her one entry")
+        #expect(try await workspace.run(["delete", "ada", "--operator", "sam", "--reason", "ticket 11"]).status == 0)
+        let purge = try await workspace.run(["purge"], environment: ["LIFECYCLE_NOW": ISO8601.format(Date().addingTimeInterval(31 * 86_400))])
+        #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await workspace.int(recorded) == 0)
+        let purged = try #require(try await workspace.auditRows(of: "ada").first { $0.action == "account.purge" && $0.outcome == "purged" })
+        #expect(purged.detail?.contains(#""part_deletion_rows":1"#) == true, "\(purged.detail ?? "")")
     }
 }
