@@ -23,7 +23,11 @@ struct CatalogFiles<Store: LifecycleStore>: Sendable {
                 }
                 var present: [String] = []
                 for file in page {
-                    if blobs.keyProblem(file) == nil, try await blobs.info(key: file) != nil { present.append(file) } else { absent += 1 }
+                    do {
+                        if blobs.keyProblem(file) == nil, try await blobs.info(key: file) != nil { present.append(file) } else { absent += 1 }
+                    } catch let error as BlobStoreError where error.isUnsafePath {
+                        present.append(file)  // Recorded, for RecordedFiles to refuse by name in the receipt.
+                    }
                 }
                 let found = present
                 if !found.isEmpty { try await store.write { tx in try tx.recordPurgeFiles(key: key, files: found) } }

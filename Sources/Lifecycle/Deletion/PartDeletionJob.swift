@@ -58,11 +58,14 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         var blobBytes: Int64
         /// Files the erased rows named that stay, because another row still names them.
         var blobsKept: Int
+        /// Files kept because their key crosses a symbolic link in the blob store (see the purge's receipt).
+        var blobsRefused: RecordedFiles<Store>.Refused?
         var verification: AppPurgeJob<Store>.Receipt.Verification
         var job: JobID
 
         enum CodingKeys: String, CodingKey {
-            case parts, rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", verification, job
+            case parts, rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", blobsRefused = "blobs_refused",
+                 verification, job
         }
     }
 
@@ -216,12 +219,14 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
             throw PurgeIncomplete("\(files.pending) file(s) of the part(s) are not settled yet; the job will retry")
         }
         var tables: [String: AppPurgeJob<Store>.Receipt.Table] = [:]
-        for (table, count) in try tx.takePurgeProgress(key: key) where count != PurgeCounts() {
+        var progress = try tx.takePurgeProgress(key: key)
+        let refused = RecordedFiles<Store>.takeRefused(from: &progress)
+        for (table, count) in progress where count != PurgeCounts() {
             tables[table] = .init(deleted: count.deleted, masked: count.masked, before: count.deleted + count.masked, after: left[table] ?? 0)
         }
         let receipt = Receipt(
             parts: payload.parts, rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
-            blobs: files.deleted, blobBytes: files.bytes, blobsKept: files.kept,
+            blobs: files.deleted, blobBytes: files.bytes, blobsKept: files.kept - (refused?.files ?? 0), blobsRefused: refused,
             verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took), job: context.job.id)
         let detail = try JobJSON.encode(receipt)
         try tx.recordAudit(AuditEvent(

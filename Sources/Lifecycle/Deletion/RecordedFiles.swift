@@ -33,6 +33,7 @@ struct RecordedFiles<Store: LifecycleStore>: Sendable {
             }
             var settled: [PurgeFile] = []
             var doomed: [(key: String, bytes: Int64)] = []
+            var refused: [String: Int] = [:]
             for file in page {
                 let problem = blobs.keyProblem(file)
                 if BlobKey.isLifecycleOwn(file) || problem != nil || named.contains(ExactText(file)) {
@@ -42,8 +43,16 @@ struct RecordedFiles<Store: LifecycleStore>: Sendable {
                         ])
                     }
                     settled.append(PurgeFile(key: file, state: .kept, bytes: 0))
-                } else {
+                    continue
+                }
+                do {
                     doomed.append((file, try await blobs.info(key: file)?.size ?? 0))
+                } catch let error as BlobStoreError where error.isUnsafePath {
+                    context.logger.error("a file of the erased rows is reached through a symbolic link; it is neither deleted nor followed", metadata: [
+                        "blob_key": "\(BlobKey.quoted(file))", "error": "\(error)",
+                    ])
+                    settled.append(PurgeFile(key: file, state: .kept, bytes: 0))
+                    refused[error.link ?? file, default: 0] += 1
                 }
             }
             try await blobs.delete(keys: doomed.map(\.key))
@@ -52,13 +61,45 @@ struct RecordedFiles<Store: LifecycleStore>: Sendable {
                 throw PurgeIncomplete("file \(file.key) is still there after it was deleted; the job will retry")
             }
             settled += doomed.map { PurgeFile(key: $0.key, state: .deleted, bytes: $0.bytes) }
-            let done = settled
-            try await store.write { tx in try tx.settlePurgeFiles(key: key, files: done) }
+            let (done, links) = (settled, refused)
+            try await store.write { tx in
+                try tx.settlePurgeFiles(key: key, files: done)
+                for (link, files) in links { try Self.recordRefusal(key: key, link: link, files: files, in: tx) }
+            }
             deleted += doomed.count
             context.progress("\(deleted) file(s) deleted")
             guard page.count == policy.purgeBlobBatch else { break }
             after = last
             if policy.batchPause > 0 { try await Task.sleep(nanoseconds: UInt64(policy.batchPause * 1_000_000_000)) }
         }
+    }
+
+    /// Files a key reached only through a symbolic link (BlobStoreError.unsafePath), kept
+    /// and named in the receipt by the link to fix. Counted in the erasure's progress rows,
+    /// in the transaction that settles those files, so a rerun counts none twice.
+    struct Refused: Codable, Sendable, Equatable {
+        /// Files kept because their key crosses a link (also counted in `blobs_kept`).
+        var files: Int
+        /// The links, as parts of keys (`avatars/ada`): what the operator replaces.
+        var links: [String]
+    }
+
+    private static var refusedProgressPrefix: String { "lifecycle blob store: link " }
+
+    /// `files` is 0 for a folder of the user's (`blob_prefixes`) that is itself a link.
+    static func recordRefusal(key: String, link: String, files: Int, in tx: Store.Transaction) throws {
+        try tx.addPurgeProgress(key: key, table: refusedProgressPrefix + link, deleted: files, masked: 1)
+    }
+
+    /// Takes the refusals out of an erasure's progress rows (so they are not read as tables).
+    static func takeRefused(from progress: inout [String: PurgeCounts]) -> Refused? {
+        let entries = progress.keys.filter { $0.hasPrefix(refusedProgressPrefix) }.sorted()
+        guard !entries.isEmpty else { return nil }
+        var refused = Refused(files: 0, links: [])
+        for entry in entries {
+            refused.files += progress.removeValue(forKey: entry)?.deleted ?? 0
+            refused.links.append(String(entry.dropFirst(refusedProgressPrefix.count)))
+        }
+        return refused
     }
 }

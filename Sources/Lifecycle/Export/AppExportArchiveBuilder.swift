@@ -155,6 +155,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         // Keys as bytes: an NFC and an NFD spelling are two files of the store.
         var seenKeys = Set<ExactText>()
         var lifecycleOwn: [Omitted] = []
+        var refused: [Omitted] = []
         var usedNames = Set<String>()
         let output = try HashingFileOutput(path: planPath)
         let encoder = JSONEncoder()
@@ -179,7 +180,15 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                             lifecycleOwn.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), one of lifecycle's own files, which no export hands out"))
                             continue
                         }
-                        guard services.blobs.keyProblem(blobKey) == nil, let info = try await services.blobs.info(key: blobKey) else { continue }
+                        guard services.blobs.keyProblem(blobKey) == nil else { continue }
+                        let found: BlobInfo?
+                        do {
+                            found = try await services.blobs.info(key: blobKey)
+                        } catch let error as BlobStoreError where error.isUnsafePath {
+                            refused.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which is not a safe path: \(error)"))
+                            continue
+                        }
+                        guard let info = found else { continue }
                         let name = uniqueName(folder: folder, key: blobKey, date: nil, used: &usedNames)
                         try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: cutoff, source: source), to: output, with: encoder)
                         plan.count += 1
@@ -207,7 +216,14 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                                 key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which this blob store cannot hold: \(problem)"))
                             continue
                         }
-                        guard let info = try await services.blobs.info(key: blobKey) else {
+                        let found: BlobInfo?
+                        do {
+                            found = try await services.blobs.info(key: blobKey)
+                        } catch let error as BlobStoreError where error.isUnsafePath {
+                            refused.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which is not a safe path: \(error)"))
+                            continue
+                        }
+                        guard let info = found else {
                             problems.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), which is not in the blob store"))
                             continue
                         }
@@ -225,7 +241,8 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             }
         }
         _ = try output.finish(archivePath: "")
-        plan.omitted = lifecycleOwn
+        // Never handed out, never a reason to fail the export: named in the manifest instead.
+        plan.omitted = lifecycleOwn + refused
         if !problems.isEmpty {
             guard skipMissingFiles else {
                 let shown = problems.prefix(10).map(\.reason).joined(separator: "; ")

@@ -77,6 +77,12 @@ final class ArchiveFileCopier: @unchecked Sendable {
             throw LifecycleError(code == ENOENT ? .inputMissing : .unavailable, "cannot open \(path): \(String(cString: strerror(code)))")
         }
         defer { close(fd) }
+        return try copy(descriptor: fd, named: path, into: writer, expectedBytes: expectedBytes)
+    }
+
+    /// The same from a file already open (a blob the store resolved without links);
+    /// `path` names it in errors. The caller closes it.
+    func copy(descriptor fd: Int32, named path: String, into writer: ArchiveWriter, expectedBytes: Int64) throws -> (bytes: Int64, sha256: String) {
         _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
         let handoff = Handoff(depth: Self.depth)
         let buffers = Buffers(all: self.buffers)

@@ -141,11 +141,14 @@ struct ExportEntries {
         try writer.beginEntry(name: root + "/" + name, size: expected, modified: modified, compression: .store)
         let copied: (bytes: Int64, sha256: String)
         if let files = blobs as? FileSystemBlobStore {
+            let fd: Int32
             do {
-                copied = try await copy(path: try files.path(for: key), expectedBytes: expected)
-            } catch let error as LifecycleError where error.category == .inputMissing {
+                fd = try files.openForReading(key: key)
+            } catch let error as BlobStoreError where error.isNotFound {
                 throw BlobProblem(key: key, reason: "its blob \(key) disappeared during the export")
             }
+            defer { Glibc.close(fd) }
+            copied = try await copy(descriptor: fd, key: key, expectedBytes: expected)
         } else {
             var hasher = SHA256()
             var count: Int64 = 0
@@ -179,5 +182,11 @@ struct ExportEntries {
         let handle = OneThreadAtATime(value: writer)
         let copier = self.copier
         return try await BlockingWork.run { try copier.copy(path: path, into: handle.value, expectedBytes: expectedBytes) }
+    }
+
+    private func copy(descriptor: Int32, key: String, expectedBytes: Int64) async throws -> (bytes: Int64, sha256: String) {
+        let handle = OneThreadAtATime(value: writer)
+        let copier = self.copier
+        return try await BlockingWork.run { try copier.copy(descriptor: descriptor, named: "blob \(key)", into: handle.value, expectedBytes: expectedBytes) }
     }
 }

@@ -13,14 +13,7 @@ import Foundation
 /// file system are read, and no more bytes than their size, checked on the open
 /// descriptor, promised.
 final class PhotoFolder: Sendable {
-    enum Resolution: Sendable {
-        /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`: symbolic links are followed
-        /// while they stay inside the folder.
-        case kernel
-        /// One `openat(O_NOFOLLOW)` per component, for kernels without `openat2` (before
-        /// 5.6, or a seccomp filter that refuses it): symbolic links are not followed at all.
-        case componentWalk
-    }
+    typealias Resolution = BeneathDirectory.Resolution
 
     /// Why one photo of a line cannot be used: the line is refused with this reason.
     struct Refusal: Error {
@@ -29,33 +22,18 @@ final class PhotoFolder: Sendable {
 
     let path: String
     let maxFileBytes: Int64
-    private let descriptor: Int32
-    private let resolution: Resolution
+    private let directory: BeneathDirectory
 
     init(path: String, maxFileBytes: Int64, resolution: Resolution? = nil) throws {
         self.path = path
         self.maxFileBytes = maxFileBytes
-        let fd = Glibc.open(path, accountlifecycle_o_path | accountlifecycle_o_directory | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
+        do {
+            directory = try BeneathDirectory(path: path, links: .insideOnly, resolution: resolution)
+        } catch {
             throw LifecycleError(
-                code == ENOENT || code == ENOTDIR ? .inputMissing : .unavailable,
-                "photo folder \(path): \(String(cString: strerror(code)))")
+                error.code == ENOENT || error.code == ENOTDIR ? .inputMissing : .unavailable,
+                "photo folder \(path): \(String(cString: strerror(error.code)))")
         }
-        descriptor = fd
-        self.resolution = resolution ?? Self.kernelResolution(probing: fd)
-    }
-
-    deinit { close(descriptor) }
-
-    /// openat2 exists since Linux 5.6; a container's seccomp filter may still refuse it.
-    private static func kernelResolution(probing fd: Int32) -> Resolution {
-        let probe = accountlifecycle_openat2(fd, ".", accountlifecycle_o_path | O_CLOEXEC, UInt64(RESOLVE_BENEATH))
-        if probe >= 0 {
-            close(probe)
-            return .kernel
-        }
-        return errno == ENOSYS || errno == EPERM ? .componentWalk : .kernel
     }
 
     /// A regular file opened for reading, with the size `fstat` gave for it.
@@ -69,21 +47,8 @@ final class PhotoFolder: Sendable {
     /// Throws `Refusal` for anything wrong with the file itself.
     func open(_ relative: String) throws(Refusal) -> OpenedFile {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
-        let flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
-        var fd: Int32 = -1
-        switch resolution {
-        case .kernel:
-            // The kernel gives up a RESOLVE_BENEATH walk through ".." with EAGAIN when any
-            // rename or mount happens anywhere meanwhile, and openat2(2) says to retry.
-            var attempts = 0
-            repeat {
-                fd = accountlifecycle_openat2(descriptor, relative, flags, UInt64(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS))
-                attempts += 1
-            } while fd < 0 && (errno == EAGAIN || errno == EINTR) && attempts < 100
-        case .componentWalk:
-            fd = Self.walk(from: descriptor, relative, flags: flags)
-        }
-        guard fd >= 0 else { throw Refusal(reason: Self.describeOpenFailure(errno, resolution: resolution)) }
+        let fd = directory.open(relative, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { throw Refusal(reason: Self.describeOpenFailure(errno, resolution: directory.resolution)) }
         var handedOver = false
         defer { if !handedOver { close(fd) } }
         var status = stat()
@@ -104,24 +69,6 @@ final class PhotoFolder: Sendable {
         _ = fcntl(fd, F_SETFL, O_RDONLY)
         handedOver = true
         return OpenedFile(descriptor: fd, size: Int64(status.st_size))
-    }
-
-    private static func walk(from root: Int32, _ relative: String, flags: Int32) -> Int32 {
-        let components = relative.split(separator: "/").map(String.init)
-        var directory = root
-        defer { if directory != root { close(directory) } }
-        for (index, component) in components.enumerated() {
-            let last = index == components.count - 1
-            let next = last
-                ? openat(directory, component, flags | accountlifecycle_o_nofollow)
-                : openat(directory, component, accountlifecycle_o_path | accountlifecycle_o_directory | accountlifecycle_o_nofollow | O_CLOEXEC)
-            guard next >= 0 else { return -1 }
-            if last { return next }
-            if directory != root { close(directory) }
-            directory = next
-        }
-        errno = ENOENT
-        return -1
     }
 
     private static func describeOpenFailure(_ code: Int32, resolution: Resolution) -> String {

@@ -12,18 +12,21 @@ public struct BlobInfo: Sendable, Equatable {
 }
 
 public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
-    private enum Reason: Sendable { case failed, outOfSpace, notWritable, notFound, invalidKey }
+    private enum Reason: Sendable { case failed, outOfSpace, notWritable, notFound, invalidKey, unsafePath }
 
     public let message: String
     private let reason: Reason
+    /// For `isUnsafePath`: the part of the key that is a symbolic link, when it was found.
+    public let link: String?
 
     public init(_ message: String) {
         self.init(message, reason: .failed)
     }
 
-    private init(_ message: String, reason: Reason) {
+    private init(_ message: String, reason: Reason, link: String? = nil) {
         self.message = message
         self.reason = reason
+        self.link = link
     }
 
     public var description: String { message }
@@ -36,6 +39,9 @@ public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
     public var isNotFound: Bool { reason == .notFound }
     /// The key is not one this store can hold (see `BlobStore.keyProblem`).
     public var isInvalidKey: Bool { reason == .invalidKey }
+    /// The key's path crosses a symbolic link in a file-system store: the file may be
+    /// outside the store or another user's, so it is neither read nor deleted.
+    public var isUnsafePath: Bool { reason == .unsafePath }
 
     /// A failed file-system call on a local store, classified by its errno.
     public static func fileSystem(_ code: Int32, _ message: String) -> Self {
@@ -53,6 +59,14 @@ public struct BlobStoreError: Error, CustomStringConvertible, Sendable {
         .init("blob key \(BlobKey.quoted(key)) is not allowed: \(problem)", reason: .invalidKey)
     }
     public static func notFound(_ key: String) -> Self { .init("blob '\(key)' does not exist", reason: .notFound) }
+    /// `link`: the part of the key that is a symbolic link, when it could be found.
+    public static func unsafePath(_ key: String, link: String?) -> Self {
+        let through = link.map { "\(BlobKey.quoted($0)) is a symbolic link" } ?? "it passes through a symbolic link"
+        return .init(
+            "blob key \(BlobKey.quoted(key)) is not a safe path: \(through), and the blob store follows none, "
+                + "so a file it reaches may be outside the store or another user's; replace the link with the folder itself (or a bind mount)",
+            reason: .unsafePath, link: link)
+    }
 }
 
 /// Photos and export archives. Keys look like `accounts/<id>/photos/<photo-id>`;

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Crypto
 
@@ -5,16 +6,35 @@ import Crypto
 /// Writes go to `<root>/.incoming/` first and are renamed into place, so a reader
 /// or a crash never sees half a blob. Blobs are people's photos and archives: files
 /// are created 0600 and folders 0700 whatever the umask, so only the owner reads them.
+///
+/// Every read, stat, listing, rename and delete resolves its key beneath the root's open
+/// descriptor with no symbolic link followed anywhere in the path (BeneathDirectory). An
+/// app's media folder may hold links (`alice/out -> /elsewhere`, `alice/dir -> ../bob`):
+/// through one, a purge would delete a file outside the store, or another user's that his
+/// row still names under its other spelling. A key that crosses a link throws
+/// `BlobStoreError.unsafePath`. Without links, two keys of one file are hard links, and
+/// deleting one name never removes what the other still names.
 public struct FileSystemBlobStore: BlobStore {
     public let root: String
+    private let directory: BeneathDirectory
     /// The folder below the root where writes wait for their rename; no key may begin with it.
     public static let incomingFolder = ".incoming"
     private var incoming: String { root + "/" + Self.incomingFolder }
 
     public init(root: String) throws {
+        try self.init(root: root, resolution: nil)
+    }
+
+    /// `resolution`: how keys are resolved beneath the root; by default the kernel's, when it has it.
+    init(root: String, resolution: BeneathDirectory.Resolution?) throws {
         self.root = (root as NSString).standardizingPath
         try Self.makeDirectories(self.root, storeRoot: self.root)
         try Self.makeDirectories(self.root + "/" + Self.incomingFolder, storeRoot: self.root)
+        do {
+            directory = try BeneathDirectory(path: self.root, links: .none, resolution: resolution)
+        } catch {
+            throw BlobStoreError.fileSystem(error.code, "blob directory \(self.root): cannot open it")
+        }
         removeAbandonedWrites()
     }
 
@@ -48,9 +68,69 @@ public struct FileSystemBlobStore: BlobStore {
 
     /// Joined as text: NSString's path methods tidy what they join ('//' merged, a
     /// trailing '/' dropped), and a key must map to its path byte for byte.
-    public func path(for key: String) throws -> String {
+    private func joinedPath(_ key: String) throws -> String {
         if let problem = BlobKey.fileSystemProblem(key) { throw BlobStoreError.invalidKey(key, problem) }
         return root + "/" + key
+    }
+
+    /// The file's path, for code that hands a path on (a download, a verifier): only once
+    /// the key resolves beneath the root without a link, and the path reaches that same
+    /// file. A key with no file yet gets its path.
+    public func path(for key: String) throws -> String {
+        let path = try joinedPath(key)
+        let fd = try resolve(key, flags: accountlifecycle_o_path)
+        guard fd >= 0 else { return path }
+        defer { close(fd) }
+        var resolved = stat(), named = stat()
+        guard fstat(fd, &resolved) == 0, stat(path, &named) == 0, resolved.st_dev == named.st_dev, resolved.st_ino == named.st_ino else {
+            throw BlobStoreError.unsafePath(key, link: directory.firstLink(in: key))
+        }
+        return path
+    }
+
+    /// Opens `key` beneath the root: -1 (errno ENOENT or ENOTDIR) when there is nothing
+    /// there; throws when the path crosses a link or cannot be opened.
+    private func resolve(_ key: String, flags: Int32) throws -> Int32 {
+        if let problem = BlobKey.fileSystemProblem(key) { throw BlobStoreError.invalidKey(key, problem) }
+        let fd = directory.open(key, flags: flags)
+        guard fd < 0 else { return fd }
+        let code = errno
+        switch code {
+        case ENOENT, ENOTDIR:
+            errno = code
+            return -1
+        case ELOOP, EXDEV: throw BlobStoreError.unsafePath(key, link: directory.firstLink(in: key))
+        default: throw BlobStoreError.fileSystem(code, "blob directory \(root): cannot open blob '\(key)'")
+        }
+    }
+
+    /// A folder of keys (`""` is the root) for the *at calls, created (0700) if `create`;
+    /// nil when it is not there.
+    private func openFolder(_ folder: String, create: Bool = false) throws -> Int32? {
+        let flags = accountlifecycle_o_path | accountlifecycle_o_directory
+        if folder.isEmpty { return directory.open("", flags: flags) }
+        let fd = try resolve(folder, flags: flags)
+        if fd >= 0 { return fd }
+        guard create else { return nil }
+        var current = directory.open("", flags: flags)
+        var walked = ""
+        for component in folder.split(separator: "/").map(String.init) {
+            walked += walked.isEmpty ? component : "/" + component
+            if mkdirat(current, component, 0o700) != 0 && errno != EEXIST {
+                let code = errno
+                close(current)
+                throw BlobStoreError.fileSystem(code, "blob directory \(root): cannot create \(walked)")
+            }
+            let next = Glibc.openat(current, component, flags | accountlifecycle_o_nofollow | O_CLOEXEC)
+            close(current)
+            guard next >= 0 else {
+                let code = errno
+                guard let link = directory.firstLink(in: walked) else { throw BlobStoreError.fileSystem(code, "blob directory \(root): cannot open \(walked)") }
+                throw BlobStoreError.unsafePath(walked, link: link)
+            }
+            current = next
+        }
+        return current
     }
 
     private func temporaryPath() -> String {
@@ -58,24 +138,34 @@ public struct FileSystemBlobStore: BlobStore {
     }
 
     private func install(_ temporary: String, at key: String) throws -> BlobInfo {
-        let destination = try path(for: key)
+        let folder: Int32
         do {
-            try Self.makeDirectories(PathText.parent(destination), storeRoot: root)
+            folder = try openFolder(Self.folder(of: key), create: true) ?? -1
         } catch {
             unlink(temporary)
             throw error
         }
-        guard rename(temporary, destination) == 0 else {
+        defer { close(folder) }
+        let name = Self.name(of: key)
+        guard renameat(AT_FDCWD, temporary, folder, name) == 0 else {
             let error = BlobStoreError.fileSystem(errno, "blob directory \(root): cannot store blob '\(key)'")
             unlink(temporary)
             throw error
         }
         var status = stat()
-        return BlobInfo(key: key, size: stat(destination, &status) == 0 ? Int64(status.st_size) : 0)
+        return BlobInfo(key: key, size: fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0 ? Int64(status.st_size) : 0)
+    }
+
+    /// The key's folder part (`a/b` of `a/b/c.jpg`, `""` of `c.jpg`) and its last part.
+    private static func folder(of key: String) -> String {
+        key.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: key.utf8[..<$0], as: UTF8.self) } ?? ""
+    }
+    private static func name(of key: String) -> String {
+        key.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: key.utf8[key.utf8.index(after: $0)...], as: UTF8.self) } ?? key
     }
 
     public func put(key: String, fromFile source: String, moving: Bool) async throws -> BlobInfo {
-        _ = try path(for: key)
+        _ = try joinedPath(key)
         let temporary = temporaryPath()
         // A file moved in keeps the mode it was made with; the store's own are 0600.
         if moving, rename(source, temporary) == 0 {
@@ -91,7 +181,7 @@ public struct FileSystemBlobStore: BlobStore {
     }
 
     public func put(key: String, data: Data) async throws -> BlobInfo {
-        _ = try path(for: key)
+        _ = try joinedPath(key)
         let temporary = temporaryPath()
         try data.withUnsafeBytes { bytes in
             try writeDurably(to: temporary) { output in try Self.writeAll(bytes, to: output, path: temporary) }
@@ -157,21 +247,25 @@ public struct FileSystemBlobStore: BlobStore {
     }
 
     public func info(key: String) async throws -> BlobInfo? {
-        let file = try path(for: key)
-        // stat, not FileManager's attributes, which also look up the owner's and group's
+        // fstat, not FileManager's attributes, which also look up the owner's and group's
         // names: a purge asks twice about every file it deletes.
+        let fd = try resolve(key, flags: accountlifecycle_o_path)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
         var status = stat()
-        guard lstat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
         return BlobInfo(key: key, size: Int64(status.st_size))
     }
 
+    /// The blob opened for reading (the caller closes it), never through a link.
+    public func openForReading(key: String) throws -> Int32 {
+        let fd = try resolve(key, flags: O_RDONLY)
+        guard fd >= 0 else { throw BlobStoreError.notFound(key) }
+        return fd
+    }
+
     public func read(key: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) async throws {
-        let file = try path(for: key)
-        let input = open(file, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else {
-            if errno == ENOENT || errno == ENOTDIR { throw BlobStoreError.notFound(key) }
-            throw BlobStoreError.fileSystem(errno, "cannot read blob '\(key)'")
-        }
+        let input = try openForReading(key: key)
         defer { close(input) }
         try Self.readChunks(of: input, size: chunkSize, failure: "cannot read blob '\(key)'", body)
     }
@@ -179,92 +273,110 @@ public struct FileSystemBlobStore: BlobStore {
     public func list(prefix: String, after: String?, limit: Int) async throws -> [BlobInfo] {
         // Walk only the directory the prefix names, so listing one account stays cheap.
         // Bytes throughout, as S3 compares keys: a prefix may end inside a character.
-        let directoryPart = prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: prefix.utf8[..<$0], as: UTF8.self) } ?? ""
-        // The folder walked is joined to the root as text: `..` or a leading '/' would walk
-        // outside it.
+        let directoryPart = Self.folder(of: prefix)
         if !directoryPart.isEmpty, let problem = BlobKey.fileSystemProblem(directoryPart) { throw BlobStoreError.invalidKey(prefix, problem) }
-        let start = directoryPart.isEmpty ? root : root + "/" + directoryPart
+        let start = try directoryPart.isEmpty ? directory.open("", flags: O_RDONLY | accountlifecycle_o_directory) : resolve(directoryPart, flags: O_RDONLY | accountlifecycle_o_directory)
+        guard start >= 0 else { return [] }
         let floor = after.map(ExactText.init)
-        var keys: [ExactText] = []
-        try collectKeys(in: start, keyPrefix: directoryPart.isEmpty ? "" : directoryPart + "/", into: &keys) { key in
+        var found: [(key: ExactText, size: Int64)] = []
+        try collectKeys(in: start, named: directoryPart, keyPrefix: directoryPart.isEmpty ? "" : directoryPart + "/", into: &found) { key in
             key.text.hasExactPrefix(prefix) && floor.map { key > $0 } ?? true
         }
-        keys.sort()
-        return try keys.prefix(limit).map(\.text).map { key in
-            var status = stat()
-            guard stat(root + "/" + key, &status) == 0 else {
-                if errno == ENOENT { return nil }  // Deleted since the walk saw it.
-                throw BlobStoreError("cannot read blob '\(key)': \(String(cString: strerror(errno)))")
-            }
-            return BlobInfo(key: key, size: Int64(status.st_size))
-        }.compactMap { $0 }
+        found.sort { $0.key < $1.key }
+        return found.prefix(limit).map { BlobInfo(key: $0.key.text, size: $0.size) }
     }
 
-    /// The regular files below `directory` as keys. readdir's entry types spare a stat
-    /// per file: a nightly purge lists every due account's prefix.
+    /// The regular files below the open `folder` (closed here) as keys, with their sizes;
+    /// readdir's entry types spare a stat for every file not wanted. A link is neither
+    /// listed nor walked into: what it leads to is not the store's.
     private func collectKeys(
-        in directory: String, keyPrefix: String, into keys: inout [ExactText], where wanted: (ExactText) -> Bool
+        in folder: Int32, named: String, keyPrefix: String, into found: inout [(key: ExactText, size: Int64)], where wanted: (ExactText) -> Bool
     ) throws {
-        guard let stream = opendir(directory) else {
-            if errno == ENOENT || errno == ENOTDIR { return }
-            throw BlobStoreError("cannot list blobs in \(directory): \(String(cString: strerror(errno)))")
+        guard let stream = fdopendir(folder) else {
+            let code = errno
+            close(folder)
+            throw BlobStoreError("cannot list blobs in \(root)/\(named): \(String(cString: strerror(code)))")
         }
         defer { closedir(stream) }
+        let descriptor = dirfd(stream)
         var subdirectories: [String] = []
         while let entry = readdir(stream) {
             let name = withUnsafePointer(to: &entry.pointee.d_name) {
                 String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
             }
             if name == "." || name == ".." || (keyPrefix.isEmpty && name == Self.incomingFolder) { continue }
-            var type = Int32(entry.pointee.d_type)
-            if type == Int32(DT_UNKNOWN) {
-                var status = stat()
-                guard lstat(directory + "/" + name, &status) == 0 else { continue }
-                type = (status.st_mode & S_IFMT) == S_IFDIR ? Int32(DT_DIR) : (status.st_mode & S_IFMT) == S_IFREG ? Int32(DT_REG) : 0
-            }
+            let type = Int32(entry.pointee.d_type)
             if type == Int32(DT_DIR) {
                 subdirectories.append(name)
-            } else if type == Int32(DT_REG), case let key = ExactText(keyPrefix + name), wanted(key) {
-                keys.append(key)
+                continue
+            }
+            // Links, sockets and the like are no blobs; a file system that gives no type is asked.
+            guard type == Int32(DT_REG) || type == Int32(DT_UNKNOWN) else { continue }
+            let key = ExactText(keyPrefix + name)
+            if type == Int32(DT_REG) && !wanted(key) { continue }
+            var status = stat()
+            guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }  // Deleted since readdir saw it.
+            if (status.st_mode & S_IFMT) == S_IFDIR {
+                subdirectories.append(name)
+            } else if (status.st_mode & S_IFMT) == S_IFREG, wanted(key) {
+                found.append((key, Int64(status.st_size)))
             }
         }
         for name in subdirectories {
-            try collectKeys(in: directory + "/" + name, keyPrefix: keyPrefix + name + "/", into: &keys, where: wanted)
+            let child = openat(descriptor, name, O_RDONLY | accountlifecycle_o_directory | accountlifecycle_o_nofollow | O_CLOEXEC)
+            guard child >= 0 else {
+                if errno == ENOENT || errno == ENOTDIR || errno == ELOOP { continue }  // Gone, or swapped for a link, since.
+                throw BlobStoreError.fileSystem(errno, "cannot list blobs in \(root)/\(keyPrefix)\(name)")
+            }
+            try collectKeys(in: child, named: keyPrefix + name, keyPrefix: keyPrefix + name + "/", into: &found, where: wanted)
         }
     }
 
     public func delete(keys: [String]) async throws {
-        var parents: Set<ExactText> = []
+        var folders: [String: Int32] = [:]
+        defer { for fd in folders.values where fd >= 0 { close(fd) } }
         for key in keys {
-            let file = try path(for: key)
-            if unlink(file) != 0 && errno != ENOENT {
+            _ = try joinedPath(key)
+            let folderPart = Self.folder(of: key)
+            if folders[folderPart] == nil { folders[folderPart] = try openFolder(folderPart) ?? -1 }
+            guard let folder = folders[folderPart], folder >= 0 else { continue }  // Its folder is gone: so is it.
+            if unlinkat(folder, Self.name(of: key), 0) != 0 && errno != ENOENT {
                 throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot delete blob '\(key)'")
             }
-            parents.insert(ExactText(PathText.parent(file)))
         }
         // Deepest first, once per directory rather than once per file.
-        for directory in parents.sorted(by: { $0.text.utf8.count > $1.text.utf8.count }) { removeEmptyDirectories(from: directory.text) }
+        for folder in folders.keys.sorted(by: { $0.utf8.count > $1.utf8.count }) { removeEmptyDirectories(from: folder) }
     }
 
     public func move(from: String, to: String) async throws {
-        let source = try path(for: from)
-        let destination = try path(for: to)
-        try Self.makeDirectories(PathText.parent(destination), storeRoot: root)
-        guard rename(source, destination) == 0 else {
-            // Already moved by an earlier run of the same step.
-            var status = stat()
-            if errno == ENOENT, lstat(destination, &status) == 0 { return }
-            throw BlobStoreError.fileSystem(errno, "blob directory \(root): cannot move blob '\(from)' to '\(to)'")
+        _ = try joinedPath(to)
+        guard let source = try openFolder(Self.folder(of: from)) else {
+            if try await info(key: to) != nil { return }  // Already moved by an earlier run of the same step.
+            throw BlobStoreError.notFound(from)
         }
-        removeEmptyDirectories(from: PathText.parent(source))
+        defer { close(source) }
+        guard let destination = try openFolder(Self.folder(of: to), create: true) else { throw BlobStoreError.notFound(to) }
+        defer { close(destination) }
+        guard renameat(source, Self.name(of: from), destination, Self.name(of: to)) == 0 else {
+            let code = errno
+            var status = stat()
+            if code == ENOENT, fstatat(destination, Self.name(of: to), &status, AT_SYMLINK_NOFOLLOW) == 0 { return }
+            throw BlobStoreError.fileSystem(code, "blob directory \(root): cannot move blob '\(from)' to '\(to)'")
+        }
+        removeEmptyDirectories(from: Self.folder(of: from))
     }
 
-    /// A purged account should leave no empty directories that still carry its id.
+    /// A purged account should leave no empty directories that still carry its id. Each is
+    /// removed from its parent's descriptor: a link in its place is not a directory to remove.
     private func removeEmptyDirectories(from start: String) {
-        var directory = start
-        while directory.utf8.count > root.utf8.count, directory.hasExactPrefix(root + "/") {
-            if rmdir(directory) != 0 { return }
-            directory = PathText.parent(directory)
+        var folder = start
+        while !folder.isEmpty {
+            let parentPart = Self.folder(of: folder)
+            guard let parent = try? openFolder(parentPart), parent >= 0 else { return }
+            let removed = unlinkat(parent, Self.name(of: folder), AT_REMOVEDIR) == 0
+            close(parent)
+            if !removed { return }
+            folder = parentPart
         }
     }
 }

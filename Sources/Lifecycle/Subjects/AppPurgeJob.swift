@@ -92,6 +92,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         /// deleted with the others (in `blobs`), or kept where a kept row names them. Absent
         /// when the map declares no folder.
         var blobsUnnamed: Int?
+        /// Files kept because their key crosses a symbolic link in the blob store (not in
+        /// `blobs_kept`), and the links to replace. Absent when there were none.
+        var blobsRefused: RecordedFiles<Store>.Refused?
         var user: String
         var verification: Verification
         /// What the residue scan read after erasure, and what the map allowed to stay.
@@ -101,7 +104,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", blobsUnnamed = "blobs_unnamed", user,
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", blobsUnnamed = "blobs_unnamed", blobsRefused = "blobs_refused", user,
                  verification, residue,
                  purgeJob = "purge_job", holds
         }
@@ -310,7 +313,14 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         for prefix in prefixes {
             var after: String?
             while true {
-                let page = try await blobs.list(prefix: prefix, after: after, limit: batch)
+                let page: [BlobInfo]
+                do {
+                    page = try await blobs.list(prefix: prefix, after: after, limit: batch)
+                } catch let error as BlobStoreError where error.isUnsafePath {
+                    // Her folder is a link: what it leads to is not the store's to list or delete.
+                    try await store.write { tx in try RecordedFiles<Store>.recordRefusal(key: key, link: error.link ?? prefix, files: 0, in: tx) }
+                    break
+                }
                 guard let last = page.last else { break }
                 unnamed += try await store.write { tx in
                     let added = try tx.recordListedPurgeFiles(key: key, files: page.map(\.key))
@@ -360,6 +370,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var tables: [String: Receipt.Table] = [:]
         var progress = try tx.takePurgeProgress(key: key)
         let unnamedFiles = progress.removeValue(forKey: Self.unnamedFilesProgress)?.deleted ?? 0
+        let refused = RecordedFiles<Store>.takeRefused(from: &progress)
         // A purge whose user row was erased by an earlier version has no scan to report.
         var residue = progress[ResidueScan.progressTables].map { scanned in
             ResidueScan.Summary(
@@ -384,7 +395,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let receipt = Receipt(
             rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
             blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
-            blobsKept: files.kept, blobsUnnamed: data.plan.subject.blobPrefixes.isEmpty ? nil : unnamedFiles,
+            blobsKept: files.kept - (refused?.files ?? 0), blobsUnnamed: data.plan.subject.blobPrefixes.isEmpty ? nil : unnamedFiles,
+            blobsRefused: refused,
             user: data.plan.subject.erase == .delete ? "deleted" : "masked",
             verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took),
             residue: residue, purgeJob: jobID, holds: try tx.holds(key: key))
