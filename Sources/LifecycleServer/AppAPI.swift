@@ -157,8 +157,8 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
     private func restore(_ request: Request, _ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
         let reference = try Self.account(in: context)
         let session = try await Self.decodeOptional(RestoreBody.self, from: request, context: context)?.sessionKey
-        if let session, session.isEmpty || session.unicodeScalars.count > 256 || session.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) {
-            throw APIError(.badRequest, code: "bad_request", message: "session_key must be the session's key: 1 to 256 characters on one line")
+        if let session, session.isEmpty || session.unicodeScalars.count > 256 || AccountReference.controlCharacterProblem(session) != nil {
+            throw APIError(.badRequest, code: "bad_request", message: "session_key must be the session's key: 1 to 256 printable characters")
         }
         let service = try await deletionService()
         let directory = try await services.directory(cache: cache)
@@ -238,6 +238,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
               !account.isEmpty, account.count <= 320 else {
             throw APIError(.badRequest, code: "bad_request", message: "the path names no account")
         }
+        if let problem = AccountReference.controlCharacterProblem(account) { throw APIError(.badRequest, code: "bad_request", message: problem) }
         return .app(account)
     }
 

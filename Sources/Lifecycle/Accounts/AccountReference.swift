@@ -39,6 +39,15 @@ public struct AccountReference: Sendable, CustomStringConvertible, ExpressibleBy
 
     public var description: String { text }
 
+    /// A NUL byte or another control character: no key or lookup value holds one. Refused
+    /// before any query: SQLite compares text only up to a NUL (`ada\0` would be `ada`),
+    /// and PostgreSQL refuses it as a server error.
+    public static func controlCharacterProblem(_ text: String) -> String? {
+        guard let scalar = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) else { return nil }
+        let code = String(scalar.value, radix: 16, uppercase: true)
+        return "an account reference holds a control character (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)); keys and lookup values are printable text"
+    }
+
     /// Whether a refusal may list the accounts the name matched: operators may see keys,
     /// an app's user may not see another user's.
     public var disclosesMatches: Bool { addressing == .operator }

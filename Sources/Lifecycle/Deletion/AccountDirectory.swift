@@ -29,6 +29,7 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     /// never hold an '@' and its emails are unique, so there "id, or email when it has an
     /// '@'" is one account whoever asks, as it always was; `email:VALUE` works too.
     public func find(_ reference: AccountReference, in tx: Store.Transaction) throws -> String? {
+        if let problem = AccountReference.controlCharacterProblem(reference.text) { throw LifecycleError(.badInput, problem) }
         switch source {
         case .reference:
             switch reference.target(lookupColumns: lookupColumns) {

@@ -57,7 +57,9 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     /// `deliver`), or nil. Every outcome is audited with the address's keyed hash.
     public func requestLink(address typed: String) async throws -> OutboxMessage? {
         let address = typed.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !address.isEmpty, address.utf8.count <= 320, !address.contains(where: \.isNewline) else { return nil }
+        // An address with a control character in it is no account's: `find` refuses it, and
+        // it is audited as an unknown address, as it is answered.
+        guard !address.isEmpty, address.utf8.count <= 320 else { return nil }
         let now = services.clock.now()
         let (directory, signer, pageBase, column) = (self.directory, self.signer, self.pageBase, addressColumn)
         return try await services.store.write { tx -> OutboxMessage? in
@@ -146,7 +148,8 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     }
 
     public func check(account: String?, issued: String?, signature: String?) async throws -> LinkCheck {
-        guard let account, !account.isEmpty, account.utf8.count <= 320, let issued, let seconds = Int64(issued),
+        guard let account, !account.isEmpty, account.utf8.count <= 320, AccountReference.controlCharacterProblem(account) == nil,
+              let issued, let seconds = Int64(issued),
               let signature, signature.utf8.count == 64 else {
             return .invalid
         }
