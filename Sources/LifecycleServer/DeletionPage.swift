@@ -256,11 +256,7 @@ struct AccountPage {
             </main></body></html>
 
             """
-        var response = HTMLPages.response(document, status: status)
-        // The confirmation link's address goes to no other site; not `no-referrer`, with
-        // which browsers send `Origin: null` on the page's own forms.
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
-        return response
+        return HTMLPages.response(document, status: status)
     }
 
     static func message(_ status: HTTPResponse.Status, _ text: String, askAgain: Bool = false) -> Response {

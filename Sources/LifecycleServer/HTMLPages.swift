@@ -7,13 +7,19 @@ import NIOCore
 /// how a document is answered and how their forms are read and guarded.
 enum HTMLPages {
     /// A whole document, never cached, under a policy that lets it load nothing but its own
-    /// inline style and post its forms only to this site.
+    /// inline style, post its forms only to this site, and be framed by none.
     static func response(_ document: String, status: HTTPResponse.Status) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.cacheControl] = "no-store"
         headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        // frame-ancestors for browsers that read the policy, X-Frame-Options for those that
+        // do not: no other site may frame the deletion button under a decoy (clickjacking).
+        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        // A confirmation page's address holds its link's signature: it goes to no other site.
+        // Not `no-referrer`, with which browsers send `Origin: null` on the page's own forms.
+        headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: document)))
     }
 

@@ -520,6 +520,7 @@ enum Migrations {
             try run(migration.referenceSchemaOnly && !referenceSchema ? [] : migration.statements, of: migration.name, in: tx)
             try record(migration.name, in: tx)
         }
+        try OwnSchemaPrivileges.lockDown(tx)
         return all.map(\.name)
     }
 

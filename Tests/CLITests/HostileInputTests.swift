@@ -44,4 +44,85 @@ struct HostileInputTests {
         let audited = try await workspace.query("SELECT outcome FROM \(workspace.ownTable("audit_events")) WHERE action = 'deletion.web-link'")
         #expect(audited == [["unknown-address"]])
     }
+
+    /// Every HTML page, the public ones and the operations page, refuses to be framed by
+    /// another site (a decoy over the deletion button) in both the old and the new header.
+    @Test func noPageCanBeFramedByAnotherSite() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey])
+        let base = "http://\(server.base)"
+        let pages = [
+            try await ServeTests.curl([base + "/account/delete"]),
+            try await ServeTests.curl([base + "/account/delete/confirm?account=ada&issued=1&sig=" + String(repeating: "0", count: 64)]),
+            try await ServeTests.curl([base + "/account/delete/kept"]),
+            try await DeletionPageTests.post(base + "/account/delete", [("email", "ada@example.com")]),
+            try await ServeTests.curl([base + "/ops"]),
+        ]
+        #expect(await server.stop() == 0)
+        for page in pages {
+            #expect(page.text.contains("text/html"), "\(page.text)")
+            #expect(page.text.contains("X-Frame-Options: DENY") && page.text.contains("frame-ancestors 'none'"), "\(page.text)")
+            #expect(page.text.contains("Referrer-Policy: same-origin"), "\(page.text)")
+        }
+    }
+
+    /// A database whose default privileges grant `authenticated` (Supabase's role for every
+    /// signed-in user) whatever lifecycle's role creates: after `init` it can read none of
+    /// lifecycle's tables (the lookup salt, signed links in the outbox). A grant made later
+    /// is revoked when lifecycle next opens the installation; one the role lifecycle runs as
+    /// cannot revoke stops it with 77, naming the grant and the statement that removes it.
+    @Test func rolesTheDatabaseGrantsByDefaultCannotReadLifecyclesTables() async throws {
+        var workspace = try await Workspace.make(.postgres)
+        workspace.initialisesOnFirstCommand = false
+        let url = try #require(workspace.postgresURL)
+        let reader = "reader_" + UUID().uuidString.prefix(8).lowercased()
+        _ = try psqlQuery(url, """
+            DO $$ BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN CREATE ROLE authenticated NOLOGIN; END IF;
+            END $$;
+            CREATE ROLE \(reader) LOGIN PASSWORD 'reader-secret' IN ROLE authenticated;
+            ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO authenticated;
+            ALTER DEFAULT PRIVILEGES GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO authenticated;
+            ALTER DEFAULT PRIVILEGES GRANT USAGE, SELECT ON SEQUENCES TO authenticated;
+            ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO authenticated;
+            """)
+        let asReader = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(reader):reader-secret@", options: .regularExpression)
+        let initialised = try await workspace.run(["init"])
+        #expect(initialised.status == 0, "\(initialised.stderr)")
+
+        func readable() throws -> String {
+            try psqlQuery(url, """
+                SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_class c
+                WHERE c.relnamespace = 'lifecycle'::regnamespace AND c.relkind = 'r' AND has_table_privilege('authenticated', c.oid, 'SELECT')
+                """).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try readable() == "")
+        #expect(try psqlQuery(url, "SELECT has_schema_privilege('authenticated', 'lifecycle', 'USAGE')").contains("f"))
+        #expect(throws: (any Error).self, "authenticated read the outbox") { try psqlQuery(asReader, "SELECT count(*) FROM lifecycle.outbox") }
+        #expect(throws: (any Error).self) { try psqlQuery(asReader, "SELECT lifecycle.restore_on_sign_in('ada')") }
+
+        // Granted again by hand: the next command takes it back.
+        _ = try psqlQuery(url, "GRANT USAGE ON SCHEMA lifecycle TO authenticated; GRANT SELECT ON lifecycle.outbox TO authenticated; GRANT SELECT (body) ON lifecycle.outbox TO PUBLIC")
+        #expect(try readable() == "outbox")
+        #expect(try await workspace.run(["jobs", "list"]).status == 0)
+        #expect(try readable() == "")
+        #expect(try psqlQuery(url, "SELECT has_column_privilege('public', 'lifecycle.outbox', 'body', 'SELECT')").contains("f"))
+
+        // Lifecycle run by a role that does not own its tables cannot take a grant back: 77, named.
+        let runner = "runner_" + UUID().uuidString.prefix(8).lowercased()
+        _ = try psqlQuery(url, """
+            CREATE ROLE \(runner) LOGIN PASSWORD 'runner-secret';
+            GRANT USAGE ON SCHEMA public, lifecycle TO \(runner);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public, lifecycle TO \(runner);
+            GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public, lifecycle TO \(runner);
+            GRANT SELECT ON lifecycle.outbox TO authenticated;
+            """)
+        var asRunner = workspace
+        asRunner.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(runner):runner-secret@", options: .regularExpression)
+        let refused = try await asRunner.run(["jobs", "list"])
+        #expect(refused.status == 77, "\(refused.status) \(refused.stderr)")
+        #expect(refused.stderr.contains("authenticated has SELECT on table lifecycle.outbox"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("REVOKE SELECT ON TABLE lifecycle.outbox FROM authenticated;"), "\(refused.stderr)")
+    }
 }
