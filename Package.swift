@@ -146,6 +146,7 @@ let package = Package(
             dependencies: [
                 "LifecycleRuntime", "Lifecycle", "JobRunner", "Archiving", "Imaging",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

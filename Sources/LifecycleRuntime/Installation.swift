@@ -98,7 +98,7 @@ extension LifecycleConfiguration {
             let store = try await PostgresStore(try postgresLocation(), logger: databaseLogger, migrating: false)
             defer { store.close() }
             let before = try await store.installationState
-            let migrations = try await store.migrate(referenceSchema: referenceSchema)
+            let migrations = try await store.migrate(referenceSchema: referenceSchema, initialising: true)
             return InitializeReport(database: store.location, created: before != .initialised, referenceSchema: referenceSchema, migrations: migrations)
         } catch {
             throw LifecycleError(classifying: error)

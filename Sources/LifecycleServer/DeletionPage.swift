@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Lifecycle
+import Metrics
 import NIOCore
 import Synchronization
 
@@ -17,21 +18,29 @@ import Synchronization
 ///    period and shows the product's answer.
 ///
 /// Forms posted from another site are refused (the browser's `Sec-Fetch-Site` and
-/// `Origin`, and the confirmation form's token). Requests for links are limited per
-/// address here (in this process) and per account in the audit (across processes).
+/// `Origin`, and the confirmation form's token). Requests for links are limited per client
+/// and per address here (in this process), and per account in the audit (across
+/// processes). A request the page cannot take is told so, with when to try again (429 or
+/// 503 and `Retry-After`), counted (`lifecycle_deletion_page_refused_total{reason}`) and
+/// logged: never answered "we've sent an email" with no email sent.
 struct DeletionPage<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
-    let limiter = AddressLimiter(perHour: 5)
+    /// Who may ask for a link to an address: a mistyped address asked again, not a mail bomb.
+    let perAddress = SlidingLimiter(perHour: 5)
+    /// Who may ask at all: a household or an office behind one address, not a flood.
+    let perClient = SlidingLimiter(perHour: 30)
     /// The data map and catalog, read once for every request.
     let cache = AppDataCache()
     /// Link requests being looked up and mailed after their answer went out.
-    let working = WorkInFlight(limit: 16)
+    let working = BoundedWork(running: 16, waiting: 1_024)
     /// The public origin of the links (`export.link_base_url`): behind a proxy that does not
     /// pass the Host on, a browser's `Origin` is that, not the Host serve sees.
     let publicOrigin: String?
+    let trustedProxies: TrustedProxies
 
-    init(services: LifecycleServices<Store>) {
+    init(services: LifecycleServices<Store>, trustedProxies: TrustedProxies = .none) {
         self.services = services
+        self.trustedProxies = trustedProxies
         publicOrigin = (try? ExportSettings(policies: services.policies)).map { WebDeletionOrigin.of($0.linkBaseURL) }
     }
 
@@ -41,7 +50,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
 
     func register(on router: Router<ServerContext>) {
         router.get("/account/delete") { _, _ in Self.askPage() }
-        router.post("/account/delete") { request, _ in try await self.requestLink(request) }
+        router.post("/account/delete") { request, context in try await self.requestLink(request, context) }
         router.get("/account/delete/confirm") { request, _ in try await self.confirmPage(request) }
         router.post("/account/delete/confirm") { request, _ in try await self.confirm(request) }
         router.get("/account/delete/kept") { _, _ in
@@ -71,36 +80,54 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         return page.response(status: status)
     }
 
-    private func requestLink(_ request: Request) async throws -> Response {
+    private func requestLink(_ request: Request, _ context: ServerContext) async throws -> Response {
         if let refusal = Self.crossSite(request, publicOrigin: publicOrigin) { return refusal }
+        let client = trustedProxies.client(peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("X-Forwarded-For")!])
+        if case .limited(let retryAfter) = perClient.admit(client) {
+            return refused(.tooManyRequests, reason: "client", retryAfter: retryAfter, """
+                Too many deletion requests came from your network in the last hour. Try again in \(Self.minutes(retryAfter)).
+                """)
+        }
         let form = try await Self.form(request)
         guard let address = form["email"]?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains("@"), address.utf8.count <= 320 else {
             return Self.askPage(status: .badRequest, note: "Enter the email address of your account, like name@example.com.")
         }
-        var page = AccountPage(title: "Check your email")
-        page.line("<p role=\"status\">\(h(Self.sentText))</p>")
-        // Over a limit the answer is the same: it must not tell an address with an account
-        // from one without.
-        guard limiter.admit(address.lowercased()) else {
-            services.logger.notice("deletion link refused: too many requests for one address", metadata: ["outcome": "rate-limited"])
-            return page.response()
+        // Whether or not an account has the address: saying so tells nothing of which.
+        if case .limited(let retryAfter) = perAddress.admit(address.lowercased()) {
+            return refused(.tooManyRequests, reason: "address", retryAfter: retryAfter, """
+                Several confirmation links were asked for this address in the last hour. Use the newest email, or try again in \(Self.minutes(retryAfter)).
+                """)
         }
         // Looked up and mailed after the answer: how long the page takes says nothing of
         // whether an account has the address.
-        let (web, logger, working) = (try await web(), services.logger, self.working)
-        guard working.begin() else {
-            logger.warning("deletion link refused: too many link requests in progress", metadata: ["outcome": "busy"])
-            return page.response()
-        }
-        Task.detached {
-            defer { working.end() }
+        let (web, logger) = (try await web(), services.logger)
+        let started = working.start {
             do {
                 if let message = try await web.requestLink(address: address) { try await web.deliver(message) }
             } catch {
                 logger.warning("deletion link not sent, or not delivered (it then waits in the outbox)", metadata: ["error": "\(error)"])
             }
         }
+        guard started else {
+            return refused(.serviceUnavailable, reason: "busy", retryAfter: 60, "The page is busy right now. Nothing was sent; try again in a minute.")
+        }
+        var page = AccountPage(title: "Check your email")
+        page.line("<p role=\"status\">\(h(Self.sentText))</p>")
         return page.response()
+    }
+
+    /// A request the page does not take, said as it is, counted and logged with its cause.
+    private func refused(_ status: HTTPResponse.Status, reason: String, retryAfter: Int, _ text: String) -> Response {
+        Counter(label: "lifecycle_deletion_page_refused_total", dimensions: [("reason", reason)]).increment()
+        services.logger.notice("deletion link request refused", metadata: ["reason": "\(reason)", "status": "\(status.code)", "retry_after": "\(retryAfter)"])
+        var response = AccountPage.message(status, text, askAgain: false)
+        response.headers[.retryAfter] = "\(retryAfter)"
+        return response
+    }
+
+    static func minutes(_ seconds: Int) -> String {
+        let minutes = max(1, (seconds + 59) / 60)
+        return minutes == 1 ? "a minute" : "\(minutes) minutes"
     }
 
     private func confirmPage(_ request: Request) async throws -> Response {
@@ -267,46 +294,3 @@ struct AccountPage {
     }
 }
 
-/// At most `perHour` requests per address in this process, counted by a keyed hash (no
-/// address is kept): a page that mails links must not mail one address without end.
-final class AddressLimiter: Sendable {
-    private let perHour: Int
-    private let key = SymmetricKey(size: .bits256)
-    private let seen = Mutex<[Data: [Date]]>([:])
-
-    static let capacity = 10_000
-
-    init(perHour: Int) { self.perHour = perHour }
-
-    func admit(_ address: String, now: Date = Date()) -> Bool {
-        let id = Data(HMAC<SHA256>.authenticationCode(for: Data(address.utf8), using: key))
-        return seen.withLock { seen in
-            let hourAgo = now.addingTimeInterval(-3_600)
-            if seen.count > Self.capacity { seen = seen.filter { $0.value.contains { $0 > hourAgo } } }
-            // A flood of distinct addresses: refused as a whole rather than kept without end.
-            guard seen.count <= Self.capacity || seen[id] != nil else { return false }
-            let recent = (seen[id] ?? []).filter { $0 > hourAgo }
-            guard recent.count < perHour else { return false }
-            seen[id] = recent + [now]
-            return true
-        }
-    }
-}
-
-/// A bound on work that outlives its request (link look-ups and mail).
-final class WorkInFlight: Sendable {
-    private let limit: Int
-    private let count = Mutex(0)
-
-    init(limit: Int) { self.limit = limit }
-
-    func begin() -> Bool {
-        count.withLock { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-    }
-
-    func end() { count.withLock { $0 -= 1 } }
-}

@@ -48,11 +48,16 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
     public let apiToken: APIToken?
     /// Who may open `/ops`.
     public let opsAccess: OpsAccess
+    /// Proxies whose `X-Forwarded-For` names the client (the deletion page's per-client limit).
+    public let trustedProxies: TrustedProxies
 
-    public init(services: LifecycleServices<Store>, apiToken: APIToken? = nil, opsAccess: OpsAccess = OpsAccess(token: nil)!) {
+    public init(
+        services: LifecycleServices<Store>, apiToken: APIToken? = nil, opsAccess: OpsAccess = OpsAccess(token: nil)!, trustedProxies: TrustedProxies = .none
+    ) {
         self.services = services
         self.apiToken = apiToken
         self.opsAccess = opsAccess
+        self.trustedProxies = trustedProxies
     }
 
     public func router() -> Router<ServerContext> {
@@ -63,7 +68,7 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
         OpsDashboard(services: services, access: opsAccess).register(on: router)
         // The confirmation links are signed with the download links' key: without one (an S3
         // store's presigned links need none) the page is not served.
-        if (try? services.linkSigner()) != nil { DeletionPage(services: services).register(on: router) }
+        if (try? services.linkSigner()) != nil { DeletionPage(services: services, trustedProxies: trustedProxies).register(on: router) }
         let downloads = DownloadResponder(services: services)
         router.get("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: true) }
         router.head("/exports/:id") { request, context in try await downloads.respond(to: request, context: context, sendBody: false) }

@@ -96,7 +96,7 @@ extension PostgresTransaction: DeletionTransaction {
         let recorded = try execute("""
             DELETE FROM lifecycle.part_deletion_rows WHERE job_id IN (SELECT id FROM lifecycle.jobs WHERE unique_key = \(DeletionJobs.partKey(accountID: accountID)))
             """)
-        return ["exports": exports, "outbox": outbox, "part_deletion_rows": recorded]
+        return recorded > 0 ? ["exports": exports, "outbox": outbox, "part_deletion_rows": recorded] : ["exports": exports, "outbox": outbox]
     }
 
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {

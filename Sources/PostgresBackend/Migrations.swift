@@ -501,9 +501,12 @@ enum Migrations {
     /// workers starting together on several machines apply each migration once.
     /// `referenceSchema: false` for an app's own database: a fresh one gets lifecycle's
     /// schema only, never the reference app's tables.
-    static func migrate(_ tx: PostgresTransaction, referenceSchema: Bool = true) throws -> [String] {
+    /// `initialising`: `lifecycle init`, which takes back every role's grants on lifecycle's
+    /// schema (OwnSchemaPrivileges); other opens take back PUBLIC's and those on what they create.
+    static func migrate(_ tx: PostgresTransaction, referenceSchema: Bool = true, initialising: Bool = false) throws -> [String] {
         let baseline = baseline(referenceSchema: referenceSchema)
         try tx.execute("SELECT pg_advisory_xact_lock(7126357734)")
+        let existing = initialising ? nil : try OwnSchemaPrivileges.objects(tx)
         let applied = try bookkeeping(tx)
         let known = Set(all.map(\.name))
         if let unknown = applied.subtracting(known).sorted().first {
@@ -520,7 +523,7 @@ enum Migrations {
             try run(migration.referenceSchemaOnly && !referenceSchema ? [] : migration.statements, of: migration.name, in: tx)
             try record(migration.name, in: tx)
         }
-        try OwnSchemaPrivileges.lockDown(tx)
+        try OwnSchemaPrivileges.lockDown(tx, existing: existing)
         return all.map(\.name)
     }
 

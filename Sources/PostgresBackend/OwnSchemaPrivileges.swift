@@ -2,12 +2,19 @@ import PostgresNIO
 
 /// Lifecycle's schema is readable by lifecycle alone. It holds the lookup salt and digests
 /// of purged users' values, and signed links waiting in the outbox; a database's default
-/// privileges (Supabase grants its API roles whatever is created) or an administrator's
-/// GRANT would hand them to `authenticated`. Every time the installation is opened (as
-/// `init` and every command migrate it), each privilege on the schema, its tables,
-/// sequences and functions held by PUBLIC or by a role that is neither the objects' owner
-/// nor one lifecycle's role belongs to is revoked; what this role may not revoke stops the
-/// command, naming the grant and the statement its owner runs.
+/// privileges (Supabase grants its API roles whatever is created) would hand them to
+/// `authenticated` as each table is made.
+///
+/// - `init` revokes every privilege on the schema, its tables, sequences and functions held
+///   by PUBLIC or by a role that is neither the objects' owner nor one lifecycle's role
+///   belongs to.
+/// - Every other open (each command migrates the installation) revokes PUBLIC's, and
+///   everything a role other than those holds on what that open's migrations created. A
+///   grant an administrator made since `init` (to the role lifecycle's commands run as,
+///   when `init` ran as the owner) stays: it is that administrator's choice.
+///
+/// What this role may not revoke stops the command with 77, naming the grant and the
+/// statement the owner runs.
 enum OwnSchemaPrivileges {
     /// Grants the product needs: GoTrue calls the access-token hook as supabase_auth_admin.
     static func isNeeded(kind: String, object: String, grantee: String, privilege: String) -> Bool {
@@ -72,13 +79,32 @@ enum OwnSchemaPrivileges {
         }.filter { !isNeeded(kind: $0.kind, object: $0.object, grantee: $0.grantee, privilege: $0.privilege) }
     }
 
-    static func lockDown(_ tx: PostgresTransaction) throws {
-        let found = try foreignGrants(tx)
+    /// Lifecycle's objects as `foreignGrants` names them (the schema included), to tell
+    /// what a run of migrations created.
+    static func objects(_ tx: PostgresTransaction) throws -> Set<String> {
+        guard try tx.query("SELECT to_regnamespace('lifecycle') IS NOT NULL").first?.decode(Bool.self) ?? false else { return [] }
+        let rows = try tx.query("""
+            SELECT 'lifecycle.' || quote_ident(c.relname) FROM pg_class c WHERE c.relnamespace = 'lifecycle'::regnamespace
+            UNION ALL SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'lifecycle'::regnamespace
+            UNION ALL SELECT 'lifecycle'
+            """)
+        return Set(try rows.map { try $0.decode(String.self) })
+    }
+
+    /// `existing`: the objects there before this run's migrations, whose grants to roles
+    /// stay (PUBLIC's go everywhere); nil for `init`, which leaves none.
+    static func lockDown(_ tx: PostgresTransaction, existing: Set<String>?) throws {
+        func foreign() throws -> [Grant] {
+            try foreignGrants(tx).filter { grant in
+                grant.grantee == "PUBLIC" || existing.map { !$0.contains(grant.object) } ?? true
+            }
+        }
+        let found = try foreign()
         guard !found.isEmpty else { return }
         // A role that does not own an object is told "no privileges could be revoked" as a
         // warning, not an error: what is left is read again below.
         for grant in found { try tx.execute(PostgresQuery(unsafeSQL: grant.revoke)) }
-        let left = try foreignGrants(tx)
+        let left = try foreign()
         guard !left.isEmpty else { return }
         let shown = left.prefix(5).map { "\($0.grantee) has \($0.privilege) on \($0.kind.lowercased()) \($0.object)\($0.column.map { " (column \($0))" } ?? "")" }
         throw PostgresStoreError.query("""

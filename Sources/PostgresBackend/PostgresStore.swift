@@ -64,8 +64,10 @@ public final class PostgresStore: Sendable {
 
     /// Returns the names of the applied migrations.
     @discardableResult
-    public func migrate(referenceSchema: Bool = true) async throws -> [String] {
-        try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema) }
+    /// `initialising`: `lifecycle init`, which also takes back what other roles were granted
+    /// on lifecycle's schema (OwnSchemaPrivileges).
+    public func migrate(referenceSchema: Bool = true, initialising: Bool = false) async throws -> [String] {
+        try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema, initialising: initialising) }
     }
 
     public var appliedMigrations: [String] {

@@ -101,7 +101,9 @@ extension SQLiteTransaction: DeletionTransaction {
         try db.cachedStatement(sql: """
             DELETE FROM lifecycle_part_deletion_rows WHERE job_id IN (SELECT id FROM lifecycle_jobs WHERE unique_key = ?)
             """).execute(arguments: [DeletionJobs.partKey(accountID: accountID)])
-        return ["exports": exports, "outbox": outbox, "part_deletion_rows": db.changesCount]
+        // Named only when there were some: the reference app's receipt lists its own tables.
+        let recorded = db.changesCount
+        return recorded > 0 ? ["exports": exports, "outbox": outbox, "part_deletion_rows": recorded] : ["exports": exports, "outbox": outbox]
     }
 
     public func recordRowInventory(accountID: String, rows: [String: Int], at: Date) throws {

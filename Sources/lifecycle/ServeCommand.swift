@@ -54,15 +54,31 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         "Connections served at once; beyond them requests get 503 and /healthz still answers (default: half the open-file limit, at most 1024).",
         valueName: "n"))
     var maxConnections: Int?
+    @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(
+        "A proxy in front of serve, by IP address; repeatable (env LIFECYCLE_TRUSTED_PROXIES, comma-separated). Only its X-Forwarded-For names the client the deletion page limits; from any other peer the header is ignored.",
+        valueName: "ip"))
+    var trustedProxy: [String] = []
 
     func validate() throws {
         _ = try endpoint()
+        _ = try trustedProxies()
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256") }
         _ = try limits()
     }
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    func trustedProxies() throws -> TrustedProxies {
+        let listed = trustedProxy.isEmpty
+            ? (ProcessInfo.processInfo.environment["LIFECYCLE_TRUSTED_PROXIES"] ?? "").split(separator: ",").map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+            : trustedProxy
+        do {
+            return try TrustedProxies(listed)
+        } catch {
+            throw ValidationError("--trusted-proxy: \(error)")
+        }
     }
 
     func limits() throws -> ServerLimits {
@@ -114,6 +130,7 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
                     run `chmod 600 \(path)` (a Kubernetes secret: defaultMode 0400)
                     """)
             }
+            if let problem = SecretStrength.ownerProblem(info) { throw CLIFailure(.permissionDenied, "\(path): the \(what) file: \(problem)") }
             guard let data = FileManager.default.contents(atPath: path), data.count <= 4_096 else {
                 throw CLIFailure(.noInput, "\(path): cannot read the \(what) file (it must exist and hold one token)")
             }
@@ -121,14 +138,14 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         } else if let value = environment[variable], !value.isEmpty {
             text = value
         }
-        if let text, text.count < 32 {
-            throw CLIFailure(.usage, "the \(what) must be at least 32 characters (e.g. `openssl rand -hex 32`)")
+        if let text, let problem = SecretStrength.problem(Array(text.utf8)) {
+            throw CLIFailure(.usage, "the \(what) is too weak: \(problem); \(SecretStrength.advice)")
         }
         return text
     }
 
     /// The app API's token and who may open /ops, each token file read once.
-    func access() throws -> (api: APIToken?, ops: OpsAccess) {
+    func access() throws -> (api: APIToken?, ops: OpsAccess, tokens: [(text: String, what: String)]) {
         let api = try Self.token(file: apiTokenFile, variable: "LIFECYCLE_API_TOKEN", what: "API token")
         let ops = try Self.token(file: opsTokenFile, variable: "LIFECYCLE_OPS_TOKEN", what: "operator token")
         // One token for both would let the app backend, which holds the API token, open /ops.
@@ -138,14 +155,22 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         guard let access = OpsAccess(token: ops, operatorName: operatorOption.operatorName) else {
             throw CLIFailure(.usage, "the operator token must be at least 32 characters (e.g. `openssl rand -hex 32`)")
         }
-        return (api.flatMap(APIToken.init), access)
+        let tokens = [(api, "API token"), (ops, "operator token")].compactMap { text, what in text.map { (text: $0, what: what) } }
+        return (api.flatMap(APIToken.init), access, tokens)
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let (host, port) = try endpoint()
-        let (token, opsAccess) = try access()
+        let (token, opsAccess, tokens) = try access()
         // Refused now, not at the first download: without a key no link can be checked.
-        if services.exports.downloadURLLifetimeLimit == nil { _ = try services.linkSigner() }
+        let signer = services.exports.downloadURLLifetimeLimit == nil ? try services.linkSigner() : try? services.linkSigner()
+        for (secret, what) in tokens {
+            guard let signer, signer.isKey(Data(secret.utf8)) else { continue }
+            throw CLIFailure(.usage, """
+                the signing key is also the \(what): whoever holds that token could sign deletion and download links; \
+                give each its own (`openssl rand -hex 32`)
+                """)
+        }
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
         // The deletion page finds an account by the address a visitor types: said now, not
         // discovered when no link ever goes out.
@@ -158,7 +183,7 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
                     """)
             }
         }
-        try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: opsAccess).run(
+        try await LifecycleHTTPServer(services: services, apiToken: token, opsAccess: opsAccess, trustedProxies: try trustedProxies()).run(
             ServeOptions(host: host, port: port, withWorker: withWorker, workerConcurrency: concurrency, limits: try limits())
         ) { [json = options.json] address in
             if json {

@@ -7,7 +7,7 @@ import Testing
 /// a worker without the signing key, which must leave an export waiting, not bury it.
 @Suite(.serialized)
 struct CrontabRouteTests {
-    static let key = String(repeating: "c4", count: 32)
+    static let key = "11032620334708c10a9039d2cf11f4e130e1c7d5b376a60278dcb382aba56f8b"
 
     /// The shipped crontab's variable lines and the command of the line whose schedule is
     /// `schedule`, with the runbook's paths replaced by this installation's. Every path must be

@@ -91,7 +91,7 @@ struct ExportCommandTests {
         #expect(try await workspace.run(["exports", "verify-link", tamperedSignature], environment: ExportCLI.key).status == 77)
         let otherExport = link.replacingOccurrences(of: ready.exportID, with: "00000000-0000-0000-0000-000000000000")
         #expect(try await workspace.run(["exports", "verify-link", otherExport], environment: ExportCLI.key).status == 77)
-        let otherKey = try await workspace.run(["exports", "verify-link", link], environment: ["LIFECYCLE_SIGNING_KEY": String(repeating: "z", count: 40)])
+        let otherKey = try await workspace.run(["exports", "verify-link", link], environment: ["LIFECYCLE_SIGNING_KEY": "7d35efce2c73911519251d804c99aa624498e120a24998eddd7ff68f792c436a"])
         #expect(otherKey.status == 77)
         #expect(try await workspace.run(["exports", "verify-link", "definitely not a link"], environment: ExportCLI.key).status == 77)
 
@@ -133,7 +133,7 @@ struct ExportCommandTests {
         #expect(try await ExportCLI.count(workspace, "SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'export'") == 0)
 
         let keyFile = workspace.root + "/signing.key"
-        _ = FileManager.default.createFile(atPath: keyFile, contents: Data("0123456789abcdef0123456789abcdef\n".utf8), attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: keyFile, contents: Data("9f2c71e04ab35d86c1e7f0a24b9d38e6\n".utf8), attributes: [.posixPermissions: 0o644])
         let loose = try await workspace.run(["export", "u1", "--signing-key-file", keyFile])
         #expect(loose.status == 69)
         #expect(loose.stderr.contains("chmod 600"))
@@ -158,7 +158,7 @@ struct ExportCommandTests {
         let workspace = try await Workspace.make(backend)
         try await ExportCLI.importAccounts(workspace, [ImportFixture.account(id: "u1")])
         let keyFile = workspace.root + "/signing.key"
-        _ = FileManager.default.createFile(atPath: keyFile, contents: Data("0123456789abcdef0123456789abcdef\n".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: keyFile, contents: Data("9f2c71e04ab35d86c1e7f0a24b9d38e6\n".utf8), attributes: [.posixPermissions: 0o600])
         let barrier = try OverlapBarrier(in: workspace)
         let (process, _, stderr) = try workspace.process(["export", "u1", "--wait", "--signing-key-file", keyFile], environment: barrier.environment)
         let claimed = try await eventually(timeout: 60) { !barrier.arrived.isEmpty || !process.isRunning }

@@ -69,9 +69,9 @@ struct HostileInputTests {
 
     /// A database whose default privileges grant `authenticated` (Supabase's role for every
     /// signed-in user) whatever lifecycle's role creates: after `init` it can read none of
-    /// lifecycle's tables (the lookup salt, signed links in the outbox). A grant made later
-    /// is revoked when lifecycle next opens the installation; one the role lifecycle runs as
-    /// cannot revoke stops it with 77, naming the grant and the statement that removes it.
+    /// lifecycle's tables (the lookup salt, signed links in the outbox). PUBLIC's grants go
+    /// on every open, other roles' on `init`; one the role lifecycle runs as cannot revoke
+    /// stops it with 77, naming the grant and the statement that removes it.
     @Test func rolesTheDatabaseGrantsByDefaultCannotReadLifecyclesTables() async throws {
         var workspace = try await Workspace.make(.postgres)
         workspace.initialisesOnFirstCommand = false
@@ -102,12 +102,14 @@ struct HostileInputTests {
         #expect(throws: (any Error).self, "authenticated read the outbox") { try psqlQuery(asReader, "SELECT count(*) FROM lifecycle.outbox") }
         #expect(throws: (any Error).self) { try psqlQuery(asReader, "SELECT lifecycle.restore_on_sign_in('ada')") }
 
-        // Granted again by hand: the next command takes it back.
+        // Granted again by hand: PUBLIC's goes with the next command, a role's with the next `init`.
         _ = try psqlQuery(url, "GRANT USAGE ON SCHEMA lifecycle TO authenticated; GRANT SELECT ON lifecycle.outbox TO authenticated; GRANT SELECT (body) ON lifecycle.outbox TO PUBLIC")
         #expect(try readable() == "outbox")
         #expect(try await workspace.run(["jobs", "list"]).status == 0)
-        #expect(try readable() == "")
         #expect(try psqlQuery(url, "SELECT has_column_privilege('public', 'lifecycle.outbox', 'body', 'SELECT')").contains("f"))
+        #expect(try readable() == "outbox")
+        #expect(try await workspace.run(["init"]).status == 0)
+        #expect(try readable() == "")
 
         // Lifecycle run by a role that does not own its tables cannot take a grant back: 77, named.
         let runner = "runner_" + UUID().uuidString.prefix(8).lowercased()
@@ -116,13 +118,109 @@ struct HostileInputTests {
             GRANT USAGE ON SCHEMA public, lifecycle TO \(runner);
             GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public, lifecycle TO \(runner);
             GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public, lifecycle TO \(runner);
-            GRANT SELECT ON lifecycle.outbox TO authenticated;
+            GRANT SELECT (body) ON lifecycle.outbox TO PUBLIC;
             """)
         var asRunner = workspace
         asRunner.postgresURL = url.replacingOccurrences(of: #"postgres://[^@]+@"#, with: "postgres://\(runner):runner-secret@", options: .regularExpression)
         let refused = try await asRunner.run(["jobs", "list"])
         #expect(refused.status == 77, "\(refused.status) \(refused.stderr)")
-        #expect(refused.stderr.contains("authenticated has SELECT on table lifecycle.outbox"), "\(refused.stderr)")
-        #expect(refused.stderr.contains("REVOKE SELECT ON TABLE lifecycle.outbox FROM authenticated;"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("PUBLIC has SELECT on table lifecycle.outbox (column body)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("REVOKE SELECT (body) ON TABLE lifecycle.outbox FROM PUBLIC;"), "\(refused.stderr)")
+    }
+
+    /// Secrets that keep nobody out are refused before the server listens, with the command
+    /// that makes a good one: a signing key of 32 spaces, a token of one character repeated,
+    /// a signing key that is also a token (the app backend could sign deletion links), and a
+    /// token file another user owns.
+    @Test func weakCrossedAndForeignSecretsAreRefusedBeforeServing() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let serve = ["serve", "--listen", "127.0.0.1:0"]
+        let spaces = try await workspace.run(serve, environment: ["LIFECYCLE_SIGNING_KEY": String(repeating: " ", count: 32)])
+        #expect(spaces.status == 69 && spaces.stderr.contains("too weak to sign links"), "\(spaces.status) \(spaces.stderr)")
+        #expect(spaces.stderr.contains("openssl rand -hex 32"))
+        for variable in ["LIFECYCLE_API_TOKEN", "LIFECYCLE_OPS_TOKEN"] {
+            let repeated = try await workspace.run(serve, environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey, variable: String(repeating: "x", count: 48)])
+            #expect(repeated.status == 64 && repeated.stderr.contains("token is too weak: it repeats a pattern of 1 character"), "\(repeated.stderr)")
+            let crossed = try await workspace.run(serve, environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey, variable: ServeTests.signingKey])
+            #expect(crossed.status == 64 && crossed.stderr.contains("the signing key is also the"), "\(crossed.stderr)")
+        }
+
+        // Only root can hand a file to another user; elsewhere SecretStrength's own test covers the check.
+        guard geteuid() == 0 else { return }
+        let file = workspace.root + "/api-token"
+        try Data(ServeTests.apiToken.utf8).write(to: URL(fileURLWithPath: file))
+        #expect(chmod(file, 0o600) == 0 && chown(file, 65_534, 65_534) == 0)
+        let foreign = try await workspace.run(serve, environment: ["LIFECYCLE_SIGNING_KEY": ServeTests.signingKey, "LIFECYCLE_API_TOKEN_FILE": file])
+        #expect(foreign.status == 77 && foreign.stderr.contains("belongs to uid 65534"), "\(foreign.status) \(foreign.stderr)")
+    }
+
+    /// Posts `count` link requests for invented addresses from `source` (a loopback address
+    /// of its own), each claiming to be forwarded for an invented client, over kept-alive
+    /// connections from 8 threads; prints how many got each status, and one 429's
+    /// Retry-After and sentence.
+    static let flood = """
+        import http.client, json, sys, threading, urllib.parse
+        host, port, source, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+        statuses, lock, sample = {}, threading.Lock(), {}
+        def run(part):
+            connection = http.client.HTTPConnection(host, port, source_address=(source, 0), timeout=30)
+            for n in range(part, count, 8):
+                body = urllib.parse.urlencode({"email": f"invented-{n}@example.com"})
+                connection.request("POST", "/account/delete", body, {
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "X-Forwarded-For": f"198.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"})
+                response = connection.getresponse()
+                text = response.read().decode()
+                with lock:
+                    statuses[response.status] = statuses.get(response.status, 0) + 1
+                    if response.status == 429 and not sample:
+                        sample.update(retry_after=response.getheader("Retry-After"), text=text)
+        threads = [threading.Thread(target=run, args=(part,)) for part in range(8)]
+        for thread in threads: thread.start()
+        for thread in threads: thread.join()
+        print(json.dumps({"statuses": {str(k): v for k, v in statuses.items()}, "sample": sample}))
+        """
+
+    static func flood(_ server: ServeTests.Server, from source: String, count: Int) async throws -> (statuses: [String: Int], sample: [String: String]) {
+        let parts = server.base.split(separator: ":")
+        let output = try await runTool("/usr/bin/python3", ["-c", Self.flood, String(parts[0]), String(parts[1]), source, "\(count)"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
+        return (json["statuses"] as? [String: Int] ?? [:], json["sample"] as? [String: String] ?? [:])
+    }
+
+    /// One client inventing addresses silenced the page for everyone: the per-address limiter
+    /// refused every new address once it held 10,000, behind the usual "we've sent" page.
+    /// Now a client that floods is told to wait (429, Retry-After, a sentence), a header it
+    /// writes itself does not make it another client, and 10,100 invented clients and
+    /// addresses through a trusted proxy leave the page to the next real user: her link is
+    /// mailed and audited.
+    @Test func aFloodOfInventedAddressesLeavesThePageToRealUsersAndTheFlooderIsToldToWait() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace, arguments: ["--trusted-proxy", "127.0.0.3"])
+
+        let alone = try await Self.flood(server, from: "127.0.0.1", count: 200)
+        #expect(alone.statuses == ["200": 30, "429": 170], "\(alone.statuses)")
+        #expect(Int(alone.sample["retry_after"] ?? "") ?? 0 > 3_000, "\(alone.sample)")
+        #expect(alone.sample["text"]?.contains("Too many deletion requests came from your network in the last hour. Try again in") == true)
+
+        let proxied = try await Self.flood(server, from: "127.0.0.3", count: 10_100)
+        let admitted = proxied.statuses["200"] ?? 0
+        #expect(admitted + (proxied.statuses["503"] ?? 0) == 10_100 && admitted > 1_000, "\(proxied.statuses)")
+        // Every request the page took is looked up and audited; none is dropped behind its answer.
+        try await DeletionPageTests.settled(workspace, requests: 30 + admitted)
+
+        let real = try await ServeTests.curl([
+            "--interface", "127.0.0.2", "--data-urlencode", "email=ada@example.com", "http://\(server.base)/account/delete",
+        ])
+        #expect(real.status == 200 && real.text.contains("If an account uses that address"), "\(real.text)")
+        let mailed = try await eventually(timeout: 30) {
+            try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("outbox")) WHERE unique_key LIKE 'deletion-link:ada:%'") == 1
+        }
+        #expect(mailed)
+        #expect(await server.stop() == 0)
+        let sent = try await workspace.query("SELECT outcome FROM \(workspace.ownTable("audit_events")) WHERE action = 'deletion.web-link' AND account_id = 'ada'")
+        #expect(sent == [["sent"]])
     }
 }

@@ -12,7 +12,7 @@ import Testing
 /// loopback, real exports, links as the email carries them.
 @Suite(.serialized)
 struct ServeTests {
-    static let signingKey = String(repeating: "a7", count: 32)
+    static let signingKey = "45c6d116f9836684ea788d7a8fb6a46bc9ac89a5cc16db1d411b42dad09dc711"
 
     /// A running `lifecycle serve` on a free loopback port, stopped with SIGTERM.
     struct Server {
@@ -264,7 +264,7 @@ struct ServeTests {
 
     // MARK: The app API
 
-    static let apiToken = String(repeating: "5c", count: 32)
+    static let apiToken = "3a4c563bf3f315a8bac37eacdc259d55e16f800cdc55812785bf44f0ac2227e3"
 
     static func api(
         _ server: Server, _ method: String, _ path: String, body: String? = nil, token: String? = apiToken
@@ -558,7 +558,7 @@ struct ServeTests {
     @Test func theDashboardNeedsItsTokenAndRefusesCrossSiteForms() async throws {
         let workspace = try Workspace()
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
-        let opsToken = String(repeating: "0f", count: 32)
+        let opsToken = "4385377347968444a5281e10e78de2153129eac1917156981e14bc23cfe388b3"
         let guarded = try await Server.start(workspace, environment: ["LIFECYCLE_OPS_TOKEN": opsToken])
         let page = "http://\(guarded.base)/ops"
         let bare = try await Self.curl([page])
@@ -591,7 +591,7 @@ struct ServeTests {
         #expect(try await Self.curl(["-H", "X-Forwarded-For: 203.0.113.9", "http://\(local.base)/ops"]).status == 401)
         #expect(await local.stop() == 0)
         let short = try await workspace.run(["serve", "--listen", "127.0.0.1:0"], environment: ["LIFECYCLE_OPS_TOKEN": "short", "LIFECYCLE_SIGNING_KEY": Self.signingKey])
-        #expect(short.status == 64 && short.stderr.contains("operator token must be at least 32 characters"))
+        #expect(short.status == 64 && short.stderr.contains("operator token is too weak: it is 5 bytes; use at least 32"))
     }
 
     @Test func rangeHeadersAreReadAsRFC9110Says() {

@@ -67,7 +67,7 @@ struct SurfaceTests {
 
     @Test func everyCommandsJSONHoldsTheSchema() async throws {
         let workspace = try Workspace()
-        let signing = ["LIFECYCLE_SIGNING_KEY": String(repeating: "5e", count: 32)]
+        let signing = ["LIFECYCLE_SIGNING_KEY": "84a19d69858dcd6318f11c74599c51b497898978b6589b05a8a718d587f042f0"]
         struct Case: Encodable {
             var command: String
             var definition: String

@@ -132,7 +132,8 @@ struct ExportFormatTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("export-key-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let file = directory + "/key"
-        _ = FileManager.default.createFile(atPath: file, contents: Data(String(repeating: "k", count: 40).utf8), attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(
+            atPath: file, contents: Data("260e405a992c9a50ca3321e10a52ded2a77fa64c09598d124ecba2388ab422b4\n".utf8), attributes: [.posixPermissions: 0o644])
         var settings = ExportSettings()
         settings.signingKeyFile = file
         #expect(throws: LifecycleError.self) { try SigningKeySource.load(settings: settings, jobsDirectory: directory, environment: [:]) }
@@ -142,6 +143,19 @@ struct ExportFormatTests {
             try SigningKeySource.load(settings: settings, jobsDirectory: directory, environment: [SigningKeySource.environmentKey: "short"])
         }
         #expect(short.category == .unavailable)
+        // Long enough, and no key: 32 spaces, one character, a short pattern, a few letters.
+        for weak in [String(repeating: " ", count: 32), String(repeating: "a", count: 40), String(repeating: "a7", count: 32), "abcdabcdabcdabcdabcdabcdabcdabcdabcd", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"] {
+            let refused = try #require(throws: LifecycleError.self) {
+                try SigningKeySource.load(settings: settings, jobsDirectory: directory, environment: [SigningKeySource.environmentKey: weak])
+            }
+            #expect(refused.message.contains("too weak") && refused.message.contains("openssl rand -hex 32"), "\(refused.message)")
+        }
+        #expect(SecretStrength.problem(Array("cli-tests-signing-key-0123456789abcdef".utf8)) == nil)
+        // A key file another user owns is theirs to replace.
+        var owned = stat()
+        #expect(stat(file, &owned) == 0 && SecretStrength.ownerProblem(owned) == nil)
+        owned.st_uid = geteuid() &+ 1
+        #expect(SecretStrength.ownerProblem(owned)?.contains("belongs to uid") == true)
         let none = try #require(throws: LifecycleError.self) {
             try SigningKeySource.load(settings: ExportSettings(), jobsDirectory: directory, environment: [:])
         }

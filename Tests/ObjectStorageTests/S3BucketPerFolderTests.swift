@@ -65,7 +65,7 @@ extension S3Tests {
             let exports = installation.root + "/exports"
             let exported = try await installation.run(
                 ["export", "ada", "--wait", "--json", "--exports", exports], blobs: blobs, jobsDirectory: jobs,
-                environment: ["LIFECYCLE_SIGNING_KEY": String(repeating: "k", count: 32)])
+                environment: ["LIFECYCLE_SIGNING_KEY": "1cb0aa78aa6af96c0678db2fcf849526db870afcd142927a206abb64d35649b4"])
             #expect(exported.status == 0, "\(exported.stdout) \(exported.stderr)")
             let ready = try S3EndToEndTests.decoder.decode(ReadyExport.self, from: Data(exported.stdout.utf8))
             let listing = try await runTool("/usr/bin/bsdtar", ["-tf", try #require(ready.archivePath)])

@@ -12,6 +12,12 @@ public struct LinkSigner: Sendable {
         self.key = SymmetricKey(data: key)
     }
 
+    /// Whether `secret` is this signer's key: a token equal to it would let whoever holds
+    /// the token (the app backend) sign deletion and download links.
+    public func isKey(_ secret: Data) -> Bool {
+        key.withUnsafeBytes { Data($0) } == secret
+    }
+
     public func link(base: String, exportID: String, expiresAt: Date) -> String {
         let expires = Self.unixSeconds(expiresAt)
         return "\(base)/\(exportID)?expires=\(expires)&sig=\(signature(exportID: exportID, expires: expires))"

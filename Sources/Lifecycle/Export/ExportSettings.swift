@@ -87,7 +87,7 @@ public struct ExportSettings: Sendable, Equatable {
 public enum SigningKeySource {
     public static let environmentKey = "LIFECYCLE_SIGNING_KEY"
     public static let environmentFile = "LIFECYCLE_SIGNING_KEY_FILE"
-    public static let minimumBytes = 32
+    public static var minimumBytes: Int { SecretStrength.minimumBytes }
 
     /// `fileOption`: how the command at hand spells a key-file option (`--signing-key-file`),
     /// nil when it has none, so the advice names only what that command accepts.
@@ -117,6 +117,7 @@ public enum SigningKeySource {
         guard info.st_mode & 0o077 == 0 else {
             throw LifecycleError(.unavailable, "signing key file \(file) is readable by other users (mode \(String(info.st_mode & 0o777, radix: 8))); run `chmod 600 \(file)`")
         }
+        if let problem = SecretStrength.ownerProblem(info) { throw LifecycleError(.unavailable, "signing key file \(file): \(problem)") }
         guard let contents = FileManager.default.contents(atPath: file) else {
             throw LifecycleError(.unavailable, "signing key file \(file) cannot be read")
         }
@@ -127,8 +128,8 @@ public enum SigningKeySource {
     }
 
     private static func signer(_ key: Data, from source: String) throws -> LinkSigner {
-        guard key.count >= minimumBytes else {
-            throw LifecycleError(.unavailable, "the signing key in \(source) is \(key.count) bytes; use at least \(minimumBytes) (e.g. `openssl rand -hex 32`)")
+        if let problem = SecretStrength.problem(key) {
+            throw LifecycleError(.unavailable, "the signing key in \(source) is too weak to sign links: \(problem); \(SecretStrength.advice)")
         }
         return LinkSigner(key: key)
     }
