@@ -19,13 +19,32 @@ public struct ServerLimits: Sendable, Equatable {
     public var keepAliveTimeout: Duration
     /// Connections served at once; those beyond get 503 (or, for `/healthz`, an answer).
     public var maxConnections: Int
+    /// Connections one peer may hold at once (a trusted proxy: any number up to
+    /// `maxConnections`): twenty slow clients from one address no longer hold every slot.
+    public var connectionsPerPeer: Int
+    /// Bytes a second a request body must average once `headerTimeout` has passed since its
+    /// head: a body trickled a byte at a time, each within the pause allowed, is closed.
+    public var minBodyRate: Int
+    /// Proxies whose connections carry many clients: not held to `connectionsPerPeer`.
+    public var trustedProxies: TrustedProxies
 
-    public init(headerTimeout: Duration, bodyIdleTimeout: Duration, keepAliveTimeout: Duration, maxConnections: Int) {
+    public init(
+        headerTimeout: Duration, bodyIdleTimeout: Duration, keepAliveTimeout: Duration, maxConnections: Int,
+        connectionsPerPeer: Int? = nil, minBodyRate: Int = Self.defaultMinBodyRate, trustedProxies: TrustedProxies = .none
+    ) {
         self.headerTimeout = headerTimeout
         self.bodyIdleTimeout = bodyIdleTimeout
         self.keepAliveTimeout = keepAliveTimeout
         self.maxConnections = maxConnections
+        self.connectionsPerPeer = connectionsPerPeer ?? Self.defaultConnectionsPerPeer(maxConnections: maxConnections)
+        self.minBodyRate = minBodyRate
+        self.trustedProxies = trustedProxies
     }
+
+    /// A quarter of the slots, at most 64: a browser opens six, an app fewer.
+    public static func defaultConnectionsPerPeer(maxConnections: Int) -> Int { max(2, min(64, maxConnections / 4)) }
+    /// 1 KiB/s: a 10 MB photo on the slowest mobile link still arrives; a trickle does not.
+    public static let defaultMinBodyRate = 1_024
 
     /// nginx's order of magnitude (client_header_timeout and client_body_timeout 60 s,
     /// keepalive_timeout 75 s), shorter: the clients are apps and browsers on one request
@@ -55,21 +74,43 @@ public struct ServerLimits: Sendable, Equatable {
     static let refusedHeaderTimeout = Duration.seconds(1)
 }
 
-/// Connections open now, shared by every connection's handler.
+/// Connections open now, in all and per peer, shared by every connection's handler.
 final class OpenConnections: Sendable {
     private let count = Atomic<Int>(0)
+    private let perPeer = Mutex<[String: Int]>([:])
 
-    /// The number of connections with this one.
-    func opened() -> Int { count.wrappingAdd(1, ordering: .relaxed).newValue }
-    func closed() { count.wrappingSubtract(1, ordering: .relaxed) }
+    /// The numbers of connections with this one: in all, and from its peer.
+    func opened(peer: String?) -> (total: Int, fromPeer: Int) {
+        let total = count.wrappingAdd(1, ordering: .relaxed).newValue
+        guard let peer else { return (total, 1) }
+        return (total, perPeer.withLock { peers in
+            peers[peer, default: 0] += 1
+            return peers[peer] ?? 1
+        })
+    }
+
+    func closed(peer: String?) {
+        count.wrappingSubtract(1, ordering: .relaxed)
+        guard let peer else { return }
+        perPeer.withLock { peers in
+            let left = (peers[peer] ?? 1) - 1
+            peers[peer] = left > 0 ? left : nil
+        }
+    }
+
+    var total: Int { count.load(ordering: .relaxed) }
 }
 
 /// Enforces `ServerLimits` on one connection, next to the HTTP/1 decoder: a timer runs
 /// whenever the server waits on the client (for a request head, between body reads,
 /// between kept-alive requests) and closes the connection when it fires; none runs while
 /// the server itself is answering (a long download is the client reading at its pace,
-/// which TCP's own flow control handles). A connection beyond the limit reads its request
-/// head only: `/healthz` is answered, anything else gets 503 with `Retry-After`.
+/// which TCP's own flow control handles). The first byte of a kept-alive connection's next
+/// request starts the header timeout, as for a new connection; a body must also keep up
+/// `minBodyRate` on average. A connection beyond the limit, or beyond its peer's share,
+/// reads its request head only: `/healthz` is answered, anything else gets 503 with
+/// `Retry-After`. `/readyz` is answered here on every connection: 503 while the server is at
+/// its limit and refusing, 200 otherwise.
 final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -87,6 +128,12 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Between a request's head and the end of its body.
     private var readingBody = false
     private var timer: Scheduled<Void>?
+    /// Between an answer and the next request's first byte on a kept-alive connection.
+    private var awaitingNextRequest = false
+    private var peer: String?
+    private var bodyStarted: NIODeadline?
+    private var bodyBytes = 0
+    private var overPeerLimit = false
 
     init(limits: ServerLimits, connections: OpenConnections) {
         self.limits = limits
@@ -96,7 +143,11 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         guard !counted else { return }
         counted = true
-        overLimit = connections.opened() > limits.maxConnections
+        peer = context.channel.remoteAddress?.ipAddress.flatMap(TrustedProxies.normalised)
+        let proxied = peer.map(limits.trustedProxies.addresses.contains) ?? false
+        let open = connections.opened(peer: peer)
+        overPeerLimit = !proxied && open.fromPeer > limits.connectionsPerPeer
+        overLimit = open.total > limits.maxConnections || overPeerLimit
         wait(context, overLimit ? ServerLimits.refusedHeaderTimeout : limits.headerTimeout)
     }
 
@@ -105,8 +156,16 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         if counted {
             counted = false
-            connections.closed()
+            connections.closed(peer: peer)
         }
+    }
+
+    /// Raw bytes reached the decoder (`RequestStartObserver`): on a kept-alive connection
+    /// waiting for its next request, that request's head now has the header timeout.
+    func requestBytesArrived(context: ChannelHandlerContext) {
+        guard awaitingNextRequest else { return }
+        awaitingNextRequest = false
+        wait(context, overLimit ? ServerLimits.refusedHeaderTimeout : limits.headerTimeout)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -125,25 +184,52 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func stopWaiting() {
         timer?.cancel()
         timer = nil
+        awaitingNextRequest = false
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refusing { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
+            awaitingNextRequest = false
             unanswered += 1
             readingBody = true
-            if overLimit && head.uri.split(separator: "?", maxSplits: 1).first != "/healthz" {
+            let path = head.uri.split(separator: "?", maxSplits: 1).first
+            if path == "/readyz" {
                 refusing = true
                 stopWaiting()
-                refuse(context, version: head.version)
+                let busy = overLimit || connections.total >= limits.maxConnections
+                answer(
+                    context, version: head.version, status: busy ? .serviceUnavailable : .ok,
+                    text: busy ? "refusing: at the limit of \(limits.maxConnections) connections\n" : "ready\n", retryAfter: busy)
                 return
             }
+            if overLimit && path != "/healthz" {
+                refusing = true
+                stopWaiting()
+                let text = overPeerLimit
+                    ? "lifecycle serve holds \(limits.connectionsPerPeer) connections from one address at most; close one, or try again shortly\n"
+                    : "lifecycle serve is at its limit of \(limits.maxConnections) connections; try again shortly\n"
+                answer(context, version: head.version, status: .serviceUnavailable, text: text, retryAfter: true)
+                return
+            }
+            bodyStarted = .now()
+            bodyBytes = 0
             wait(context, limits.bodyIdleTimeout)
-        case .body:
+        case .body(let chunk):
+            bodyBytes += chunk.readableBytes
+            if let started = bodyStarted {
+                let elapsed = NIODeadline.now() - started
+                let grace = TimeAmount(limits.headerTimeout)
+                if elapsed > grace, Double(bodyBytes) < Double(limits.minBodyRate) * Double(elapsed.nanoseconds) / 1e9 {
+                    context.close(promise: nil)
+                    return
+                }
+            }
             wait(context, limits.bodyIdleTimeout)
         case .end:
             readingBody = false
+            bodyStarted = nil
             // Answered already (a refusal before its body came): the client's turn again.
             if unanswered == 0 { waitForNextRequest(context) } else { stopWaiting() }
         }
@@ -167,17 +253,17 @@ final class ServerLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Nothing in hand: a kept-alive connection may take this long to send its next request.
     private func waitForNextRequest(_ context: ChannelHandlerContext) {
         wait(context, overLimit ? ServerLimits.refusedHeaderTimeout : limits.keepAliveTimeout)
+        awaitingNextRequest = true
     }
 
-    /// 503 with `Connection: close`, written past the server framework, which never sees the request.
-    private func refuse(_ context: ChannelHandlerContext, version: HTTPVersion) {
-        let text = "lifecycle serve is at its limit of \(limits.maxConnections) connections; try again shortly\n"
+    /// An answer with `Connection: close`, written past the server framework, which never sees the request.
+    private func answer(_ context: ChannelHandlerContext, version: HTTPVersion, status: HTTPResponseStatus, text: String, retryAfter: Bool) {
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: "text/plain; charset=utf-8")
         headers.add(name: "content-length", value: String(text.utf8.count))
-        headers.add(name: "retry-after", value: "5")
+        if retryAfter { headers.add(name: "retry-after", value: "5") }
         headers.add(name: "connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: .serviceUnavailable, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: text)))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
@@ -201,9 +287,27 @@ final class ServerLimitsInstaller: ChannelInboundHandler, RemovableChannelHandle
     func handlerAdded(context: ChannelHandlerContext) {
         let pipeline = context.pipeline.syncOperations
         if let decoder = try? pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
-            try? pipeline.addHandler(ServerLimitsHandler(limits: limits, connections: connections), position: .after(decoder))
+            let handler = ServerLimitsHandler(limits: limits, connections: connections)
+            try? pipeline.addHandler(handler, position: .after(decoder))
+            try? pipeline.addHandler(RequestStartObserver(limits: handler), position: .before(decoder))
         }
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}
+
+/// Before the HTTP/1 decoder, which says nothing until a whole head is in: tells the
+/// connection's `ServerLimitsHandler` when bytes arrive, so a kept-alive connection's next
+/// request gets the header timeout from its first byte, not the keep-alive's minute.
+final class RequestStartObserver: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let limits: ServerLimitsHandler
+
+    init(limits: ServerLimitsHandler) { self.limits = limits }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        limits.requestBytesArrived(context: context)
+        context.fireChannelRead(data)
     }
 }
 

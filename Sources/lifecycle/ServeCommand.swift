@@ -54,6 +54,14 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         "Connections served at once; beyond them requests get 503 and /healthz still answers (default: half the open-file limit, at most 1024).",
         valueName: "n"))
     var maxConnections: Int?
+    @Option(name: .customLong("connections-per-peer"), help: ArgumentHelp(
+        "Connections one client address may hold at once; beyond them its requests get 503 (default: a quarter of --max-connections, at most 64; a --trusted-proxy is not held to it).",
+        valueName: "n"))
+    var connectionsPerPeer: Int?
+    @Option(name: .customLong("min-body-rate"), help: ArgumentHelp(
+        "Bytes a second a request body must average once --header-timeout seconds have passed since its head; a slower one is closed.",
+        valueName: "bytes"))
+    var minBodyRate: Int = ServerLimits.defaultMinBodyRate
     @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(
         "A proxy in front of serve, by IP address; repeatable (env LIFECYCLE_TRUSTED_PROXIES, comma-separated). Only its X-Forwarded-For names the client the deletion page limits; from any other peer the header is ignored.",
         valueName: "ip"))
@@ -93,9 +101,16 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         guard connections >= 1, connections < files else {
             throw ValidationError("--max-connections must be between 1 and the open-file limit (\(files), `ulimit -n`) less one; got \(connections)")
         }
+        if let connectionsPerPeer, !(1...connections).contains(connectionsPerPeer) {
+            throw ValidationError("--connections-per-peer must be between 1 and --max-connections (\(connections)); got \(connectionsPerPeer)")
+        }
+        guard (1...100_000_000).contains(minBodyRate) else {
+            throw ValidationError("--min-body-rate must be between 1 and 100000000 bytes a second; got \(minBodyRate)")
+        }
         return ServerLimits(
             headerTimeout: try seconds(headerTimeout, "header-timeout"), bodyIdleTimeout: try seconds(bodyTimeout, "body-timeout"),
-            keepAliveTimeout: try seconds(keepAliveTimeout, "keep-alive-timeout"), maxConnections: connections)
+            keepAliveTimeout: try seconds(keepAliveTimeout, "keep-alive-timeout"), maxConnections: connections,
+            connectionsPerPeer: connectionsPerPeer, minBodyRate: minBodyRate, trustedProxies: try trustedProxies())
     }
 
     /// `host:port`, or `[v6]:port`.

@@ -12,9 +12,22 @@ struct ServerLimitsTests {
     final class RawConnection: @unchecked Sendable {
         let fd: Int32
 
-        init(port: Int) throws {
+        /// `source`: the loopback address it connects from, so that tests can be several clients.
+        init(port: Int, source: String? = nil) throws {
             fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw CLITestFailure("socket: \(String(cString: strerror(errno)))") }
+            if let source {
+                var local = sockaddr_in()
+                local.sin_family = sa_family_t(AF_INET)
+                local.sin_addr.s_addr = inet_addr(source)
+                let bound = withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard bound == 0 else {
+                    close(fd)
+                    throw CLITestFailure("bind \(source): \(String(cString: strerror(errno)))")
+                }
+            }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -73,7 +86,7 @@ struct ServerLimitsTests {
         let workspace = try Workspace()
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
         let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken], arguments: [
-            "--max-connections", "64", "--header-timeout", "5", "--body-timeout", "2", "--keep-alive-timeout", "2",
+            "--max-connections", "64", "--connections-per-peer", "64", "--header-timeout", "5", "--body-timeout", "2", "--keep-alive-timeout", "2",
         ], wrapper: ["/usr/bin/prlimit", "--nofile=256:256", "--"])
         do {
             try await slowAndIdleClientsAreClosed(server: server)
@@ -146,6 +159,77 @@ struct ServerLimitsTests {
         let after = try await ServeTests.curl(["http://\(server.base)/exports/anything?expires=1&signature=x"])
         #expect(after.status != 503 && after.status >= 400 && after.status < 500, "\(after.text)")
         #expect(await server.stop() == 0)
+    }
+
+    /// Issue 54. Twenty connections trickling a body a byte a second (each byte within the
+    /// pause allowed) held every slot of a `--max-connections 20` server for as long as they
+    /// liked while /healthz said 200; a kept-alive connection's next head could take the
+    /// keep-alive's minute; one address could take every slot. Now the trickles are closed
+    /// once their average falls below `--min-body-rate` past the header timeout, /readyz says
+    /// 503 while the slots are taken, a kept-alive head has the header timeout, and one peer
+    /// holds its share only while another is served.
+    @Test func trickledBodiesKeptAliveHeadsAndAGreedyPeerAreClosedOnTimeWhileOthersAreServed() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace, arguments: [
+            "--max-connections", "20", "--connections-per-peer", "20", "--header-timeout", "2", "--body-timeout", "5", "--keep-alive-timeout", "30",
+        ])
+        let port = Self.port(of: server)
+        let started = Date()
+        let trickles = try (0..<20).map { _ in
+            let connection = try RawConnection(port: port)
+            connection.send("POST /account/delete HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\ne")
+            return connection
+        }
+        let ready = try RawConnection(port: port, source: "127.0.0.2")
+        ready.send("GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let readiness = await ready.readAnswer(within: 10)
+        #expect(readiness.hasPrefix("HTTP/1.1 503") && readiness.contains("refusing"), "\(readiness)")
+        // A byte a second each, until the server closes them: a read that waits a second paces it.
+        let closedAfter = await withTaskGroup(of: TimeInterval?.self) { group in
+            for connection in trickles {
+                group.addTask {
+                    for _ in 0..<30 {
+                        connection.send("m")
+                        if await connection.readUntilClosed(within: 1).closed { return Date().timeIntervalSince(started) }
+                    }
+                    return nil
+                }
+            }
+            return await group.reduce(into: [TimeInterval?]()) { $0.append($1) }
+        }
+        #expect(closedAfter.allSatisfy { ($0 ?? .infinity) < 12 }, "\(closedAfter)")
+        let served = try await ServeTests.curl(["--interface", "127.0.0.2", "http://\(server.base)/account/delete"])
+        #expect(served.status == 200, "\(served.text)")
+        let readyAgain = try await ServeTests.curl(["http://\(server.base)/readyz"])
+        #expect(readyAgain.status == 200 && readyAgain.text.contains("ready"), "\(readyAgain.text)")
+
+        // A kept-alive connection's next head, begun and not finished: the header timeout, not the keep-alive's 30 s.
+        let kept = try RawConnection(port: port)
+        kept.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(await kept.readAnswer(within: 10).hasPrefix("HTTP/1.1 200"))
+        kept.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0")
+        let (keptClosed, keptText) = await kept.readUntilClosed(within: 10)
+        #expect(keptClosed && keptText.isEmpty, "\(keptText)")
+        #expect(await server.stop() == 0)
+
+        // One address holds a quarter of the slots; the next of its connections is refused, another address is served.
+        let shared = try await ServeTests.Server.start(workspace, arguments: ["--max-connections", "20", "--header-timeout", "10"])
+        let sharedPort = Self.port(of: shared)
+        // Each answered once and kept alive: all five are open and counted before the sixth.
+        var held: [RawConnection] = []
+        for _ in 0..<5 {
+            let connection = try RawConnection(port: sharedPort)
+            connection.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(await connection.readAnswer(within: 10).hasPrefix("HTTP/1.1 200"))
+            held.append(connection)
+        }
+        let sixth = try await ServeTests.curl(["http://\(shared.base)/account/delete"])
+        #expect(sixth.status == 503 && sixth.text.contains("from one address"), "\(sixth.text)")
+        let other = try await ServeTests.curl(["--interface", "127.0.0.2", "http://\(shared.base)/account/delete"])
+        #expect(other.status == 200, "\(other.text)")
+        #expect(held.count == 5)
+        #expect(await shared.stop() == 0)
     }
 
     /// A body shorter than its Content-Length is the client's mistake: 400, said as such.
