@@ -49,7 +49,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
     }
 
     func register(on router: Router<ServerContext>) {
-        router.get("/account/delete") { _, _ in Self.askPage() }
+        router.get("/account/delete") { _, _ in try await self.askPage() }
         router.post("/account/delete") { request, context in try await self.requestLink(request, context) }
         router.get("/account/delete/confirm") { request, _ in try await self.confirmPage(request) }
         router.post("/account/delete/confirm") { request, _ in try await self.confirm(request) }
@@ -66,17 +66,20 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
 
     // MARK: Pages
 
-    static func askPage(status: HTTPResponse.Status = .ok, note: String? = nil) -> Response {
+    /// The first page: whose account, the steps, what goes and what stays (the store's
+    /// rule, DeletionPageContent), then the address form.
+    func askPage(status: HTTPResponse.Status = .ok, note: String? = nil) async throws -> Response {
+        let content = try DeletionPageContent.load(services: services, data: try await cache.appData(services))
         var page = AccountPage(title: "Delete your account")
         if let note { page.line("<p role=\"alert\">\(h(note))</p>") }
-        page.line("<p>Enter the email address of your account. We'll send it a link to confirm that you want to delete the account and all its data.</p>")
-        page.line("""
+        page.line(content.render(form: """
+            <h2>Delete your account</h2>
             <form method="post" action="/account/delete">
             <p><label for="email">Email address</label><br>
             <input id="email" name="email" type="email" autocomplete="email" required maxlength="320" autofocus></p>
             <p><button type="submit">Send me a confirmation link</button></p>
             </form>
-            """)
+            """))
         return page.response(status: status)
     }
 
@@ -90,7 +93,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
         }
         let form = try await Self.form(request)
         guard let address = form["email"]?.trimmingCharacters(in: .whitespacesAndNewlines), address.contains("@"), address.utf8.count <= 320 else {
-            return Self.askPage(status: .badRequest, note: "Enter the email address of your account, like name@example.com.")
+            return try await askPage(status: .badRequest, note: "Enter the email address of your account, like name@example.com.")
         }
         // Whether or not an account has the address: saying so tells nothing of which.
         if case .limited(let retryAfter) = perAddress.admit(address.lowercased()) {

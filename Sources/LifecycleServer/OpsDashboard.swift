@@ -21,6 +21,8 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
     func register(on router: Router<ServerContext>) {
         let ops = router.group("ops").add(middleware: OpsAccessMiddleware(access: access))
         ops.get("") { _, _ in try await self.page() }
+        ops.get("jobs/:id") { _, context in try await self.jobPage(context) }
+        ops.get("accounts") { request, _ in try await self.accountPage(request) }
         ops.post("jobs/:id/retry") { _, context in try await self.retry(context) }
         ops.post("kinds/:kind/pause") { request, context in try await self.pause(request, context) }
         ops.post("kinds/:kind/resume") { _, context in try await self.resume(context) }
@@ -40,6 +42,7 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
         let kinds = Set(services.registry.names).union(counts.keys.map(\.kind)).sorted()
         var html = HTMLPage(title: "lifecycle · operations")
         html.line("<p>As of \(h(ISO8601.format(now))). <a href=\"/ops\">Reload</a></p>")
+        html.line(searchForm())
 
         html.section(
             id: "jobs", title: "Jobs by kind and state", caption: "Jobs by kind and state",
@@ -58,7 +61,7 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
             id: "dead", title: "Dead jobs", caption: "Dead jobs, newest first",
             columns: ["job", "kind", "account", "attempts", "last error", "action"],
             rows: dead.map { job in
-                "<tr id=\"job-\(job.id)\"><th scope=\"row\">#\(job.id)</th><td>\(h(job.kind))</td><td>\(h(JobAttention(job).account ?? "-"))</td>"
+                "<tr id=\"job-\(job.id)\"><th scope=\"row\"><a href=\"/ops/jobs/\(job.id)\">#\(job.id)</a></th><td>\(h(job.kind))</td><td>\(h(JobAttention(job).account ?? "-"))</td>"
                     + "<td>\(job.attempt)/\(job.maxAttempts)</td><td>\(h(job.lastError ?? "-"))</td>"
                     + "<td>\(form("/ops/jobs/\(job.id)/retry", button: "Retry job #\(job.id)"))</td></tr>"
             },
@@ -82,8 +85,8 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
         html.section(
             id: "purges", title: "Last purges", caption: "The last purges and their receipts", columns: ["account", "at", "receipt"],
             rows: purges.map { event in
-                let receipt = event.detailValue.flatMap { try? JobJSON.encode($0) } ?? "-"
-                return "<tr><th scope=\"row\">\(h(event.accountID ?? "-"))</th><td>\(h(ISO8601.format(event.at)))</td><td><code>\(h(receipt))</code></td></tr>"
+                let account = event.accountID.map { "<a href=\"/ops/accounts?q=\(h(query($0)))\">\(h($0))</a>" } ?? "-"
+                return "<tr><th scope=\"row\">\(account)</th><td>\(h(ISO8601.format(event.at)))</td><td>\(Self.receiptHTML(event.detailValue))</td></tr>"
             },
             whenEmpty: "No account purged yet.")
 
@@ -139,7 +142,7 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
         Response(status: .seeOther, headers: [.location: "/ops" + anchor, .cacheControl: "no-store"])
     }
 
-    private func form(_ action: String, button: String, extra: String = "") -> String {
+    func form(_ action: String, button: String, extra: String = "") -> String {
         "<form method=\"post\" action=\"\(h(action))\">\(extra) <button type=\"submit\">\(h(button))</button></form>"
     }
 
@@ -172,6 +175,9 @@ struct HTMLPage {
     init(title: String) { self.title = title }
 
     mutating func line(_ html: String) { body.append(html) }
+
+    /// What was added so far, to place inside another page.
+    var bodyHTML: String { body.joined(separator: "\n") }
 
     /// A heading, then a table with a caption and column headers over `rows` (each a whole
     /// `<tr>`, already escaped), or a sentence saying there is nothing.

@@ -11,6 +11,7 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
             lifecycle serve [--listen <addr:port>] [--api-token-file <path>] [--ops-token-file <path>] [--operator <name>]
                             [--with-worker [--concurrency <concurrency>]] [--header-timeout <seconds>] [--body-timeout <seconds>]
                             [--keep-alive-timeout <seconds>] [--max-connections <n>]
+                            [--connections-per-peer <n>] [--min-body-rate <bytes>] [--trusted-proxy <ip> ...]
                             \(GlobalOptions.usage)
             """,
         discussion: """

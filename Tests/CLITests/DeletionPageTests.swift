@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import JobRunner
+@testable import LifecycleServer
 import Testing
 
 /// The web deletion page (`/account/delete`), the store listing's link: the address asked
@@ -146,6 +147,90 @@ struct DeletionPageTests {
     }
 
     /// From the store link to the confirmation with the keyboard alone, in Chromium.
+    /// Issue 54: the first page says what Google Play's account-deletion rule asks of it, as
+    /// a phone shows it (headless Chromium's text, and its screenshot read back by OCR): the
+    /// app and developer as configured in Jobs/, the steps, what is deleted and what is kept
+    /// for how long, from the data map and the policies.
+    @Test func theFirstPageNamesTheAppTheStepsAndWhatGoesAndWhatStaysAsAPhoneShowsIt() async throws {
+        let python = repositoryRoot + "/.build-tools/venv/bin/python"
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "ada")], into: workspace)
+        let server = try await ServeTests.Server.start(workspace)
+        let shot = workspace.root + "/deletion-page.png"
+        let run = try await SurfaceTests.shell(
+            "'\(python)' '\(repositoryRoot)/Tests/CLITests/Browser/page_shot.py' /usr/bin/chromium 'http://\(server.base)/account/delete' '\(shot)'",
+            in: workspace.root)
+        #expect(await server.stop() == 0)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr.suffix(3_000))")
+        let text = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: String])["text"] ?? ""
+        for said in [
+            "This page deletes your Lifecycle Journal account and its data, without the app. It is run by AccountLifecycle.",
+            "Enter the email address of your account below.", "Open the link we email to that address. It works once, for 30 minutes.",
+            "For 30 days after you confirm, signing in again cancels the deletion.",
+            "What is deleted", "Journal entries", "Photos", "The files they name",
+            "What is kept, and for how long", "Everything above, for 30 days after you confirm",
+            "A receipt of the deletion (what was removed and when, none of your content)",
+            "Or delete only some of your data", "Email address", "Send me a confirmation link",
+        ] {
+            #expect(text.contains(said), "'\(said)' is not on the page: \(text)")
+        }
+        let png = try #require(FileManager.default.contents(atPath: shot))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
+        let seen = try await runTool("/usr/bin/tesseract", [shot, "-", "--psm", "3"])
+        for words in ["Lifecycle Journal", "How it works", "What is deleted", "What is kept", "30 days"] {
+            #expect(seen.contains(words), "the screenshot does not show '\(words)': \(seen.prefix(2_000))")
+        }
+    }
+
+    /// The template shipped in Jobs/ is the wording built in for a Jobs folder without one.
+    @Test func theShippedTemplateIsTheWordingBuiltIn() throws {
+        let shipped = try String(contentsOfFile: repositoryRoot + "/Jobs/pages/account-delete.html", encoding: .utf8)
+        #expect(shipped == DeletionPageContent.builtInTemplate + "\n")
+    }
+
+    /// On an app's own database the lists are its data map's (a post others replied to stays
+    /// emptied; what the map's residue allows, with its reason), and the wording is the
+    /// installation's own template, here in German, with the page's placeholders filled.
+    @Test func anAppsPageListsItsMapsRulesInItsOwnTemplate() async throws {
+        let workspace = try await AppPurgeTests().installSocial(.sqlite)
+        try FileManager.default.createDirectory(atPath: workspace.jobsDirectory + "/policies", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: workspace.jobsDirectory + "/pages", withIntermediateDirectories: true)
+        try """
+            deletion_page:
+              app_name: Plauderei
+              developer: Beispiel GmbH
+              template: pages/konto-loeschen.html
+            """.write(toFile: workspace.jobsDirectory + "/policies/deletion-page.yaml", atomically: true, encoding: .utf8)
+        try """
+            <p>Hier löschen Sie Ihr {{app_name}}-Konto. {{developer}}</p>
+            <p>Nach {{grace_days}} Tagen ist es endgültig.</p>
+            <h2>Was gelöscht wird</h2>
+            {{deleted}}
+            <h2>Was bleibt</h2>
+            {{kept}}
+            {{form}}
+            """.write(toFile: workspace.jobsDirectory + "/pages/konto-loeschen.html", atomically: true, encoding: .utf8)
+        let map = workspace.jobsDirectory + "/account-data.yaml"
+        try (try String(contentsOfFile: map, encoding: .utf8) + "\nresidue:\n  allow: [messages.body]\n  reason: the other person's copy of a conversation\n")
+            .write(toFile: map, atomically: true, encoding: .utf8)
+        try await workspace.ensureInitialised()
+        let server = try await ServeTests.Server.start(workspace)
+        let page = try await ServeTests.curl(["http://\(server.base)/account/delete"])
+        #expect(await server.stop() == 0)
+        let html = Self.body(page)
+        #expect(page.status == 200, "\(page.text)")
+        for said in [
+            "Hier löschen Sie Ihr Plauderei-Konto. It is run by Beispiel GmbH.", "Nach 30 Tagen ist es endgültig.",
+            "<li>Favourites</li>", "<li>Follows</li>",
+            "<li>Statuses that other people&#39;s content refers to stay, without member id, body, for as long as the service keeps them.</li>",
+            "<li>Messages you share with someone stay theirs, without sender id, recipient id.</li>",
+            "<li>Body: the other person&#39;s copy of a conversation.</li>", "<label for=\"email\">Email address</label>",
+        ] {
+            #expect(html.contains(said), "'\(said)' is not on the page: \(html)")
+        }
+        #expect(!html.contains("{{"), "a placeholder was left: \(html)")
+    }
+
     @Test func aUserDeletesTheirAccountWithTheKeyboardAloneInABrowser() async throws {
         let python = repositoryRoot + "/.build-tools/venv/bin/python"
         #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "chromium is missing: run make (it installs it)")

@@ -1028,7 +1028,7 @@ struct DocumentedAPICallTests {
         let workspace = try Workspace()
         defer { try? FileManager.default.removeItem(atPath: workspace.root) }
         let tokenFile = workspace.root + "/api-token"
-        try String(repeating: "t0", count: 20).write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        try "b7e15d2a94c3f80e61d4a2c9f3b05e78d1c6a4f2".write(toFile: tokenFile, atomically: true, encoding: .utf8)
         chmod(tokenFile, 0o600)
         try await workspace.ensureInitialised()
         let server = try await ServeTests.Server.start(workspace, arguments: ["--api-token-file", tokenFile])

@@ -405,7 +405,7 @@ struct ServeTests {
         let seen = try #require(try JSONSerialization.jsonObject(with: Data(drive.stdout.utf8)) as? [String: String])
         let loaded = try #require(seen["loaded"]), afterRetry = try #require(seen["after_retry"]), afterPause = try #require(seen["after_pause"])
         #expect(loaded.contains("Retry job #\(job)") && loaded.contains("blob store unavailable") && loaded.contains("stuck"))
-        #expect(loaded.contains("done") && loaded.contains("rows_total"), "the last purge and its receipt are listed")
+        #expect(loaded.contains("done") && loaded.contains("verification: verified"), "the last purge and its receipt are listed")
         #expect(loaded.contains("litigation 2026-17") && loaded.contains("legal"), "the hold is listed")
         #expect(loaded.contains("ready\t1"), "the export is counted: \(loaded)")
         #expect(!afterRetry.contains("Retry job #\(job)") && afterRetry.contains("No dead job."))
@@ -427,6 +427,39 @@ struct ServeTests {
         #expect(await server.stop() == 0)
         #expect(try await workspace.run(["purge"]).status == 0)
         #expect(try await workspace.state(of: "stuck") == "purged", "the retried job ran")
+    }
+
+    /// Issue 54: `/ops` as people read it. A purge's receipt is a table per table (deleted,
+    /// masked, left) with the files and the verification in words, not JSON running off the
+    /// page; a job has a page of its own (steps with their outputs, attempts, error, its
+    /// account's audit); an account is found by its key or its email.
+    @Test func theOperationsPagesShowAReceiptAsATableAJobsStepsAndAnAccountFoundByItsEmail() async throws {
+        let workspace = try Workspace()
+        try await DeletionLines.importAccounts(
+            [DeletionLines.account(id: "ada", pendingSince: DeletionLines.past), DeletionLines.account(id: "bob")], into: workspace)
+        #expect(try await workspace.run(["purge"]).status == 0)
+        let job = try await workspace.int("SELECT id FROM \(workspace.ownTable("jobs")) WHERE unique_key = 'purge:ada'")
+        let server = try await Server.start(workspace)
+        let base = "http://\(server.base)/ops"
+        let page = try await Self.curl([base])
+        let receipt = try await Self.curl([base + "/jobs/\(job)"])
+        let byEmail = try await Self.curl([base + "/accounts?q=bob%40example.com"])
+        let byKey = try await Self.curl([base + "/accounts?q=ada"])
+        let nobody = try await Self.curl([base + "/accounts?q=nobody"])
+        let control = try await Self.curl([base + "/accounts?q=ada%00"])
+        #expect(await server.stop() == 0)
+
+        #expect(page.status == 200 && page.text.contains("<th scope=\"col\">masked</th>") && page.text.contains("verification: verified"), "\(page.text)")
+        #expect(page.text.contains("<th scope=\"row\">journal_entries</th>") && !page.text.contains("\"rows_total\""), "\(page.text)")
+        #expect(page.text.contains("<a href=\"/ops/accounts?q=ada\">ada</a>") && page.text.contains("<form method=\"get\" action=\"/ops/accounts\""))
+        #expect(receipt.status == 200 && receipt.text.contains("<dt>kind</dt><dd>deletion.purge</dd>") && receipt.text.contains("<dt>state</dt><dd>succeeded</dd>"), "\(receipt.text)")
+        #expect(receipt.text.contains("<th scope=\"row\">tombstone</th>") && receipt.text.contains("verification: verified"), "\(receipt.text)")
+        #expect(receipt.text.contains("<td>account.purge</td>") && receipt.text.contains("<h2 id=\"audit\">Audit</h2>"), "\(receipt.text)")
+        #expect(byEmail.status == 200 && byEmail.text.contains("Account bob") && byEmail.text.contains("state: active"), "\(byEmail.text)")
+        #expect(byKey.status == 200 && byKey.text.contains("Account ada") && byKey.text.contains("state: purged"), "\(byKey.text)")
+        #expect(byKey.text.contains("<a href=\"/ops/jobs/\(job)\">#\(job)</a>") && byKey.text.contains("row(s) left in"), "\(byKey.text)")
+        #expect(nobody.status == 404 && nobody.text.contains("No account is nobody"), "\(nobody.text)")
+        #expect(control.status == 400 && control.text.contains("control character"), "\(control.text)")
     }
 
     /// A photo upload as the app sends it: `PUT /v1/accounts/{account}/photo` with the bytes.
