@@ -32,7 +32,7 @@ struct DeletionPage<Store: LifecycleStore>: Sendable {
     /// The data map and catalog, read once for every request.
     let cache = AppDataCache()
     /// Link requests being looked up and mailed after their answer went out.
-    let working = BoundedWork(running: 16, waiting: 1_024)
+    let working = BoundedWork(running: 16, waiting: 1_024, startDelay: 50...250)
     /// The public origin of the links (`export.link_base_url`): behind a proxy that does not
     /// pass the Host on, a browser's `Origin` is that, not the Host serve sees.
     let publicOrigin: String?

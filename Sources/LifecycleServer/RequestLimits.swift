@@ -110,7 +110,10 @@ final class SlidingLimiter: Sendable {
 
 /// Work that outlives its request (a link's look-up and mail): `running` at once, up to
 /// `waiting` more queued for a turn. Past that the page says it is busy; it never answers
-/// "we've sent an email" for a request it dropped.
+/// "we've sent an email" for a request it dropped. Each piece starts a random
+/// `startDelay` after it is taken: begun at once, a known address's heavier work (the
+/// outbox, the mail) ran on the cores while its own answer was being written, and the
+/// answer's time told a known address from an unknown one.
 final class BoundedWork: Sendable {
     private struct State {
         var admitted = 0
@@ -120,11 +123,14 @@ final class BoundedWork: Sendable {
 
     let running: Int
     let waiting: Int
+    let startDelay: ClosedRange<Int>
     private let state = Mutex(State())
 
-    init(running: Int, waiting: Int) {
+    /// `startDelay` in milliseconds.
+    init(running: Int, waiting: Int, startDelay: ClosedRange<Int> = 0...0) {
         self.running = running
         self.waiting = waiting
+        self.startDelay = startDelay
     }
 
     /// Starts `work` in the background, or returns false when the queue is full.
@@ -136,7 +142,9 @@ final class BoundedWork: Sendable {
             return true
         }
         guard admitted else { return false }
+        let delay = Int.random(in: startDelay)
         Task.detached {
+            if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
             await self.turn()
             await work()
             self.finished()
