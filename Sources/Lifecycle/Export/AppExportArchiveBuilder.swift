@@ -181,14 +181,7 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                             continue
                         }
                         guard services.blobs.keyProblem(blobKey) == nil else { continue }
-                        let found: BlobInfo?
-                        do {
-                            found = try await services.blobs.info(key: blobKey)
-                        } catch let error as BlobStoreError where error.isUnsafePath {
-                            refused.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which is not a safe path: \(error)"))
-                            continue
-                        }
-                        guard let info = found else { continue }
+                        guard case .found(let info) = try await lookUp(blobKey, source: source, refused: &refused) else { continue }
                         let name = uniqueName(folder: folder, key: blobKey, date: nil, used: &usedNames)
                         try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: cutoff, source: source), to: output, with: encoder)
                         plan.count += 1
@@ -216,14 +209,9 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                                 key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which this blob store cannot hold: \(problem)"))
                             continue
                         }
-                        let found: BlobInfo?
-                        do {
-                            found = try await services.blobs.info(key: blobKey)
-                        } catch let error as BlobStoreError where error.isUnsafePath {
-                            refused.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which is not a safe path: \(error)"))
-                            continue
-                        }
-                        guard let info = found else {
+                        let looked = try await lookUp(blobKey, source: source, refused: &refused)
+                        if looked == .refused { continue }
+                        guard case .found(let info) = looked else {
                             problems.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), which is not in the blob store"))
                             continue
                         }
@@ -253,6 +241,24 @@ struct AppExportArchiveBuilder<Store: LifecycleStore>: Sendable {
             plan.omitted += problems
         }
         return plan
+    }
+
+    private enum LookedUp: Equatable {
+        case found(BlobInfo)
+        case absent
+        /// Its path crosses a symbolic link: left out, named in `refused`.
+        case refused
+    }
+
+    /// A file a row names, as the store has it; one reached only through a symbolic link
+    /// is never handed out, and is named with the reason in the manifest's omitted files.
+    private func lookUp(_ blobKey: String, source: String, refused: inout [Omitted]) async throws -> LookedUp {
+        do {
+            return try await services.blobs.info(key: blobKey).map(LookedUp.found) ?? .absent
+        } catch let error as BlobStoreError where error.isUnsafePath {
+            refused.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which is not a safe path: \(error)"))
+            return .refused
+        }
     }
 
     /// `files/<table>/YYYY/MM/DD/<last part of the key>` (the date from the row's first
