@@ -57,11 +57,11 @@ struct DeletionPageContent: Sendable {
             }
             template = text
         }
+        let graceDays = try DeletionPolicy(policies: services.policies).graceDays
         return DeletionPageContent(
             appName: try section.string("app_name", default: nil).flatMap { $0.isEmpty ? nil : $0 },
             developer: try section.string("developer", default: nil).flatMap { $0.isEmpty ? nil : $0 },
-            graceDays: try DeletionPolicy(policies: services.policies).graceDays,
-            deleted: deletedItems(data), kept: keptItems(data, graceDays: try DeletionPolicy(policies: services.policies).graceDays),
+            graceDays: graceDays, deleted: deletedItems(data), kept: keptItems(data, graceDays: graceDays),
             parts: data.plan.parts.map(\.label), template: template)
     }
 
