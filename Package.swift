@@ -47,6 +47,8 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // Linux system calls glibc does not wrap (openat2) and kernel constants; headers only.
         .systemLibrary(name: "CLinux"),
+        // SQLite settings that only its variadic sqlite3_config reaches; header only.
+        .systemLibrary(name: "CSQLiteTuning"),
 
         .target(name: "Archiving", dependencies: ["CArchive"], swiftSettings: strict),
         .target(name: "Imaging", dependencies: ["CVips"], swiftSettings: strict),
@@ -82,7 +84,7 @@ let package = Package(
         .target(
             name: "SQLiteBackend",
             dependencies: [
-                "Lifecycle", "JobRunner", "CLinux",
+                "Lifecycle", "JobRunner", "CLinux", "CSQLiteTuning",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,4 @@
+import CSQLiteTuning
 import Foundation
 import GRDB
 import JobRunner
@@ -74,7 +75,12 @@ public final class SQLiteStore: LifecycleStore, Sendable {
     /// reference app's.
     public let referenceSchema: Bool
 
+    /// Set once, before the process's first connection (CSQLiteTuning): with memory
+    /// statistics on, every allocation of every connection takes one global mutex.
+    private static let memoryStatisticsOff: Int32 = accountlifecycle_sqlite_memory_statistics_off()
+
     public init(path: String, busyTimeout: TimeInterval = SQLiteStore.defaultBusyTimeout, referenceSchema: Bool = true) throws {
+        _ = Self.memoryStatisticsOff
         self.path = path
         self.referenceSchema = referenceSchema
         workSignal = WorkSignal(databasePath: path)
