@@ -5,8 +5,97 @@ import LifecycleRuntime
 
 struct MapCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "map", abstract: "Check the account data map against the database.",
-        subcommands: [CheckMapCommand.self])
+        commandName: "map", abstract: "Write a starting account data map, or check one against the database.",
+        subcommands: [InitMapCommand.self, CheckMapCommand.self])
+}
+
+struct InitMapCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Write a starting Jobs/account-data.yaml from the app's own rules (never over an existing one).",
+        discussion: """
+            From the database's foreign keys (PostgreSQL or SQLite): every table that reaches the user table, \
+            decided by the database's own ON DELETE (CASCADE: deleted with its parent; SET NULL: kept, the column \
+            masked; NO ACTION and RESTRICT: a `decide:` line, which `map check` refuses until the choice is written). \
+            With --django PATH/manage.py, from Django's own model metadata, read by the project's `manage.py shell` \
+            (nothing to install in the project): exactly what `user.delete()` does, each relation's on_delete \
+            (PROTECT, RESTRICT, DO_NOTHING and SET(…) left to decide), many-to-many tables, GenericRelations on the \
+            user model, a custom AUTH_USER_MODEL, and FileField/ImageField columns as `blobs:`. The presets of the \
+            platforms and apps lifecycle knows (Supabase, Django, django-allauth, simplejwt, knox) are included.
+
+            Exit 0 with the map written and checked, 65 when it is written but has choices to make or fails the \
+            check (each named), 73 when the file exists already, 66/69 as `map check`.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Option(name: .customLong("django"), help: ArgumentHelp("The Django project's manage.py: the map follows its models.", valueName: "manage.py"))
+    var django: String?
+    @Option(name: .customLong("python"), help: ArgumentHelp("The project's Python (its virtualenv's bin/python; env LIFECYCLE_PYTHON, else python3).", valueName: "path"))
+    var python: String?
+    @Option(name: .customLong("user-table"), help: ArgumentHelp("The user table, when it is not recognised (users, accounts, auth_user, Supabase's profile).", valueName: "table"))
+    var userTable: String?
+
+    struct Summary: Encodable {
+        var path: String
+        var source: String
+        var tables: Int
+        var lines: Int
+        var presets: [String]
+        var decisions: [String]
+        var check: String
+
+        enum CodingKeys: String, CodingKey { case path, source, tables, lines, presets, decisions, check }
+    }
+
+    func run() async throws {
+        try await guarded {
+            let path = (options.jobsDirectory as NSString).appendingPathComponent(DataMap.fileName)
+            if FileManager.default.fileExists(atPath: path) {
+                throw CLIFailure(.cannotCreate, "\(path) exists already; `map init` never overwrites a map: move it aside, or run `lifecycle map check` on it")
+            }
+            options.bootstrapLogging()
+            let installation = LifecycleConfiguration(database: options.databasePath, blobs: options.blobDirectory, jobsDirectory: options.jobsDirectory)
+            let (catalog, _) = try await installation.readCatalog()
+            let graph: RelationGraph
+            let presets: [String]
+            if let django {
+                let python = python ?? ProcessInfo.processInfo.environment["LIFECYCLE_PYTHON"] ?? "python3"
+                graph = try DjangoModelReader(managePy: django, python: python).read()
+                presets = graph.djangoPresets()
+            } else {
+                graph = try RelationGraph(catalog: catalog, user: userTable)
+                presets = RelationGraph.presets(for: catalog)
+            }
+            let result = try DataMapGenerator(graph: graph, catalog: catalog, presets: presets).generate()
+            try FileManager.default.createDirectory(atPath: options.jobsDirectory, withIntermediateDirectories: true)
+            do {
+                try Data(result.yaml.utf8).write(to: URL(fileURLWithPath: path), options: .withoutOverwriting)
+            } catch {
+                throw CLIFailure(.cannotCreate, "cannot write \(path): \(error)")
+            }
+            var check = "ok"
+            do {
+                _ = try DataMapPlan(map: try DataMap(yaml: result.yaml, source: path), catalog: catalog)
+            } catch {
+                check = LifecycleError(classifying: error).message
+            }
+            let summary = Summary(path: path, source: graph.source, tables: result.tables, lines: result.lineCount, presets: presets, decisions: result.decisions, check: check)
+            if options.json {
+                try Terminal.printJSON(summary)
+            } else {
+                print("Wrote \(path) from \(graph.source): \(result.lineCount) lines, \(result.tables) table(s) of the app's\(presets.isEmpty ? "" : ", with the presets \(presets.joined(separator: ", "))").")
+                if !result.decisions.isEmpty {
+                    print("\(result.decisions.count) choice(s) to make (`decide:` lines):")
+                    for decision in result.decisions { print("  - \(decision)") }
+                } else if check == "ok" {
+                    print("It passes `lifecycle map check`. Read it through, then run `lifecycle map check --account KEY` to rehearse a purge.")
+                } else {
+                    print("`lifecycle map check` refuses it as written:\n\(check)")
+                }
+            }
+            return check == "ok" ? .ok : .dataError
+        }
+    }
 }
 
 struct CheckMapCommand: AsyncParsableCommand {
@@ -211,7 +300,9 @@ struct MapSummary: Encodable {
             Table(
                 position: index + 1, table: shown(table.table.name), owner: describe(table.owner), key: table.key,
                 erase: { if case .sides = table.owner { "per side" } else { Self.describe(table.table.erase) } }(), exportFile: table.table.exportFile, blobs: table.table.blobs,
-                fileKey: table.table.fileKey, cascade: table.cascades.map { "\(shown($0.table)).\($0.column)" })
+                fileKey: table.table.fileKey, cascade: table.cascades.map { cascade in
+                    "\(shown(cascade.table)).\(cascade.column)" + (cascade.setValue.map { " set to \($0.shownInMap)" } ?? "")
+                })
         }
         ignored = plan.map.ignored.map { "\($0.description): \($0.reason)" }
         deletedByDatabase = plan.deletedByDatabase.map { "\($0) (ON DELETE CASCADE)" }

@@ -52,6 +52,17 @@ public struct DataMap: Sendable, Equatable {
         /// "no file" in its NOT NULL column; every file query passes over both.
         public var namesNoFile: Bool { self == .null || self == .text("") }
 
+        /// As a map writes it (`null`, `"deleted-{key}"`, `0`, `false`).
+        public var shownInMap: String {
+            switch self {
+            case .null: "null"
+            case .text(let text), .template(let text): "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            case .integer(let number): String(number)
+            case .real(let number): String(number)
+            case .boolean(let flag): flag ? "true" : "false"
+            }
+        }
+
         public func resolved(key: String) -> MaskValue {
             if case .template(let text) = self { return .text(text.replacingOccurrences(of: "{key}", with: key)) }
             return self
@@ -211,6 +222,13 @@ public struct DataMap: Sendable, Equatable {
         /// Other users' rows that reference a row of this table (`favourites.status_id`) and
         /// are deleted with it.
         public var cascade: [ColumnReference]
+        /// Cascades that keep the other users' rows and set the referencing column instead
+        /// (Django's `on_delete=SET_NULL` from a row the purge deletes): `{column: T.C, set: null}`.
+        public var cascadeValues: [ColumnReference: MaskValue] = [:]
+        /// A choice the map leaves to its author (`decide:`, written by `map init` where the
+        /// app's own rules refuse the deletion: PROTECT, RESTRICT, NO ACTION): the map is
+        /// refused until the line is replaced by the choice.
+        public var decision: String? = nil
         public var line: Int
         /// The preset (`include:`) the entry comes from; nil when the map itself lists it.
         public var preset: String? = nil

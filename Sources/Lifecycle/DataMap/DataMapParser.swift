@@ -147,7 +147,7 @@ extension DataMap {
     }
 
     /// A preset's entries, their lines moved to `lineBase` and up (see `place`).
-    private static func preset(_ preset: DataMapPreset, lineBase: Int) throws -> (tables: [Table], ignored: [Ignored], onDeletion: OnDeletion) {
+    static func preset(_ preset: DataMapPreset, lineBase: Int) throws -> (tables: [Table], ignored: [Ignored], onDeletion: OnDeletion) {
         let source = "preset \(preset.name)"
         guard let root = try? YAMLDocument.compose(preset.yaml) else {
             throw LifecycleError(.internalError, "\(source): the preset is not valid YAML")
@@ -308,7 +308,7 @@ extension DataMap {
     private static func table(_ field: YAMLField) throws -> Table {
         let fields = try field.mapping(allowed: [
             "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "erase", "cascade",
-            "erase_settings", "file_key",
+            "erase_settings", "file_key", "decide",
         ])
         let name = try fields.required("table").tableName()
         let ownership: Ownership
@@ -362,7 +362,25 @@ extension DataMap {
         var table = Table(
             name: name, ownership: ownership, key: try fields["key"]?.identifiers(), exportFile: exportFile,
             columns: columns, timestamps: timestamps, orderBy: orderBy, blobs: try fields["blobs"]?.identifiers() ?? [],
-            erase: erase, cascade: try fields["cascade"]?.sequence().map { try $0.columnReference() } ?? [], line: field.line)
+            erase: erase, cascade: [], line: field.line)
+        for item in try fields["cascade"]?.sequence() ?? [] {
+            let reference: ColumnReference
+            if item.isMapping {
+                let parts = try item.mapping(allowed: ["column", "set"])
+                reference = try parts.required("column").columnReference()
+                guard let value = parts["set"] else {
+                    throw parts.error("needs `set: VALUE` (the column's value once the row it references is gone), or write the plain TABLE.COLUMN to delete the rows")
+                }
+                table.cascadeValues[reference] = try value.maskValue()
+            } else {
+                reference = try item.columnReference()
+            }
+            guard !table.cascade.contains(reference) else { throw item.error("'\(reference)' is listed twice") }
+            table.cascade.append(reference)
+        }
+        if let decide = fields["decide"] {
+            table.decision = try decide.string()
+        }
         if let settings = fields["erase_settings"] {
             table.eraseSettings = try eraseSettings(settings)
         }

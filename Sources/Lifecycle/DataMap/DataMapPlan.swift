@@ -28,6 +28,11 @@ public struct DataMapPlan: Sendable {
         public var column: String
         public var referencedTable: DataMap.TableName
         public var referencedColumn: String
+        /// Set the column to this instead of deleting the row (`{column: T.C, set: null}`):
+        /// the row stays, another user's, no longer pointing at the erased one.
+        public var setValue: DataMap.MaskValue? = nil
+
+        public var deletesRows: Bool { setValue == nil }
     }
 
     public struct TablePlan: Sendable {
@@ -39,6 +44,25 @@ public struct DataMapPlan: Sendable {
         /// References that keep a row (masked instead of deleted): `delete_unless_referenced_by`.
         public var keptBy: [Cascade]
         public var catalog: SchemaCatalog.Table
+
+        /// Whether erasure may delete rows of the table: a mask-only table, or one whose
+        /// every side is masked, keeps every row.
+        public var deletesRows: Bool {
+            if case .sides(let sides) = owner { return sides.contains { $0.erase.deletesRows } }
+            return table.erase.deletesRows
+        }
+
+        /// Whether a row erasure keeps no longer names the user: every mask clears the
+        /// column the row was found by (Django's SET_NULL), so what references the row is
+        /// not the user's either.
+        public var keptRowsDisowned: Bool {
+            switch owner {
+            case .column(let column): return table.erase.mask?.contains { $0.column == column } ?? true
+            case .value(let value): return table.erase.mask?.contains { $0.column == value.column } ?? true
+            case .sides(let sides): return sides.allSatisfy { side in side.erase.mask?.contains { $0.column == side.column } ?? true }
+            case .parent: return false
+            }
+        }
     }
 
     public let map: DataMap
@@ -138,6 +162,14 @@ public struct DataMapPlan: Sendable {
             entry.preset != nil && (catalog.table(catalog.qualified(entry.table)).map { table in entry.column.map { table.column($0) == nil } ?? false } ?? true)
         }
         self.presetTablesLeftOut = leftOut.sorted()
+        let decisions = map.tables.filter { $0.decision != nil }
+        if !decisions.isEmpty {
+            throw LifecycleError(.badInput, """
+                \(map.source): \(decisions.count == 1 ? "one choice is" : "\(decisions.count) choices are") still to make (`decide:`); \
+                write each choice in its entry and delete its `decide:` line:
+                \(decisions.map { "  - \(map.place($0.line)): \($0.name): \($0.decision!)" }.joined(separator: "\n"))
+                """)
+        }
         var checker = Checker(map: map, catalog: catalog)
         let (subject, subjectTable, keyKind) = try checker.subject()
         let plans = try checker.tables(subject: subject, keyKind: keyKind)
@@ -287,7 +319,7 @@ public struct DataMapPlan: Sendable {
                 deletes = sides.contains { $0.erase == .delete }
             }
             add(plan.table.name, updates: updates, deletes: deletes)
-            for cascade in plan.cascades { add(cascade.table, deletes: true) }
+            for cascade in plan.cascades { add(cascade.table, updates: !cascade.deletesRows, deletes: cascade.deletesRows) }
             // Rows owned through a parent are found through the parent's: a policy hiding those hides them.
             var owner = plan.owner
             while case .parent(_, let parent, _, let next) = owner {
@@ -454,8 +486,9 @@ private struct Checker {
         }
         if let mask = subject.erase.mask {
             try self.mask(mask, of: table, key: [subject.key], line: line)
-            if let blob = subject.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value.namesNoFile } }) {
-                throw fail(line, "the user row is kept (masked) but its file column \(blob) is not masked to null (or \"\", Django's \"no file\"): the purge deletes the file")
+            // A file column masked to another file's name would hand that file to the tombstone.
+            if let blob = subject.blobs.first(where: { name in mask.contains { $0.column == name && !$0.value.namesNoFile } }) {
+                throw fail(line, "the user row's file column \(blob) is masked to a value that is not \"no file\": mask it to null (or \"\", Django's \"no file\") to delete the file, or leave it out of the mask to keep the file with the row")
             }
         }
         return (subject, table, key.kind == .integer ? .integer : .text)
@@ -545,9 +578,13 @@ private struct Checker {
             var cascades: [DataMapPlan.Cascade] = []
             var cascaded: [SchemaCatalog.Table] = [info]
             for item in entry.cascade {
-                let cascade = try reference(item, to: cascaded, line: entry.line, role: "cascade")
+                var cascade = try reference(item, to: cascaded, line: entry.line, role: "cascade")
+                if let value = entry.cascadeValues[item], let referencing = catalog.table(cascade.table) {
+                    try mask([(cascade.column, value)], of: referencing, key: referencing.primaryKey, line: entry.line)
+                    cascade.setValue = value
+                }
                 cascades.append(cascade)
-                if let table = catalog.table(cascade.table), !cascaded.contains(where: { $0.name == table.name }) { cascaded.append(table) }
+                if cascade.deletesRows, let table = catalog.table(cascade.table), !cascaded.contains(where: { $0.name == table.name }) { cascaded.append(table) }
             }
             // Rows deleted by a cascade are other users' rows: whatever references them must go too.
             for table in cascaded.dropFirst() {
@@ -559,18 +596,26 @@ private struct Checker {
                         """)
                 }
             }
-            for cascade in cascades where (mapped[cascade.table]?.key ?? catalog.table(cascade.table)?.primaryKey ?? []).isEmpty {
+            for cascade in cascades where (mapped[cascade.table]?.key ?? catalog.table(cascade.table)?.primaryKey ?? []).isEmpty && catalog.table(cascade.table)?.rowID == nil {
                 throw fail(entry.line, "cascade: \(cascade.table) has no primary key, so its rows cannot be deleted in batches; map it with `key:`")
             }
-            // A kept row must not name a file the purge deletes.
-            if let mask = entry.erase.mask, let blob = entry.blobs.first(where: { name in !mask.contains { $0.column == name && $0.value.namesNoFile } }) {
-                throw fail(entry.line, "\(table.name) rows are kept (masked) but their file column \(blob) is not masked to null (or \"\", Django's \"no file\"): the purge deletes the file")
+            // A kept row keeps its files unless the mask empties the file column; masked to
+            // another name, it would hand that file to the kept row.
+            let masks = [entry.erase.mask].compactMap { $0 } + {
+                if case .sides(let sides) = entry.ownership { return sides.compactMap(\.erase.mask) }
+                return []
+            }()
+            for mask in masks {
+                if let blob = entry.blobs.first(where: { name in mask.contains { $0.column == name && !$0.value.namesNoFile } }) {
+                    throw fail(entry.line, "\(table.name).\(blob) is a file column masked to a value that is not \"no file\": mask it to null (or \"\", Django's \"no file\") to delete the file, or leave it out of the mask to keep the file with the row")
+                }
             }
             var keptBy: [DataMapPlan.Cascade] = []
             if case .deleteUnlessReferenced(let references, _) = entry.erase {
                 keptBy = try references.map { try reference($0, to: [info], line: entry.line, role: "delete_unless_referenced_by") }
             }
             table.cascade = cascades.map { .init(table: $0.table, column: $0.column) }
+            table.cascadeValues = Dictionary(cascades.compactMap { cascade in cascade.setValue.map { (DataMap.ColumnReference(table: cascade.table, column: cascade.column), $0) } }, uniquingKeysWith: { first, _ in first })
             plans.append(.init(table: table, key: key, owner: ownerPath, cascades: cascades, keptBy: keptBy, catalog: info))
         }
         return plans
@@ -871,7 +916,7 @@ private struct Checker {
                 if plan.table.erase.mask != nil { touch.insert(.masked) }
             }
             touched[plan.table.name, default: []].formUnion(touch)
-            for cascade in plan.cascades { touched[cascade.table, default: []].insert(.deleted) }
+            for cascade in plan.cascades where cascade.deletesRows { touched[cascade.table, default: []].insert(.deleted) }
         }
         let ignoredTables = Set(map.ignored.filter { $0.column == nil }.map { catalog.qualified($0.table) })
         let ignoredColumns = Dictionary(
@@ -945,9 +990,12 @@ private struct Checker {
                     queue.append(key.table)
                 }
                 if ignored != nil { continue }
+                // A kept row that no longer names the user (its owner column masked) holds
+                // nothing of hers: what references it is another user's business.
+                let keepsTheUser = !touch.isDisjoint(with: .masked) && !(byName[target]?.keptRowsDisowned ?? false)
                 // The database deletes the rows (CASCADE) or unlinks them (SET NULL).
-                if deletes, touch.isDisjoint(with: .masked), target != subject.table { continue }
-                problems.append(unhandled(key, target: target, trail: trail, byName: byName, subject: subject, masked: !touch.isDisjoint(with: .masked)))
+                if !keepsTheUser, target != subject.table, deletes || !touch.isDisjoint(with: .masked) { continue }
+                problems.append(unhandled(key, target: target, trail: trail, byName: byName, subject: subject, masked: keepsTheUser))
             }
         }
         if !problems.isEmpty {
@@ -1123,7 +1171,7 @@ private struct Checker {
             for plan in partPlans {
                 if deletes(plan) { deleted.insert(plan.table.name) }
                 for cascade in plan.cascades {
-                    deleted.insert(cascade.table)
+                    if cascade.deletesRows { deleted.insert(cascade.table) }
                     handled.insert(.init(table: cascade.table, column: cascade.column))
                 }
                 for kept in plan.keptBy { handled.insert(.init(table: kept.table, column: kept.column)) }
@@ -1200,7 +1248,7 @@ private struct Checker {
     /// A row that is kept (masked) must not keep pointing at a row erasure deletes. On a
     /// row naming several users, the other sides point at users who stay.
     func keptRowsReferences(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws {
-        let deletedTables = Set(plans.filter { $0.table.erase.deletesRows }.map(\.table.name)
+        let deletedTables = Set(plans.filter(\.deletesRows).map(\.table.name)
             + (subject.erase == .delete ? [subject.table] : []))
         for plan in plans {
             var masks: [(mask: DataMap.Mask, otherSides: Set<String>)] = []
@@ -1213,13 +1261,22 @@ private struct Checker {
                 for key in catalog.foreignKeys(from: plan.table.name)
                 where deletedTables.contains(key.referencedTable) && !key.onDelete.handlesReferencingRows
                     && !Set(key.columns).isSubset(of: nulled) && key.referencedTable != plan.table.name
-                    && !(key.referencedTable == subject.table && Set(key.columns).isSubset(of: otherSides)) {
+                    && !(key.referencedTable == subject.table && Set(key.columns).isSubset(of: otherSides))
+                    && !handledByCascade(key, plans: plans) {
                     throw fail(plan.table.line, """
                         \(plan.table.name) rows are kept (masked) but \(key) still points at rows erasure deletes: \
                         mask \(key.columns.joined(separator: ", ")) to null as well
                         """)
                 }
             }
+        }
+    }
+
+    /// Whether a `cascade:` entry (deleting, or `set:`) takes care of the rows referencing
+    /// the erased ones through `key` before they go.
+    private func handledByCascade(_ key: SchemaCatalog.ForeignKey, plans: [DataMapPlan.TablePlan]) -> Bool {
+        key.columns.count == 1 && plans.contains { plan in
+            plan.cascades.contains { $0.table == key.table && $0.column == key.columns[0] && $0.referencedTable == key.referencedTable }
         }
     }
 
@@ -1239,7 +1296,7 @@ private struct Checker {
     private func eraseOrder(_ plans: [DataMapPlan.TablePlan], subject: DataMap.Subject, keys: [SchemaCatalog.ForeignKey]) throws -> [DataMapPlan.TablePlan] {
         let names = plans.map(\.table.name)
         // Rows of a mask-only table never go, so nothing has to be erased before them.
-        let deleting = Set(plans.filter { $0.table.erase.deletesRows }.map(\.table.name))
+        let deleting = Set(plans.filter(\.deletesRows).map(\.table.name))
         var mustPrecede: [DataMap.TableName: Set<DataMap.TableName>] = [:]  // table → tables that reference it
         // A table owned through a parent finds its rows through the parent's: it goes first,
         // declared foreign key or not, and whether the parent's rows are deleted or masked.

@@ -157,9 +157,18 @@ public struct DataMapSQL: Sendable {
             return "(" + terms.joined(separator: " OR ") + ")"
         case .parent(let via, let parent, let parentColumn, let parentOwner):
             let inner = "p\(depth)"
-            let condition = owned(parentOwner, table: parent, alias: inner, key: key, depth: depth + 1, into: &builder)
+            let condition = owned(Self.deleting(parentOwner), table: parent, alias: inner, key: key, depth: depth + 1, into: &builder)
             return "\(alias).\(q(via)) IN (SELECT \(inner).\(q(parentColumn)) FROM \(dialect.table(parent)) \(inner) WHERE \(condition))"
         }
+    }
+
+    /// A row naming several users is the user's to erase (and its children with it) only
+    /// through the sides that delete it: a side only masked leaves the row, and what hangs
+    /// off it, to the other user (Django's SET_NULL beside a CASCADE on one table).
+    static func deleting(_ owner: DataMapPlan.Owner) -> DataMapPlan.Owner {
+        guard case .sides(let sides) = owner else { return owner }
+        let deleting = sides.filter { $0.erase.deletesRows }
+        return deleting.isEmpty || deleting.count == sides.count ? owner : .sides(deleting)
     }
 
     /// Rows of one side of a two-user table.
@@ -451,7 +460,7 @@ public struct DataMapSQL: Sendable {
     /// blocks a delete (a reply, a row that keeps it): deleting them cannot fail.
     private func deletable(_ table: DataMapPlan.TablePlan, alias: String, key: String, side onlySide: DataMap.Side? = nil, into builder: inout SQLBuilder) -> String {
         var condition = onlySide.map { side($0, table: table.table.name, alias: alias, key: key, into: &builder) }
-            ?? owned(table.owner, table: table.table.name, alias: alias, key: key, into: &builder)
+            ?? owned(Self.deleting(table.owner), table: table.table.name, alias: alias, key: key, into: &builder)
         for reference in blockingReferences(table) {
             condition += " AND NOT EXISTS (SELECT 1 FROM \(dialect.table(reference.table)) b WHERE b.\(q(reference.column)) = \(alias).\(q(reference.referencedColumn)))"
         }
@@ -461,7 +470,7 @@ public struct DataMapSQL: Sendable {
     /// The subject's rows no other user's row keeps. A row kept only through the user's
     /// own rows is counted as deleted: the exact set is known only as leaves go.
     private func notKept(_ table: DataMapPlan.TablePlan, alias: String, key: String, into builder: inout SQLBuilder) -> String {
-        var condition = owned(table.owner, table: table.table.name, alias: alias, key: key, into: &builder)
+        var condition = owned(Self.deleting(table.owner), table: table.table.name, alias: alias, key: key, into: &builder)
         for reference in table.keptBy {
             var theirs = "1 = 1"
             if let referencing = plan.plan(for: reference.table) {
@@ -483,6 +492,14 @@ public struct DataMapSQL: Sendable {
         let keyColumns = primaryKey(of: cascade.table)
         let condition = cascadeRows(table, index: index, alias: "c", key: key, target: .deletableNow, into: &builder)
         let bound = builder.bind(.integer(Int64(limit)))
+        if let value = cascade.setValue {
+            // The other user's row stays, no longer pointing at the row about to go; one that
+            // is set no longer matches, so repeating the statement ends.
+            let rows = rowSelector(cascade.table, key: keyColumns)
+            let assignment = "\(q(cascade.column)) = \(builder.bind(value.resolved(key: key).sqlValue, as: column(cascade.table, cascade.column)))"
+            builder.append("UPDATE \(dialect.table(cascade.table)) SET \(assignment) WHERE \(rows(nil)) IN (SELECT \(rows("c")) FROM \(dialect.table(cascade.table)) c WHERE \(condition) LIMIT \(bound))")
+            return builder.statement()
+        }
         let blobs = plan.mappedTable(cascade.table)?.table.blobs ?? []
         builder.append(deleteByKey(cascade.table, keyColumns, select: "FROM \(dialect.table(cascade.table)) c WHERE \(condition)", alias: "c", limit: bound)
             + returning(blobs))
@@ -512,7 +529,9 @@ public struct DataMapSQL: Sendable {
 
     /// The user row's file columns, read before the row is erased.
     public func subjectBlobs(key: String) -> SQLStatement? {
-        let subject = plan.subject
+        var subject = plan.subject
+        // A user row kept as a tombstone keeps the files of the columns its mask leaves.
+        if let mask = subject.erase.mask { subject.blobs = subject.blobs.filter { blob in mask.contains { $0.column == blob } } }
         guard !subject.blobs.isEmpty else { return nil }
         var builder = SQLBuilder(dialect)
         let keyColumn = column(subject.table, subject.key)

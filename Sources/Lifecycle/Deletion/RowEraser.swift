@@ -148,11 +148,24 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
             for row in try read(statement, data.displayName(table.table.name)) { for value in row { if let file = value.text, !file.isEmpty { files.append(file) } } }
         }
 
+        /// Other users' rows that go with the user's (or, `set:`, stay unlinked from them).
+        func drainCascade(_ table: DataMapPlan.TablePlan, _ index: Int) throws -> Bool {
+            let cascade = table.cascades[index]
+            return try drain(data.displayName(cascade.table), deletes: cascade.deletesRows, rounds: false) {
+                sql.deleteCascade(table, cascade: index, key: key, limit: $0)
+            }
+        }
+
         for table in data.plan.tables {
             let name = data.displayName(table.table.name)
             let rounds = sql.deletesInRounds(table)
             switch table.owner {
             case .sides(let sides):
+                if sides.contains(where: { $0.erase.deletesRows }) {
+                    for index in table.cascades.indices.reversed() {
+                        guard try drainCascade(table, index) else { return false }
+                    }
+                }
                 for side in sides {
                     let erased: Bool
                     if let mask = side.erase.mask {
@@ -168,8 +181,7 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
                     while true {
                         // Deepest first: a cascade may reference the one before it.
                         for index in table.cascades.indices.reversed() {
-                            let cascade = data.displayName(table.cascades[index].table)
-                            guard try drain(cascade, deletes: true, rounds: false, { sql.deleteCascade(table, cascade: index, key: key, limit: $0) }) else { return false }
+                            guard try drainCascade(table, index) else { return false }
                         }
                         let limit = left
                         let count = try run(sql.deleteOwned(table, key: key, limit: limit), name, .deleting)

@@ -73,18 +73,23 @@ public struct AppData: Sendable {
     public func blobQueries(key: String, batch: Int) -> [BlobQuery] {
         let sql = self.sql
         var queries: [BlobQuery] = []
-        for column in plan.subject.blobs {
+        // A kept row keeps the files of the columns its mask leaves as they are.
+        func erased(_ column: String, by erase: DataMap.Erase) -> Bool {
+            guard case .mask(let mask) = erase else { return true }
+            return mask.contains { $0.column == column }
+        }
+        for column in plan.subject.blobs where erased(column, by: plan.subject.erase) {
             queries.append(.init(label: "\(displayName(plan.subject.table)).\(column)") { after in
                 sql.subjectBlobKeys(column: column, key: key, after: after, limit: batch)
             })
         }
         for table in plan.tables {
-            for column in table.table.blobs {
+            for column in table.table.blobs where erased(column, by: table.table.erase) {
                 queries.append(.init(label: "\(displayName(table.table.name)).\(column)") { after in
                     sql.blobKeys(table, column: column, key: key, after: after, limit: batch)
                 })
             }
-            for (index, cascade) in table.cascades.enumerated() {
+            for (index, cascade) in table.cascades.enumerated() where cascade.deletesRows {
                 for column in plan.mappedTable(cascade.table)?.table.blobs ?? [] {
                     queries.append(.init(label: "\(displayName(cascade.table)).\(column)") { after in
                         sql.cascadeBlobKeys(table, cascade: index, column: column, key: key, after: after, limit: batch)
