@@ -25,6 +25,11 @@ WEBSOCKETS_REQUIREMENT := websockets>=13,<16
 # the API token libraries the token tests add to it (Tests/CLITests/DjangoTokens).
 DJANGO_REQUIREMENTS := Django>=5.2,<5.3 django-allauth[socialaccount]>=65,<66 psycopg[binary]>=3.2,<4 Pillow>=10,<14 \
 	djangorestframework>=3.15,<4 djangorestframework-simplejwt>=5.5,<6 django-rest-knox>=5.1,<6
+# django-oscar from PyPI (Tests/Fixtures/oscar_site), in a virtual environment of its own:
+# a real shop whose schema nobody here designed, on which `map init --django` is checked
+# against Django's own delete().
+OSCAR_VENV := .build-tools/oscar-venv
+OSCAR_REQUIREMENTS := Django>=5.2,<5.3 django-oscar>=4.2,<4.3 sorl-thumbnail>=12.10,<13 psycopg[binary]>=3.2,<4
 # `make bench` only: the job queues the runner is measured against, in the same venv.
 PGQUEUER_REQUIREMENT := pgqueuer[asyncpg]==1.6.0
 HUEY_REQUIREMENT := huey>=2.5,<3
@@ -63,6 +68,11 @@ deps:
 	@if ! $(TOOLS_VENV)/bin/python -c 'import django, allauth, psycopg, oauthlib, jwt, PIL, rest_framework, rest_framework_simplejwt, knox' 2>/dev/null; then \
 		echo "installing $(DJANGO_REQUIREMENTS) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check $(foreach requirement,$(DJANGO_REQUIREMENTS),'$(requirement)'); \
+	fi
+	@if ! $(OSCAR_VENV)/bin/python -c 'import oscar, sorl.thumbnail, psycopg' 2>/dev/null; then \
+		echo "installing $(OSCAR_REQUIREMENTS) into $(OSCAR_VENV)"; \
+		python3 -m venv $(OSCAR_VENV) && \
+		$(OSCAR_VENV)/bin/pip install --quiet --disable-pip-version-check $(foreach requirement,$(OSCAR_REQUIREMENTS),'$(requirement)'); \
 	fi
 
 bench-deps: deps
