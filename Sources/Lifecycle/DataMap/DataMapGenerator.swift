@@ -87,13 +87,20 @@ public struct DataMapGenerator: Sendable {
         var deleted: Set<String> = [user]
         var queue = [user] + keyedLikeUser.sorted()
         var order: [String] = []
+        // A preset's tables are the platform's: the preset says what becomes of them and of
+        // what hangs off them; only the app's own tables are followed from them.
+        func followed(_ relation: RelationGraph.Relation) -> Bool {
+            relation.table != user && relation.table != relation.referencedTable && !keyedLikeUser.contains(relation.table)
+                && presetTables[relation.table] == nil
+                && (presetTables[relation.referencedTable] == nil || keyedLikeUser.contains(relation.referencedTable))
+        }
         while !queue.isEmpty {
             let target = queue.removeFirst()
-            for relation in relations where relation.referencedTable == target && relation.table != user && relation.table != target
-                && !keyedLikeUser.contains(relation.table) {
+            for relation in relations where relation.referencedTable == target && followed(relation) {
                 if reach[relation.table] == nil { order.append(relation.table) }
                 if target == user || keyedLikeUser.contains(target) { reach[relation.table, default: Reach()].direct.append(relation) } else { reach[relation.table, default: Reach()].viaParent.append(relation) }
-                if relation.action == .cascade, deleted.insert(relation.table).inserted { queue.append(relation.table) }
+                // A rule that refuses the delete is written as a delete, with the choice to make.
+                if relation.action == .cascade || relation.action.blocks, deleted.insert(relation.table).inserted { queue.append(relation.table) }
             }
         }
         for generic in graph.generic where shown(generic.referencedTable) == user && catalog.table(name(generic.table)) != nil {
@@ -111,7 +118,7 @@ public struct DataMapGenerator: Sendable {
         // the other parent's `cascade:`.
         var parentOf: [String: RelationGraph.Relation] = [:]
         for table in order where reach[table]!.direct.isEmpty && reach[table]!.generic.isEmpty {
-            let routes = reach[table]!.viaParent.filter { $0.action == .cascade }
+            let routes = reach[table]!.viaParent.filter { $0.action == .cascade } + reach[table]!.viaParent.filter(\.action.blocks)
             if let chosen = routes.first(where: { !reach[$0.referencedTable, default: Reach()].direct.isEmpty }) ?? routes.first {
                 parentOf[table] = chosen
             }
@@ -127,7 +134,7 @@ public struct DataMapGenerator: Sendable {
 
             """
         if !presets.isEmpty { text += "include: [\(presets.joined(separator: ", "))]\n" }
-        text += "\n" + subject(userTable) + "\n"
+        text += "\n" + subject(userTable, keyedLikeUser: keyedLikeUser.sorted()) + "\n"
         if !presetTables.isEmpty {
             let byPreset = Dictionary(grouping: presetTables.keys.sorted(), by: { presetTables[$0]! })
             for preset in presets where byPreset[preset] != nil {
@@ -147,7 +154,7 @@ public struct DataMapGenerator: Sendable {
                 // Each column naming her: kept as it is (the row deleted), or its mask (the row kept).
                 var sides: [(column: String, mask: DataMap.MaskValue?, generic: String?)] = []
                 for relation in reached.direct {
-                    comments.append("\(origin(relation)) → \(relation.action.spelled): \(fate(relation))")
+                    comments.append("\(rule(relation)): \(fate(relation))")
                     switch relation.action {
                     case .cascade:
                         sides.append((relation.column, nil, nil))
@@ -160,7 +167,7 @@ public struct DataMapGenerator: Sendable {
                     default:
                         sides.append((relation.column, nil, nil))
                         decide.append("""
-                            \(origin(relation)) is \(relation.action.spelled): deleting the user is refused while such a row exists. \
+                            \(rule(relation)): deleting the user is refused while such a row exists. \
                             Delete her rows with the account (as written), or keep them unlinked (mask \(relation.column) to null, \
                             if the column takes null)
                             """)
@@ -187,8 +194,15 @@ public struct DataMapGenerator: Sendable {
                     }
                 }
             } else if let parent = parentOf[table] {
-                comments.append("\(origin(parent)) → CASCADE: hers through her \(parent.referencedTable) rows")
+                comments.append("\(rule(parent)): hers through her \(parent.referencedTable) rows")
                 entry.append("  owner: {via: \(parent.column), parent: \(parent.referencedTable)}")
+                if parent.action.blocks {
+                    decide.append("""
+                        \(rule(parent)): deleting her \(parent.referencedTable) rows is refused while such a row exists. Delete \
+                        them with hers (as written), or leave the table out of the map and add \
+                        `{column: \(table).\(parent.column), set: null}` to \(parent.referencedTable)'s `cascade:` (if the column takes null)
+                        """)
+                }
             }
             if info.primaryKey.isEmpty && info.rowID == nil {
                 decide.append("\(table) has no primary key: list the columns that identify a row under `key:`")
@@ -200,8 +214,7 @@ public struct DataMapGenerator: Sendable {
                 var frontier = [table]
                 while !frontier.isEmpty {
                     let target = frontier.removeFirst()
-                    for relation in relations where relation.referencedTable == target && relation.table != user && relation.table != target
-                        && !keyedLikeUser.contains(relation.table) {
+                    for relation in relations where relation.referencedTable == target && followed(relation) {
                         if target == table, parentOf[relation.table].map({ $0.column == relation.column && $0.referencedTable == table }) ?? false { continue }
                         switch relation.action {
                         case .cascade:
@@ -214,10 +227,12 @@ public struct DataMapGenerator: Sendable {
                         case .setNull where graph.enforcedByDatabase == true, .setDefault where graph.enforcedByDatabase == true:
                             continue
                         default:
+                            items.append(.delete(relation))
+                            if seen.insert(relation.table).inserted { frontier.append(relation.table) }
                             decide.append("""
-                                \(origin(relation)) is \(relation.action.spelled) and references \(target) rows the purge deletes: \
-                                add `\(relation.table).\(relation.column)` to `cascade:` to delete those rows with hers, or \
-                                `{column: \(relation.table).\(relation.column), set: null}` to keep them unlinked (if the column takes null)
+                                \(rule(relation)), and it references \(target) rows the purge deletes: written to go with them \
+                                (`cascade:`), or keep them unlinked with `{column: \(relation.table).\(relation.column), set: null}` in its \
+                                place (if the column takes null)
                                 """)
                         }
                     }
@@ -226,8 +241,8 @@ public struct DataMapGenerator: Sendable {
             if !items.isEmpty {
                 for item in items {
                     switch item {
-                    case .delete(let relation): comments.append("\(origin(relation)) → CASCADE: other users' rows on hers go too")
-                    case .set(let relation, _): comments.append("\(origin(relation)) → \(relation.action.spelled): other users' rows stay, unlinked")
+                    case .delete(let relation): comments.append("\(rule(relation)): other users' rows on hers go too")
+                    case .set(let relation, _): comments.append("\(rule(relation)): other users' rows stay, unlinked")
                     }
                 }
                 let rendered = items.map { item -> String in
@@ -262,8 +277,13 @@ public struct DataMapGenerator: Sendable {
         return reached.direct.contains { $0.action == .cascade || $0.action.blocks } || !reached.generic.isEmpty
     }
 
-    private func origin(_ relation: RelationGraph.Relation) -> String {
-        relation.origin ?? "\(relation.table).\(relation.column) → \(relation.referencedTable)"
+    /// The rule as the app writes it: `blog.Post.author on_delete=CASCADE`, or the foreign key
+    /// with its ON DELETE.
+    private func rule(_ relation: RelationGraph.Relation) -> String {
+        if graph.enforcedByDatabase == true {
+            return relation.origin ?? "\(relation.table).\(relation.column) → \(relation.referencedTable) (ON DELETE \(relation.action.spelled))"
+        }
+        return "\(relation.origin ?? "\(relation.table).\(relation.column)") on_delete=\(relation.action.spelled)"
     }
 
     private func fate(_ relation: RelationGraph.Relation) -> String {
@@ -276,17 +296,22 @@ public struct DataMapGenerator: Sendable {
     }
 
     /// The user table: deleted, as the app's rules delete it, exported without its password.
-    private func subject(_ table: SchemaCatalog.Table) -> String {
+    private func subject(_ table: SchemaCatalog.Table, keyedLikeUser: [String]) -> String {
         let user = graph.user
         var lines = ["subject:", "  table: \(shown(table.name))", "  key: \(user.key)"]
         let lookup = user.lookup.filter { name in table.column(name).map { [.text, .integer, .other].contains($0.kind) } ?? false }
         if !lookup.isEmpty { lines.append("  lookup: [\(lookup.joined(separator: ", "))]") }
-        if let password = user.password, table.column(password) != nil { lines.append("  password: {column: \(password)}") }
+        if let password = user.password, table.column(password) != nil {
+            lines.append("  password: {column: \(password)}")
+        } else if let holder = keyedLikeUser.compactMap({ catalog.table(name($0)) }).first(where: { passwordColumn(of: $0) != nil }), holder.primaryKey.count == 1 {
+            // Supabase: the hash is GoTrue's, in auth.users, keyed by the same id.
+            lines.append("  password: {table: \(shown(holder.name)), key: \(holder.primaryKey[0]), column: \(passwordColumn(of: holder)!)}")
+        }
         if let email = user.email, table.column(email) != nil { lines.append("  email: \(email)") }
         let (exported, secret) = exportedColumns(table, leavingOut: [user.password].compactMap { $0 })
         lines.append("  export_file: user")
         lines.append("  columns: [\(exported.joined(separator: ", "))]")
-        let timestamps = exported.filter { table.column($0)?.kind == .timestamp }
+        let timestamps = exported.filter { table.column($0).map(isMoment) ?? false }
         if !timestamps.isEmpty { lines.append("  timestamps: [\(timestamps.joined(separator: ", "))]") }
         let files = (graph.files[graph.user.table] ?? []).filter { table.column($0) != nil }
         if !files.isEmpty { lines.append("  blobs: [\(files.joined(separator: ", "))]") }
@@ -296,10 +321,20 @@ public struct DataMapGenerator: Sendable {
         return text + lines.map { $0 + "\n" }.joined()
     }
 
+    private func passwordColumn(of table: SchemaCatalog.Table) -> String? {
+        ["encrypted_password", "password_hash", "hashed_password", "password"].first { table.column($0)?.kind == .text }
+    }
+
+    /// A date or a moment, which the export writes as a date; a time of day is not one.
+    private func isMoment(_ column: SchemaCatalog.Column) -> Bool {
+        let declared = column.declaredType.lowercased()
+        return column.kind == .timestamp && !(declared.hasPrefix("time") && !declared.hasPrefix("timestamp"))
+    }
+
     private func export(_ table: String, _ info: SchemaCatalog.Table) -> [String] {
         let (exported, secret) = exportedColumns(info, leavingOut: [])
         var lines = ["  export_file: \(table.replacingOccurrences(of: ".", with: "_"))", "  columns: [\(exported.joined(separator: ", "))]"]
-        let timestamps = exported.filter { info.column($0)?.kind == .timestamp }
+        let timestamps = exported.filter { info.column($0).map(isMoment) ?? false }
         if !timestamps.isEmpty { lines.append("  timestamps: [\(timestamps.joined(separator: ", "))]") }
         let files = (graph.files[table] ?? graph.files[info.name.name] ?? []).filter { info.column($0) != nil }
         if !files.isEmpty { lines.append("  blobs: [\(files.joined(separator: ", "))]") }

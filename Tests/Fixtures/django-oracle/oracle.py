@@ -106,23 +106,24 @@ def connect(database):
         url = urlsplit(database)
         query = urlencode([(key, value) for key, value in parse_qsl(url.query) if key != "pool"])
         connection = psycopg.connect(urlunsplit(url._replace(query=query)))
-        tables = [row[0] for row in connection.execute(
+        tables = ['public."%s"' % row[0] for row in connection.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")]
         return connection, tables
     import sqlite3
 
     connection = sqlite3.connect("file:%s?mode=ro" % database, uri=True)
-    tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")]
+    tables = ['"%s"' % row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")]
     return connection, tables
 
 
 def every_row(database, skip):
     connection, tables = connect(database)
     rows = {}
-    for table in tables:
+    for quoted in tables:
+        table = quoted.split(".")[-1].strip('"')
         if any(table.startswith(prefix) for prefix in skip):
             continue
-        cursor = connection.execute('SELECT * FROM "%s"' % table)
+        cursor = connection.execute("SELECT * FROM %s" % quoted)
         columns = [column[0] for column in cursor.description]
         rows[table] = collections.Counter(json.dumps(dict(zip(columns, row)), default=str, sort_keys=True) for row in cursor)
     return rows
