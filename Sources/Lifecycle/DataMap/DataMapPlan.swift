@@ -238,6 +238,24 @@ public struct DataMapPlan: Sendable {
         return plan
     }
 
+    /// Tables whose kept (masked) rows keep files: file columns no mask of theirs empties
+    /// (the user row's included), for the receipt to say why those files stay.
+    public var fileColumnsKeptWithMaskedRows: [(table: DataMap.TableName, columns: [String])] {
+        func kept(_ blobs: [String], _ masks: [DataMap.Mask]) -> [String] {
+            masks.isEmpty ? [] : blobs.filter { blob in masks.contains { mask in !mask.contains { $0.column == blob } } }
+        }
+        var found: [(DataMap.TableName, [String])] = []
+        let subjectColumns = kept(subject.blobs, [subject.erase.mask].compactMap { $0 })
+        if !subjectColumns.isEmpty { found.append((subject.table, subjectColumns)) }
+        for plan in tables {
+            var masks = [plan.table.erase.mask].compactMap { $0 }
+            if case .sides(let sides) = plan.owner { masks = sides.compactMap(\.erase.mask) }
+            let columns = kept(plan.table.blobs, masks)
+            if !columns.isEmpty { found.append((plan.table.name, columns)) }
+        }
+        return found
+    }
+
     /// Whether this plan changes the user row at all (a part's plan may not).
     public var erasesUserRow: Bool { subject.erase.mask.map { !$0.isEmpty } ?? true }
 
@@ -1007,7 +1025,10 @@ private struct Checker {
         return deletedByDatabase
     }
 
-    /// The message for a reference nothing handles, with the line to write.
+    /// The message for a reference nothing handles, with the lines to write. The first
+    /// suggestion is always one that deletes nobody else's row (the referencing row kept,
+    /// unlinked or ignored) when the column allows it; where only a delete would do, the
+    /// message says the choice is the author's.
     private func unhandled(
         _ key: SchemaCatalog.ForeignKey, target: DataMap.TableName, trail: String, byName: [DataMap.TableName: DataMapPlan.TablePlan],
         subject: DataMap.Subject, masked: Bool
@@ -1015,22 +1036,51 @@ private struct Checker {
         let columns = key.columns.joined(separator: ",")
         let fate = masked ? "keeps masked (the row stays, so this one would keep pointing at the user)" : "deletes"
         let (table, referenced) = (shown(key.table), shown(target))
-        if let plan = byName[key.table] {
-            return """
-                \(table).\(columns) references \(referenced), whose rows the purge \(fate) (\(trail)); \(table) is mapped \
-                through another column (line \(plan.table.line)), so its rows that name the user here are never erased. List both \
-                columns under `owners:`, add '\(table).\(columns)' to \(referenced)'s `cascade:`, or add under `ignore:` \
-                `- {column: \(table).\(columns), reason: …}`
-                """
-        }
-        // Owned by the column when it holds the user's key; through the row it references otherwise.
-        var ownedBy = columns
+        let nullable = key.columns.allSatisfy { catalog.table(key.table)?.column($0)?.isNotNull == false }
+        let head = "\(table).\(columns) references \(referenced), whose rows the purge \(fate) (\(trail))"
+        let ignore = "`- {column: \(table).\(columns), reason: …}` under `ignore:`"
         let keyedByTheUser = if case .column(let owner)? = byName[target]?.owner { [owner] == key.referencedColumns } else { false }
-        if target != subject.table, !keyedByTheUser { ownedBy = "{via: \(columns), parent: \(referenced)}" }
+        let namesTheUser = target == subject.table || keyedByTheUser
+        if masked {
+            // The kept row stays; whatever points at it is hers when it names her by her key,
+            // and otherwise may stay as well.
+            if byName[key.table] != nil {
+                return "\(head); \(table) is mapped through another column: list \(columns) under its `owners:` if those rows are hers, or add \(ignore) if they hold nothing of hers"
+            }
+            return namesTheUser
+                ? "\(head): add `- {table: \(table), owner: \(columns)}` under `tables:` (her rows, erased with her), or \(ignore) if they hold nothing of hers"
+                : "\(head): add \(ignore) if those rows hold nothing of hers (the row they point at stays), or map \(table) (owned `{via: \(columns), parent: \(referenced)}`) if they are hers"
+        }
+        let unlinked = "{column: \(columns), erase: {mask: {\(columns): null}}}"
+        if let plan = byName[key.table] {
+            let existing: String = switch plan.table.ownership {
+            case .column(let column): column
+            case .sides(let sides): sides.map { $0.value.isPlainColumn && $0.erase == .delete ? $0.column : "…" }.joined(separator: ", ")
+            default: "…"
+            }
+            if namesTheUser {
+                return nullable
+                    ? "\(head); \(table) is mapped through another column (line \(plan.table.line)). Keep its rows unlinked from her: write its owner as `owners: [\(existing), \(unlinked)]` (or `\(columns)` in that list to delete them with her)"
+                    : "\(head); \(table) is mapped through another column (line \(plan.table.line)), and \(columns) is NOT NULL, so its rows cannot stay without her: a choice only you can make. Both columns under `owners:` (`owners: [\(existing), \(columns)]`) delete them with her (rows that may be another user's); or mask the user row instead of deleting it"
+            }
+        }
+        if namesTheUser {
+            return nullable
+                ? "\(head), but \(table) is not in the map: add `- {table: \(table), owner: \(columns), erase: {mask: {\(columns): null}}}` under `tables:` to keep its rows unlinked from her, or `- {table: \(table), owner: \(columns)}` to delete them with her"
+                : "\(head), but \(table) is not in the map: add `- {table: \(table), owner: \(columns)}` under `tables:` (its rows go with her: \(columns) is NOT NULL, so they cannot stay without her; if they are shared, a site or a group, mask the user row instead of deleting it)"
+        }
+        // Into another table's rows the purge deletes.
+        if byName[target] != nil {
+            let theirs = byName[key.table] == nil
+                ? "`- {table: \(table), owner: {via: \(columns), parent: \(referenced)}}` under `tables:` if they are hers (erased and exported with hers), or "
+                : ""
+            return nullable
+                ? "\(head): add `{column: \(table).\(columns), set: null}` to \(referenced)'s `cascade:` to keep those rows, unlinked; or \(theirs)`\(table).\(columns)` in that `cascade:` to delete them with hers"
+                : "\(head), and \(columns) is NOT NULL, so those rows cannot stay: a choice only you can make. Add \(theirs)`\(table).\(columns)` to \(referenced)'s `cascade:` if they are other users' (deleted with hers: a site's or a group's row too); or keep \(referenced)'s rows (mask them) instead of deleting them"
+        }
         return """
-            \(table).\(columns) references \(referenced), whose rows the purge \(fate) (\(trail)), but \(table) is not in \
-            the map: add `- {table: \(table), owner: \(ownedBy)}` under `tables:` (with what erasure does), \
-            or `- {table: \(table), reason: …}` under `ignore:`
+            \(head), but \(table) is not in the map: add `- {table: \(table), owner: {via: \(columns), parent: \(referenced)}}` under \
+            `tables:` (its rows go with those), or `- {table: \(table), reason: …}` under `ignore:`
             """
     }
 

@@ -82,6 +82,15 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             }
         }
 
+        struct KeptFiles: Codable {
+            var table: String
+            var columns: [String]
+            var rowsKept: Int
+            var reason: String
+
+            enum CodingKeys: String, CodingKey { case table, columns, rowsKept = "rows_kept", reason }
+        }
+
         var rows: [String: Table]
         var rowsTotal: Int
         var blobs: Int
@@ -95,6 +104,9 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         /// Files kept because their key crosses a symbolic link in the blob store (not in
         /// `blobs_kept`), and the links to replace. Absent when there were none.
         var blobsRefused: RecordedFiles<Store>.Refused?
+        /// Rows kept (masked) whose file columns the mask leaves: their files stay with them.
+        /// Absent when no kept row names a file.
+        var filesKeptWithRows: [KeptFiles]?
         var user: String
         var verification: Verification
         /// What the residue scan read after erasure, and what the map allowed to stay.
@@ -104,7 +116,8 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         var holds: [AccountHold]?
 
         enum CodingKeys: String, CodingKey {
-            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", blobsUnnamed = "blobs_unnamed", blobsRefused = "blobs_refused", user,
+            case rows, rowsTotal = "rows_total", blobs, blobBytes = "blob_bytes", blobsKept = "blobs_kept", blobsUnnamed = "blobs_unnamed", blobsRefused = "blobs_refused",
+                 filesKeptWithRows = "files_kept_with_rows", user,
                  verification, residue,
                  purgeJob = "purge_job", holds
         }
@@ -392,11 +405,19 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         guard try tx.markSubjectPurged(key: key, at: now) else {
             throw PermanentJobFailure("account \(key) is no longer purging: refusing to mark it purged")
         }
+        var keptFiles: [Receipt.KeptFiles] = []
+        for (table, columns) in data.plan.fileColumnsKeptWithMaskedRows {
+            let name = data.displayName(table)
+            guard let masked = tables[name]?.masked, masked > 0 else { continue }
+            keptFiles.append(.init(
+                table: name, columns: columns, rowsKept: masked,
+                reason: "the rows are kept (masked) and the map does not mask these file columns, so the files stay with the rows"))
+        }
         let receipt = Receipt(
             rows: tables, rowsTotal: tables.values.reduce(0) { $0 + $1.deleted + $1.masked },
             blobs: files.deleted + (inventory?.blobCount ?? 0), blobBytes: files.bytes + (inventory?.blobBytes ?? 0),
             blobsKept: files.kept - (refused?.files ?? 0), blobsUnnamed: data.plan.subject.blobPrefixes.isEmpty ? nil : unnamedFiles,
-            blobsRefused: refused,
+            blobsRefused: refused, filesKeptWithRows: keptFiles.isEmpty ? nil : keptFiles,
             user: data.plan.subject.erase == .delete ? "deleted" : "masked",
             verification: .init(result: "verified", tablesChecked: left.count, rowsLeft: 0, milliseconds: took),
             residue: residue, purgeJob: jobID, holds: try tx.holds(key: key))
