@@ -175,8 +175,15 @@ public struct DataMapPlan: Sendable {
         let plans = try checker.tables(subject: subject, keyKind: keyKind)
         try checker.ignoredEntries()
         self.onDeletion = try checker.onDeletion(keyKind: keyKind)
-        let deletedByDatabase = try checker.coverage(plans: plans, subject: subject)
-        try checker.keptRowsReferences(plans: plans, subject: subject)
+        // Every reference problem in one run, whichever check finds it.
+        let (deletedByDatabase, references) = checker.coverage(plans: plans, subject: subject)
+        let problems = references + checker.keptRowsReferences(plans: plans, subject: subject)
+        if !problems.isEmpty {
+            throw LifecycleError(.badInput, """
+                \(map.source): the map does not say what happens to \(problems.count == 1 ? "one reference" : "\(problems.count) references") to rows the purge erases:
+                \(problems.map { "  - " + $0 }.joined(separator: "\n"))
+                """)
+        }
         try ResidueScan.check(map, catalog: catalog)
         self.map = map
         self.catalog = catalog
@@ -921,7 +928,7 @@ private struct Checker {
     /// database's ON DELETE does nothing for it. All problems are named at once, each
     /// with the path from the user table and what to write. Returns the keys through
     /// which the database deletes rows itself.
-    func coverage(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws -> [SchemaCatalog.ForeignKey] {
+    func coverage(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) -> (deletedByDatabase: [SchemaCatalog.ForeignKey], problems: [String]) {
         let byName = Dictionary(plans.map { ($0.table.name, $0) }, uniquingKeysWith: { first, _ in first })
         var touched: [DataMap.TableName: Touch] = [subject.table: subject.erase == .delete ? .deleted : .masked]
         var paths: [DataMap.TableName: [SchemaCatalog.ForeignKey]] = [subject.table: []]
@@ -1016,13 +1023,7 @@ private struct Checker {
                 problems.append(unhandled(key, target: target, trail: trail, byName: byName, subject: subject, masked: keepsTheUser))
             }
         }
-        if !problems.isEmpty {
-            throw fail(nil, """
-                the map does not say what happens to \(problems.count == 1 ? "one reference" : "\(problems.count) references") to rows the purge erases:
-                \(problems.map { "  - " + $0 }.joined(separator: "\n"))
-                """)
-        }
-        return deletedByDatabase
+        return (deletedByDatabase, problems)
     }
 
     /// The message for a reference nothing handles, with the lines to write. The first
@@ -1297,7 +1298,8 @@ private struct Checker {
 
     /// A row that is kept (masked) must not keep pointing at a row erasure deletes. On a
     /// row naming several users, the other sides point at users who stay.
-    func keptRowsReferences(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) throws {
+    func keptRowsReferences(plans: [DataMapPlan.TablePlan], subject: DataMap.Subject) -> [String] {
+        var problems: [String] = []
         let deletedTables = Set(plans.filter(\.deletesRows).map(\.table.name)
             + (subject.erase == .delete ? [subject.table] : []))
         for plan in plans {
@@ -1313,13 +1315,17 @@ private struct Checker {
                     && !Set(key.columns).isSubset(of: nulled) && key.referencedTable != plan.table.name
                     && !(key.referencedTable == subject.table && Set(key.columns).isSubset(of: otherSides))
                     && !handledByCascade(key, plans: plans) {
-                    throw fail(plan.table.line, """
-                        \(plan.table.name) rows are kept (masked) but \(key) still points at rows erasure deletes: \
-                        mask \(key.columns.joined(separator: ", ")) to null as well
+                    let nullable = key.columns.allSatisfy { plan.catalog.column($0)?.isNotNull == false }
+                    problems.append("""
+                        \(map.place(plan.table.line)): \(shown(plan.table.name)) rows are kept (masked) but \(key) still points at rows \
+                        erasure deletes: \(nullable
+                            ? "mask \(key.columns.joined(separator: ", ")) to null as well, or add `{column: \(shown(plan.table.name)).\(key.columns.joined(separator: ",")), set: null}` to \(shown(key.referencedTable))'s `cascade:`"
+                            : "\(key.columns.joined(separator: ", ")) is NOT NULL, so the kept row cannot stop pointing there: delete these rows instead of masking them, or keep \(shown(key.referencedTable))'s rows")
                         """)
                 }
             }
         }
+        return problems
     }
 
     /// Whether a `cascade:` entry (deleting, or `set:`) takes care of the rows referencing
