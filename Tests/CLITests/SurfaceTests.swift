@@ -129,6 +129,13 @@ struct SurfaceTests {
         _ = try await json(["photos", "normalize-file", repositoryRoot + "/Jobs/demo/photos/run.jpg", workspace.root + "/out.jpg"])
         _ = try await json(["photos", "list", "--account", "ada"])
         _ = try await json(["map", "check"])
+        // A first map for the demo's database, written beside it (the shipped one stays).
+        var fresh = workspace
+        fresh.jobsDirectory = workspace.root + "/generated-jobs"
+        let generated = try await fresh.run(["map", "init", "--json"])
+        #expect([0, 65].contains(generated.status), "\(generated.stderr)")
+        cases.append(Case(command: "map init", definition: "map_init", output: try JSONDecoder().decode(JSONValue.self, from: Data(generated.stdout.utf8))))
+        covered.insert("map init")
         // The server says where it listens, then serves until SIGTERM.
         let (server, serverOut, _) = try workspace.process(["serve", "--listen", "127.0.0.1:0", "--json"], environment: signing)
         var listening = ""
