@@ -74,9 +74,6 @@ ACTIONS = {
     models.SET_NULL: "set_null", models.SET_DEFAULT: "set_default", models.DO_NOTHING: "do_nothing",
 }
 
-def scalar(value):
-    return value if value is None or isinstance(value, (bool, int, float, str)) else None
-
 relations, generic, files, labels = [], [], {}, {}
 for model in apps.get_models(include_auto_created=True):
     meta = model._meta
@@ -95,8 +92,10 @@ for model in apps.get_models(include_auto_created=True):
             "action": ACTIONS.get(on_delete, "set"), "origin": "%s.%s" % (meta.label, field.name),
             "nullable": field.null,
         }
-        if on_delete is models.SET_DEFAULT:
-            relation["value"] = scalar(field.get_default())
+        default = field.get_default() if on_delete is models.SET_DEFAULT else ()
+        if default is None or isinstance(default, (bool, int, float, str)):
+            # A list of one: a default of null is a constant too, unlike none at all.
+            relation["value"] = [default]
         relations.append(relation)
     for field in meta.private_fields:
         # A GenericRelation: Django's delete() takes the related rows with the holder.

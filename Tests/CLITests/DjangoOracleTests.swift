@@ -15,6 +15,8 @@ struct DjangoOracleTests {
         var folder: String
         var settings: String
         var python: String
+        /// How ada signs in (USERNAME_FIELD), which names her to Django and to lifecycle.
+        var ada = "ada"
         /// Migrates and seeds DB and MEDIA; returns the seed's JSON.
         var build: @Sendable (_ database: String, _ media: String) async throws -> String
     }
@@ -62,10 +64,25 @@ struct DjangoOracleTests {
         var receipt: String
     }
 
+    static let members = Project(
+        folder: repositoryRoot + "/Tests/Fixtures/members_site", settings: "members_site.settings", python: repositoryRoot + "/.build-tools/venv/bin/python",
+        ada: "ada@example.com", build: { database, media in
+            let manage = [
+                "LIFECYCLE_DJANGO_DB=\(database)", "LIFECYCLE_DJANGO_MEDIA=\(media)", "PYTHONDONTWRITEBYTECODE=1",
+                repositoryRoot + "/.build-tools/venv/bin/python", repositoryRoot + "/Tests/Fixtures/members_site/manage.py",
+            ]
+            _ = try await runTool("/usr/bin/env", manage + ["migrate", "--noinput"])
+            return try await runTool("/usr/bin/env", manage + ["seed_members"])
+        })
+
     static let oracle = repositoryRoot + "/Tests/Fixtures/django-oracle/oracle.py"
 
     /// The whole comparison for `project` on `backend`, ada being the user who goes.
-    func compare(_ project: Project, _ backend: Backend, pages: (String) throws -> [String] = { _ in [] }) async throws -> Outcome {
+    /// `chosen`: the PROTECT relations (APP.MODEL.FIELD) whose `decide:` the map answers by
+    /// deleting her rows, which Django's copy deletes first.
+    func compare(
+        _ project: Project, _ backend: Backend, chosen: [String] = [], pages: (String) throws -> [String] = { _ in [] }
+    ) async throws -> Outcome {
         let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("oracle-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
         let workspace = try await Workspace.make(backend, jobsDirectory: jobs)
@@ -87,17 +104,24 @@ struct DjangoOracleTests {
         _ = try await runTool("/bin/cp", ["-a", workspace.blobs, django.media])
         let environment = { (database: String, media: String) in ["LIFECYCLE_DJANGO_DB=\(database)", "LIFECYCLE_DJANGO_MEDIA=\(media)", "PYTHONWARNINGS=ignore"] }
         _ = try await runTool("/usr/bin/env", environment(django.database, django.media) + [
-            project.python, Self.oracle, "--project", project.folder, "--settings", project.settings, "delete", "ada",
-        ])
+            project.python, Self.oracle, "--project", project.folder, "--settings", project.settings, "delete", project.ada,
+        ] + chosen.flatMap { ["--first", $0] })
 
         // Lifecycle's copy: the map as `map init --django` writes it, then a purge.
         let generated = try await workspace.run(
             ["map", "init", "--django", project.folder + "/manage.py", "--python", project.python],
             environment: ["LIFECYCLE_DJANGO_DB": workspace.database, "LIFECYCLE_DJANGO_MEDIA": workspace.blobs])
-        #expect(generated.status == 0, "\(generated.stdout) \(generated.stderr)")
-        let map = try String(contentsOfFile: jobs + "/account-data.yaml", encoding: .utf8)
-        #expect(!map.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("decide:") }, "\(map)")
-        let request = try await workspace.run(["delete", "ada", "--operator", "oracle", "--reason", "the oracle's comparison", "--immediately"])
+        #expect(generated.status == (chosen.isEmpty ? 0 : 65), "\(generated.stdout) \(generated.stderr)")
+        var map = try String(contentsOfFile: jobs + "/account-data.yaml", encoding: .utf8)
+        let decisions = map.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("decide:") }
+        #expect(decisions.count == chosen.count, "\(map)")
+        for relation in chosen {
+            #expect(decisions.contains { $0.contains("\(relation) on_delete=PROTECT") }, "\(relation): \(decisions)")
+        }
+        // Each choice made as written (her rows deleted with her): the `decide:` line goes.
+        map = map.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("decide:") }.joined(separator: "\n")
+        try map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+        let request = try await workspace.run(["delete", project.ada, "--operator", "oracle", "--reason", "the oracle's comparison", "--immediately"])
         #expect(request.status == 0, "\(request.stderr)")
         let purge = try await workspace.run(["purge"])
         #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
@@ -180,5 +204,27 @@ struct DjangoOracleTests {
             #expect(page.status == (ownedByAda.contains(page.page) ? 404 : 200), "\(page.page): \(page.status)")
         }
         #expect(outcome.pages.count > seeded.pages.count + 50)
+    }
+
+    /// A project with its own user model (signing in by email), a GenericRelation on it, a
+    /// PROTECT (asked for, then chosen: her invoices go), a SET_DEFAULT beside a CASCADE on
+    /// one table with other users' rows under it (deleted, or unlinked by SET_NULL), many-to-
+    /// many tables and files on the user row and her documents.
+    @Test(arguments: Backend.allCases)
+    func aCustomUserModelsGeneratedMapErasesWhatDjangosOwnDeleteDoes(_ backend: Backend) async throws {
+        let outcome = try await compare(Self.members, backend, chosen: ["members.Invoice.member"])
+        let comparison = outcome.comparison
+        #expect(comparison.tables > 10 && comparison.rows > 50, "\(comparison.tables) tables, \(comparison.rows) rows")
+        #expect(comparison.differences.isEmpty, "\(comparison.differences)")
+        #expect(comparison.files >= 4 && comparison.files_only_in_django.isEmpty && comparison.files_only_in_lifecycle.isEmpty,
+                "\(comparison.files_only_in_django) \(comparison.files_only_in_lifecycle)")
+        for line in [
+            "subject:\n  table: members_member", "lookup: [email]", "blobs: [avatar]",
+            "match: {app_label: members, model: member}", "{column: reviewer_id, erase: {mask: {reviewer_id: null}}}",
+            "{column: members_pin.document_id, set: null}", "- table: members_member_teams", "- table: django_admin_log",
+        ] {
+            #expect(outcome.map.contains(line) || outcome.map.contains(line.replacingOccurrences(of: "members_member_teams", with: "members_team_members")), "\(line): \(outcome.map)")
+        }
+        #expect(outcome.pages.count > 10 && outcome.pages.allSatisfy { $0.status == 200 }, "\(outcome.pages.filter { $0.status != 200 })")
     }
 }

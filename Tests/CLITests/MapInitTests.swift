@@ -180,4 +180,42 @@ extension MapInitTests {
         let comparison = try JSONDecoder().decode(DjangoOracleTests.Comparison.self, from: Data(compared.utf8))
         #expect(comparison.tables >= 7 && comparison.differences.isEmpty, "\(comparison.differences)")
     }
+
+    /// A document she only reviewed (SET NULL) stays with what hangs off it; one in her
+    /// folder (CASCADE) goes with its comments. The comments are owned through no parent
+    /// she is only a masked side of.
+    @Test(arguments: Backend.allCases)
+    func rowsUnderARowSheIsOnlyUnlinkedFromAreNotHers(_ backend: Backend) async throws {
+        let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("map-init-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
+        let workspace = try await Workspace.make(backend, jobsDirectory: jobs)
+        try await app.seed(workspace, """
+            CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE);
+            CREATE TABLE folders (id INTEGER PRIMARY KEY, owner_id INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE);
+            CREATE TABLE documents (id INTEGER PRIMARY KEY, folder_id INTEGER NOT NULL REFERENCES folders (id) ON DELETE CASCADE,
+                reviewer_id INTEGER REFERENCES users (id) ON DELETE SET NULL, title TEXT NOT NULL);
+            CREATE TABLE doc_comments (id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+                body TEXT NOT NULL);
+            INSERT INTO users VALUES (1, 'ada@example.com'), (2, 'bob@example.com');
+            INSERT INTO folders VALUES (1, 1), (2, 2);
+            INSERT INTO documents VALUES (1, 1, 2, 'ada''s'), (2, 2, 1, 'bob''s, reviewed by ada');
+            INSERT INTO doc_comments VALUES (1, 1, 'on ada''s'), (2, 2, 'on bob''s');
+            """)
+        if backend == .sqlite { _ = try await runTool("/bin/chmod", ["o-rwx", workspace.database]) }
+        let generated = try await workspace.run(["map", "init"])
+        let map = try String(contentsOfFile: jobs + "/account-data.yaml", encoding: .utf8)
+        #expect(generated.status == 0, "\(generated.stdout) \(generated.stderr)\n\(map)")
+        #expect(!map.contains("parent: documents"), "\(map)")
+        let oracle = try await oracleCopy(workspace, before: "")
+        _ = try await workspace.run(["delete", "1", "--operator", "sam", "--reason", "the oracle", "--immediately"])
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await app.rows(workspace, "SELECT id, reviewer_id FROM documents") == ["2|∅"])
+        #expect(try await app.rows(workspace, "SELECT id FROM doc_comments") == ["2"])
+        let compared = try await runTool(repositoryRoot + "/.build-tools/venv/bin/python", [
+            DjangoOracleTests.oracle, "compare", oracle, workspace.root + "/none", workspace.database, workspace.root + "/none",
+        ])
+        let comparison = try JSONDecoder().decode(DjangoOracleTests.Comparison.self, from: Data(compared.utf8))
+        #expect(comparison.differences.isEmpty, "\(comparison.differences)")
+    }
 }

@@ -133,4 +133,46 @@ struct MapLanguageTests {
         #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM pages") == ["2"])
         #expect(try await app.rows(workspace, "SELECT COUNT(*) FROM sites") == ["1"])
     }
+
+    /// A table naming two users whose rows answer each other (NO ACTION) and carry other
+    /// users' rows (reads): bob's note answering her message stays, unlinked (`set: null` on
+    /// the table's own reference, which no longer holds her rows back), the reads of hers go.
+    /// A delete cascade of the table onto itself is refused: it would take one level only.
+    @Test(arguments: Backend.allCases)
+    func aTwoSidedTablesRepliesAreUnlinkedAndTheirReadsGo(_ backend: Backend) async throws {
+        let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("threads-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
+        try """
+            version: 2
+            subject: {table: users, key: id, lookup: [email], erase: delete}
+            tables:
+              - table: messages
+                owners: [sender_id, recipient_id]
+                cascade: [{column: messages.reply_to_id, set: null}, message_reads.message_id]
+            """.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+        let workspace = try await Workspace.make(backend, jobsDirectory: jobs)
+        try await app.seed(workspace, """
+            CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL);
+            CREATE TABLE messages (id INTEGER PRIMARY KEY, sender_id INTEGER NOT NULL REFERENCES users (id),
+                recipient_id INTEGER NOT NULL REFERENCES users (id), reply_to_id INTEGER REFERENCES messages (id), body TEXT NOT NULL);
+            CREATE TABLE message_reads (id INTEGER PRIMARY KEY, message_id INTEGER NOT NULL REFERENCES messages (id), reader INTEGER NOT NULL);
+            INSERT INTO users VALUES (1, 'ada@example.com'), (2, 'bob@example.com');
+            INSERT INTO messages VALUES (1, 1, 2, NULL, 'hello'), (2, 1, 2, 1, 'hello again'), (3, 1, 2, 2, 'and again'), (4, 2, 2, 1, 'note to self');
+            INSERT INTO message_reads VALUES (1, 1, 2), (2, 2, 2), (3, 3, 2), (4, 4, 2);
+            """)
+        if backend == .sqlite { _ = try await runTool("/bin/chmod", ["o-rwx", workspace.database]) }
+        let check = try await workspace.run(["map", "check"])
+        #expect(check.status == 0, "\(check.stderr)")
+        _ = try await workspace.run(["delete", "1", "--operator", "sam", "--reason", "ticket", "--immediately"])
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        #expect(try await app.rows(workspace, "SELECT id, reply_to_id FROM messages") == ["4|∅"])
+        #expect(try await app.rows(workspace, "SELECT id FROM message_reads") == ["4"])
+
+        let map = try String(contentsOfFile: jobs + "/account-data.yaml", encoding: .utf8)
+        try map.replacingOccurrences(of: "{column: messages.reply_to_id, set: null}", with: "messages.reply_to_id")
+            .write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+        let refused = try await workspace.run(["map", "check"])
+        #expect(refused.status == 65 && refused.stderr.contains("is the table's reference to itself"), "\(refused.stderr)")
+    }
 }

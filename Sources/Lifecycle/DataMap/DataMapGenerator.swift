@@ -116,9 +116,27 @@ public struct DataMapGenerator: Sendable {
 
         // A table owned through a parent is found by that one relation; its other routes are
         // the other parent's `cascade:`.
+        // Only a parent whose own rows of hers are deleted will do: one she is only a masked
+        // side of (a document she reviewed) keeps its rows, and what hangs off them is not hers.
         var parentOf: [String: RelationGraph.Relation] = [:]
+        func deletesHerRows(_ table: String) -> Bool {
+            guard let reached = reach[table] else { return false }
+            if reached.direct.isEmpty && reached.generic.isEmpty { return parentOf[table] != nil }
+            return deletesRows(table, reached)
+        }
+        func runsThrough(_ table: String, from parent: String) -> Bool {
+            var current: String? = parent
+            var steps = 0
+            while let next = current, steps < order.count + 1 {
+                if next == table { return true }
+                current = parentOf[next]?.referencedTable
+                steps += 1
+            }
+            return false
+        }
         for table in order where reach[table]!.direct.isEmpty && reach[table]!.generic.isEmpty {
-            let routes = reach[table]!.viaParent.filter { $0.action == .cascade } + reach[table]!.viaParent.filter(\.action.blocks)
+            let routes = (reach[table]!.viaParent.filter { $0.action == .cascade } + reach[table]!.viaParent.filter(\.action.blocks))
+                .filter { deletesHerRows($0.referencedTable) && !runsThrough(table, from: $0.referencedTable) }
             if let chosen = routes.first(where: { !reach[$0.referencedTable, default: Reach()].direct.isEmpty }) ?? routes.first {
                 parentOf[table] = chosen
             }
@@ -204,8 +222,19 @@ public struct DataMapGenerator: Sendable {
                         """)
                 }
             }
-            if info.primaryKey.isEmpty && info.rowID == nil {
+            if info.primaryKey.isEmpty {
                 decide.append("\(table) has no primary key: list the columns that identify a row under `key:`")
+            }
+            // A reference of the table to itself (a reply to a comment): the purge deletes her rows
+            // leaf first, and another user's row under hers either keeps it or goes.
+            for relation in graph.relations where shown(relation.table) == table && shown(relation.referencedTable) == table && deletesRows(table, reached)
+                && (graph.enforcedByDatabase != true || relation.action.blocks) {
+                decide.append("""
+                    \(rule(relation)) refers to the table itself: another user's row under one of hers (a reply) would \
+                    hold hers back. Unlink such rows with `{column: \(table).\(relation.column), set: null}` in `cascade:` (if the \
+                    column takes null), or keep her row someone answered, emptied: `erase: {delete_unless_referenced_by: \
+                    [\(table).\(relation.column)], mask: {…}}`
+                    """)
             }
             // Other users' rows hanging off the ones she loses: deleted or unlinked as the rules say.
             var items: [Item] = []

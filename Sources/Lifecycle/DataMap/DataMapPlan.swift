@@ -604,6 +604,16 @@ private struct Checker {
             var cascaded: [SchemaCatalog.Table] = [info]
             for item in entry.cascade {
                 var cascade = try reference(item, to: cascaded, line: entry.line, role: "cascade")
+                // Deleting the rows that answer hers takes one level only; what answers those
+                // would then fail the delete. Unlinked, every level is done at once.
+                if cascade.table == table.name, cascade.referencedTable == table.name, entry.cascadeValues[item] == nil {
+                    throw fail(entry.line, """
+                        cascade: \(shown(table.name)).\(cascade.column) is the table's reference to itself: deleting the rows that \
+                        answer hers would leave the rows answering those. Write `{column: \(shown(table.name)).\(cascade.column), set: null}` \
+                        (the other rows stay, no longer answering hers), or keep a row of hers someone answered with \
+                        `erase: {delete_unless_referenced_by: [\(shown(table.name)).\(cascade.column)], mask: {…}}`
+                        """)
+                }
                 if let value = entry.cascadeValues[item], let referencing = catalog.table(cascade.table) {
                     try mask([(cascade.column, value)], of: referencing, key: referencing.primaryKey, line: entry.line)
                     cascade.setValue = value
@@ -1042,6 +1052,12 @@ private struct Checker {
         let ignore = "`- {column: \(table).\(columns), reason: …}` under `ignore:`"
         let keyedByTheUser = if case .column(let owner)? = byName[target]?.owner { [owner] == key.referencedColumns } else { false }
         let namesTheUser = target == subject.table || keyedByTheUser
+        if key.table == target, !masked, byName[target] != nil {
+            // A reply to one of her rows, by anyone.
+            return nullable
+                ? "\(head): add `{column: \(table).\(columns), set: null}` to \(table)'s `cascade:` (a row answering hers stays, no longer answering it)"
+                : "\(head), and \(columns) is NOT NULL: keep a row of hers someone answered, emptied, with `erase: {delete_unless_referenced_by: [\(table).\(columns)], mask: {…}}`"
+        }
         if masked {
             // The kept row stays; whatever points at it is hers when it names her by her key,
             // and otherwise may stay as well.
@@ -1291,7 +1307,7 @@ private struct Checker {
 
     /// Whether a part's tables delete the table's rows as cascades (`cascade:`).
     private func handledTables(_ name: DataMap.TableName, _ partPlans: [DataMapPlan.TablePlan]) -> Bool {
-        partPlans.contains { $0.cascades.contains { $0.table == name } }
+        partPlans.contains { $0.cascades.contains { $0.table == name && $0.deletesRows } }
     }
 
     // MARK: Kept rows

@@ -496,8 +496,12 @@ public struct DataMapSQL: Sendable {
             // The other user's row stays, no longer pointing at the row about to go; one that
             // is set no longer matches, so repeating the statement ends.
             let rows = rowSelector(cascade.table, key: keyColumns)
-            let assignment = "\(q(cascade.column)) = \(builder.bind(value.resolved(key: key).sqlValue, as: column(cascade.table, cascade.column)))"
-            builder.append("UPDATE \(dialect.table(cascade.table)) SET \(assignment) WHERE \(rows(nil)) IN (SELECT \(rows("c")) FROM \(dialect.table(cascade.table)) c WHERE \(condition) LIMIT \(bound))")
+            let target = column(cascade.table, cascade.column)
+            let assignment = "\(q(cascade.column)) = \(builder.bind(value.resolved(key: key).sqlValue, as: target))"
+            // A row already holding the value is done, even when the value is one of the keys
+            // going (a default naming her own row): it must not be picked again and again.
+            let pending = value == .null ? "" : " AND c.\(q(cascade.column)) <> \(builder.bind(value.resolved(key: key).sqlValue, as: target))"
+            builder.append("UPDATE \(dialect.table(cascade.table)) SET \(assignment) WHERE \(rows(nil)) IN (SELECT \(rows("c")) FROM \(dialect.table(cascade.table)) c WHERE \(condition)\(pending) LIMIT \(bound))")
             return builder.statement()
         }
         let blobs = plan.mappedTable(cascade.table)?.table.blobs ?? []
@@ -698,8 +702,11 @@ public struct DataMapSQL: Sendable {
     /// those that keep a row (`delete_unless_referenced_by`).
     private func blockingReferences(_ table: DataMapPlan.TablePlan) -> [DataMapPlan.Cascade] {
         var references = table.keptBy
+        // A reply the table's own `set:` cascade unlinks first no longer holds a row back.
+        let unlinked = Set(table.cascades.filter { !$0.deletesRows && $0.table == table.table.name }.map(\.column))
         for key in catalog.foreignKeys(from: table.table.name)
         where key.referencedTable == table.table.name && key.columns.count == 1 && !key.onDelete.handlesReferencingRows
+            && !unlinked.contains(key.columns[0])
             && !references.contains(where: { $0.table == key.table && $0.column == key.columns[0] }) {
             references.append(.init(table: key.table, column: key.columns[0], referencedTable: key.referencedTable, referencedColumn: key.referencedColumns[0]))
         }

@@ -161,20 +161,25 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
             let rounds = sql.deletesInRounds(table)
             switch table.owner {
             case .sides(let sides):
-                if sides.contains(where: { $0.erase.deletesRows }) {
-                    for index in table.cascades.indices.reversed() {
-                        guard try drainCascade(table, index) else { return false }
-                    }
-                }
                 for side in sides {
-                    let erased: Bool
                     if let mask = side.erase.mask {
                         try filesBeforeMask(table, mask, side: side)
-                        erased = try drain(name, deletes: false, rounds: false) { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }
-                    } else {
-                        erased = try drain(name, deletes: true, rounds: rounds) { sql.deleteOwned(table, key: key, limit: $0, side: side) }
+                        guard try drain(name, deletes: false, rounds: false, { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }) else { return false }
+                        continue
                     }
-                    guard erased else { return false }
+                    // As for a table with one owner: each round's cascades before its deletes, so
+                    // rows that became deletable (a reply gone) lose what others hung off them too.
+                    while true {
+                        for index in table.cascades.indices.reversed() {
+                            guard try drainCascade(table, index) else { return false }
+                        }
+                        let limit = left
+                        let count = try run(sql.deleteOwned(table, key: key, limit: limit, side: side), name, .deleting)
+                        left -= count
+                        counts[name, default: PurgeCounts()].deleted += count
+                        if left == 0 { return false }
+                        if count == 0 || (!rounds && count < limit) { break }
+                    }
                 }
             default:
                 if table.table.erase.deletesRows {

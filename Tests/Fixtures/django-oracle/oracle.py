@@ -1,8 +1,10 @@
 """Django itself as the oracle of what deleting a user means, for the tests of the maps
 `lifecycle map init --django` writes:
 
-  oracle.py --project DIR --settings MODULE delete USERNAME   Django's own user.delete(), then
-      File.delete() for every file field of every row it deleted (Django keeps files).
+  oracle.py --project DIR --settings MODULE delete USERNAME [--first APP.MODEL.FIELD …]
+      Django's own user.delete() (after her rows of each --first model, a PROTECT the map
+      chose to delete), then File.delete() for every file field of every row it deleted
+      (Django keeps files).
   oracle.py --project DIR --settings MODULE render [--page URL …]   the admin (index, every
       changelist, the change page of every row left, up to 20 a model) and the given pages,
       through Django's test client, as a superuser made for it and rolled back; one line of
@@ -27,15 +29,14 @@ def setup(project, settings):
     django.setup()
 
 
-def delete(username):
+def delete(username, first):
+    from django.apps import apps
     from django.contrib.auth import get_user_model
     from django.db import models, router, transaction
     from django.db.models.deletion import Collector
 
     User = get_user_model()
     user = User._default_manager.get(**{User.USERNAME_FIELD: username})
-    collector = Collector(using=router.db_for_write(User))
-    collector.collect([user])
     files = []
 
     def note(model, rows):
@@ -46,11 +47,23 @@ def delete(username):
                 if name:
                     files.append((field.storage, str(name)))
 
-    for model, rows in collector.data.items():
-        note(model, rows)
-    for queryset in collector.fast_deletes:
-        note(queryset.model, queryset)
+    def collect(rows):
+        collector = Collector(using=router.db_for_write(User))
+        collector.collect(rows)
+        for model, found in collector.data.items():
+            note(model, found)
+        for queryset in collector.fast_deletes:
+            note(queryset.model, queryset)
+
     with transaction.atomic():
+        # The choices a map makes where Django refuses (PROTECT): her rows deleted first.
+        for label in first:
+            model_label, field = label.rsplit(".", 1)
+            rows = list(apps.get_model(model_label)._default_manager.filter(**{field: user}))
+            collect(rows)
+            for row in rows:
+                row.delete()
+        collect([user])
         user.delete()
     for storage, name in files:
         storage.delete(name)
@@ -73,6 +86,8 @@ def render(pages):
         fields = {User.USERNAME_FIELD: "oracle-admin"}
         if User.get_email_field_name() != User.USERNAME_FIELD:
             fields[User.get_email_field_name()] = "oracle-admin@example.invalid"
+        for name in User.REQUIRED_FIELDS:
+            fields.setdefault(name, "oracle-admin")
         staff = User._default_manager.create_superuser(password=None, **fields)
         client = Client()
         # The page checks are about rendering, not signing in: a site's sign-in receivers
@@ -167,7 +182,9 @@ def main():
     parser.add_argument("--project")
     parser.add_argument("--settings")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("delete").add_argument("username")
+    deletion = commands.add_parser("delete")
+    deletion.add_argument("username")
+    deletion.add_argument("--first", action="append", default=[], help="APP.MODEL.FIELD: her rows of a PROTECT relation, deleted first")
     commands.add_parser("render").add_argument("--page", action="append", default=[])
     comparison = commands.add_parser("compare")
     for name in ("django_db", "django_media", "lifecycle_db", "lifecycle_media"):
@@ -179,7 +196,7 @@ def main():
         return
     setup(arguments.project, arguments.settings)
     if arguments.command == "delete":
-        delete(arguments.username)
+        delete(arguments.username, arguments.first)
     else:
         render(arguments.page)
 

@@ -1,0 +1,5 @@
+from django.contrib import admin
+
+from .models import Document, Invoice, Member, Note, Pin, Share, Team
+
+admin.site.register([Member, Note, Team, Document, Share, Pin, Invoice])
