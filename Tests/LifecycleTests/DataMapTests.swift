@@ -268,6 +268,20 @@ struct DataMapPlanTests {
                 "\(error?.message ?? "")")
     }
 
+    /// Every wrong entry in one run, not one per `map check`.
+    @Test func everyWrongEntryIsNamedAtOnce() {
+        let error = #expect(throws: LifecycleError.self) {
+            try Self.plan("""
+                  - {table: posts, owner: author_id}
+                  - {table: comments, owner: user_id, columns: [text]}
+                  - {table: likes, owner: user_id}
+                """)
+        }
+        let message = error?.message ?? ""
+        #expect(message.contains("2 entries of the map are wrong"), "\(message)")
+        #expect(message.contains("owner 'author_id' is not a column of main.posts") && message.contains("'text' is not a column of main.comments"), "\(message)")
+    }
+
     @Test func aCycleNoOrderCanSatisfyIsNamed() {
         let catalog = SchemaCatalog(defaultSchema: "main", tables: [
             Self.table("users", [Self.column("id")]),

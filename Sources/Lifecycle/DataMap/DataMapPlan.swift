@@ -173,7 +173,6 @@ public struct DataMapPlan: Sendable {
         var checker = Checker(map: map, catalog: catalog)
         let (subject, subjectTable, keyKind) = try checker.subject()
         let plans = try checker.tables(subject: subject, keyKind: keyKind)
-        try checker.ignoredEntries()
         self.onDeletion = try checker.onDeletion(keyKind: keyKind)
         // Every reference problem in one run, whichever check finds it.
         let (deletedByDatabase, references) = checker.coverage(plans: plans, subject: subject)
@@ -576,82 +575,95 @@ private struct Checker {
         }
 
         var plans: [DataMapPlan.TablePlan] = []
+        // Every entry's problems in one run: an author fixing the map sees them all.
+        var problems: [String] = []
         for entry in map.tables {
-            var table = entry
-            table.name = catalog.qualified(entry.name)
-            let info = try self.table(entry.name, line: entry.line, role: "table")
-            let ownerPath = try owner(of: table.name, trail: [])
-            let key = entry.key ?? info.primaryKey
-            guard !key.isEmpty else {
-                throw fail(entry.line, "table \(table.name) has no primary key: list the columns that identify a row under `key:`")
-            }
-            for name in key + entry.columns + entry.blobs + entry.orderBy + entry.fileKey {
-                _ = try column(name, of: info, line: entry.line, role: "column")
-            }
-            for name in entry.blobs + entry.fileKey where ![.text, .other].contains(info.column(name)?.kind) {
-                throw fail(entry.line, "blob column \(table.name).\(name) is \(info.column(name)?.declaredType ?? "?"); it must hold text (blob keys)")
-            }
-            if let mask = entry.erase.mask { try self.mask(mask, of: info, key: key, line: entry.line) }
-            if !entry.eraseSettings.isEmpty && !catalog.hasTransactionSettings {
-                throw fail(entry.line, "erase_settings are PostgreSQL settings (SET LOCAL); this database has none: leave them out")
-            }
-            for setting in entry.eraseSettings {
-                if let other = map.tables.first(where: { $0.eraseSettings.contains { $0.name == setting.name && $0.value != setting.value } }) {
-                    throw fail(entry.line, "erase_settings: \(setting.name) is '\(setting.value)' here and something else for \(other.name) (line \(other.line)); every erasure transaction has one value")
+            do {
+                var table = entry
+                table.name = catalog.qualified(entry.name)
+                let info = try self.table(entry.name, line: entry.line, role: "table")
+                let ownerPath = try owner(of: table.name, trail: [])
+                let key = entry.key ?? info.primaryKey
+                guard !key.isEmpty else {
+                    throw fail(entry.line, "table \(table.name) has no primary key: list the columns that identify a row under `key:`")
                 }
-            }
-            var cascades: [DataMapPlan.Cascade] = []
-            var cascaded: [SchemaCatalog.Table] = [info]
-            for item in entry.cascade {
-                var cascade = try reference(item, to: cascaded, line: entry.line, role: "cascade")
-                // Deleting the rows that answer hers takes one level only; what answers those
-                // would then fail the delete. Unlinked, every level is done at once.
-                if cascade.table == table.name, cascade.referencedTable == table.name, entry.cascadeValues[item] == nil {
-                    throw fail(entry.line, """
-                        cascade: \(shown(table.name)).\(cascade.column) is the table's reference to itself: deleting the rows that \
-                        answer hers would leave the rows answering those. Write `{column: \(shown(table.name)).\(cascade.column), set: null}` \
-                        (the other rows stay, no longer answering hers), or keep a row of hers someone answered with \
-                        `erase: {delete_unless_referenced_by: [\(shown(table.name)).\(cascade.column)], mask: {…}}`
-                        """)
+                for name in key + entry.columns + entry.blobs + entry.orderBy + entry.fileKey {
+                    _ = try column(name, of: info, line: entry.line, role: "column")
                 }
-                if let value = entry.cascadeValues[item], let referencing = catalog.table(cascade.table) {
-                    try mask([(cascade.column, value)], of: referencing, key: referencing.primaryKey, line: entry.line)
-                    cascade.setValue = value
+                for name in entry.blobs + entry.fileKey where ![.text, .other].contains(info.column(name)?.kind) {
+                    throw fail(entry.line, "blob column \(table.name).\(name) is \(info.column(name)?.declaredType ?? "?"); it must hold text (blob keys)")
                 }
-                cascades.append(cascade)
-                if cascade.deletesRows, let table = catalog.table(cascade.table), !cascaded.contains(where: { $0.name == table.name }) { cascaded.append(table) }
-            }
-            // Rows deleted by a cascade are other users' rows: whatever references them must go too.
-            for table in cascaded.dropFirst() {
-                for key in catalog.foreignKeys(to: table.name) where !key.onDelete.handlesReferencingRows
-                    && !cascades.contains(where: { $0.table == key.table && [$0.column] == key.columns }) {
-                    throw fail(entry.line, """
-                        cascade deletes other users' \(table.name) rows, but \(key) would still point at them: add \
-                        '\(key.table).\(key.columns.joined(separator: ","))' to the same `cascade:` list
-                        """)
+                if let mask = entry.erase.mask { try self.mask(mask, of: info, key: key, line: entry.line) }
+                if !entry.eraseSettings.isEmpty && !catalog.hasTransactionSettings {
+                    throw fail(entry.line, "erase_settings are PostgreSQL settings (SET LOCAL); this database has none: leave them out")
                 }
-            }
-            for cascade in cascades where (mapped[cascade.table]?.key ?? catalog.table(cascade.table)?.primaryKey ?? []).isEmpty && catalog.table(cascade.table)?.rowID == nil {
-                throw fail(entry.line, "cascade: \(cascade.table) has no primary key, so its rows cannot be deleted in batches; map it with `key:`")
-            }
-            // A kept row keeps its files unless the mask empties the file column; masked to
-            // another name, it would hand that file to the kept row.
-            let masks = [entry.erase.mask].compactMap { $0 } + {
-                if case .sides(let sides) = entry.ownership { return sides.compactMap(\.erase.mask) }
-                return []
-            }()
-            for mask in masks {
-                if let blob = entry.blobs.first(where: { name in mask.contains { $0.column == name && !$0.value.namesNoFile } }) {
-                    throw fail(entry.line, "\(table.name).\(blob) is a file column masked to a value that is not \"no file\": mask it to null (or \"\", Django's \"no file\") to delete the file, or leave it out of the mask to keep the file with the row")
+                for setting in entry.eraseSettings {
+                    if let other = map.tables.first(where: { $0.eraseSettings.contains { $0.name == setting.name && $0.value != setting.value } }) {
+                        throw fail(entry.line, "erase_settings: \(setting.name) is '\(setting.value)' here and something else for \(other.name) (line \(other.line)); every erasure transaction has one value")
+                    }
                 }
+                var cascades: [DataMapPlan.Cascade] = []
+                var cascaded: [SchemaCatalog.Table] = [info]
+                for item in entry.cascade {
+                    var cascade = try reference(item, to: cascaded, line: entry.line, role: "cascade")
+                    // Deleting the rows that answer hers takes one level only; what answers those
+                    // would then fail the delete. Unlinked, every level is done at once.
+                    if cascade.table == table.name, cascade.referencedTable == table.name, entry.cascadeValues[item] == nil {
+                        throw fail(entry.line, """
+                            cascade: \(shown(table.name)).\(cascade.column) is the table's reference to itself: deleting the rows that \
+                            answer hers would leave the rows answering those. Write `{column: \(shown(table.name)).\(cascade.column), set: null}` \
+                            (the other rows stay, no longer answering hers), or keep a row of hers someone answered with \
+                            `erase: {delete_unless_referenced_by: [\(shown(table.name)).\(cascade.column)], mask: {…}}`
+                            """)
+                    }
+                    if let value = entry.cascadeValues[item], let referencing = catalog.table(cascade.table) {
+                        try mask([(cascade.column, value)], of: referencing, key: referencing.primaryKey, line: entry.line)
+                        cascade.setValue = value
+                    }
+                    cascades.append(cascade)
+                    if cascade.deletesRows, let table = catalog.table(cascade.table), !cascaded.contains(where: { $0.name == table.name }) { cascaded.append(table) }
+                }
+                // Rows deleted by a cascade are other users' rows: whatever references them must go too.
+                for table in cascaded.dropFirst() {
+                    for key in catalog.foreignKeys(to: table.name) where !key.onDelete.handlesReferencingRows
+                        && !cascades.contains(where: { $0.table == key.table && [$0.column] == key.columns }) {
+                        throw fail(entry.line, """
+                            cascade deletes other users' \(table.name) rows, but \(key) would still point at them: add \
+                            '\(key.table).\(key.columns.joined(separator: ","))' to the same `cascade:` list
+                            """)
+                    }
+                }
+                for cascade in cascades where (mapped[cascade.table]?.key ?? catalog.table(cascade.table)?.primaryKey ?? []).isEmpty && catalog.table(cascade.table)?.rowID == nil {
+                    throw fail(entry.line, "cascade: \(cascade.table) has no primary key, so its rows cannot be deleted in batches; map it with `key:`")
+                }
+                // A kept row keeps its files unless the mask empties the file column; masked to
+                // another name, it would hand that file to the kept row.
+                let masks = [entry.erase.mask].compactMap { $0 } + {
+                    if case .sides(let sides) = entry.ownership { return sides.compactMap(\.erase.mask) }
+                    return []
+                }()
+                for mask in masks {
+                    if let blob = entry.blobs.first(where: { name in mask.contains { $0.column == name && !$0.value.namesNoFile } }) {
+                        throw fail(entry.line, "\(table.name).\(blob) is a file column masked to a value that is not \"no file\": mask it to null (or \"\", Django's \"no file\") to delete the file, or leave it out of the mask to keep the file with the row")
+                    }
+                }
+                var keptBy: [DataMapPlan.Cascade] = []
+                if case .deleteUnlessReferenced(let references, _) = entry.erase {
+                    keptBy = try references.map { try reference($0, to: [info], line: entry.line, role: "delete_unless_referenced_by") }
+                }
+                table.cascade = cascades.map { .init(table: $0.table, column: $0.column) }
+                table.cascadeValues = Dictionary(cascades.compactMap { cascade in cascade.setValue.map { (DataMap.ColumnReference(table: cascade.table, column: cascade.column), $0) } }, uniquingKeysWith: { first, _ in first })
+                plans.append(.init(table: table, key: key, owner: ownerPath, cascades: cascades, keptBy: keptBy, catalog: info))
+            } catch let error as LifecycleError {
+                if !problems.contains(error.message) { problems.append(error.message) }
             }
-            var keptBy: [DataMapPlan.Cascade] = []
-            if case .deleteUnlessReferenced(let references, _) = entry.erase {
-                keptBy = try references.map { try reference($0, to: [info], line: entry.line, role: "delete_unless_referenced_by") }
-            }
-            table.cascade = cascades.map { .init(table: $0.table, column: $0.column) }
-            table.cascadeValues = Dictionary(cascades.compactMap { cascade in cascade.setValue.map { (DataMap.ColumnReference(table: cascade.table, column: cascade.column), $0) } }, uniquingKeysWith: { first, _ in first })
-            plans.append(.init(table: table, key: key, owner: ownerPath, cascades: cascades, keptBy: keptBy, catalog: info))
+        }
+        for entry in map.ignored {
+            if let problem = ignoredProblem(entry), !problems.contains(problem) { problems.append(problem) }
+        }
+        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
+        if problems.count > 1 {
+            throw LifecycleError(.badInput, "\(problems.count) entries of the map are wrong:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
         }
         return plans
     }
@@ -893,15 +905,14 @@ private struct Checker {
         return entry
     }
 
-    func ignoredEntries() throws {
-        for entry in map.ignored {
-            guard let table = catalog.table(entry.table) else {
-                throw fail(entry.line, "ignored table \(entry.table) does not exist in the database")
-            }
-            if let column = entry.column, table.column(column) == nil {
-                throw fail(entry.line, "ignored column '\(column)' is not a column of \(table.name)")
-            }
+    func ignoredProblem(_ entry: DataMap.Ignored) -> String? {
+        guard let table = catalog.table(entry.table) else {
+            return fail(entry.line, "ignored table \(entry.table) does not exist in the database").message
         }
+        if let column = entry.column, table.column(column) == nil {
+            return fail(entry.line, "ignored column '\(column)' is not a column of \(table.name)").message
+        }
+        return nil
     }
 
     /// A `TABLE.COLUMN` that must reference one of `targets` by a foreign key.
