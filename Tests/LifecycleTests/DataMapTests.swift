@@ -268,17 +268,21 @@ struct DataMapPlanTests {
                 "\(error?.message ?? "")")
     }
 
-    /// Every wrong entry in one run, not one per `map check`.
+    /// Every wrong entry in one run (tables and `on_deletion:` alike), not one per `map check`.
     @Test func everyWrongEntryIsNamedAtOnce() {
         let error = #expect(throws: LifecycleError.self) {
             try Self.plan("""
                   - {table: posts, owner: author_id}
                   - {table: comments, owner: user_id, columns: [text]}
                   - {table: likes, owner: user_id}
+                on_deletion:
+                  remove:
+                    - {table: sessions, owner: user_id}
                 """)
         }
         let message = error?.message ?? ""
-        #expect(message.contains("2 entries of the map are wrong"), "\(message)")
+        #expect(message.contains("3 problems in the map"), "\(message)")
+        #expect(message.contains("on_deletion table main.sessions does not exist"), "\(message)")
         #expect(message.contains("owner 'author_id' is not a column of main.posts") && message.contains("'text' is not a column of main.comments"), "\(message)")
     }
 

@@ -172,18 +172,33 @@ public struct DataMapPlan: Sendable {
         }
         var checker = Checker(map: map, catalog: catalog)
         let (subject, subjectTable, keyKind) = try checker.subject()
-        let plans = try checker.tables(subject: subject, keyKind: keyKind)
-        self.onDeletion = try checker.onDeletion(keyKind: keyKind)
+        // Every problem of the entries, `on_deletion:` and `residue:` in one run; the references
+        // between tables are followed once the entries hold.
+        var (plans, problems) = checker.tables(subject: subject, keyKind: keyKind)
+        do {
+            self.onDeletion = try checker.onDeletion(keyKind: keyKind)
+        } catch let error as LifecycleError {
+            problems.append(error.message)
+            self.onDeletion = DataMap.OnDeletion()
+        }
+        do {
+            try ResidueScan.check(map, catalog: catalog)
+        } catch let error as LifecycleError {
+            problems.append(error.message)
+        }
+        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
+        if problems.count > 1 {
+            throw LifecycleError(.badInput, "\(problems.count) problems in the map:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
+        }
         // Every reference problem in one run, whichever check finds it.
         let (deletedByDatabase, references) = checker.coverage(plans: plans, subject: subject)
-        let problems = references + checker.keptRowsReferences(plans: plans, subject: subject)
+        problems = references + checker.keptRowsReferences(plans: plans, subject: subject)
         if !problems.isEmpty {
             throw LifecycleError(.badInput, """
                 \(map.source): the map does not say what happens to \(problems.count == 1 ? "one reference" : "\(problems.count) references") to rows the purge erases:
                 \(problems.map { "  - " + $0 }.joined(separator: "\n"))
                 """)
         }
-        try ResidueScan.check(map, catalog: catalog)
         self.map = map
         self.catalog = catalog
         self.subject = subject
@@ -520,7 +535,7 @@ private struct Checker {
 
     // MARK: Tables
 
-    func tables(subject: DataMap.Subject, keyKind: SchemaCatalog.ColumnKind) throws -> [DataMapPlan.TablePlan] {
+    func tables(subject: DataMap.Subject, keyKind: SchemaCatalog.ColumnKind) -> (plans: [DataMapPlan.TablePlan], problems: [String]) {
         var resolved: [DataMap.TableName: DataMapPlan.Owner] = [:]
         let mapped = Dictionary(map.tables.map { (catalog.qualified($0.name), $0) }, uniquingKeysWith: { first, _ in first })
 
@@ -654,18 +669,15 @@ private struct Checker {
                 table.cascade = cascades.map { .init(table: $0.table, column: $0.column) }
                 table.cascadeValues = Dictionary(cascades.compactMap { cascade in cascade.setValue.map { (DataMap.ColumnReference(table: cascade.table, column: cascade.column), $0) } }, uniquingKeysWith: { first, _ in first })
                 plans.append(.init(table: table, key: key, owner: ownerPath, cascades: cascades, keptBy: keptBy, catalog: info))
-            } catch let error as LifecycleError {
-                if !problems.contains(error.message) { problems.append(error.message) }
+            } catch {
+                let message = (error as? LifecycleError)?.message ?? "\(error)"
+                if !problems.contains(message) { problems.append(message) }
             }
         }
         for entry in map.ignored {
             if let problem = ignoredProblem(entry), !problems.contains(problem) { problems.append(problem) }
         }
-        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
-        if problems.count > 1 {
-            throw LifecycleError(.badInput, "\(problems.count) entries of the map are wrong:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
-        }
-        return plans
+        return (plans, problems)
     }
 
     private func ownerColumn(_ name: String, of table: SchemaCatalog.Table, keyKind: SchemaCatalog.ColumnKind, line: Int) throws {
