@@ -76,8 +76,6 @@ public struct DataMapGenerator: Sendable {
             return shownRelation
         }
 
-        // Which tables deleting the user reaches, and how: breadth first, the order Django's
-        // collector and the database's own actions follow.
         // A table the user's key references one to one (Supabase's auth.users, for a profile
         // table keyed by its id) is the user too: what references it names her.
         let keyedLikeUser = Set(catalog.foreignKeys(from: userTable.name).filter { key in
@@ -87,13 +85,16 @@ public struct DataMapGenerator: Sendable {
         var deleted: Set<String> = [user]
         var queue = [user] + keyedLikeUser.sorted()
         var order: [String] = []
-        // A preset's tables are the platform's: the preset says what becomes of them and of
-        // what hangs off them; only the app's own tables are followed from them.
+        // A preset's tables are the platform's: the preset says what becomes of them, and
+        // `map check` names any app table hanging off them; they are not followed, but for a
+        // table keyed like the user, whose referencing app tables are hers.
         func followed(_ relation: RelationGraph.Relation) -> Bool {
             relation.table != user && relation.table != relation.referencedTable && !keyedLikeUser.contains(relation.table)
                 && presetTables[relation.table] == nil
                 && (presetTables[relation.referencedTable] == nil || keyedLikeUser.contains(relation.referencedTable))
         }
+        // Which tables deleting the user reaches, and how: breadth first, as Django's collector
+        // and the database's own actions go.
         while !queue.isEmpty {
             let target = queue.removeFirst()
             for relation in relations where relation.referencedTable == target && followed(relation) {
@@ -115,9 +116,9 @@ public struct DataMapGenerator: Sendable {
         }
 
         // A table owned through a parent is found by that one relation; its other routes are
-        // the other parent's `cascade:`.
-        // Only a parent whose own rows of hers are deleted will do: one she is only a masked
-        // side of (a document she reviewed) keeps its rows, and what hangs off them is not hers.
+        // the other parent's `cascade:`. Only a parent whose rows of hers are deleted will do:
+        // one she is only a masked side of (a document she reviewed) keeps its rows, and what
+        // hangs off them is not hers.
         var parentOf: [String: RelationGraph.Relation] = [:]
         func deletesHerRows(_ table: String) -> Bool {
             guard let reached = reach[table] else { return false }
