@@ -40,6 +40,8 @@ public struct DjangoModelReader: Sendable {
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
+        // Nothing to answer: a project that asks (a prompt in its settings) ends instead of waiting.
+        process.standardInput = FileHandle.nullDevice
         do {
             try process.run()
         } catch {
@@ -47,6 +49,11 @@ public struct DjangoModelReader: Sendable {
         }
         let stderr = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        // Bounded: a project's models fit in a few megabytes; anything larger is not this script's.
+        let size = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0
+        guard size <= Self.largestGraph else {
+            throw LifecycleError(.badInput, "\(managePy) shell wrote \(size) bytes of model metadata, more than the \(Self.largestGraph) lifecycle reads: is the script's output file shared?")
+        }
         guard process.terminationStatus == 0, let data = try? Data(contentsOf: output) else {
             let said = String(decoding: stderr.suffix(4000), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw LifecycleError(.badInput, "\(managePy) shell could not read the project's models (exit \(process.terminationStatus)): \(said.isEmpty ? "no message" : said)")
@@ -57,6 +64,8 @@ public struct DjangoModelReader: Sendable {
             throw LifecycleError(.internalError, "the model reader's output is not what lifecycle expects: \(error)")
         }
     }
+
+    static let largestGraph = 64 << 20
 
     /// Runs inside `manage.py shell`. Django's `Collector` decides what `user.delete()`
     /// does from each relation's `on_delete` and from every model's GenericRelations; this
