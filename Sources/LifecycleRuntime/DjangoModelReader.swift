@@ -99,7 +99,7 @@ for model in apps.get_models(include_auto_created=True):
             "table": meta.db_table, "column": field.column,
             "referenced_table": field.remote_field.model._meta.db_table, "referenced_column": field.target_field.column,
             "action": ACTIONS.get(on_delete, "set"), "origin": "%s.%s" % (meta.label, field.name),
-            "nullable": field.null,
+            "nullable": field.null, "parent_link": bool(getattr(field.remote_field, "parent_link", False)),
         }
         default = field.get_default() if on_delete is models.SET_DEFAULT else ()
         if default is None or isinstance(default, (bool, int, float, str)):

@@ -209,13 +209,20 @@ struct DjangoOracleTests {
     /// A project with its own user model (signing in by email), a GenericRelation on it, a
     /// PROTECT (asked for, then chosen: her invoices go), a SET_DEFAULT beside a CASCADE on
     /// one table with other users' rows under it (deleted, or unlinked by SET_NULL), many-to-
-    /// many tables and files on the user row and her documents.
+    /// many tables and files on the user row and her documents, and a model inheriting
+    /// another's table (whose parent row the map cannot yet erase, and says so).
     @Test(arguments: Backend.allCases)
     func aCustomUserModelsGeneratedMapErasesWhatDjangosOwnDeleteDoes(_ backend: Backend) async throws {
         let outcome = try await compare(Self.members, backend, chosen: ["members.Invoice.member"])
         let comparison = outcome.comparison
         #expect(comparison.tables > 10 && comparison.rows > 50, "\(comparison.tables) tables, \(comparison.rows) rows")
-        #expect(comparison.differences.isEmpty, "\(comparison.differences)")
+        // The one rule a map cannot write yet, and the map says so: Django deletes the place
+        // row of her studio (multi-table inheritance); the purge leaves it, naming no one.
+        #expect(Array(comparison.differences.keys) == ["members_place"], "\(comparison.differences)")
+        #expect(comparison.differences["members_place"]?.only_in_django.isEmpty == true)
+        #expect(comparison.differences["members_place"]?.only_in_lifecycle.count == 1
+            && comparison.differences["members_place"]?.only_in_lifecycle.first?.contains("ada's studio") == true, "\(comparison.differences)")
+        #expect(outcome.map.contains("multi-table inheritance"), "\(outcome.map)")
         #expect(comparison.files >= 4 && comparison.files_only_in_django.isEmpty && comparison.files_only_in_lifecycle.isEmpty,
                 "\(comparison.files_only_in_django) \(comparison.files_only_in_lifecycle)")
         for line in [

@@ -42,13 +42,16 @@ public struct RelationGraph: Sendable, Codable {
         /// Where the rule is written (`blog.Post.author`, or the foreign key), for comments.
         public var origin: String?
         public var nullable: Bool?
+        /// Django's multi-table inheritance: the child's link to its parent row, which
+        /// Django deletes with the child.
+        public var parentLink: Bool?
         /// SET_DEFAULT's default, when it is a constant: a list of one, so a default of null
         /// is told from none.
         public var values: [JSONScalar]?
         public var value: JSONScalar? { values?.first }
 
         enum CodingKeys: String, CodingKey {
-            case table, column, referencedTable = "referenced_table", referencedColumn = "referenced_column", action, origin, nullable, values = "value"
+            case table, column, referencedTable = "referenced_table", referencedColumn = "referenced_column", action, origin, nullable, values = "value", parentLink = "parent_link"
         }
 
         public init(table: String, column: String, referencedTable: String, referencedColumn: String, action: Action, origin: String? = nil, nullable: Bool? = nil) {

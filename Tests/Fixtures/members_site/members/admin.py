@@ -1,5 +1,5 @@
 from django.contrib import admin
 
-from .models import Document, Invoice, Member, Note, Pin, Share, Team
+from .models import Document, Invoice, Member, Note, Pin, Place, Share, Studio, Team
 
-admin.site.register([Member, Note, Team, Document, Share, Pin, Invoice])
+admin.site.register([Member, Note, Team, Document, Share, Pin, Invoice, Place, Studio])

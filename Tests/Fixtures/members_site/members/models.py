@@ -51,3 +51,12 @@ class Pin(models.Model):
 class Invoice(models.Model):
     member = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invoices")
     amount = models.IntegerField()
+
+
+class Place(models.Model):
+    name = models.CharField(max_length=100)
+
+
+class Studio(Place):
+    """Multi-table inheritance: a studio row and its place row; Django deletes both."""
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="studios")

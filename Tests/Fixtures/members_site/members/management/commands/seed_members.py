@@ -1,14 +1,15 @@
 """Seeds ada, bob and cy through the ORM: avatars and documents (files), teams (ada leads
 one, both others are members), shares of each other's documents, pins on ada's document
 (bob's), notes about each member (a generic relation), an invoice each, and bob as
-ada's reviewer. Prints the users' ids as JSON."""
+ada's reviewer, a studio each for ada and bob (a place row each, by multi-table
+inheritance). Prints the users' ids as JSON."""
 import json
 
 from django.core.files.base import ContentFile
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from members.models import Document, Invoice, Member, Note, Pin, Share, Team
+from members.models import Document, Invoice, Member, Note, Pin, Place, Share, Studio, Team
 
 
 class Command(BaseCommand):
@@ -35,4 +36,7 @@ class Command(BaseCommand):
             Share.objects.create(document=documents["cy"], member=users["bob"])
             Pin.objects.create(document=documents["ada"], label="bob's pin on ada's notes")
             Pin.objects.create(document=documents["cy"], label="bob's pin on cy's notes")
+            Studio.objects.create(owner=users["ada"], name="ada's studio")
+            Studio.objects.create(owner=users["bob"], name="bob's studio")
+            Place.objects.create(name="a place nobody owns")
         print(json.dumps({"users": {name: user.pk for name, user in users.items()}}))
