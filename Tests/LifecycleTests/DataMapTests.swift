@@ -278,11 +278,22 @@ struct DataMapPlanTests {
                 on_deletion:
                   remove:
                     - {table: sessions, owner: user_id}
+                    - {table: likes, owner: liker_id}
                 """)
         }
         let message = error?.message ?? ""
         #expect(message.contains("3 problems in the map"), "\(message)")
-        #expect(message.contains("on_deletion table main.sessions does not exist"), "\(message)")
+        #expect(message.contains("2 problems in `on_deletion:`"), "\(message)")
+        #expect(message.contains("on_deletion table main.sessions does not exist") && message.contains("'liker_id' is not a column of main.likes"), "\(message)")
+
+        let parts = #expect(throws: LifecycleError.self) {
+            try Self.plan(Self.goodTables + "\n" + """
+                parts:
+                  - {name: a, label: A, tables: [users]}
+                  - {name: b, label: B, tables: [nosuch]}
+                """)
+        }
+        #expect(parts?.message.contains("2 problems in `parts:`") == true, "\(parts?.message ?? "")")
         #expect(message.contains("owner 'author_id' is not a column of main.posts") && message.contains("'text' is not a column of main.comments"), "\(message)")
     }
 

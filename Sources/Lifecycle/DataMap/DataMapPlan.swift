@@ -720,6 +720,12 @@ private struct Checker {
     /// puts back.
     func onDeletion(keyKind: SchemaCatalog.ColumnKind) throws -> DataMap.OnDeletion {
         var result = map.onDeletion
+        // Every entry's problem in one run; their order and references once the entries hold.
+        var problems: [String] = []
+        func note(_ error: any Error) {
+            let message = (error as? LifecycleError)?.message ?? "\(error)"
+            if !problems.contains(message) { problems.append(message) }
+        }
         func owner(_ value: DataMap.OwnerValue, of table: SchemaCatalog.Table, line: Int) throws {
             if value.isPlainColumn {
                 try ownerColumn(value.column, of: table, keyKind: keyKind, line: line)
@@ -728,62 +734,78 @@ private struct Checker {
             }
         }
         for index in result.remove.indices {
-            let entry = result.remove[index]
-            let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
-            if entry.owner.encoding != nil {
-                // Read and decoded row by row, a page at a time in key order.
-                let column = try column(entry.owner.column, of: table, line: entry.line, role: "on_deletion owner")
-                guard column.kind == .text || column.kind == .other else {
-                    throw fail(entry.line, "on_deletion: \(shown(table.name)).\(column.name) is \(column.declaredType); an encoded value is text")
+            do {
+                let entry = result.remove[index]
+                let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
+                if entry.owner.encoding != nil {
+                    // Read and decoded row by row, a page at a time in key order.
+                    let column = try column(entry.owner.column, of: table, line: entry.line, role: "on_deletion owner")
+                    guard column.kind == .text || column.kind == .other else {
+                        throw fail(entry.line, "on_deletion: \(shown(table.name)).\(column.name) is \(column.declaredType); an encoded value is text")
+                    }
+                    guard table.primaryKey.count == 1 else {
+                        throw fail(entry.line, "on_deletion: \(shown(table.name)) needs a one-column primary key for lifecycle to read its encoded rows a page at a time")
+                    }
+                    result.remove[index].table = table.name
+                    continue
                 }
-                guard table.primaryKey.count == 1 else {
-                    throw fail(entry.line, "on_deletion: \(shown(table.name)) needs a one-column primary key for lifecycle to read its encoded rows a page at a time")
+                if entry.parent != nil {
+                    _ = try column(entry.owner.column, of: table, line: entry.line, role: "on_deletion owner.via")
+                } else {
+                    try owner(entry.owner, of: table, line: entry.line)
                 }
                 result.remove[index].table = table.name
-                continue
+            } catch {
+                note(error)
             }
-            if entry.parent != nil {
-                _ = try column(entry.owner.column, of: table, line: entry.line, role: "on_deletion owner.via")
-            } else {
-                try owner(entry.owner, of: table, line: entry.line)
-            }
-            result.remove[index].table = table.name
         }
-        result.remove = try removalOrder(result.remove)
-        try removalCoverage(result.remove)
+        if problems.isEmpty { result.remove = try removalOrder(result.remove) }
+        if problems.isEmpty { try removalCoverage(result.remove) }
         for index in result.set.indices {
-            let entry = result.set[index]
-            let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
-            try owner(entry.owner, of: table, line: entry.line)
-            guard !table.primaryKey.isEmpty else {
-                throw fail(entry.line, "on_deletion: \(shown(table.name)) has no primary key, so a restore could not put each row's values back")
-            }
-            try mask(entry.values, of: table, key: table.primaryKey, line: entry.line)
-            // Rows are found by these: changed during the grace period, erasure and its
-            // verification would look for the user where they no longer are.
-            var finders: Set<String> = [entry.owner.column]
-            if let type = entry.owner.type { finders.insert(type.column) }
-            for mapped in map.tables where catalog.qualified(mapped.name) == table.name {
-                switch mapped.ownership {
-                case .column(let column): finders.insert(column)
-                case .value(let value): finders.insert(value.column); if let type = value.type { finders.insert(type.column) }
-                case .parent(let via, _): finders.insert(via)
-                case .sides(let sides): for side in sides { finders.insert(side.column); if let type = side.type { finders.insert(type.column) } }
+            do {
+                let entry = result.set[index]
+                let table = try self.table(catalog.qualified(entry.table), line: entry.line, role: "on_deletion table")
+                try owner(entry.owner, of: table, line: entry.line)
+                guard !table.primaryKey.isEmpty else {
+                    throw fail(entry.line, "on_deletion: \(shown(table.name)) has no primary key, so a restore could not put each row's values back")
                 }
+                try mask(entry.values, of: table, key: table.primaryKey, line: entry.line)
+                // Rows are found by these: changed during the grace period, erasure and its
+                // verification would look for the user where they no longer are.
+                var finders: Set<String> = [entry.owner.column]
+                if let type = entry.owner.type { finders.insert(type.column) }
+                for mapped in map.tables where catalog.qualified(mapped.name) == table.name {
+                    switch mapped.ownership {
+                    case .column(let column): finders.insert(column)
+                    case .value(let value): finders.insert(value.column); if let type = value.type { finders.insert(type.column) }
+                    case .parent(let via, _): finders.insert(via)
+                    case .sides(let sides): for side in sides { finders.insert(side.column); if let type = side.type { finders.insert(type.column) } }
+                    }
+                }
+                if catalog.qualified(map.subject.table) == table.name {
+                    finders.formUnion([map.subject.key] + map.subject.lookup + [map.subject.email, map.subject.password?.column].compactMap { $0 })
+                }
+                if let column = entry.values.map(\.column).first(where: finders.contains) {
+                    throw fail(entry.line, """
+                        on_deletion: set: cannot change \(shown(table.name)).\(column): lifecycle finds the account's rows (or the \
+                        account itself) by it, so erasure and its verification would miss them; set another column
+                        """)
+                }
+                result.set[index].table = table.name
+            } catch {
+                note(error)
             }
-            if catalog.qualified(map.subject.table) == table.name {
-                finders.formUnion([map.subject.key] + map.subject.lookup + [map.subject.email, map.subject.password?.column].compactMap { $0 })
-            }
-            if let column = entry.values.map(\.column).first(where: finders.contains) {
-                throw fail(entry.line, """
-                    on_deletion: set: cannot change \(shown(table.name)).\(column): lifecycle finds the account's rows (or the \
-                    account itself) by it, so erasure and its verification would miss them; set another column
-                    """)
-            }
-            result.set[index].table = table.name
         }
         for index in result.insert.indices {
-            result.insert[index] = try insertion(result.insert[index], keyKind: keyKind, removed: result.remove.map(\.table))
+            do {
+                result.insert[index] = try insertion(result.insert[index], keyKind: keyKind, removed: result.remove.map(\.table))
+            } catch {
+                note(error)
+            }
+        }
+        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
+        if problems.count > 1 {
+            throw LifecycleError(.badInput, "\(problems.count) problems in `on_deletion:`:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
         }
         return result
     }
@@ -1235,85 +1257,96 @@ private struct Checker {
             return plan.table.erase.deletesRows
         }
         var parts: [DataMap.Part] = []
+        // Every part's problem in one run.
+        var problems: [String] = []
         for written in map.parts {
-            var part = written
-            part.tables = written.tables.map(catalog.qualified)
-            let place = "part '\(part.name)'"
-            for (name, shownName) in zip(part.tables, written.tables) {
-                if name == subject.table {
-                    throw fail(part.line, """
-                        \(place): \(shownName) is the user table; deleting its row closes the account (that is a deletion \
-                        request). Name the columns the part empties under `user_columns:`
-                        """)
-                }
-                guard byName[name] != nil else {
-                    throw fail(part.line, "\(place): \(shownName) is not a table mapped under `tables:`; a part deletes rows the map already erases")
-                }
-            }
-            try mask(part.userColumns, of: subjectTable, key: [subject.key], line: part.line)
-            if let password = subject.password, password.table == nil, part.userColumns.contains(where: { $0.column == password.column }) {
-                throw fail(part.line, "\(place): the password column \(password.column) cannot be part of a part: without it the account cannot be signed in to")
-            }
-            let inPart = Set(part.tables)
-            let partPlans = part.tables.compactMap { byName[$0] }
-            var handled = Set<DataMap.ColumnReference>()
-            var deleted = Set<DataMap.TableName>()
-            for plan in partPlans {
-                if deletes(plan) { deleted.insert(plan.table.name) }
-                for cascade in plan.cascades {
-                    if cascade.deletesRows { deleted.insert(cascade.table) }
-                    handled.insert(.init(table: cascade.table, column: cascade.column))
-                }
-                for kept in plan.keptBy { handled.insert(.init(table: kept.table, column: kept.column)) }
-            }
-            // Rows the database deletes with them (ON DELETE CASCADE), followed as far as it goes:
-            // a mapped table's rows would go unseen (uncounted, their files never deleted), and
-            // a reference into any of them must be handled as well.
-            var frontier = Array(deleted)
-            while let table = frontier.popLast() {
-                for key in catalog.foreignKeys(to: table) where key.onDelete == .cascade && !inPart.contains(key.table) && !deleted.contains(key.table) {
-                    if byName[key.table] != nil {
+            do {
+                var part = written
+                part.tables = written.tables.map(catalog.qualified)
+                let place = "part '\(part.name)'"
+                for (name, shownName) in zip(part.tables, written.tables) {
+                    if name == subject.table {
                         throw fail(part.line, """
-                            \(place) deletes rows of \(shown(table)), and the database deletes rows of \(shown(key.table)) with \
-                            them (\(key), ON DELETE CASCADE), a mapped table the part does not name: add \(shown(key.table)) to \
-                            the part's tables, so its rows and files are erased and counted
+                            \(place): \(shownName) is the user table; deleting its row closes the account (that is a deletion \
+                            request). Name the columns the part empties under `user_columns:`
                             """)
                     }
-                    deleted.insert(key.table)
-                    frontier.append(key.table)
+                    guard byName[name] != nil else {
+                        throw fail(part.line, "\(place): \(shownName) is not a table mapped under `tables:`; a part deletes rows the map already erases")
+                    }
                 }
-            }
-            // A table owned through a parent the part deletes would be left with rows no
-            // predicate finds any more (no export, no purge): whatever its foreign key says.
-            for plan in plans where !inPart.contains(plan.table.name) && !handledTables(plan.table.name, partPlans) {
-                if case .parent(_, let parent, _, _) = plan.owner, deleted.contains(parent) {
-                    throw fail(part.line, """
-                        \(place) deletes rows of \(shown(parent)), through which \(shown(plan.table.name)) is owned \
-                        (`owner: {via, parent}`): its rows would be left with nothing to find them by. Add \
-                        \(shown(plan.table.name)) to the part's tables
-                        """)
+                try mask(part.userColumns, of: subjectTable, key: [subject.key], line: part.line)
+                if let password = subject.password, password.table == nil, part.userColumns.contains(where: { $0.column == password.column }) {
+                    throw fail(part.line, "\(place): the password column \(password.column) cannot be part of a part: without it the account cannot be signed in to")
                 }
-            }
-            let nulled = Set(part.userColumns.filter { $0.value == .null }.map(\.column))
-            for table in deleted.sorted() {
-                for key in catalog.foreignKeys(to: table) where !key.onDelete.handlesReferencingRows && !inPart.contains(key.table) {
-                    if key.columns.count == 1, handled.contains(.init(table: key.table, column: key.columns[0])) { continue }
-                    if key.table == subject.table {
-                        guard !Set(key.columns).isSubset(of: nulled) else { continue }
+                let inPart = Set(part.tables)
+                let partPlans = part.tables.compactMap { byName[$0] }
+                var handled = Set<DataMap.ColumnReference>()
+                var deleted = Set<DataMap.TableName>()
+                for plan in partPlans {
+                    if deletes(plan) { deleted.insert(plan.table.name) }
+                    for cascade in plan.cascades {
+                        if cascade.deletesRows { deleted.insert(cascade.table) }
+                        handled.insert(.init(table: cascade.table, column: cascade.column))
+                    }
+                    for kept in plan.keptBy { handled.insert(.init(table: kept.table, column: kept.column)) }
+                }
+                // Rows the database deletes with them (ON DELETE CASCADE), followed as far as it goes:
+                // a mapped table's rows would go unseen (uncounted, their files never deleted), and
+                // a reference into any of them must be handled as well.
+                var frontier = Array(deleted)
+                while let table = frontier.popLast() {
+                    for key in catalog.foreignKeys(to: table) where key.onDelete == .cascade && !inPart.contains(key.table) && !deleted.contains(key.table) {
+                        if byName[key.table] != nil {
+                            throw fail(part.line, """
+                                \(place) deletes rows of \(shown(table)), and the database deletes rows of \(shown(key.table)) with \
+                                them (\(key), ON DELETE CASCADE), a mapped table the part does not name: add \(shown(key.table)) to \
+                                the part's tables, so its rows and files are erased and counted
+                                """)
+                        }
+                        deleted.insert(key.table)
+                        frontier.append(key.table)
+                    }
+                }
+                // A table owned through a parent the part deletes would be left with rows no
+                // predicate finds any more (no export, no purge): whatever its foreign key says.
+                for plan in plans where !inPart.contains(plan.table.name) && !handledTables(plan.table.name, partPlans) {
+                    if case .parent(_, let parent, _, _) = plan.owner, deleted.contains(parent) {
                         throw fail(part.line, """
-                            \(place) deletes rows of \(shown(table)) that the user row references (\(key)): add \
-                            `user_columns: {\(key.columns[0]): null}` to the part
+                            \(place) deletes rows of \(shown(parent)), through which \(shown(plan.table.name)) is owned \
+                            (`owner: {via, parent}`): its rows would be left with nothing to find them by. Add \
+                            \(shown(plan.table.name)) to the part's tables
                             """)
                     }
-                    let what = byName[key.table] != nil ? "a mapped table the part does not name" : "a table the part does not delete"
-                    throw fail(part.line, """
-                        \(place) deletes rows of \(shown(table)), which \(key) references from \(what): deleting the part \
-                        would fail on the first such row. Add \(shown(key.table)) to the part's tables, or make the foreign \
-                        key ON DELETE CASCADE or SET NULL
-                        """)
                 }
+                let nulled = Set(part.userColumns.filter { $0.value == .null }.map(\.column))
+                for table in deleted.sorted() {
+                    for key in catalog.foreignKeys(to: table) where !key.onDelete.handlesReferencingRows && !inPart.contains(key.table) {
+                        if key.columns.count == 1, handled.contains(.init(table: key.table, column: key.columns[0])) { continue }
+                        if key.table == subject.table {
+                            guard !Set(key.columns).isSubset(of: nulled) else { continue }
+                            throw fail(part.line, """
+                                \(place) deletes rows of \(shown(table)) that the user row references (\(key)): add \
+                                `user_columns: {\(key.columns[0]): null}` to the part
+                                """)
+                        }
+                        let what = byName[key.table] != nil ? "a mapped table the part does not name" : "a table the part does not delete"
+                        throw fail(part.line, """
+                            \(place) deletes rows of \(shown(table)), which \(key) references from \(what): deleting the part \
+                            would fail on the first such row. Add \(shown(key.table)) to the part's tables, or make the foreign \
+                            key ON DELETE CASCADE or SET NULL
+                            """)
+                    }
+                }
+                parts.append(part)
+            } catch {
+                let message = (error as? LifecycleError)?.message ?? "\(error)"
+                if !problems.contains(message) { problems.append(message) }
             }
-            parts.append(part)
+        }
+        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
+        if problems.count > 1 {
+            throw LifecycleError(.badInput, "\(problems.count) problems in `parts:`:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
         }
         // Chosen together, parts set the user row's columns together: never two ways.
         for (index, part) in parts.enumerated() {
