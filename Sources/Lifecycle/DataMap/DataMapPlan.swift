@@ -178,25 +178,22 @@ public struct DataMapPlan: Sendable {
         do {
             self.onDeletion = try checker.onDeletion(keyKind: keyKind)
         } catch let error as LifecycleError {
-            problems.append(error.message)
+            problems.add(error.message)
             self.onDeletion = DataMap.OnDeletion()
         }
         do {
             try ResidueScan.check(map, catalog: catalog)
         } catch let error as LifecycleError {
-            problems.append(error.message)
+            problems.add(error.message)
         }
-        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
-        if problems.count > 1 {
-            throw LifecycleError(.badInput, "\(problems.count) problems in the map:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
-        }
+        try problems.raise("the map")
         // Every reference problem in one run, whichever check finds it.
         let (deletedByDatabase, references) = checker.coverage(plans: plans, subject: subject)
-        problems = references + checker.keptRowsReferences(plans: plans, subject: subject)
-        if !problems.isEmpty {
+        let unhandled = references + checker.keptRowsReferences(plans: plans, subject: subject)
+        if !unhandled.isEmpty {
             throw LifecycleError(.badInput, """
-                \(map.source): the map does not say what happens to \(problems.count == 1 ? "one reference" : "\(problems.count) references") to rows the purge erases:
-                \(problems.map { "  - " + $0 }.joined(separator: "\n"))
+                \(map.source): the map does not say what happens to \(unhandled.count == 1 ? "one reference" : "\(unhandled.count) references") to rows the purge erases:
+                \(unhandled.map { "  - " + $0 }.joined(separator: "\n"))
                 """)
         }
         self.map = map
@@ -263,7 +260,7 @@ public struct DataMapPlan: Sendable {
     /// (the user row's included), for the receipt to say why those files stay.
     public var fileColumnsKeptWithMaskedRows: [(table: DataMap.TableName, columns: [String])] {
         func kept(_ blobs: [String], _ masks: [DataMap.Mask]) -> [String] {
-            masks.isEmpty ? [] : blobs.filter { blob in masks.contains { mask in !mask.contains { $0.column == blob } } }
+            blobs.filter { blob in masks.contains { !DataMap.Erase.mask($0).takesFiles(of: blob) } }
         }
         var found: [(DataMap.TableName, [String])] = []
         let subjectColumns = kept(subject.blobs, [subject.erase.mask].compactMap { $0 })
@@ -426,6 +423,26 @@ public struct DataMapPlan: Sendable {
     }
 }
 
+/// Problems found in one pass over part of the map, each named once and raised together,
+/// so an author sees them all in one `map check`.
+struct MapProblems {
+    private(set) var messages: [String] = []
+
+    mutating func add(_ message: String) {
+        if !messages.contains(message) { messages.append(message) }
+    }
+
+    mutating func note(_ error: any Error) { add((error as? LifecycleError)?.message ?? "\(error)") }
+
+    /// Throws them as one error: a single problem as it is, several listed under `heading`.
+    func raise(_ heading: String) throws {
+        if messages.count == 1 { throw LifecycleError(.badInput, messages[0]) }
+        if messages.count > 1 {
+            throw LifecycleError(.badInput, "\(messages.count) problems in \(heading):\n" + messages.map { "  - " + $0 }.joined(separator: "\n"))
+        }
+    }
+}
+
 /// The checks, each throwing a message that names the file, the line, the table and the
 /// path at fault, and says what to write instead.
 private struct Checker {
@@ -535,7 +552,7 @@ private struct Checker {
 
     // MARK: Tables
 
-    func tables(subject: DataMap.Subject, keyKind: SchemaCatalog.ColumnKind) -> (plans: [DataMapPlan.TablePlan], problems: [String]) {
+    func tables(subject: DataMap.Subject, keyKind: SchemaCatalog.ColumnKind) -> (plans: [DataMapPlan.TablePlan], problems: MapProblems) {
         var resolved: [DataMap.TableName: DataMapPlan.Owner] = [:]
         let mapped = Dictionary(map.tables.map { (catalog.qualified($0.name), $0) }, uniquingKeysWith: { first, _ in first })
 
@@ -591,7 +608,7 @@ private struct Checker {
 
         var plans: [DataMapPlan.TablePlan] = []
         // Every entry's problems in one run: an author fixing the map sees them all.
-        var problems: [String] = []
+        var problems = MapProblems()
         for entry in map.tables {
             do {
                 var table = entry
@@ -670,12 +687,11 @@ private struct Checker {
                 table.cascadeValues = Dictionary(cascades.compactMap { cascade in cascade.setValue.map { (DataMap.ColumnReference(table: cascade.table, column: cascade.column), $0) } }, uniquingKeysWith: { first, _ in first })
                 plans.append(.init(table: table, key: key, owner: ownerPath, cascades: cascades, keptBy: keptBy, catalog: info))
             } catch {
-                let message = (error as? LifecycleError)?.message ?? "\(error)"
-                if !problems.contains(message) { problems.append(message) }
+                problems.note(error)
             }
         }
         for entry in map.ignored {
-            if let problem = ignoredProblem(entry), !problems.contains(problem) { problems.append(problem) }
+            if let problem = ignoredProblem(entry) { problems.add(problem) }
         }
         return (plans, problems)
     }
@@ -721,11 +737,7 @@ private struct Checker {
     func onDeletion(keyKind: SchemaCatalog.ColumnKind) throws -> DataMap.OnDeletion {
         var result = map.onDeletion
         // Every entry's problem in one run; their order and references once the entries hold.
-        var problems: [String] = []
-        func note(_ error: any Error) {
-            let message = (error as? LifecycleError)?.message ?? "\(error)"
-            if !problems.contains(message) { problems.append(message) }
-        }
+        var problems = MapProblems()
         func owner(_ value: DataMap.OwnerValue, of table: SchemaCatalog.Table, line: Int) throws {
             if value.isPlainColumn {
                 try ownerColumn(value.column, of: table, keyKind: keyKind, line: line)
@@ -756,11 +768,11 @@ private struct Checker {
                 }
                 result.remove[index].table = table.name
             } catch {
-                note(error)
+                problems.note(error)
             }
         }
-        if problems.isEmpty { result.remove = try removalOrder(result.remove) }
-        if problems.isEmpty { try removalCoverage(result.remove) }
+        if problems.messages.isEmpty { result.remove = try removalOrder(result.remove) }
+        if problems.messages.isEmpty { try removalCoverage(result.remove) }
         for index in result.set.indices {
             do {
                 let entry = result.set[index]
@@ -793,20 +805,17 @@ private struct Checker {
                 }
                 result.set[index].table = table.name
             } catch {
-                note(error)
+                problems.note(error)
             }
         }
         for index in result.insert.indices {
             do {
                 result.insert[index] = try insertion(result.insert[index], keyKind: keyKind, removed: result.remove.map(\.table))
             } catch {
-                note(error)
+                problems.note(error)
             }
         }
-        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
-        if problems.count > 1 {
-            throw LifecycleError(.badInput, "\(problems.count) problems in `on_deletion:`:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
-        }
+        try problems.raise("`on_deletion:`")
         return result
     }
 
@@ -1258,7 +1267,7 @@ private struct Checker {
         }
         var parts: [DataMap.Part] = []
         // Every part's problem in one run.
-        var problems: [String] = []
+        var problems = MapProblems()
         for written in map.parts {
             do {
                 var part = written
@@ -1340,14 +1349,10 @@ private struct Checker {
                 }
                 parts.append(part)
             } catch {
-                let message = (error as? LifecycleError)?.message ?? "\(error)"
-                if !problems.contains(message) { problems.append(message) }
+                problems.note(error)
             }
         }
-        if problems.count == 1 { throw LifecycleError(.badInput, problems[0]) }
-        if problems.count > 1 {
-            throw LifecycleError(.badInput, "\(problems.count) problems in `parts:`:\n" + problems.map { "  - " + $0 }.joined(separator: "\n"))
-        }
+        try problems.raise("`parts:`")
         // Chosen together, parts set the user row's columns together: never two ways.
         for (index, part) in parts.enumerated() {
             for other in parts[..<index] {
@@ -1468,6 +1473,13 @@ private struct Checker {
 }
 
 extension DataMap.Erase {
+    /// Whether erasure takes the files a file column names: the row goes, or its mask
+    /// empties the column. A kept row keeps the files of the columns its mask leaves.
+    func takesFiles(of column: String) -> Bool {
+        guard case .mask(let mask) = self else { return true }
+        return mask.contains { $0.column == column }
+    }
+
     /// Whether erasure may delete rows (a mask-only table keeps every row).
     var deletesRows: Bool {
         if case .mask = self { return false }

@@ -535,7 +535,7 @@ public struct DataMapSQL: Sendable {
     public func subjectBlobs(key: String) -> SQLStatement? {
         var subject = plan.subject
         // A user row kept as a tombstone keeps the files of the columns its mask leaves.
-        if let mask = subject.erase.mask { subject.blobs = subject.blobs.filter { blob in mask.contains { $0.column == blob } } }
+        subject.blobs = subject.blobs.filter(subject.erase.takesFiles)
         guard !subject.blobs.isEmpty else { return nil }
         var builder = SQLBuilder(dialect)
         let keyColumn = column(subject.table, subject.key)

@@ -148,11 +148,24 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
             for row in try read(statement, data.displayName(table.table.name)) { for value in row { if let file = value.text, !file.isEmpty { files.append(file) } } }
         }
 
-        /// Other users' rows that go with the user's (or, `set:`, stay unlinked from them).
-        func drainCascade(_ table: DataMapPlan.TablePlan, _ index: Int) throws -> Bool {
-            let cascade = table.cascades[index]
-            return try drain(data.displayName(cascade.table), deletes: cascade.deletesRows, rounds: false) {
-                sql.deleteCascade(table, cascade: index, key: key, limit: $0)
+        /// The user's rows of the table (of one side), in rounds: each round's cascades (other
+        /// users' rows that go with hers, or stay unlinked, `set:`), deepest first, then the
+        /// rows nothing holds back any more, until a round takes them all (or none, where a
+        /// reply gone lets more go). False when the budget ran out.
+        func deleteOwned(_ table: DataMapPlan.TablePlan, _ name: String, rounds: Bool, side: DataMap.Side? = nil) throws -> Bool {
+            while true {
+                for index in table.cascades.indices.reversed() {
+                    let cascade = table.cascades[index]
+                    guard try drain(data.displayName(cascade.table), deletes: cascade.deletesRows, rounds: false, {
+                        sql.deleteCascade(table, cascade: index, key: key, limit: $0)
+                    }) else { return false }
+                }
+                let limit = left
+                let count = try run(sql.deleteOwned(table, key: key, limit: limit, side: side), name, .deleting)
+                left -= count
+                counts[name, default: PurgeCounts()].deleted += count
+                if left == 0 { return false }
+                if count == 0 || (!rounds && count < limit) { return true }
             }
         }
 
@@ -167,34 +180,11 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
                         guard try drain(name, deletes: false, rounds: false, { sql.maskOwned(table, mask: mask, key: key, limit: $0, side: side) }) else { return false }
                         continue
                     }
-                    // As for a table with one owner: each round's cascades before its deletes, so
-                    // rows that became deletable (a reply gone) lose what others hung off them too.
-                    while true {
-                        for index in table.cascades.indices.reversed() {
-                            guard try drainCascade(table, index) else { return false }
-                        }
-                        let limit = left
-                        let count = try run(sql.deleteOwned(table, key: key, limit: limit, side: side), name, .deleting)
-                        left -= count
-                        counts[name, default: PurgeCounts()].deleted += count
-                        if left == 0 { return false }
-                        if count == 0 || (!rounds && count < limit) { break }
-                    }
+                    guard try deleteOwned(table, name, rounds: rounds, side: side) else { return false }
                 }
             default:
                 if table.table.erase.deletesRows {
-                    while true {
-                        // Deepest first: a cascade may reference the one before it.
-                        for index in table.cascades.indices.reversed() {
-                            guard try drainCascade(table, index) else { return false }
-                        }
-                        let limit = left
-                        let count = try run(sql.deleteOwned(table, key: key, limit: limit), name, .deleting)
-                        left -= count
-                        counts[name, default: PurgeCounts()].deleted += count
-                        if left == 0 { return false }
-                        if count == 0 || (!rounds && count < limit) { break }
-                    }
+                    guard try deleteOwned(table, name, rounds: rounds) else { return false }
                 }
                 if let mask = table.table.erase.mask {
                     try filesBeforeMask(table, mask)

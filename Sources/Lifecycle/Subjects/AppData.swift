@@ -73,18 +73,13 @@ public struct AppData: Sendable {
     public func blobQueries(key: String, batch: Int) -> [BlobQuery] {
         let sql = self.sql
         var queries: [BlobQuery] = []
-        // A kept row keeps the files of the columns its mask leaves as they are.
-        func erased(_ column: String, by erase: DataMap.Erase) -> Bool {
-            guard case .mask(let mask) = erase else { return true }
-            return mask.contains { $0.column == column }
-        }
-        for column in plan.subject.blobs where erased(column, by: plan.subject.erase) {
+        for column in plan.subject.blobs where plan.subject.erase.takesFiles(of: column) {
             queries.append(.init(label: "\(displayName(plan.subject.table)).\(column)") { after in
                 sql.subjectBlobKeys(column: column, key: key, after: after, limit: batch)
             })
         }
         for table in plan.tables {
-            for column in table.table.blobs where erased(column, by: table.table.erase) {
+            for column in table.table.blobs where table.table.erase.takesFiles(of: column) {
                 queries.append(.init(label: "\(displayName(table.table.name)).\(column)") { after in
                     sql.blobKeys(table, column: column, key: key, after: after, limit: batch)
                 })
