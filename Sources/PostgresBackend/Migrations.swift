@@ -443,21 +443,10 @@ enum Migrations {
             """,
         ]),
         // Part deletions find the files rows still name by blob key, on the reference app's
-        // photos table only (its columns tell it from an app's own): see the SQLite
-        // backend's v13-photos-by-blob-key.
-        Migration(name: "v10-photos-by-blob-key", statements: [
-            """
-            DO $index$
-            BEGIN
-                IF (SELECT count(*) FROM information_schema.columns
-                    WHERE table_schema = current_schema() AND table_name = 'photos'
-                      AND column_name IN ('account_id', 'entry_id', 'role', 'blob_key', 'normalization_state', 'recipe_version')) = 6 THEN
-                    CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key);
-                END IF;
-            END
-            $index$
-            """,
-        ], referenceSchemaOnly: true),
+        // photos table only. The index is built after the migrations commit, concurrently
+        // (ConcurrentIndexes): inside this transaction it would hold every write to photos
+        // for as long as the build takes.
+        Migration(name: "v10-photos-by-blob-key", statements: [], referenceSchemaOnly: true),
         // Part deletions' recorded rows: see the SQLite backend's v14-part-deletion-rows.
         Migration(name: "v11-part-deletion-rows", statements: [
             """
@@ -525,6 +514,57 @@ enum Migrations {
         }
         try OwnSchemaPrivileges.lockDown(tx, existing: existing)
         return all.map(\.name)
+    }
+
+    /// Indexes on tables that may already be large when the index arrives, built with
+    /// CREATE INDEX CONCURRENTLY: outside any transaction (PostgreSQL refuses it inside
+    /// one), so writers are never held while it builds. A build cut short (a crash, a
+    /// duplicate, a lost connection) leaves an INVALID index, which the next open drops and
+    /// builds again; a valid one is left alone, so each open costs one catalog read.
+    enum ConcurrentIndexes {
+        struct Index {
+            let name: String
+            let definition: String
+            /// The table it belongs on, as `SELECT` of a boolean: an app's own table of
+            /// the same name gets none.
+            let applies: String
+        }
+
+        static let all = [
+            Index(
+                name: "photos_blob_key", definition: "photos(blob_key)",
+                applies: """
+                    SELECT count(*) = 6 FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = 'photos'
+                      AND column_name IN ('account_id', 'entry_id', 'role', 'blob_key', 'normalization_state', 'recipe_version')
+                    """),
+        ]
+
+        /// nil: the index is not there; else whether it is valid.
+        private static func state(of index: Index, store: PostgresStore) async throws -> Bool? {
+            try await store.autocommit(PostgresQuery(unsafeSQL: """
+                SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                WHERE c.relname = '\(index.name)' AND c.relnamespace = current_schema()::regnamespace
+                """)).first?.decode(Bool.self)
+        }
+
+        static func build(on store: PostgresStore) async throws {
+            for index in all {
+                guard try await store.autocommit(PostgresQuery(unsafeSQL: index.applies)).first?.decode(Bool.self) == true else { continue }
+                let state = try await state(of: index, store: store)
+                if state == true { continue }
+                do {
+                    if state == false {
+                        _ = try await store.autocommit(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(index.name)"))
+                    }
+                    _ = try await store.autocommit(PostgresQuery(unsafeSQL: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(index.name) ON \(index.definition)"))
+                } catch let error as PostgresStoreError {
+                    // Another process building it at the same moment is no fault of this one.
+                    if try await Self.state(of: index, store: store) == true { continue }
+                    throw PostgresStoreError.migration("building index \(index.name) failed: \(error.message)")
+                }
+            }
+        }
     }
 
     /// The applied migrations' names, from `lifecycle.schema_migrations`. A database made

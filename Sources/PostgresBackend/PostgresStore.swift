@@ -40,6 +40,7 @@ public final class PostgresStore: Sendable {
         preparedStatements = PreparedStatementUse(enabled: server.preparedStatements)
         if migrating {
             _ = try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema) }
+            if referenceSchema { try await Migrations.ConcurrentIndexes.build(on: self) }
         } else {
             // Reach the server now, so an unreachable one fails here and not half-way.
             _ = try await read { tx in try tx.query("SELECT 1") }
@@ -67,7 +68,9 @@ public final class PostgresStore: Sendable {
     /// `initialising`: `lifecycle init`, which also takes back what other roles were granted
     /// on lifecycle's schema (OwnSchemaPrivileges).
     public func migrate(referenceSchema: Bool = true, initialising: Bool = false) async throws -> [String] {
-        try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema, initialising: initialising) }
+        let applied = try await write { tx in try Migrations.migrate(tx, referenceSchema: referenceSchema, initialising: initialising) }
+        if referenceSchema { try await Migrations.ConcurrentIndexes.build(on: self) }
+        return applied
     }
 
     public var appliedMigrations: [String] {

@@ -195,8 +195,12 @@ struct OperationsTests {
         try await workspace.execute(
             "INSERT INTO \(workspace.ownTable("jobs")) (kind, payload, unique_key, state, attempt, max_attempts, run_at, cancel_requested, created_at, updated_at) VALUES ('deletion.purge', '{\"account\":\"held\"}', 'purge:held', 'queued', 0, 8, ?, false, ?, ?)",
             [.date(Date()), .date(Date()), .date(Date())])
+        // It did not purge, so the run is not green: it says stopped, and why, and exits 75.
         let worker = try await workspace.run(["worker", "--once", "--kind", DeletionJobs.purgeKind])
-        #expect(worker.status == 0, "\(worker.stderr)")
+        #expect(worker.status == 75 && worker.stdout.contains("0 succeeded") && worker.stdout.contains("1 stopped"), "\(worker.stdout)")
+        #expect(worker.stderr.contains("stopped: account held is on hold since"), "\(worker.stderr)")
+        #expect(worker.stderr.contains("legal case 7, so it was not purged; the purge sweep schedules a fresh purge once the hold ends"), "\(worker.stderr)")
+        #expect(try await workspace.run(["worker", "--once", "--kind", DeletionJobs.purgeKind]).status == 0, "the next run has nothing left to report")
         #expect(try await workspace.state(of: "held") == "pendingDeletion")
         let standDown = try await workspace.string("""
             SELECT s.output FROM \(workspace.ownTable("job_steps")) s JOIN \(workspace.ownTable("jobs")) j ON j.id = s.job_id

@@ -134,6 +134,46 @@ struct NamespaceTests {
         #expect(try await Catalog.appliedMigrations(reopened) == Self.migrations(of: reopened))
     }
 
+    /// The index a part deletion looks files up by arrives on a photos table that may be
+    /// large: it is built CONCURRENTLY, which PostgreSQL refuses inside a transaction, so
+    /// the migrations' transaction never holds the app's writes while it builds. A build
+    /// cut short leaves an INVALID index, which the next open drops and builds again.
+    @Test func theBlobKeyIndexIsBuiltConcurrentlyAndABuildCutShortIsBuiltAgain() async throws {
+        let url = try await emptyPostgresDatabase()
+        let store = try await PostgresStore(url: url)
+        let validity = """
+            SELECT i.indisvalid::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'photos_blob_key'
+            """
+        #expect(try await Catalog.texts(store, validity) == ["true"])
+        // Two photos share a key, so a unique build fails after creating its entry: the
+        // INVALID index an interrupted CREATE INDEX CONCURRENTLY leaves behind.
+        try await Catalog.execute(store, """
+            DROP INDEX photos_blob_key;
+            INSERT INTO accounts (id, created_at, updated_at) VALUES ('a1', now(), now());
+            INSERT INTO photos (id, account_id, role, blob_key, content_type, byte_size, sha256, created_at)
+            VALUES ('p1', 'a1', 'entry', 'same', 'image/jpeg', 1, 'x', now()), ('p2', 'a1', 'entry', 'same', 'image/jpeg', 1, 'x', now())
+            """)
+        #expect(throws: (any Error).self) { try Self.psql(url, "CREATE UNIQUE INDEX CONCURRENTLY photos_blob_key ON photos(blob_key)") }
+        #expect(try await Catalog.texts(store, validity) == ["false"])
+        let reopened = try await PostgresStore(url: url)
+        #expect(try await Catalog.texts(reopened, validity) == ["true"])
+        let definition = "SELECT indexdef FROM pg_indexes WHERE indexname = 'photos_blob_key'"
+        #expect(try await Catalog.texts(reopened, definition).first?.contains("UNIQUE") == false)
+    }
+
+    /// One statement through psql, outside any transaction (the URL's `pool` is the toolkit's own).
+    private static func psql(_ url: String, _ sql: String) throws {
+        let connection = String(url[..<(url.range(of: "&pool=")?.lowerBound ?? url.endIndex)])
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ThrowawayPostgres.binDirectory + "/psql")
+        process.arguments = ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", connection, "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw LifecycleError(.internalError, "psql exited \(process.terminationStatus) for: \(sql)") }
+    }
+
     // MARK: An installation made by the previous release
 
     @Test(arguments: Backend.allCases)

@@ -56,12 +56,21 @@ public protocol HoldTransaction {
 
 /// What the purge's first step asks, under the account's lock, before it moves the
 /// account to `purging`. A held account ends the purge job there, in the same commit
-/// that records the step (outcome `held`): nothing failed, and the job is over before
-/// the lock is let go, so an `unhold` that follows finds no live job and schedules a fresh one.
+/// that records the step (outcome `held`): nothing failed, but the purge did not happen,
+/// so the run says stopped (`worker --once` exits 75). The job is over before the lock is
+/// let go, so an `unhold` that follows finds no live job and schedules a fresh one.
 public enum HoldCheck {
     public static func activeHold(_ key: String, now: Date, in tx: some HoldTransaction) throws -> AccountHold? {
         guard let hold = try tx.openHold(key: key), hold.isActive(at: now) else { return nil }
         return hold
+    }
+
+    /// Why a purge job ended without purging, for the run's report.
+    public static func purgeWithheld(_ key: String, _ hold: AccountHold) -> String {
+        """
+        account \(key) is \(describe(hold)), so it was not purged; the purge sweep schedules a fresh purge once \
+        the hold ends (Jobs/runbooks/deletion-and-purge.md, section 3b)
+        """
     }
 
     public static func describe(_ hold: AccountHold) -> String {

@@ -85,9 +85,9 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
     /// is refused). Never purges an active account or one inside its grace period.
     private func lockAndMark(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
         let id = try context.payload(PurgePayload.self).account
-        func finish(_ outcome: LockOutcome.Value) throws -> StepResult {
+        func finish(_ outcome: LockOutcome.Value, stopped: String? = nil) throws -> StepResult {
             context.logger.info("purge not needed", metadata: ["account": "\(id)", "outcome": "\(outcome.rawValue)"])
-            return try .output(LockOutcome(outcome: outcome), finishesJob: true)
+            return try .output(LockOutcome(outcome: outcome), finishesJob: true, stopped: stopped)
         }
         if try services.store.job(id: context.job.id, in: tx)?.cancelRequested == true { return try finish(.cancelled) }
         // The account's row lock first (`accounts hold` takes it too): a hold either landed
@@ -95,7 +95,7 @@ struct PurgeJob<Store: LifecycleStore>: Sendable {
         _ = try tx.accountState(id: id)
         if let hold = try HoldCheck.activeHold(id, now: context.now, in: tx) {
             context.logger.notice("purge withheld: the account is on hold", metadata: ["account": "\(id)", "hold": "\(HoldCheck.describe(hold))"])
-            return try finish(.held)
+            return try finish(.held, stopped: HoldCheck.purgeWithheld(id, hold))
         }
         // The compare-and-set is the check: pendingDeletion and past purge_after, or no change.
         if try !tx.beginPurge(accountID: id, now: context.now) {

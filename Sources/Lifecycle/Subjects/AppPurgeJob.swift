@@ -155,16 +155,16 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     /// the step's done-mark. Never purges an account that is active or still in its grace.
     private func lockAndMark(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
         let key = try context.payload(PurgePayload.self).account
-        func finish(_ outcome: LockOutcome.Value) throws -> StepResult {
+        func finish(_ outcome: LockOutcome.Value, stopped: String? = nil) throws -> StepResult {
             context.logger.info("purge not needed", metadata: ["account": "\(key)", "outcome": "\(outcome.rawValue)"])
-            return try .output(LockOutcome(outcome: outcome), finishesJob: true)
+            return try .output(LockOutcome(outcome: outcome), finishesJob: true, stopped: stopped)
         }
         if try services.store.job(id: context.job.id, in: tx)?.cancelRequested == true { return try finish(.cancelled) }
         // Under the account's lock, which `accounts hold` takes too (PurgeJob.swift).
         if try tx.subject(key: key) != nil { _ = try tx.lockSubject(key: key, now: context.now) }
         if let hold = try HoldCheck.activeHold(key, now: context.now, in: tx) {
             context.logger.notice("purge withheld: the account is on hold", metadata: ["account": "\(key)", "hold": "\(HoldCheck.describe(hold))"])
-            return try finish(.held)
+            return try finish(.held, stopped: HoldCheck.purgeWithheld(key, hold))
         }
         if try !tx.beginSubjectPurge(key: key, now: context.now) {
             switch try tx.subject(key: key)?.state ?? .active {
