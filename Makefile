@@ -2,11 +2,13 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
 
-# Build: C libraries the package links. Tests and benchmarks: the independent
-# readers and reference tools they compare against.
-APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev sqlite3 \
-	libvips-dev libvips-tools libheif-examples libarchive-dev libarchive-tools \
-	libcrypt-dev libargon2-dev unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
+# `make run` installs only what building and running need: the C libraries the package
+# links. `make test` adds the independent readers and reference tools the tests compare
+# against and the servers they start (PostgreSQL, PgBouncer, nginx, Chromium…); `make bench`
+# adds the job queues it measures against.
+RUN_APT_PACKAGES := pkg-config zlib1g-dev libsqlite3-dev libvips-dev libarchive-dev libcrypt-dev libargon2-dev
+TEST_APT_PACKAGES := sqlite3 libvips-tools libheif-examples libarchive-tools \
+	unzip python3 python3-venv libimage-exiftool-perl imagemagick hyperfine time \
 	postgresql pgbouncer curl nginx-light wrk chromium tesseract-ocr tesseract-ocr-eng w3m strace systemd
 # The S3 tests' local server, the JSON Schema checker of the CLI's --json output and
 # schemathesis (the app API against its OpenAPI document) and websockets (drives headless
@@ -38,19 +40,35 @@ SWIFT_BUILD_FLAGS ?=
 BIN := .build/debug/lifecycle
 DEMO_DIR := demo
 
-.PHONY: deps bench-deps build run test bench clean
+.PHONY: deps example-deps test-deps bench-deps build run test bench clean
 
-deps:
-	@missing=$$(for package in $(APT_PACKAGES); do \
+# Installs the Debian packages named in $(1) that are missing, with sudo unless root.
+define apt_install
+	@missing=$$(for package in $(1); do \
 		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || echo $$package; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing missing packages:" $$missing; \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(RUN_APT_PACKAGES))
+
+# The example Django project's virtual environment (Jobs/examples/django, the walk-throughs).
+example-deps:
+	$(call apt_install,python3 python3-venv sqlite3)
+	@if ! $(TOOLS_VENV)/bin/python -c 'import django, allauth, psycopg, oauthlib, jwt, PIL, rest_framework, rest_framework_simplejwt, knox' 2>/dev/null; then \
+		echo "installing $(DJANGO_REQUIREMENTS) into $(TOOLS_VENV)"; \
+		python3 -m venv $(TOOLS_VENV) && \
+		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check $(foreach requirement,$(DJANGO_REQUIREMENTS),'$(requirement)'); \
+	fi
+
+test-deps: deps example-deps
+	$(call apt_install,$(TEST_APT_PACKAGES))
 	@if [ ! -x $(MOTO_SERVER) ]; then \
 		echo "installing $(MOTO_REQUIREMENT) into $(TOOLS_VENV)"; \
-		python3 -m venv $(TOOLS_VENV) && \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(MOTO_REQUIREMENT)'; \
 	fi
 	@if ! $(TOOLS_VENV)/bin/python -c 'import jsonschema' 2>/dev/null; then \
@@ -65,17 +83,13 @@ deps:
 		echo "installing $(WEBSOCKETS_REQUIREMENT) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(WEBSOCKETS_REQUIREMENT)'; \
 	fi
-	@if ! $(TOOLS_VENV)/bin/python -c 'import django, allauth, psycopg, oauthlib, jwt, PIL, rest_framework, rest_framework_simplejwt, knox' 2>/dev/null; then \
-		echo "installing $(DJANGO_REQUIREMENTS) into $(TOOLS_VENV)"; \
-		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check $(foreach requirement,$(DJANGO_REQUIREMENTS),'$(requirement)'); \
-	fi
 	@if ! $(OSCAR_VENV)/bin/python -c 'import oscar, sorl.thumbnail, psycopg' 2>/dev/null; then \
 		echo "installing $(OSCAR_REQUIREMENTS) into $(OSCAR_VENV)"; \
 		python3 -m venv $(OSCAR_VENV) && \
 		$(OSCAR_VENV)/bin/pip install --quiet --disable-pip-version-check $(foreach requirement,$(OSCAR_REQUIREMENTS),'$(requirement)'); \
 	fi
 
-bench-deps: deps
+bench-deps: test-deps
 	@if ! $(TOOLS_VENV)/bin/python -c 'import pgqueuer, asyncpg' 2>/dev/null; then \
 		echo "installing $(PGQUEUER_REQUIREMENT) into $(TOOLS_VENV)"; \
 		$(TOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check '$(PGQUEUER_REQUIREMENT)'; \
@@ -93,7 +107,7 @@ run: build
 	rm -rf $(DEMO_DIR)
 	$(BIN) demo --database $(DEMO_DIR)/lifecycle.sqlite --blobs $(DEMO_DIR)/blobs --jobs-dir Jobs
 
-test: deps
+test: test-deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	SWIFT_BUILD_FLAGS='$(SWIFT_BUILD_FLAGS)' scripts/test.sh
 

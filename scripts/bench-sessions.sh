@@ -22,7 +22,7 @@ BIN=${LIFECYCLE_BENCH_BIN:-$PWD/.build/release/lifecycle}
 SESSIONS=${BENCH_SESSIONS:-1000000}
 REQUESTS=${BENCH_SESSION_REQUESTS:-200}
 PYTHON=$PWD/.build-tools/venv/bin/python
-[ -x "$PYTHON" ] || { echo "bench-sessions: $PYTHON is missing: run 'make deps' first" >&2; exit 69; }
+[ -x "$PYTHON" ] || { echo "bench-sessions: $PYTHON is missing: run 'make example-deps' first" >&2; exit 69; }
 WORK=$(mktemp -d /tmp/lifecycle-bench-sessions.XXXXXX)
 SERVER_PID=""
 cleanup() {

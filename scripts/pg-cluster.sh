@@ -11,7 +11,7 @@ as_server() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"
 
 case "$command" in
 start)
-  [ -x "$BIN/initdb" ] || { echo "PostgreSQL 15 not found in $BIN: install the Debian package postgresql (make deps)" >&2; exit 69; }
+  [ -x "$BIN/initdb" ] || { echo "PostgreSQL 15 not found in $BIN: install the Debian package postgresql (make test-deps)" >&2; exit 69; }
   mkdir -p "$dir"
   # As root the server runs as postgres: it must reach the directory and own it.
   if [ "$(id -u)" = 0 ]; then chmod o+x "$(dirname "$dir")"; chown postgres "$dir"; fi

@@ -41,7 +41,7 @@ final class MotoServer: Sendable {
             let candidate = "\(directory)/moto_server"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
-        throw TestFailure("moto_server not found in \(repositoryRoot)/.build-tools/venv/bin or on PATH: run `make deps` (it installs moto[server] into .build-tools/venv)")
+        throw TestFailure("moto_server not found in \(repositoryRoot)/.build-tools/venv/bin or on PATH: run `make test-deps` (it installs moto[server] into .build-tools/venv)")
     }
 
     private init(port: Int, process: Process, logPath: String) {

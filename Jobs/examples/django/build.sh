@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the example Django project on a fresh database: `migrate` (Django's, allauth's and the
-# blog's migrations, for real) and then `seed_accounts`, with the venv `make deps` fills.
+# blog's migrations, for real) and then `seed_accounts`, with the venv `make example-deps` fills.
 #
 #   Jobs/examples/django/build.sh DB MEDIA
 #

@@ -19,7 +19,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 python="$root/.build-tools/venv/bin/python"
 if [ ! -x "$python" ]; then
-    echo "$python is missing: run 'make deps' first" >&2
+    echo "$python is missing: run 'make example-deps' first" >&2
     exit 1
 fi
 export LIFECYCLE_DJANGO_DB="$1"
