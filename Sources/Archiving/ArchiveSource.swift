@@ -189,6 +189,7 @@ final class RawFileSource: ArchiveSource {
 
 /// One block's read, run on a read-ahead thread: the block's memory and result slots
 /// belong to that thread until its semaphore is signalled.
+// Unchecked: raw pointers into the source's buffers, owned by one thread at a time by semaphore.
 private struct OneReader: @unchecked Sendable {
     let memory: UnsafeMutableRawPointer
     let count: UnsafeMutablePointer<Int>

@@ -1,6 +1,7 @@
 import CArchive
 import Dispatch
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -37,6 +38,8 @@ import Darwin
 /// rest through the page cache too.
 ///
 /// Memory: `depth` blocks of `blockSize` bytes, and one more for reading back.
+// Unchecked: the block memory, and the filling state only libarchive's thread touches, pass
+// between threads by the `free` semaphores and the queues, which the compiler cannot see.
 final class DirectFileSink: @unchecked Sendable {
     static let blockSize = 1 << 20
     private static let writesAtOnce = 2
@@ -61,10 +64,13 @@ final class DirectFileSink: @unchecked Sendable {
     private var submitted = 0
     /// Where the space allocated ahead ends; nil once the file system has refused an allocation.
     private var allocatedEnd: Int64? = 0
-    private let lock = NSLock()
-    /// The first failure of a writing or reading thread, reported by the next `append` or by `finish`.
-    private var failure: Failure?
-    private var comparedBytes: Int64 = 0
+    private let outcome = Mutex(Outcome())
+
+    private struct Outcome {
+        /// The first failure of a writing or reading thread, reported by the next `append` or by `finish`.
+        var failure: Failure?
+        var comparedBytes: Int64 = 0
+    }
 
     struct Failure: Sendable {
         var errno: Int32
@@ -129,18 +135,18 @@ final class DirectFileSink: @unchecked Sendable {
     }
 
     var writeError: Int32? {
-        lock.withLock { failure?.errno }
+        outcome.withLock { $0.failure?.errno }
     }
 
     /// Set when a block read back differed from what was written: where that block starts.
     var mismatchOffset: Int64? {
-        lock.withLock { failure?.mismatchAt }
+        outcome.withLock { $0.failure?.mismatchAt }
     }
 
     /// Bytes read back and found equal to what was written: after `finish`, every byte of
     /// the file when the sink was opened with `readBack`.
     var bytesReadBack: Int64 {
-        lock.withLock { comparedBytes }
+        outcome.withLock { $0.comparedBytes }
     }
 
     /// Takes `length` bytes from libarchive; returns errno once a write has failed.
@@ -218,7 +224,7 @@ final class DirectFileSink: @unchecked Sendable {
     }
 
     private func record(_ failure: Failure) {
-        lock.withLock { if self.failure == nil { self.failure = failure } }
+        outcome.withLock { if $0.failure == nil { $0.failure = failure } }
     }
 
     private func writeBlock(_ block: UnsafeMutableRawPointer, at offset: Int64) -> Int32? {
@@ -251,7 +257,7 @@ final class DirectFileSink: @unchecked Sendable {
             done += n
         }
         guard memcmp(readBuffer, block, count) == 0 else { return Failure(errno: EIO, mismatchAt: offset) }
-        lock.withLock { comparedBytes += Int64(count) }
+        outcome.withLock { $0.comparedBytes += Int64(count) }
         return nil
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Where the runner and the domain read "now". Passed in everywhere so tests
 /// and what-if runs control time; nothing reads `Date()` directly.
@@ -25,19 +26,18 @@ public struct ShiftedTimeSource: TimeSource {
 }
 
 /// A clock tests move by hand.
-public final class ManualTimeSource: TimeSource, @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
+public final class ManualTimeSource: TimeSource, Sendable {
+    private let current: Mutex<Date>
 
-    public init(_ start: Date) { current = start }
+    public init(_ start: Date) { current = Mutex(start) }
 
-    public func now() -> Date { lock.withLock { current } }
+    public func now() -> Date { current.withLock { $0 } }
 
     public func advance(by seconds: TimeInterval) {
-        lock.withLock { current = current.addingTimeInterval(seconds) }
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
     }
 
-    public func set(_ date: Date) { lock.withLock { current = date } }
+    public func set(_ date: Date) { current.withLock { $0 = date } }
 }
 
 public enum ISO8601 {

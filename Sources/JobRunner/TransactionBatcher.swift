@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs pieces of database work that arrive concurrently (steps of different jobs,
 /// done-marks, a backend's own writes) in shared write transactions: the
@@ -15,7 +16,7 @@ import Foundation
 /// savepoint: `markAll` writes nothing for a mark whose lease was lost, so that piece
 /// alone fails. A lost lease behind a step that wrote more abandons the transaction, and
 /// each piece runs again alone.
-public final class TransactionBatcher<Transaction>: @unchecked Sendable {
+public final class TransactionBatcher<Transaction>: Sendable {
     /// A piece's outcome: for a step, whether cancellation of its job was requested.
     public typealias Outcome = Result<Bool, any Error>
     public typealias Pieces = @Sendable (Transaction) throws -> [Outcome]
@@ -46,7 +47,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
         }
     }
 
-    private struct Pending {
+    private struct Pending: Sendable {
         let work: Work
         let continuation: CheckedContinuation<Bool, any Error>
     }
@@ -57,11 +58,14 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     private let savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
     private let markAll: MarkAll?
     private let maxTransactions: Int
-    private let lock = NSLock()
-    private var pending: [Pending] = []
-    private var openTransactions = 0
-    /// A session is scheduled on the writer or running there (`writerSessions` only).
-    private var sessionOpen = false
+    private let state = Mutex(State())
+
+    private struct State {
+        var pending: [Pending] = []
+        var openTransactions = 0
+        /// A session is scheduled on the writer or running there (`writerSessions` only).
+        var sessionOpen = false
+    }
 
     /// `write` runs its closure in one write transaction and commits it (rolls back if it
     /// throws); `savepoint` runs a piece so that throwing undoes that piece's writes alone,
@@ -157,15 +161,15 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
     private func enqueue(_ work: Work) async throws -> Bool {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-            let start = lock.withLock { () -> Start in
-                pending.append(Pending(work: work, continuation: continuation))
+            let start = state.withLock { state -> Start in
+                state.pending.append(Pending(work: work, continuation: continuation))
                 if writerSessions != nil {
-                    if sessionOpen { return .none }
-                    sessionOpen = true
+                    if state.sessionOpen { return .none }
+                    state.sessionOpen = true
                     return .session
                 }
-                if openTransactions >= maxTransactions { return .none }
-                openTransactions += 1
+                if state.openTransactions >= maxTransactions { return .none }
+                state.openTransactions += 1
                 return .flush
             }
             switch start {
@@ -179,7 +183,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     private enum Start { case none, session, flush }
 
     /// Pieces waiting for the next transaction.
-    var waiting: Int { lock.withLock { pending.count } }
+    var waiting: Int { state.withLock { $0.pending.count } }
 
     /// Batches a session commits before it steps back behind the other writes of the
     /// process queued on the same writer (a heartbeat, a release, a migration). A batch
@@ -198,10 +202,10 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     /// of its pieces committed empty.
     private func runSession(_ transact: WriterTransact<Transaction>) {
         for _ in 0..<Self.transactionsPerSession {
-            let batch = lock.withLock { () -> [Pending] in
-                if pending.isEmpty { sessionOpen = false }
-                defer { pending = [] }
-                return pending
+            let batch = state.withLock { state -> [Pending] in
+                if state.pending.isEmpty { state.sessionOpen = false }
+                defer { state.pending = [] }
+                return state.pending
             }
             if batch.isEmpty { return }
             let outcomes = runTransaction(batch.map { $0.work }, transact)
@@ -251,9 +255,9 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
             for (item, outcome) in zip(batch, outcomes) {
                 item.continuation.resume(with: outcome)
             }
-            let done = lock.withLock {
-                if pending.isEmpty {
-                    openTransactions -= 1
+            let done = state.withLock { state in
+                if state.pending.isEmpty {
+                    state.openTransactions -= 1
                     return true
                 }
                 return false
@@ -263,9 +267,9 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
     }
 
     private func takeWaiting() -> [Pending] {
-        lock.withLock {
-            defer { pending = [] }
-            return pending
+        state.withLock { state in
+            defer { state.pending = [] }
+            return state.pending
         }
     }
 
@@ -363,6 +367,7 @@ public final class TransactionBatcher<Transaction>: @unchecked Sendable {
 
 /// Carries a piece's result out of the transaction closure; written once, before the
 /// continuation resumes, and read only after.
+// Unchecked: the continuation orders the write and the read, and the compiler cannot see it.
 private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
 }

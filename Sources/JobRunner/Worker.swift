@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 public struct WorkerOptions: Sendable {
     /// Jobs run at once by this process, across kinds (each kind also has its own policy limit).
@@ -585,22 +586,20 @@ extension Worker {
 }
 
 /// The jobs a worker holds a lease on, with each one's lease length.
-final class HeldJobs: @unchecked Sendable {
-    private let lock = NSLock()
-    private var leases: [JobID: TimeInterval] = [:]
+final class HeldJobs: Sendable {
+    private let leases = Mutex<[JobID: TimeInterval]>([:])
 
-    func add(_ id: JobID, lease: TimeInterval) { lock.withLock { leases[id] = lease } }
-    func remove(_ id: JobID) { _ = lock.withLock { leases.removeValue(forKey: id) } }
-    func contains(_ id: JobID) -> Bool { lock.withLock { leases[id] != nil } }
-    func ids() -> Set<JobID> { lock.withLock { Set(leases.keys) } }
+    func add(_ id: JobID, lease: TimeInterval) { leases.withLock { $0[id] = lease } }
+    func remove(_ id: JobID) { _ = leases.withLock { $0.removeValue(forKey: id) } }
+    func contains(_ id: JobID) -> Bool { leases.withLock { $0[id] != nil } }
+    func ids() -> Set<JobID> { leases.withLock { Set($0.keys) } }
     func byLease() -> [TimeInterval: [JobID]] {
-        lock.withLock { Dictionary(grouping: leases.keys, by: { leases[$0]! }) }
+        leases.withLock { leases in Dictionary(grouping: leases.keys, by: { leases[$0]! }) }
     }
 }
 
-final class ShutdownFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+final class ShutdownFlag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }

@@ -3,6 +3,7 @@ import Foundation
 import JobRunner
 import Lifecycle
 import Prometheus
+import Synchronization
 
 /// Prometheus figures for a process: the runner's and the domain's swift-metrics
 /// (jobs by kind and outcome, durations, purges, exports, bytes) in one registry, plus
@@ -110,11 +111,10 @@ public final class LifecycleMetricsRegistry: Sendable {
 }
 
 private enum Bootstrap {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var done = false
+    private static let done = Mutex(false)
 
     static func once(_ body: () -> Void) {
-        lock.withLock {
+        done.withLock { done in
             guard !done else { return }
             done = true
             body()

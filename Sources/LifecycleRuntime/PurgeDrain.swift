@@ -1,6 +1,7 @@
 import Foundation
 import JobRunner
 import Lifecycle
+import Synchronization
 
 /// The nightly purge (`lifecycle purge`) in the caller's process: a purge job for each
 /// due account that has none (accounts imported already pending, say), then every due
@@ -111,77 +112,78 @@ public struct PurgeRunSummary: Codable, Sendable {
 }
 
 /// What one run did, fed by worker events from several tasks.
-final class PurgeTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var summary = PurgeRunSummary()
-    private var tombstoned: Set<JobID> = []
-    private var accounts: [JobID: String] = [:]
-    private var handled = 0
+final class PurgeTally: Sendable {
+    private let state = Mutex(State())
 
-    var report: PurgeRunSummary { lock.withLock { summary } }
-    var purgedCount: Int { lock.withLock { summary.purged.count } }
+    private struct State {
+        var summary = PurgeRunSummary()
+        var tombstoned: Set<JobID> = []
+        var accounts: [JobID: String] = [:]
+        var handled = 0
+    }
+
+    var report: PurgeRunSummary { state.withLock { $0.summary } }
+    var purgedCount: Int { state.withLock { $0.summary.purged.count } }
 
     /// The payload is decoded once per job, on its first event.
     func account(of job: JobRecord) -> String {
-        if let known = lock.withLock({ accounts[job.id] }) { return known }
+        if let known = state.withLock({ $0.accounts[job.id] }) { return known }
         let id = (try? JobJSON.decode(PurgePayload.self, from: job.payload).account) ?? "?"
-        lock.withLock { accounts[job.id] = id }
+        state.withLock { $0.accounts[job.id] = id }
         return id
     }
 
     func purged(_ job: JobRecord) {
         let id = account(of: job)
-        lock.withLock {
-            tombstoned.insert(job.id)
-            summary.purged.append(id)
+        state.withLock { state in
+            state.tombstoned.insert(job.id)
+            state.summary.purged.append(id)
         }
     }
 
     /// Returns how many jobs this run has finished so far.
     func finished(_ job: JobRecord, _ outcome: JobOutcome) -> Int {
         let id = account(of: job)
-        return lock.withLock {
-            handled += 1
+        return state.withLock { state in
+            state.handled += 1
             switch outcome {
             case .succeeded, .cancelled:
-                if !tombstoned.contains(job.id) { summary.skipped.append(id) }
+                if !state.tombstoned.contains(job.id) { state.summary.skipped.append(id) }
             case .retrying(let error, let at):
-                summary.failures.append("account \(id): purge job #\(job.id) failed, retries at \(ISO8601.format(at)): \(error)")
+                state.summary.failures.append("account \(id): purge job #\(job.id) failed, retries at \(ISO8601.format(at)): \(error)")
             case .dead(let error):
-                summary.failures.append("account \(id): purge job #\(job.id) is dead: \(error)")
+                state.summary.failures.append("account \(id): purge job #\(job.id) is dead: \(error)")
             case .leaseLost:
-                summary.failures.append("account \(id): purge job #\(job.id) was taken over by another worker (this one was too slow)")
+                state.summary.failures.append("account \(id): purge job #\(job.id) was taken over by another worker (this one was too slow)")
             case .released:
-                summary.handedBack.append(id)
+                state.summary.handedBack.append(id)
             case .stopped(let reason):
-                summary.failures.append("account \(id): purge job #\(job.id) stopped: \(reason)")
+                state.summary.failures.append("account \(id): purge job #\(job.id) stopped: \(reason)")
             case .notReady(let reason):
-                summary.failures.append("account \(id): purge job #\(job.id) was handed back, this process cannot run it as set up: \(reason)")
+                state.summary.failures.append("account \(id): purge job #\(job.id) was handed back, this process cannot run it as set up: \(reason)")
             }
-            return handled
+            return state.handled
         }
     }
 }
 
 /// Cancels the drain once a limit is reached. Called from the job's own
 /// `finished` event, after its last write, so no step is cut short.
-final class Stopper: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: Task<DrainSummary, any Error>?
-    private var stopped = false
+final class Stopper: Sendable {
+    private let state = Mutex<(task: Task<DrainSummary, any Error>?, stopped: Bool)>((nil, false))
 
     func attach(_ task: Task<DrainSummary, any Error>) {
-        let cancelNow = lock.withLock {
-            self.task = task
-            return stopped
+        let cancelNow = state.withLock { state in
+            state.task = task
+            return state.stopped
         }
         if cancelNow { task.cancel() }
     }
 
     func stop() {
-        let task = lock.withLock {
-            stopped = true
-            return self.task
+        let task = state.withLock { state in
+            state.stopped = true
+            return state.task
         }
         task?.cancel()
     }

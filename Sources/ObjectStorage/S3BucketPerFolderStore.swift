@@ -1,20 +1,24 @@
 import Foundation
 import Lifecycle
+import Synchronization
 
 /// Blobs on a server that keeps one bucket per first folder of a key (`s3://*?endpoint=…`):
 /// Supabase Storage's S3 protocol, where each Storage bucket is an S3 bucket and an
 /// object's name is its key there. The app's rows (and `storage.objects`' `bucket_id` and
 /// `name`) name `avatars/<uid>/photo.png`; it lives in bucket `avatars` as `<uid>/photo.png`.
 /// Each bucket gets its own `S3BlobStore`, made the first time a key names it.
-public final class S3BucketPerFolderStore: BlobStore, @unchecked Sendable {
+public final class S3BucketPerFolderStore: BlobStore, Sendable {
     public let template: S3Location
     private let credentials: AWSCredentials
     private let options: S3BlobStore.Options
     private let environment: [String: String]
-    private let lock = NSLock()
-    private var stores: [String: S3BlobStore] = [:]
-    /// Buckets seen to exist: a bucket is not removed under a running purge.
-    private var existing: Set<String> = []
+    private let state = Mutex(State())
+
+    private struct State {
+        var stores: [String: S3BlobStore] = [:]
+        /// Buckets seen to exist: a bucket is not removed under a running purge.
+        var existing: Set<String> = []
+    }
 
     public init(
         template: S3Location, credentials: AWSCredentials, options: S3BlobStore.Options = S3BlobStore.Options(),
@@ -35,21 +39,21 @@ public final class S3BucketPerFolderStore: BlobStore, @unchecked Sendable {
     }
 
     private func store(for bucket: String) throws -> S3BlobStore {
-        try lock.withLock {
-            if let store = stores[bucket] { return store }
+        try state.withLock { state in
+            if let store = state.stores[bucket] { return store }
             var location = template
             location.bucket = bucket
             location.prefix = ""
             let store = try S3BlobStore(location: location, credentials: credentials, options: options, environment: environment)
-            stores[bucket] = store
+            state.stores[bucket] = store
             return store
         }
     }
 
     private func exists(_ bucket: String, _ store: S3BlobStore) async throws -> Bool {
-        if lock.withLock({ existing.contains(bucket) }) { return true }
+        if state.withLock({ $0.existing.contains(bucket) }) { return true }
         guard try await store.bucketExists() else { return false }
-        lock.withLock { _ = existing.insert(bucket) }
+        _ = state.withLock { $0.existing.insert(bucket) }
         return true
     }
 

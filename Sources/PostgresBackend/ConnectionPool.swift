@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// A small pool of connections for one process. A connection that failed or was
 /// closed by the server is dropped, and the next caller opens a fresh one, so a
@@ -21,18 +22,21 @@ import PostgresNIO
 /// naming the server within `connect_timeout`), and it has no hook to pin each new
 /// connection's search_path (`pinSearchPath`). Built (a deadline racing each lease, a pin
 /// per new connection id), the three-step drain fell further, to 3,490.
-final class ConnectionPool: @unchecked Sendable {
+final class ConnectionPool: Sendable {
     private let configuration: PostgresConnection.Configuration
     private let maxConnections: Int
     private let location: String
     private let logger: Logger
-    private let lock = NSLock()
-    private var idle: [PostgresConnection] = []
-    private var open = 0
-    /// Callers waiting for a connection: handed one that was released, or a slot to open their own.
-    private var waiters: [CheckedContinuation<Next, Never>] = []
-    private var isShutDown = false
-    private var nextID = 0
+    private let state = Mutex(State())
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var open = 0
+        /// Callers waiting for a connection: handed one that was released, or a slot to open their own.
+        var waiters: [CheckedContinuation<Next, Never>] = []
+        var isShutDown = false
+        var nextID = 0
+    }
 
     init(configuration: PostgresConnection.Configuration, maxConnections: Int, location: String, logger: Logger) {
         self.configuration = configuration
@@ -50,18 +54,18 @@ final class ConnectionPool: @unchecked Sendable {
         // Deciding to wait and joining the waiters happen under one lock: a connection
         // released in between would otherwise go idle while its waiter sleeps on.
         let next: Next = await withCheckedContinuation { continuation in
-            let immediate: Next? = lock.withLock {
-                while let connection = idle.popLast() {
+            let immediate: Next? = state.withLock { state in
+                while let connection = state.idle.popLast() {
                     if !connection.isClosed { return .use(connection) }
-                    open -= 1
+                    state.open -= 1
                     Self.close(connection)
                 }
-                if open < maxConnections {
-                    open += 1
-                    nextID += 1
-                    return .connect(nextID)
+                if state.open < maxConnections {
+                    state.open += 1
+                    state.nextID += 1
+                    return .connect(state.nextID)
                 }
-                waiters.append(continuation)
+                state.waiters.append(continuation)
                 return nil
             }
             if let immediate { continuation.resume(returning: immediate) }
@@ -75,25 +79,25 @@ final class ConnectionPool: @unchecked Sendable {
     /// Gives a connection back; `reusable` false (or a closed connection) drops it.
     func release(_ connection: PostgresConnection, reusable: Bool) {
         let keep = reusable && !connection.isClosed
-        let handOver: (CheckedContinuation<Next, Never>, Next)? = lock.withLock {
-            if isShutDown {
-                open -= 1
+        let handOver: (CheckedContinuation<Next, Never>, Next)? = state.withLock { state in
+            if state.isShutDown {
+                state.open -= 1
                 return nil
             }
-            if !waiters.isEmpty {
+            if !state.waiters.isEmpty {
                 // The waiter takes over this connection's slot, with this connection if it still works.
-                let waiter = waiters.removeFirst()
+                let waiter = state.waiters.removeFirst()
                 if keep { return (waiter, .use(connection)) }
-                nextID += 1
-                return (waiter, .connect(nextID))
+                state.nextID += 1
+                return (waiter, .connect(state.nextID))
             }
-            if keep { idle.append(connection) } else { open -= 1 }
+            if keep { state.idle.append(connection) } else { state.open -= 1 }
             return nil
         }
         if let (waiter, next) = handOver {
             waiter.resume(returning: next)
             if !keep { Self.close(connection) }
-        } else if !keep || lock.withLock({ isShutDown }) {
+        } else if !keep || state.withLock({ $0.isShutDown }) {
             Self.close(connection)
         }
     }
@@ -113,12 +117,12 @@ final class ConnectionPool: @unchecked Sendable {
             return connection
         } catch {
             // Give the slot back, to a waiter if there is one.
-            let waiter: (CheckedContinuation<Next, Never>, Int)? = lock.withLock {
-                if !waiters.isEmpty {
-                    nextID += 1
-                    return (waiters.removeFirst(), nextID)
+            let waiter: (CheckedContinuation<Next, Never>, Int)? = state.withLock { state in
+                if !state.waiters.isEmpty {
+                    state.nextID += 1
+                    return (state.waiters.removeFirst(), state.nextID)
                 }
-                open -= 1
+                state.open -= 1
                 return nil
             }
             if let (continuation, id) = waiter { continuation.resume(returning: .connect(id)) }
@@ -140,11 +144,11 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Closes the idle connections; connections in use close when they are released.
     func shutdown() {
-        let connections: [PostgresConnection] = lock.withLock {
-            isShutDown = true
-            defer { idle = [] }
-            open -= idle.count
-            return idle
+        let connections: [PostgresConnection] = state.withLock { state in
+            state.isShutDown = true
+            defer { state.idle = [] }
+            state.open -= state.idle.count
+            return state.idle
         }
         connections.forEach(Self.close)
     }

@@ -3,23 +3,27 @@ import JobRunner
 import Logging
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// Wakes an idle worker as soon as a job is enqueued, instead of at its next poll: every
 /// enqueue sends `NOTIFY lifecycle_jobs` (delivered when its transaction commits), and one
 /// connection per store LISTENs. Polling stays as the fallback (jobs whose backoff or
 /// delay runs out, leases that expire, a listening connection that is down), so a lost
 /// notification costs latency, never a job.
-final class JobNotifications: @unchecked Sendable {
+final class JobNotifications: Sendable {
     static let channel = "lifecycle_jobs"
 
     private let configuration: PostgresConnection.Configuration
     private let logger: Logger
-    private let lock = NSLock()
     private let waiters = IdleWaiters()
-    private var listener: Task<Void, Never>?
-    private var lastFailure: Date?
-    private var connection: PostgresConnection?
-    private var isShutDown = false
+    private let state = Mutex(State())
+
+    private struct State {
+        var listener: Task<Void, Never>?
+        var lastFailure: Date?
+        var connection: PostgresConnection?
+        var isShutDown = false
+    }
 
     init(configuration: PostgresConnection.Configuration, logger: Logger) {
         self.configuration = configuration
@@ -35,11 +39,11 @@ final class JobNotifications: @unchecked Sendable {
     /// Starts the listener unless it runs, or failed less than `retryDelay` ago; returns a
     /// task that ends once LISTEN is in place or the attempt failed, or nil if none started.
     private func startListener() -> Task<Void, Never>? {
-        lock.withLock {
-            guard !isShutDown, listener == nil else { return nil }
-            if let lastFailure, Date().timeIntervalSince(lastFailure) < Self.retryDelay { return nil }
+        state.withLock { state in
+            guard !state.isShutDown, state.listener == nil else { return nil }
+            if let lastFailure = state.lastFailure, Date().timeIntervalSince(lastFailure) < Self.retryDelay { return nil }
             let (stream, continuation) = AsyncStream<Void>.makeStream()
-            listener = Task { [weak self] in
+            state.listener = Task { [weak self] in
                 await self?.listen(onReady: { continuation.yield(); continuation.finish() })
                 continuation.finish()
                 self?.listenerEnded()
@@ -53,9 +57,9 @@ final class JobNotifications: @unchecked Sendable {
     private static let retryDelay: TimeInterval = 5
 
     private func listenerEnded() {
-        lock.withLock {
-            listener = nil
-            lastFailure = isShutDown ? nil : Date()
+        state.withLock { state in
+            state.listener = nil
+            state.lastFailure = state.isShutDown ? nil : Date()
         }
     }
 
@@ -71,9 +75,9 @@ final class JobNotifications: @unchecked Sendable {
     }
 
     func shutdown() {
-        let (task, open): (Task<Void, Never>?, PostgresConnection?) = lock.withLock {
-            isShutDown = true
-            return (listener, connection)
+        let (task, open): (Task<Void, Never>?, PostgresConnection?) = state.withLock { state in
+            state.isShutDown = true
+            return (state.listener, state.connection)
         }
         task?.cancel()
         // Ends the notification sequence the listener is reading.
@@ -94,12 +98,12 @@ final class JobNotifications: @unchecked Sendable {
             onReady()
             return
         }
-        let stillWanted = lock.withLock {
-            self.connection = connection
-            return !isShutDown
+        let stillWanted = state.withLock { state in
+            state.connection = connection
+            return !state.isShutDown
         }
         defer {
-            lock.withLock { self.connection = nil }
+            state.withLock { $0.connection = nil }
             connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
         }
         guard stillWanted else {

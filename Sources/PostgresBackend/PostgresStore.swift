@@ -111,22 +111,21 @@ public final class PostgresStore: Sendable {
         let location = self.location
         let logger = self.logger
         let preparedStatements = self.preparedStatements
-        let result: Result<T, SendableError>
+        let result: Result<T, any Error>
         let reusable: Bool
         let runAgainPlain: Bool
         do {
             (result, reusable, runAgainPlain) = try await PostgresTransaction.threads.runIfActive {
-                let (result, reusable, runAgainPlain) = PostgresTransaction.run(
+                PostgresTransaction.run(
                     on: connection, location: location, logger: logger, readOnly: readOnly,
                     preparedStatements: preparedStatements, body)
-                return (result.mapError { SendableError($0) }, reusable, runAgainPlain)
             }
         } catch {
             pool.release(connection, reusable: false)
             throw error
         }
         pool.release(connection, reusable: reusable)
-        return (result.mapError { $0.error }, runAgainPlain)
+        return (result, runAgainPlain)
     }
 
     /// One statement on a pooled connection outside any explicit transaction, so it commits
@@ -168,12 +167,6 @@ public final class PostgresStore: Sendable {
                 """).map { try $0.decode(String.self) }
         }
     }
-}
-
-/// Carries a body's error out of the thread pool, which only passes Sendable values.
-struct SendableError: Error, @unchecked Sendable {
-    let error: any Error
-    init(_ error: any Error) { self.error = error }
 }
 
 extension PostgresStore: LifecycleStore {}

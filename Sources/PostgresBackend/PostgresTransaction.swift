@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// One open transaction on one connection. Only valid inside the closure it was
 /// handed to, which runs on a thread of its own (never an event loop, never the
@@ -286,52 +287,55 @@ struct RowInsert: Sendable {
 
 /// The deferred writes of one transaction, in the order they were sent, and the rows
 /// waiting to be sent.
-final class DeferredWrites: @unchecked Sendable {
-    private let lock = NSLock()
-    private var writes: [(EventLoopFuture<PostgresQueryResult>, String)] = []
-    private var rows: [[RowInsert]] = []
+final class DeferredWrites: Sendable {
+    private let state = Mutex(State())
+
+    private struct State {
+        var writes: [(EventLoopFuture<PostgresQueryResult>, String)] = []
+        var rows: [[RowInsert]] = []
+        var mustDrop = false
+        var refusedPrepared = false
+    }
 
     func addRow(_ row: RowInsert) {
-        lock.withLock {
-            if let last = rows.last?.last, last.sharesStatement(with: row) {
-                rows[rows.count - 1].append(row)
+        state.withLock { state in
+            if let last = state.rows.last?.last, last.sharesStatement(with: row) {
+                state.rows[state.rows.count - 1].append(row)
             } else {
-                rows.append([row])
+                state.rows.append([row])
             }
         }
     }
 
     /// The waiting rows in runs that share a statement, in the order they were added.
     func takeRows() -> [[RowInsert]] {
-        lock.withLock {
-            defer { rows = [] }
-            return rows
+        state.withLock { state in
+            defer { state.rows = [] }
+            return state.rows
         }
     }
 
-    private var mustDrop = false
-    private var refusedPrepared = false
-
     /// The connection is not to be used again after this transaction.
-    func dropConnection() { lock.withLock { mustDrop = true } }
-    var dropsConnection: Bool { lock.withLock { mustDrop } }
+    func dropConnection() { state.withLock { $0.mustDrop = true } }
+    var dropsConnection: Bool { state.withLock { $0.mustDrop } }
     /// The server refused a prepared statement: the transaction may run again, plain.
-    func runAgainPlain() { lock.withLock { refusedPrepared = true } }
-    var runsAgainPlain: Bool { lock.withLock { refusedPrepared } }
+    func runAgainPlain() { state.withLock { $0.refusedPrepared = true } }
+    var runsAgainPlain: Bool { state.withLock { $0.refusedPrepared } }
 
     func add(_ write: EventLoopFuture<PostgresQueryResult>, at place: String) {
-        lock.withLock { writes.append((write, place)) }
+        state.withLock { $0.writes.append((write, place)) }
     }
 
     func takeAll() -> [(EventLoopFuture<PostgresQueryResult>, String)] {
-        lock.withLock {
-            defer { writes = [] }
-            return writes
+        state.withLock { state in
+            defer { state.writes = [] }
+            return state.writes
         }
     }
 }
 
 /// A statement's result, written before the semaphore is signalled and read after the wait.
+// Unchecked: the semaphore orders the write and the read, and the compiler cannot see it.
 private final class Answer<T>: @unchecked Sendable {
     var result: Result<T, any Error>?
 }

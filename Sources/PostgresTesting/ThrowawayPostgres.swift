@@ -3,6 +3,7 @@ import Logging
 import NIOPosix
 import PostgresBackend
 import PostgresNIO
+import Synchronization
 
 /// A PostgreSQL 15 cluster of its own for one test process: initdb in a temporary
 /// directory, loopback only, a free port, stopped when the process exits (also
@@ -259,17 +260,16 @@ public final class ThrowawayPostgres: Sendable {
         }
     }
 
-    nonisolated(unsafe) private static var running: [ThrowawayPostgres] = []
-    private static let lock = NSLock()
+    private static let running = Mutex<[ThrowawayPostgres]>([])
 
     private static func registerForExit(_ cluster: ThrowawayPostgres) {
-        let first = lock.withLock {
+        let first = running.withLock { running in
             running.append(cluster)
             return running.count == 1
         }
         if first {
             atexit {
-                let clusters = ThrowawayPostgres.lock.withLock { ThrowawayPostgres.running }
+                let clusters = ThrowawayPostgres.running.withLock { $0 }
                 for cluster in clusters { cluster.stop() }
             }
         }

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import JobRunner
 import Lifecycle
+import Synchronization
 
 /// One open write (or read) transaction on the SQLite file. Only valid inside the
 /// closure it was handed to.
@@ -954,7 +955,7 @@ extension SQLiteStore {
 /// such sizes (`insertSizes(for:)`). Longer lists go in parts of `largestBatch`
 /// (`batches(of:)`), which also keeps a padded list inside SQLite's 32,766 parameters:
 /// at most ten statements of each kind.
-final class SQLTextByCount: @unchecked Sendable {
+final class SQLTextByCount: Sendable {
     static let largestBatch = 512
 
     /// `items` in parts of at most `largestBatch`.
@@ -980,14 +981,13 @@ final class SQLTextByCount: @unchecked Sendable {
         return sizes
     }
 
-    private let lock = NSLock()
-    private var texts: [Int: String] = [:]
+    private let texts = Mutex<[Int: String]>([:])
     private let build: @Sendable (Int) -> String
 
     init(_ build: @escaping @Sendable (Int) -> String) { self.build = build }
 
     func callAsFunction(_ count: Int) -> String {
-        lock.withLock {
+        texts.withLock { texts in
             if let text = texts[count] { return text }
             let text = build(count)
             texts[count] = text

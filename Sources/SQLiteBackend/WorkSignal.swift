@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import JobRunner
 import Lifecycle
+import Synchronization
 
 /// Wakes an idle worker on this machine as soon as a job is enqueued, from any process,
 /// as LISTEN/NOTIFY does on PostgreSQL: a commit that enqueued opens and closes
@@ -11,18 +12,21 @@ import Lifecycle
 /// of it from the kernel (inotify's IN_CLOSE_WRITE on the database's folder). Polling stays
 /// as the fallback (jobs whose delay or backoff runs out, leases that expire, a folder that
 /// cannot be watched), so a missed signal costs latency, never a job.
-final class WorkSignal: @unchecked Sendable {
+final class WorkSignal: Sendable {
     /// `<database>-wake`, beside SQLite's own `-wal` and `-shm`.
     let path: String
     private let directory: String
     private let name: String
-    private let lock = NSLock()
     private let waiters = IdleWaiters()
-    private var source: (any DispatchSourceRead)?
     private let queue = DispatchQueue(label: "lifecycle.sqlite.work-signal")
-    /// Connections whose open transaction will signal at its commit: once each, however
-    /// many jobs it enqueues (a sweep enqueues hundreds in one).
-    private var armed = Set<ObjectIdentifier>()
+    private let state = Mutex(State())
+
+    private struct State {
+        var source: (any DispatchSourceRead)?
+        /// Connections whose open transaction will signal at its commit: once each, however
+        /// many jobs it enqueues (a sweep enqueues hundreds in one).
+        var armed = Set<ObjectIdentifier>()
+    }
 
     init(databasePath: String) {
         path = databasePath + "-wake"
@@ -31,7 +35,7 @@ final class WorkSignal: @unchecked Sendable {
         name = (path as NSString).lastPathComponent
     }
 
-    deinit { source?.cancel() }
+    deinit { state.withLock { $0.source?.cancel() } }
 
     /// After a commit that enqueued: every watching worker wakes. A file that cannot be
     /// opened (a read-only folder) leaves the workers to their poll.
@@ -43,16 +47,16 @@ final class WorkSignal: @unchecked Sendable {
     /// Signals when the connection's open transaction commits (nothing on a rollback).
     func arm(_ db: Database) {
         let connection = ObjectIdentifier(db)
-        guard lock.withLock({ armed.insert(connection).inserted }) else { return }
+        guard state.withLock({ $0.armed.insert(connection).inserted }) else { return }
         db.afterNextTransaction(
             onCommit: { [weak self] _ in
                 guard let self else { return }
-                _ = self.lock.withLock { self.armed.remove(connection) }
+                _ = self.state.withLock { $0.armed.remove(connection) }
                 self.signal()
             },
             onRollback: { [weak self] _ in
                 guard let self else { return }
-                _ = self.lock.withLock { self.armed.remove(connection) }
+                _ = self.state.withLock { $0.armed.remove(connection) }
             })
     }
 
@@ -60,21 +64,21 @@ final class WorkSignal: @unchecked Sendable {
     /// waits then poll.
     @discardableResult
     func start() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if source != nil { return true }
-        let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard descriptor >= 0 else { return false }
-        guard inotify_add_watch(descriptor, directory, UInt32(IN_CLOSE_WRITE)) >= 0 else {
-            close(descriptor)
-            return false
+        state.withLock { state in
+            if state.source != nil { return true }
+            let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            guard descriptor >= 0 else { return false }
+            guard inotify_add_watch(descriptor, directory, UInt32(IN_CLOSE_WRITE)) >= 0 else {
+                close(descriptor)
+                return false
+            }
+            let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+            source.setEventHandler { [weak self] in self?.drain(descriptor) }
+            source.setCancelHandler { close(descriptor) }
+            source.resume()
+            state.source = source
+            return true
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
-        source.setEventHandler { [weak self] in self?.drain(descriptor) }
-        source.setCancelHandler { close(descriptor) }
-        source.resume()
-        self.source = source
-        return true
     }
 
     /// Reads every queued event; wakes the waiters if one of them is the wake file's.

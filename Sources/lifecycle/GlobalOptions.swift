@@ -5,6 +5,7 @@ import LifecycleRuntime
 import Logging
 import PostgresBackend
 import SQLiteBackend
+import Synchronization
 
 enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
 
@@ -93,11 +94,10 @@ protocol StoreCommand: InstallationBody where Output == ExitStatus {}
 
 /// swift-log allows one bootstrap per process.
 enum LoggingBootstrap {
-    nonisolated(unsafe) private static var done = false
-    private static let lock = NSLock()
+    private static let done = Mutex(false)
 
     static func once(format: LogFormat, level: Logger.Level) {
-        lock.withLock {
+        done.withLock { done in
             guard !done else { return }
             done = true
             LoggingSystem.bootstrap { label in

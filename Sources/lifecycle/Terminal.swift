@@ -1,5 +1,6 @@
 import Foundation
 import JobRunner
+import Synchronization
 
 /// Everything the CLI writes goes through here: results on stdout, messages and log lines
 /// on stderr, and on a terminal one live status line at the bottom of stderr that other
@@ -57,138 +58,143 @@ enum Terminal {
 }
 
 /// The one writer of the process' stdout and stderr.
-final class Output: @unchecked Sendable {
+final class Output: Sendable {
     enum Stream { case standardOutput, standardError }
 
-    private let lock = NSLock()
-    private var status: String?
-    private var holding = false
-    private var held: [(Stream, String)] = []
-    private var dropped = 0
+    private let state = Mutex(State())
     /// What `--quiet` keeps at least: the last lines, which say how a failed run ended.
     /// Older ones go a batch at a time, so a long run does not shift the buffer per line.
     private let heldLimit = 2_000
 
-    func write(_ text: String, to stream: Stream, urgent: Bool = false) {
-        lock.withLock {
-            if holding && !urgent {
-                held.append((stream, text))
-                if held.count >= 2 * heldLimit {
-                    held.removeFirst(heldLimit)
-                    dropped += heldLimit
+    private struct State {
+        var status: String?
+        var holding = false
+        var held: [(Stream, String)] = []
+        var dropped = 0
+        /// Streams whose reader has gone (`| head`), or that failed otherwise: nothing more is
+        /// written to them, and the command goes on to end with its own status.
+        var gone: [Stream] = []
+
+        /// Clears the status line, writes, draws it again.
+        mutating func emit(_ text: String, to stream: Stream) {
+            if status != nil { raw("\r\u{1B}[2K", to: .standardError) }
+            raw(text, to: stream)
+            if let status { raw(status, to: .standardError) }
+        }
+
+        /// write(2), not FileHandle, whose `write(_: Data)` traps (`try!`) on EPIPE: a reader
+        /// that stops early must not crash a purge half-way through its report.
+        mutating func raw(_ text: String, to stream: Stream) {
+            guard !gone.contains(stream) else { return }
+            let descriptor = stream == .standardOutput ? STDOUT_FILENO : STDERR_FILENO
+            var text = text
+            let complete = text.withUTF8 { bytes -> Bool in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written >= 0 {
+                        offset += written
+                    } else if errno == EINTR {
+                        continue
+                    } else if errno == EAGAIN {
+                        // A descriptor someone else made non-blocking (a shared terminal): wait until it takes more.
+                        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&ready, 1, -1)
+                    } else {
+                        return false
+                    }
                 }
-                return
+                return true
             }
-            emit(text, to: stream)
+            if !complete { gone.append(stream) }
         }
     }
 
-    func holdBack() { lock.withLock { holding = true } }
+    func write(_ text: String, to stream: Stream, urgent: Bool = false) {
+        state.withLock { state in
+            if state.holding && !urgent {
+                state.held.append((stream, text))
+                if state.held.count >= 2 * heldLimit {
+                    state.held.removeFirst(heldLimit)
+                    state.dropped += heldLimit
+                }
+                return
+            }
+            state.emit(text, to: stream)
+        }
+    }
+
+    func holdBack() { state.withLock { $0.holding = true } }
 
     func release(failed: Bool) {
-        lock.withLock {
-            holding = false
+        state.withLock { state in
+            state.holding = false
             if failed {
-                if dropped > 0 { emit("(\(dropped) earlier line(s) of output not kept)\n", to: .standardError) }
-                for (stream, text) in held { emit(text, to: stream) }
+                if state.dropped > 0 { state.emit("(\(state.dropped) earlier line(s) of output not kept)\n", to: .standardError) }
+                for (stream, text) in state.held { state.emit(text, to: stream) }
             }
-            held = []
-            dropped = 0
+            state.held = []
+            state.dropped = 0
         }
     }
 
     func setStatus(_ text: String?) {
-        lock.withLock {
-            guard !holding else { return }
-            if status != nil { raw("\r\u{1B}[2K", to: .standardError) }
-            status = text
-            if let text { raw(text, to: .standardError) }
+        state.withLock { state in
+            guard !state.holding else { return }
+            if state.status != nil { state.raw("\r\u{1B}[2K", to: .standardError) }
+            state.status = text
+            if let text { state.raw(text, to: .standardError) }
         }
-    }
-
-    /// Under the lock: clears the status line, writes, draws it again.
-    private func emit(_ text: String, to stream: Stream) {
-        if status != nil { raw("\r\u{1B}[2K", to: .standardError) }
-        raw(text, to: stream)
-        if let status { raw(status, to: .standardError) }
-    }
-
-    /// Streams whose reader has gone (`| head`), or that failed otherwise: nothing more is
-    /// written to them, and the command goes on to end with its own status.
-    private var gone: [Stream] = []
-
-    /// write(2), not FileHandle, whose `write(_: Data)` traps (`try!`) on EPIPE: a reader
-    /// that stops early must not crash a purge half-way through its report.
-    private func raw(_ text: String, to stream: Stream) {
-        guard !gone.contains(stream) else { return }
-        let descriptor = stream == .standardOutput ? STDOUT_FILENO : STDERR_FILENO
-        var text = text
-        let complete = text.withUTF8 { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written >= 0 {
-                    offset += written
-                } else if errno == EINTR {
-                    continue
-                } else if errno == EAGAIN {
-                    // A descriptor someone else made non-blocking (a shared terminal): wait until it takes more.
-                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&ready, 1, -1)
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
-        if !complete { gone.append(stream) }
     }
 }
 
 /// Live progress on a terminal (the status line: count, total, rate, time left, what is
 /// running); plain log lines every few seconds when stdout is not a TTY (cron).
-final class ProgressLine: @unchecked Sendable {
-    private let lock = NSLock()
+final class ProgressLine: Sendable {
     private let live: Bool
     private let label: String
     private let started: Date
-    private var lastDraw: Date
-    private var count = 0
-    private var total: Int?
-    private var current = ""
+    private let state: Mutex<State>
     private let logEvery: TimeInterval
-    private let log: (String) -> Void
+    private let log: @Sendable (String) -> Void
 
-    init(label: String, total: Int? = nil, logEvery: TimeInterval = 10, log: @escaping (String) -> Void) {
+    private struct State {
+        var lastDraw: Date
+        var count = 0
+        var total: Int?
+        var current = ""
+    }
+
+    init(label: String, total: Int? = nil, logEvery: TimeInterval = 10, log: @escaping @Sendable (String) -> Void) {
         self.label = label
-        self.total = total
         self.live = Terminal.stdoutIsTTY && Terminal.stderrIsTTY
         started = Date()
         // A log line is news only once work has run for a while: a run that ends sooner
         // says everything in its summary, not in a "0 done" line at the start.
-        lastDraw = live ? .distantPast : started
+        state = Mutex(State(lastDraw: live ? .distantPast : started, total: total))
         self.logEvery = logEvery
         self.log = log
     }
 
     /// The total, once it is known (after a sweep, say).
-    func setTotal(_ total: Int?) { lock.withLock { self.total = total } }
+    func setTotal(_ total: Int?) { state.withLock { $0.total = total } }
 
     func update(count newCount: Int? = nil, increment: Int = 0, doing: String? = nil) {
-        let text: String? = lock.withLock {
-            if let newCount { count = newCount }
-            count += increment
-            if let doing { current = doing }
+        let text: String? = state.withLock { state in
+            if let newCount { state.count = newCount }
+            state.count += increment
+            if let doing { state.current = doing }
             let now = Date()
-            guard now.timeIntervalSince(lastDraw) >= (live ? 0.1 : logEvery) else { return nil }
-            lastDraw = now
-            return render(now)
+            guard now.timeIntervalSince(state.lastDraw) >= (live ? 0.1 : logEvery) else { return nil }
+            state.lastDraw = now
+            return render(state, now)
         }
         guard let text else { return }
         if live { Terminal.setStatus(text) } else { log(text) }
     }
 
-    private func render(_ now: Date) -> String {
+    private func render(_ state: State, _ now: Date) -> String {
+        let (count, total, current) = (state.count, state.total, state.current)
         let elapsed = max(now.timeIntervalSince(started), 0.001)
         let rate = Double(count) / elapsed
         var text = "\(label): \(count)"

@@ -144,18 +144,17 @@ enum VipsRuntime {
 /// per-image threads would only fight over the same ones. libvips reads the setting
 /// when a render starts its thread pool, so an image already running keeps its own.
 /// An operator's VIPS_CONCURRENCY wins over both.
-final class RenderThreads: @unchecked Sendable {
+final class RenderThreads: Sendable {
     static let shared = RenderThreads(
         cores: ProcessInfo.processInfo.activeProcessorCount, pinned: getenv("VIPS_CONCURRENCY") != nil,
         apply: { cvips_concurrency_set(Int32($0)) })
 
-    private let lock = NSLock()
-    private var inFlight = 0
+    private let inFlight = Mutex(0)
     private let cores: Int
     private let pinned: Bool
-    private let apply: (Int) -> Void
+    private let apply: @Sendable (Int) -> Void
 
-    init(cores: Int, pinned: Bool, apply: @escaping (Int) -> Void) {
+    init(cores: Int, pinned: Bool, apply: @escaping @Sendable (Int) -> Void) {
         self.cores = max(1, cores)
         self.pinned = pinned
         self.apply = apply
@@ -163,11 +162,11 @@ final class RenderThreads: @unchecked Sendable {
 
     /// Runs one image's render with the threads the images in flight leave it.
     func render<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        lock.withLock {
+        inFlight.withLock { inFlight in
             inFlight += 1
             if !pinned { apply(inFlight == 1 ? cores : 1) }
         }
-        defer { lock.withLock { inFlight -= 1 } }
+        defer { inFlight.withLock { $0 -= 1 } }
         return try body()
     }
 }

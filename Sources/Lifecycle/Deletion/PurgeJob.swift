@@ -1,5 +1,6 @@
 import Foundation
 import JobRunner
+import Synchronization
 
 /// Removes everything of one account whose grace period is over, verifies it, then leaves
 /// a tombstone. Four steps, each safe to run again after a crash, and nothing irreversible
@@ -288,13 +289,12 @@ struct PurgeIncomplete: Error, CustomStringConvertible {
 /// column holds account data, so one the map leaves out stops the purge before any row is
 /// deleted rather than being left behind. Checked once per process: a schema change needs
 /// a restart, as the map's own check does.
-private final class CoverageCheck: @unchecked Sendable {
-    private let lock = NSLock()
-    private var passed = false
+private final class CoverageCheck: Sendable {
+    private let passed = Mutex(false)
 
     func check<Store: LifecycleStore>(_ services: LifecycleServices<Store>) async throws {
-        if lock.withLock({ passed }) { return }
+        if passed.withLock({ $0 }) { return }
         _ = try await services.dataMap()
-        lock.withLock { passed = true }
+        passed.withLock { $0 = true }
     }
 }

@@ -2,6 +2,7 @@ import Archiving
 import Crypto
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Copies local files into archive entries using both cores: the calling thread reads
 /// each chunk and hands it to libarchive, which computes its CRC-32 and writes it, while
@@ -13,6 +14,7 @@ import Foundation
 /// Memory: three 256 KiB buffers, so neither side waits on a single slow chunk.
 ///
 /// One copy at a time; `copy` blocks, so callers run it through `BlockingWork`.
+// Unchecked: the buffers pass to the hashing thread by semaphore, and `throttle` belongs to the one copy at a time.
 final class ArchiveFileCopier: @unchecked Sendable {
     private static let depth = 3
     private let buffers: [UnsafeMutableRawBufferPointer]
@@ -38,6 +40,7 @@ final class ArchiveFileCopier: @unchecked Sendable {
     /// What the writing thread and the hashing thread share for one file. Each buffer
     /// passes from `free` (hasher done with it) to `filled` (read, for the hasher) and back;
     /// the semaphores order every access to `counts` and the buffers.
+    // Unchecked: those semaphores (and `hashing.sync` for `hasher`) are the ordering the compiler cannot see.
     private final class Handoff: @unchecked Sendable {
         let free: [DispatchSemaphore]
         let filled: [DispatchSemaphore]
@@ -63,6 +66,7 @@ final class ArchiveFileCopier: @unchecked Sendable {
         }
     }
 
+    // Unchecked: raw memory, used by one thread at a time as `Handoff`'s semaphores say.
     private struct Buffers: @unchecked Sendable {
         let all: [UnsafeMutableRawBufferPointer]
     }
@@ -140,14 +144,13 @@ final class ArchiveFileCopier: @unchecked Sendable {
 }
 
 /// A flag one thread sets and another reads.
-final class ManagedAtomicFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+final class ManagedAtomicFlag: Sendable {
+    private let value = Atomic(false)
 
-    var isSet: Bool { lock.withLock { value } }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 
     func set() {
-        lock.withLock { value = true }
+        value.store(true, ordering: .releasing)
     }
 }
 
@@ -155,12 +158,10 @@ final class ManagedAtomicFlag: @unchecked Sendable {
 /// so the fsync that completes it waits for the last few megabytes rather than the
 /// whole archive at the end. (Measured here: faster than `sync_file_range` every few
 /// megabytes, which stalls the copy when the disk queue is full.)
-final class BackgroundFlush: @unchecked Sendable {
+final class BackgroundFlush: Sendable {
     private let fd: Int32
     private let queue = DispatchQueue(label: "export.flush")
-    private let lock = NSLock()
-    private var running = false
-    private var unflushed: Int64 = 0
+    private let state = Mutex<(running: Bool, unflushed: Int64)>((false, 0))
     static let interval: Int64 = 64 << 20
 
     /// nil: nothing to flush.
@@ -169,18 +170,18 @@ final class BackgroundFlush: @unchecked Sendable {
     }
 
     func wrote(_ count: Int) {
-        unflushed += Int64(count)
-        guard unflushed >= Self.interval, fd >= 0 else { return }
-        let start = lock.withLock {
-            if running { return false }
-            running = true
+        guard fd >= 0 else { return }
+        let start = state.withLock { state in
+            state.unflushed += Int64(count)
+            guard state.unflushed >= Self.interval, !state.running else { return false }
+            state.running = true
+            state.unflushed = 0
             return true
         }
         guard start else { return }
-        unflushed = 0
         queue.async {
             _ = fdatasync(self.fd)
-            self.lock.withLock { self.running = false }
+            self.state.withLock { $0.running = false }
         }
     }
 
@@ -219,6 +220,7 @@ extension Duration {
 }
 
 /// Hands a value that is used by one thread at a time across a `Sendable` boundary.
+// Unchecked: "one at a time" is the caller's await on the other thread, which the compiler cannot see.
 struct OneThreadAtATime<Value>: @unchecked Sendable {
     let value: Value
 }

@@ -111,10 +111,10 @@ enum ExportArchiveVerifier {
 
     /// Reads its share of a ZIP's entries to their end, which checks each one's CRC-32, and
     /// keeps each one's byte count by entry index for the first reader to check against the manifest.
-    final class HelperReader: @unchecked Sendable {
+    final class HelperReader: Sendable {
         let path: String
         let root: String
-        private var share: EntryShare
+        private let share: EntryShare
         private let state = Mutex<(counts: [Int: Int64], failure: (index: Int, error: any Error)?, stopAfter: Int)>(([:], nil, .max))
         private let finished = DispatchSemaphore(value: 0)
 
@@ -152,6 +152,7 @@ enum ExportArchiveVerifier {
         func stop(after index: Int) { state.withLock { $0.stopAfter = index } }
 
         private func run() {
+            var share = self.share
             var index = -1
             do {
                 try ArchiveReader.forEachEntry(path: path) { info, content in

@@ -1,5 +1,6 @@
 import Foundation
 import JobRunner
+import Synchronization
 
 /// An app's own database as its data map describes it, checked against the live catalog:
 /// what deletion, purge and export of the app's accounts run on. The app's tables are
@@ -169,27 +170,26 @@ public struct AppData: Sendable {
 /// The app data of one installation, read once per process: the map file and the catalog
 /// do not change under a running worker (a schema change needs a restart, as the map's
 /// check runs at start).
-public final class AppDataCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var loaded: AppData?
+public final class AppDataCache: Sendable {
+    private let loaded = Mutex<AppData?>(nil)
 
     public init() {}
 
     /// A cache already holding the app data of an app directory.
     init<Store: LifecycleStore>(directory: AccountDirectory<Store>) {
-        if case .app(let data) = directory.source { loaded = data }
+        if case .app(let data) = directory.source { loaded.withLock { $0 = data } }
     }
 
     /// What `appData` loaded, if it has: for a database step, which cannot wait on the
     /// catalog, after an earlier step of the same run loaded it.
-    var loadedAppData: AppData? { lock.withLock { loaded } }
+    var loadedAppData: AppData? { loaded.withLock { $0 } }
 
     public func appData<Store: LifecycleStore>(_ services: LifecycleServices<Store>) async throws -> AppData {
-        if let loaded = lock.withLock({ loaded }) { return loaded }
+        if let loaded = loaded.withLock({ $0 }) { return loaded }
         let map = try services.dataMapDocument()
         let plan = try DataMapPlan(map: map, catalog: try await services.store.catalog())
         let data = AppData(plan: plan, dialect: services.store.dialect)
-        lock.withLock { loaded = data }
+        loaded.withLock { $0 = data }
         return data
     }
 }
