@@ -3,7 +3,7 @@ import Foundation
 import Lifecycle
 import LifecycleRuntime
 
-/// sysexits(3) codes, as documented in the README.
+/// sysexits(3) codes, as documented in docs/operations.md.
 enum ExitStatus: Int32 {
     case ok = 0
     case usage = 64

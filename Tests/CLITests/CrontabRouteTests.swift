@@ -141,7 +141,7 @@ struct CrontabRouteTests {
     }
 
     /// Each command's advice names only what that command accepts, and the exit codes are
-    /// the ones serve.md and the README give.
+    /// the ones serve.md and docs/operations.md give.
     @Test
     func theSigningKeyAdviceNamesOnlyWhatEachCommandAccepts() async throws {
         let workspace = try await Workspace.make(.sqlite)

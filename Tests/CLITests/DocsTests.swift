@@ -11,9 +11,15 @@ struct DocsCommandLineTests {
     static var documents: [String] {
         let runbooks = (try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/Jobs/runbooks")) ?? []
         let cron = (try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/Jobs/cron")) ?? []
-        return ["README.md", "Jobs/README.md"]
+        return manual + ["Jobs/README.md"]
             + runbooks.filter { $0.hasSuffix(".md") }.sorted().map { "Jobs/runbooks/" + $0 }
             + cron.sorted().map { "Jobs/cron/" + $0 }
+    }
+
+    /// The README and every page of docs/, a new page included as soon as it is there.
+    static var manual: [String] {
+        let pages = (try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/docs")) ?? []
+        return ["README.md"] + pages.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
     }
 
     @Test
@@ -36,7 +42,11 @@ struct DocsCommandLineTests {
         // The extractor itself could break and find nothing: each runbook and unit that runs
         // lifecycle must have been seen, and the docs hold a few hundred command lines.
         #expect(checked > 150, "only \(checked) command lines found")
-        for document in Self.documents where !document.hasSuffix(".timer") {
+        // A page of docs/ may explain without a command line (the runner's guarantees); the
+        // README and the pages as a whole may not.
+        #expect(Self.manual.count > 8, "\(Self.manual)")
+        #expect(Self.manual.filter(filesWithCommands.contains).count > 8, "\(filesWithCommands.sorted())")
+        for document in Self.documents where !document.hasSuffix(".timer") && !document.hasPrefix("docs/") {
             #expect(filesWithCommands.contains(document), "no lifecycle command line found in \(document)")
         }
     }
@@ -1042,5 +1052,144 @@ struct DocumentedAPICallTests {
         #expect(await server.stop() == 0)
         #expect(walk.status == 0, "\(walk)")
         RunbookWalkthroughTests.expectStatedOutputs(of: block, in: walk)
+    }
+}
+
+/// The README is a map into docs/: every relative link in the docs leads to a file of the
+/// repository, and to a heading of it when the link names one, as GitHub renders them.
+struct DocsLinkTests {
+    struct Link {
+        var line: Int
+        var target: String
+    }
+
+    /// The targets of `[text](target)`, `![alt](target)` and `[name]: target` outside code,
+    /// leaving out URLs and mail addresses.
+    static func relativeLinks(in text: String) -> [Link] {
+        var links: [Link] = []
+        var inBlock = false
+        for (offset, line) in text.components(separatedBy: "\n").enumerated() {
+            if line.trimmingCharacters(in: .whitespaces).hasPrefix("```") {
+                inBlock.toggle()
+                continue
+            }
+            if inBlock { continue }
+            // Code spans are text, whatever they hold; what is between them is not.
+            let prose = line.components(separatedBy: "`").enumerated().filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
+            var targets = prose.matches(of: /\]\(([^)\s]+)(?:\s+"[^"]*")?\)/).map { String($0.1) }
+            if let reference = prose.firstMatch(of: /^\s*\[[^\]]+\]:\s*(\S+)/) { targets.append(String(reference.1)) }
+            for target in targets where !target.contains("://") && !target.hasPrefix("mailto:") {
+                links.append(Link(line: offset + 1, target: target))
+            }
+        }
+        return links
+    }
+
+    /// GitHub's anchor for a heading: lower case, spaces as `-`, every other character but
+    /// letters, digits, `-` and `_` left out.
+    static func anchor(of heading: String) -> String {
+        var anchor = ""
+        for character in heading.lowercased() {
+            if character == " " {
+                anchor.append("-")
+            } else if character.isLetter || character.isNumber || character == "-" || character == "_" {
+                anchor.append(character)
+            }
+        }
+        return anchor
+    }
+
+    /// The anchors of a markdown file's headings; a repeated one gets `-1`, `-2`, … as on GitHub.
+    static func anchors(in text: String) -> Set<String> {
+        var anchors: Set<String> = []
+        var inBlock = false
+        for line in text.components(separatedBy: "\n") {
+            if line.trimmingCharacters(in: .whitespaces).hasPrefix("```") { inBlock.toggle() }
+            guard !inBlock, let heading = line.firstMatch(of: /^#{1,6}\s+(.*?)\s*#*\s*$/) else { continue }
+            let base = anchor(of: String(heading.1))
+            var candidate = base
+            var repeats = 0
+            while anchors.contains(candidate) {
+                repeats += 1
+                candidate = "\(base)-\(repeats)"
+            }
+            anchors.insert(candidate)
+        }
+        return anchors
+    }
+
+    /// Each link of `text` (the file `document`, a path from `root`) that leads nowhere: to a
+    /// file that is not there or outside `root`, or to a heading its markdown file lacks.
+    static func brokenLinks(in text: String, of document: String, root: String) -> [String] {
+        let folder = URL(fileURLWithPath: root + "/" + document).deletingLastPathComponent()
+        var broken: [String] = []
+        for link in relativeLinks(in: text) {
+            let parts = link.target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let path = parts[0].removingPercentEncoding ?? parts[0]
+            let place = "\(document):\(link.line): (\(link.target))"
+            // `#heading` alone is a heading of this same text.
+            var target = text
+            if !path.isEmpty {
+                let file = folder.appendingPathComponent(path).standardizedFileURL
+                guard file.path.hasPrefix(root + "/"), FileManager.default.fileExists(atPath: file.path) else {
+                    broken.append("\(place): no such file in the repository")
+                    continue
+                }
+                guard parts.count == 2, file.pathExtension == "md" else { continue }
+                target = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+            }
+            if parts.count == 2, !anchors(in: target).contains(parts[1]) {
+                broken.append("\(place): no heading #\(parts[1]) there")
+            }
+        }
+        return broken
+    }
+
+    @Test
+    func everyRelativeLinkInTheDocsLeadsToAFileAndHeadingThatExist() throws {
+        var links = 0
+        var broken: [String] = []
+        for document in DocsCommandLineTests.documents where document.hasSuffix(".md") {
+            let text = try String(contentsOfFile: repositoryRoot + "/" + document, encoding: .utf8)
+            links += Self.relativeLinks(in: text).count
+            broken += Self.brokenLinks(in: text, of: document, root: repositoryRoot)
+        }
+        #expect(broken.isEmpty, "\(broken.joined(separator: "\n"))")
+        // The README links every page of docs/; an extractor that found none would pass anything.
+        let readme = try String(contentsOfFile: repositoryRoot + "/README.md", encoding: .utf8)
+        let linked = Set(Self.relativeLinks(in: readme).map { $0.target.split(separator: "#").first.map(String.init) ?? "" })
+        for page in DocsCommandLineTests.manual where page.hasPrefix("docs/") {
+            #expect(linked.contains(page), "README.md does not link \(page)")
+        }
+        #expect(links > 20, "only \(links) links found")
+    }
+
+    /// The checker itself: a missing file, a missing heading and a link out of the
+    /// repository are caught; URLs, code and headings that exist are not mistaken for one.
+    @Test
+    func theLinkCheckerTellsBrokenLinksFromGoodOnes() {
+        let page = """
+            # A page
+
+            ## The app backend's API, `/v1`
+
+            [fine](runner.md), [fine](../README.md#tour), [fine](#the-app-backends-api-v1), [fine](#a-page),
+            [fine](../Jobs/runbooks/), [web](https://example.com/missing.md), `[code](nowhere.md)`,
+            [gone](nowhere.md)
+            [no heading](runner.md#no-such-heading)
+            [outside](../../etc/passwd)
+
+            ```
+            [in a block](also-nowhere.md)
+            ```
+            [ref]: ./missing-too.md
+            """
+        let broken = Self.brokenLinks(in: page, of: "docs/example.md", root: repositoryRoot)
+        #expect(broken.count == 4, "\(broken)")
+        for target in ["(nowhere.md)", "(runner.md#no-such-heading)", "(../../etc/passwd)", "(./missing-too.md)"] {
+            #expect(broken.contains { $0.contains(target) }, "\(target) not found broken in \(broken)")
+        }
+        #expect(Self.anchor(of: "Walk-through: a Django project") == "walk-through-a-django-project")
+        #expect(Self.anchors(in: "# Tour\n## Tour\n```\n# not a heading\n```") == ["tour", "tour-1"])
     }
 }

@@ -111,7 +111,7 @@ struct ExportCommandTests {
         #expect(list.stdout.contains("\(ready.exportID)  revoked  zip"))
     }
 
-    /// README: an operator action names its operator by `--operator`, else `LIFECYCLE_OPERATOR`.
+    /// docs/operations.md: an operator action names its operator by `--operator`, else `LIFECYCLE_OPERATOR`.
     @Test(arguments: Backend.allCases)
     func revokeRecordsTheOperatorFromTheEnvironment(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)

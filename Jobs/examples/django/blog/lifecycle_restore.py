@@ -47,7 +47,7 @@ def lifecycle_api_configured(app_configs, **kwargs):
         f"{' and '.join(missing)} not set: every sign-in will fail, since a user pending "
         "deletion who signs in must be restored in lifecycle",
         hint="set LIFECYCLE_API_URL to where `lifecycle serve` listens and LIFECYCLE_API_TOKEN "
-             "to its API token (README, \"Walk-through: a Django project\")",
+             "to its API token (docs/walkthroughs.md, \"Walk-through: a Django project\")",
         id="lifecycle.W001",
     )]
 

@@ -3,23 +3,20 @@ import Foundation
 import Lifecycle
 import Testing
 
-/// The README's walk-throughs ("Using it on your own database"), each block run by bash
-/// exactly as written there, from the repository's root, then the end state looked at in
-/// the database and the blob store: a newcomer who types them gets a verified purge.
+/// The walk-throughs of docs/walkthroughs.md (your own database: Django, Supabase), each
+/// block run by bash exactly as written there, from the repository's root, then the end
+/// state looked at in the database and the blob store: a newcomer who types them gets a
+/// verified purge.
 @Suite(.serialized)
-struct ReadmeWalkthroughTests {
+struct DocsWalkthroughTests {
     let app = AppPurgeTests()
 
-    /// The `sh` block after `<!-- walkthrough: NAME -->`.
+    /// The page that holds the walk-throughs.
+    static let page = "docs/walkthroughs.md"
+
+    /// The `sh` block after `<!-- walkthrough: NAME -->` in ``page``.
     static func block(_ name: String) throws -> String {
-        let readme = try String(contentsOfFile: repositoryRoot + "/README.md", encoding: .utf8)
-        guard let marker = readme.range(of: "<!-- walkthrough: \(name) -->"),
-              let open = readme.range(of: "```sh\n", range: marker.upperBound..<readme.endIndex),
-              readme[marker.upperBound..<open.lowerBound].allSatisfy(\.isWhitespace),
-              let close = readme.range(of: "\n```", range: open.upperBound..<readme.endIndex) else {
-            throw CLITestFailure("README.md has no ```sh block right after <!-- walkthrough: \(name) -->")
-        }
-        return String(readme[open.upperBound..<close.lowerBound])
+        try RunbookWalkthroughTests.block(page, name)
     }
 
     struct Run {
