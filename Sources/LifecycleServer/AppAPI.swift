@@ -39,6 +39,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             if response.status.code >= 400 { response.headers[.connection] = "close" }
             return response
         }
+        api.delete("accounts/:account/photo") { _, context in try await answer { try await self.removePhoto(context) } }
     }
 
     /// Deletion as this installation's map has it, reading the map and catalog through the server's cache.
@@ -209,6 +210,13 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         let accepted = try await upload.accept(account: accountID, staged: staged)
         spool.taken = true
         return (.accepted, accepted)
+    }
+
+    /// "Remove Photo": 200 with `removed` (false when she had none); the file's deletion is
+    /// a job of its own, queued in the same commit.
+    private func removePhoto(_ context: ServerContext) async throws -> (HTTPResponse.Status, any Encodable) {
+        let reference = try Self.account(in: context)
+        return (.ok, try await ProfilePhotoUpload(services: services, cache: cache).remove(account: reference))
     }
 
     static func tooLarge(_ limit: Int) -> APIError {

@@ -534,6 +534,18 @@ struct ServeTests {
         let files = try workspace.blobTree().keys.filter { $0.hasPrefix("ada/") && !$0.hasPrefix("ada/photos/ada-p") }
         #expect(files == ["ada/" + rendered.dropFirst("accounts/ada/".count)], "no replaced photo or upload is left: \(files.sorted())")
         #expect(try await workspace.run(["audit", "ada"]).stdout.contains("photo.upload"))
+
+        // Remove Photo: no profile photo from the answer on, the file gone once its job ran.
+        let removed = try await Self.api(server, "DELETE", "accounts/ada/photo")
+        #expect(removed.status == 200 && removed.json["removed"] as? Bool == true, "\(removed.json)")
+        #expect(try await Self.api(server, "GET", "accounts/ada").json["profile_photo"] == nil)
+        #expect(try await workspace.photoRows().filter { $0.accountID == "ada" && $0.role == .profile }.isEmpty)
+        #expect(try await workspace.run(["worker", "--once"]).status == 0)
+        let left = try workspace.blobTree()
+        #expect(left["ada/" + rendered.dropFirst("accounts/ada/".count)] == nil, "\(left.keys.sorted())")
+        #expect(try await Self.api(server, "DELETE", "accounts/ada/photo").json["removed"] as? Bool == false)
+        #expect(try await Self.api(server, "DELETE", "accounts/leaving/photo").status == 403)
+        #expect(try await workspace.run(["audit", "ada"]).stdout.contains("photo.remove"))
         #expect(await server.stop() == 0)
     }
 

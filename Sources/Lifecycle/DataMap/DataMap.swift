@@ -353,6 +353,25 @@ public struct DataMap: Sendable, Equatable {
         }
     }
 
+    /// Where an account's profile photo lives (`profile_photo:`): a file column of the user
+    /// row, or of a table with one row per user (`owner: COLUMN`), holding the photo's blob
+    /// key. Uploads, normalisation and removal write that column and the files under `prefix`;
+    /// export and purge take the file as they take every file column's.
+    public struct ProfilePhoto: Sendable, Equatable {
+        /// nil: the user table.
+        public var table: TableName?
+        public var column: String
+        /// Where uploads and rendered photos are stored in the blob store, ending in '/'.
+        public var prefix: String
+        /// What the column holds when there is no photo: null, or Django's "".
+        public var empty: MaskValue
+        public var line: Int
+
+        public static let defaultPrefix = "profile-photos/"
+    }
+
+    /// `profile_photo:`, when the app lets lifecycle store and normalise its users' photos.
+    public var profilePhoto: ProfilePhoto?
     public var subject: Subject
     public var tables: [Table]
     public var ignored: [Ignored]

@@ -25,7 +25,7 @@ extension DataMap {
         }
         guard let root else { throw LifecycleError(.badInput, "\(source): the file is empty; it needs `version: 2`, `subject:` and `tables:`") }
         let top = try YAMLField(node: root, path: "", source: source).mapping(
-            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion", "parts", "residue"])
+            allowed: ["version", "app", "include", "subject", "tables", "ignore", "on_deletion", "parts", "residue", "profile_photo"])
         guard let version = top["version"] else {
             if top["tables"] != nil {
                 throw LifecycleError(.badInput, """
@@ -108,6 +108,33 @@ extension DataMap {
             subject: subject, tables: tables, ignored: ignored, onDeletion: onDeletion, parts: parts, presets: presets,
             isReferenceApp: isReferenceApp, source: source)
         if let field = top["residue"] { residue = try Self.residue(field) }
+        if let field = top["profile_photo"] { profilePhoto = try Self.profilePhoto(field) }
+    }
+
+    /// `profile_photo: {table: TABLE, column: COLUMN, prefix: "avatars/", empty: null}`.
+    private static func profilePhoto(_ field: YAMLField) throws -> ProfilePhoto {
+        let fields = try field.mapping(allowed: ["table", "column", "prefix", "empty"])
+        let columnField = try fields.required("column")
+        let column = try columnField.string()
+        guard DataMap.isIdentifier(column) else { throw columnField.error("'\(column)' is not a plain SQL identifier") }
+        var prefix = ProfilePhoto.defaultPrefix
+        if let prefixField = fields["prefix"] {
+            prefix = try prefixField.string()
+            let segments = prefix.split(separator: "/", omittingEmptySubsequences: false)
+            guard prefix.hasSuffix("/"), segments.dropLast().allSatisfy(BlobKey.isSafeSegment), segments.count > 1,
+                  !BlobKey.isLifecycleOwn(prefix + "x") else {
+                throw prefixField.error("""
+                    '\(prefix)' must be a folder of the blob store for the photos lifecycle stores, made of letters, digits, \
+                    '.', '_' and '-' and ending in '/' ("avatars/"), outside lifecycle's own folders
+                    """)
+            }
+        }
+        var empty = MaskValue.null
+        if let emptyField = fields["empty"] {
+            empty = try emptyField.maskValue()
+            guard empty.namesNoFile else { throw emptyField.error("is what the column holds for \"no photo\": null, or \"\" (Django's FileField)") }
+        }
+        return ProfilePhoto(table: try fields["table"]?.tableName(), column: column, prefix: prefix, empty: empty, line: field.line)
     }
 
     /// `residue: {allow: [TABLE.COLUMN, …], reason: …, user_columns: [COLUMN, …]}`.

@@ -207,9 +207,23 @@ public struct DataMapPlan: Sendable {
         self.keyNames = checker.keyNames(subject: subject)
         self.parts = try checker.parts(plans: tables, subject: subject, subjectTable: subjectTable)
         self.touchedTables = neededTables()
+        self.profilePhoto = try checker.profilePhoto(subject: subject, plans: tables)
         var seen = Set<DataMap.TransactionSetting>()
         self.eraseSettings = tables.flatMap(\.table.eraseSettings).filter { seen.insert($0).inserted }
     }
+
+    /// Where the profile photo's key is read and written: `table`'s `column`, in the row whose
+    /// `keyColumn` holds the user's key (the user row itself, or her one row of an owned table).
+    public struct ProfilePhotoPlace: Sendable {
+        public var table: DataMap.TableName
+        public var keyColumn: String
+        public var column: String
+        public var prefix: String
+        public var empty: DataMap.MaskValue
+    }
+
+    /// `profile_photo:`, checked: nil when the map has none.
+    public private(set) var profilePhoto: ProfilePhotoPlace?
 
     /// Every mapped table's `erase_settings`, each once.
     public private(set) var eraseSettings: [DataMap.TransactionSetting] = []
@@ -457,6 +471,38 @@ private struct Checker {
     /// A table as a map names it: plain in the default schema (`users`), else qualified.
     func shown(_ name: DataMap.TableName) -> String {
         name.schema == catalog.defaultSchema ? name.name : name.description
+    }
+
+    /// The photo's column must be a file column (`blobs:`) of the user table or of a table
+    /// owned through a column of the user's key, so export and purge take its files.
+    func profilePhoto(subject: DataMap.Subject, plans: [DataMapPlan.TablePlan]) throws -> DataMapPlan.ProfilePhotoPlace? {
+        guard let photo = map.profilePhoto else { return nil }
+        let name = catalog.qualified(photo.table ?? subject.table)
+        let keyColumn: String
+        let blobs: [String]
+        if name == subject.table {
+            (keyColumn, blobs) = (subject.key, subject.blobs)
+        } else if let plan = plans.first(where: { $0.table.name == name }), case .column(let owner) = plan.table.ownership {
+            (keyColumn, blobs) = (owner, plan.table.blobs)
+        } else {
+            throw fail(photo.line, """
+                profile_photo: \(name) must be the user table or a mapped table with `owner: COLUMN` (one row per user), \
+                so the photo's row is found by the user's key
+                """)
+        }
+        guard blobs.contains(photo.column) else {
+            throw fail(photo.line, """
+                profile_photo: \(name).\(photo.column) is not among the table's `blobs:`; list it there, so the export \
+                hands the photo out and the purge deletes it
+                """)
+        }
+        guard let column = catalog.table(name)?.column(photo.column), column.kind == .text || column.kind == .other else {
+            throw fail(photo.line, "profile_photo: \(name).\(photo.column) must be a text column holding the photo's blob key")
+        }
+        if photo.empty == .null && column.isNotNull {
+            throw fail(photo.line, "profile_photo: \(name).\(photo.column) is NOT NULL, so \"no photo\" cannot be null there; write `empty: \"\"`")
+        }
+        return .init(table: name, keyColumn: keyColumn, column: photo.column, prefix: photo.prefix, empty: photo.empty)
     }
 
     func fail(_ line: Int?, _ message: String) -> LifecycleError {

@@ -5,10 +5,15 @@ import JobRunner
 public enum PhotoJobs {
     /// Normalises one profile photo (PhotoNormalizationJob.swift).
     public static let normalizeKind = "photos.normalize"
+    /// Normalises a profile photo an app keeps in a column (ColumnPhotoJob.swift).
+    public static let normalizeColumnKind = "photos.normalize-column"
+    /// Deletes a removed profile photo's file once no row names it (ColumnPhotoJob.swift).
+    public static let deleteFileKind = "photos.delete-file"
 
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         let policy = Result { try PhotoPolicy(policies: services.policies) }
-        return [PhotoNormalizationJob(services: services, policy: policy).kind]
+        let column = ColumnPhotoJob(services: services, policy: policy, appData: AppDataCache())
+        return [PhotoNormalizationJob(services: services, policy: policy).kind, column.normalizeKind, column.deleteFileKind]
     }
 
     /// One live job per photo, whatever the recipe version: the job reads the recipe

@@ -38,9 +38,8 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
     /// Refusals for an account that cannot take a photo now, before a byte is read.
     public func checkAccount(_ reference: AccountReference) async throws -> String {
         let directory = try await services.directory(cache: cache)
-        guard directory.isReferenceApp else {
-            throw LifecycleError(.badInput, "this installation serves the app's own database (Jobs/account-data.yaml): profile photos are the app's to store; uploads here need the reference schema")
-        }
+        // An app's map must say where the photo goes before a byte of it is read.
+        if !directory.isReferenceApp { _ = try await ColumnProfilePhotos(services: services, cache: cache).place() }
         let now = services.clock.now()
         return try await services.store.read { tx in
             guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
@@ -58,6 +57,9 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
             throw PhotoRejection.unsupportedType("content is \(staged.contentType)")
         }
         let directory = try await services.directory(cache: cache)
+        guard directory.isReferenceApp else {
+            return try await ColumnProfilePhotos(services: services, cache: cache).accept(account: accountID, staged: staged)
+        }
         let policy = try services.policies.policy(for: PhotoJobs.normalizeKind)
         let photoID = "\(accountID).profile-\(UUID().uuidString.lowercased().prefix(13))"
         let key = BlobKey.photo(accountID: accountID, photoID: photoID)
@@ -93,7 +95,39 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
         }
     }
 
-    private static func refuseUnlessActive(_ id: String, _ state: AccountState) throws {
+    /// "Remove Photo": the account has no profile photo from this commit on, and the
+    /// file's deletion is queued with it (a job per file, so a crash never leaves one).
+    public func remove(account reference: AccountReference) async throws -> ColumnProfilePhotos<Store>.Removed {
+        let directory = try await services.directory(cache: cache)
+        guard directory.isReferenceApp else { return try await ColumnProfilePhotos(services: services, cache: cache).remove(account: reference) }
+        let policy = try services.policies.policy(for: PhotoJobs.deleteFileKind)
+        let now = services.clock.now()
+        let store = services.store
+        return try await store.write { tx in
+            guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: true, now: now) else {
+                throw LifecycleError.noSuchAccount(reference)
+            }
+            try Self.refuseUnlessActive(entry.id, entry.state)
+            // A replacement still pending is her photo-to-be: it goes too.
+            let photos = try tx.photos(accountID: id).filter { $0.role == .profile }
+            guard try tx.account(id: id)?.profilePhotoID != nil || !photos.isEmpty else {
+                return .init(account: id, removed: false, jobID: nil)
+            }
+            try tx.setProfilePhoto(accountID: id, photoID: nil, now: now)
+            try tx.deletePhotos(ids: photos.map(\.id))
+            var jobs: [JobID] = []
+            for key in Set(photos.map(\.blobKey)).sorted() {
+                let payload = ColumnPhotoPayload(account: id, upload: key, replaces: nil)
+                jobs.append(try store.enqueue(try EnqueueRequest(kind: PhotoJobs.deleteFileKind, payload: payload), policy: policy, now: now, in: tx).job.id)
+            }
+            try tx.recordAudit(AuditEvent(
+                at: now, actor: "app", action: "photo.remove", accountID: id, outcome: "queued",
+                detail: ["photos": .array(photos.map { .string($0.id) }), "jobs": .array(jobs.map { .int($0) })]))
+            return .init(account: id, removed: true, jobID: jobs.first)
+        }
+    }
+
+    static func refuseUnlessActive(_ id: String, _ state: AccountState) throws {
         switch state {
         case .active: return
         case .pendingDeletion:

@@ -1,0 +1,167 @@
+import Foundation
+import Imaging
+import JobRunner
+
+/// The profile photo of an app whose map says where it lives (`profile_photo:`): a blob
+/// key in a column of the user row or of her one row of an owned table. The upload stores
+/// the bytes under the map's prefix and points the column at them in one transaction with
+/// the normalisation job (ColumnPhotoJob), which replaces them with the product's JPEG;
+/// removal empties the column in one transaction with the job that deletes the file. The
+/// column is only ever changed compare-and-set (from the value read, under the account's
+/// lock): an app writing it meanwhile wins, and lifecycle's change is refused, never
+/// written over the app's.
+public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
+    public let services: LifecycleServices<Store>
+    private let cache: AppDataCache
+
+    public init(services: LifecycleServices<Store>, cache: AppDataCache = AppDataCache()) {
+        self.services = services
+        self.cache = cache
+    }
+
+    public struct Removed: Sendable, Encodable {
+        public var account: String
+        /// false: she had no photo; nothing changed.
+        public var removed: Bool
+        /// The job that deletes the file (its own, so a crash never leaves it behind).
+        public var jobID: JobID?
+
+        enum CodingKeys: String, CodingKey { case account, removed, jobID = "job_id" }
+    }
+
+    /// The map's photo column, or a refusal naming what to add.
+    func place() async throws -> (AppData, DataMapPlan.ProfilePhotoPlace) {
+        let data = try await cache.appData(services)
+        guard let place = data.plan.profilePhoto else {
+            throw LifecycleError(.badInput, """
+                the data map (\(data.map.source)) says nowhere where a profile photo lives: add `profile_photo: {column: COLUMN}` \
+                naming the user table's file column that holds its key (Jobs/README.md, "Profile photos")
+                """)
+        }
+        return (data, place)
+    }
+
+    /// Stores the staged upload (moving it) and points her photo column at it, with its
+    /// normalisation job. The photo it replaces stays until that job has settled the new
+    /// one; a refused upload puts it back. Nothing half-done stays: a failure before the
+    /// commit deletes the stored upload again.
+    public func accept(account accountID: String, staged: StagedPhotoUpload) async throws -> ProfilePhotoUpload<Store>.Accepted {
+        guard StagedPhotoUpload.acceptedContentTypes.contains(staged.contentType) else {
+            throw PhotoRejection.unsupportedType("content is \(staged.contentType)")
+        }
+        let (data, place) = try await place()
+        let directory = try await services.directory(cache: cache)
+        let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
+        let upload = "upload-" + UUID().uuidString.lowercased()
+        let key = place.prefix + BlobKey.segment(forID: accountID) + "/" + upload
+        let stored = try await services.blobs.put(key: key, fromFile: staged.path, moving: true)
+        let now = services.clock.now()
+        let store = services.store
+        let sql = data.sql
+        do {
+            return try await store.write { tx in
+                guard let entry = try directory.entry(id: accountID, in: tx, locking: true, now: now) else {
+                    throw LifecycleError.noSuchAccount(accountID)
+                }
+                // Checked again under the account's lock: a purge that began meanwhile wins.
+                try ProfilePhotoUpload<Store>.refuseUnlessActive(entry.id, entry.state)
+                let current = try Self.current(accountID, sql: sql, in: tx)
+                guard try tx.execute(sql.replaceProfilePhoto(key: accountID, from: current ?? .null, to: .text(key))) == 1 else {
+                    throw LifecycleError(.badInput, """
+                        account \(accountID) has no row in \(place.table) to hold the photo (the map's profile_photo); \
+                        the app creates that row, and the upload can be sent again once it has
+                        """)
+                }
+                let replaces = current.flatMap { $0.text }.flatMap { $0.isEmpty ? nil : $0 }
+                let payload = ColumnPhotoPayload(account: accountID, upload: key, replaces: replaces)
+                let job = try store.enqueue(
+                    try EnqueueRequest(kind: PhotoJobs.normalizeColumnKind, payload: payload, uniqueKey: "photo:\(key)"),
+                    policy: jobPolicy, now: now, in: tx).job
+                try tx.recordAudit(AuditEvent(
+                    at: now, actor: "app", action: "photo.upload", accountID: accountID, outcome: "queued",
+                    detail: ["photo": .string(upload), "bytes": .int(Int(stored.size)), "content_type": .string(staged.contentType), "job": .int(job.id)]))
+                return .init(
+                    account: accountID, photoID: upload, jobID: job.id, bytes: stored.size, contentType: staged.contentType,
+                    state: NormalizationState.pending.rawValue)
+            }
+        } catch {
+            // Removed only when the column is known not to name it: a commit whose answer
+            // was lost may have landed, and then the file is her photo.
+            let named = try? await store.read { tx in try Self.current(accountID, sql: sql, in: tx) == .text(key) }
+            if named == false { try? await services.blobs.delete(keys: [key]) }
+            throw error
+        }
+    }
+
+    /// "Remove Photo": the column emptied and the file's deletion queued, in one
+    /// transaction; the job deletes the file unless a row still names it.
+    public func remove(account reference: AccountReference) async throws -> Removed {
+        let (data, place) = try await place()
+        let directory = try await services.directory(cache: cache)
+        let jobPolicy = try services.policies.policy(for: PhotoJobs.deleteFileKind)
+        let now = services.clock.now()
+        let store = services.store
+        let sql = data.sql
+        return try await store.write { tx in
+            guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: true, now: now) else {
+                throw LifecycleError.noSuchAccount(reference)
+            }
+            try ProfilePhotoUpload<Store>.refuseUnlessActive(entry.id, entry.state)
+            guard let current = try Self.current(id, sql: sql, in: tx), let key = current.text, !key.isEmpty else {
+                return Removed(account: id, removed: false, jobID: nil)
+            }
+            guard try tx.execute(sql.replaceProfilePhoto(key: id, from: current, to: place.empty.sqlValue)) == 1 else {
+                throw LifecycleError(.badInput, "account \(id)'s photo changed while it was being removed; ask again")
+            }
+            let job = try store.enqueue(
+                try EnqueueRequest(kind: PhotoJobs.deleteFileKind, payload: ColumnPhotoPayload(account: id, upload: key, replaces: nil)),
+                policy: jobPolicy, now: now, in: tx).job
+            try tx.recordAudit(AuditEvent(
+                at: now, actor: "app", action: "photo.remove", accountID: id, outcome: "queued", detail: ["job": .int(job.id)]))
+            return Removed(account: id, removed: true, jobID: job.id)
+        }
+    }
+
+    /// Her photo column's value; nil when she has no row holding it.
+    static func current(_ key: String, sql: DataMapSQL, in tx: Store.Transaction) throws -> SQLValue? {
+        try tx.rows(sql.profilePhotoKey(key: key)).first?.first
+    }
+}
+
+/// A column photo job's payload: the account and blob keys, no personal data.
+struct ColumnPhotoPayload: Codable, Sendable, Equatable {
+    var account: String
+    /// The file the job works on: the upload to normalise, or the file to delete.
+    var upload: String
+    /// The photo the upload replaced: deleted once the upload is settled, put back if it is refused.
+    var replaces: String?
+}
+
+extension DataMapSQL {
+    private var photoPlace: DataMapPlan.ProfilePhotoPlace {
+        // Built only from a plan whose map has `profile_photo:` (ColumnProfilePhotos.place).
+        plan.profilePhoto!
+    }
+
+    /// Her photo column's value, as text.
+    public func profilePhotoKey(key: String) -> SQLStatement {
+        let place = photoPlace
+        var builder = SQLBuilder(dialect)
+        let keyColumn = column(place.table, place.keyColumn)
+        let value = dialect == .postgres ? "CAST(\(q(place.column)) AS text)" : q(place.column)
+        builder.append("SELECT \(value) FROM \(dialect.table(place.table)) WHERE \(q(place.keyColumn)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement([.text])
+    }
+
+    /// Sets her photo column to `to` where it still holds `from`: 1 row, or 0 when the app changed it meanwhile.
+    public func replaceProfilePhoto(key: String, from: SQLValue, to: SQLValue) -> SQLStatement {
+        let place = photoPlace
+        var builder = SQLBuilder(dialect)
+        let keyColumn = column(place.table, place.keyColumn)
+        let photoColumn = column(place.table, place.column)
+        builder.append("UPDATE \(dialect.table(place.table)) SET \(q(place.column)) = \(builder.bind(to, as: photoColumn))")
+        builder.append(" WHERE \(q(place.keyColumn)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        builder.append(" AND " + builder.nullSafeEquals(q(place.column), from, as: photoColumn))
+        return builder.statement()
+    }
+}
