@@ -77,7 +77,7 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
             return .ok
         }
         let started = Date()
-        _ = try await runWorker(services: services, once: true, concurrency: concurrency, kinds: [PhotoJobs.normalizeKind])
+        _ = try await runWorker(services: services, once: true, concurrency: concurrency, kinds: [PhotoJobs.normalizeKind, PhotoJobs.normalizeColumnKind])
         let summary = try await service.summarize(jobIDs: queued.jobIDs)
         if options.json {
             try Terminal.printJSON(NormalizeReport(queue: queued, summary: summary))

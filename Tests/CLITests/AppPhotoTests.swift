@@ -50,6 +50,38 @@ struct AppPhotoTests {
         }, empty: ""), previous: previous, untouched: untouched)
     }
 
+    /// Photos the app stored itself (the Django site's avatars, PNGs as uploaded) are
+    /// normalised by `photos normalize --all` like uploads: each becomes the recipe's JPEG,
+    /// the original goes, and a second run finds nothing left to do.
+    @Test(arguments: Backend.allCases)
+    func theDjangoSitesOwnAvatarsAreNormalisedInPlace(_ backend: Backend) async throws {
+        let (workspace, seeded) = try await DjangoSiteErasureTests().site(backend, map: try DjangoSiteErasureTests.map)
+        let avatars = "SELECT user_id, avatar FROM blog_profile WHERE avatar <> '' ORDER BY user_id"
+        let before = try await app.rows(workspace, avatars)
+        #expect(before.count >= 2, "\(before)")
+        let originals = before.map { String($0.split(separator: "|")[1]) }
+        var sides: [Int] = []
+        for original in originals {
+            let width = try await runTool("/usr/bin/vipsheader", ["-f", "width", workspace.blobs + "/" + original])
+            let height = try await runTool("/usr/bin/vipsheader", ["-f", "height", workspace.blobs + "/" + original])
+            sides.append(min(Int(width) ?? 0, Int(height) ?? 0, 1024))
+        }
+        let run = try await workspace.run(["photos", "normalize", "--all"])
+        #expect(run.status == 0 && run.stdout.contains("normalised \(before.count), rejected 0"), "\(run.stdout) \(run.stderr)")
+        let after = try await app.rows(workspace, avatars)
+        #expect(after.count == before.count)
+        for (index, row) in after.enumerated() {
+            let parts = row.split(separator: "|").map(String.init)
+            #expect(parts[0] == before[index].split(separator: "|").map(String.init)[0])
+            #expect(parts[1].hasPrefix("avatars/\(parts[0])/v") && parts[1].hasSuffix(".jpg"), "\(row)")
+            try await expectCleanSquareJPEG(atPath: workspace.blobs + "/" + parts[1], side: sides[index])
+            #expect(!app.files(workspace).contains(originals[index]), "\(originals[index]) is left")
+        }
+        let again = try await workspace.run(["photos", "normalize", "--all"])
+        #expect(again.status == 0 && again.stdout.contains("nothing to normalise"), "\(again.stdout)")
+        #expect(seeded.users["ada"] != nil)
+    }
+
     /// A photo column the export and purge would not take, or a row not found by her key,
     /// is refused at load, naming the fix; a map without `profile_photo:` refuses uploads
     /// and removals with what to add, before a byte is read.
@@ -140,3 +172,4 @@ struct AppPhotoTests {
         #expect(!files().contains(last) && files().contains(untouched), "\(files().sorted())")
     }
 }
+

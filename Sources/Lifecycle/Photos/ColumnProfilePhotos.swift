@@ -122,6 +122,56 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         }
     }
 
+    /// `photos normalize` on an app's own database: one job per photo column holding a file
+    /// that is not yet a JPEG of the current recipe (photos the app stored itself, or
+    /// rendered under an older recipe), for one account or for all.
+    public func queue(account reference: String?, policy: PhotoPolicy) async throws -> PhotoQueueReport {
+        let (data, place) = try await place()
+        let directory = AccountDirectory<Store>(source: .app(data))
+        var chosen: String?
+        if let reference {
+            let now = services.clock.now()
+            chosen = try await services.store.read { tx in
+                guard let id = try directory.find(.operator(reference), in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
+                    throw LifecycleError.noSuchAccount(reference)
+                }
+                guard entry.state == .active || entry.state == .pendingDeletion else {
+                    throw LifecycleError(.noSuchAccount, "account \(id) is deleted (\(entry.state.rawValue)); its photos are gone with it")
+                }
+                return id
+            }
+        }
+        let only = chosen
+        let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
+        let (store, sql, limit) = (services.store, data.sql, 500)
+        // What `render` names a JPEG: PREFIX<account>/<recipe>-<digest>.jpg.
+        let rendered = Self.likeEscaped(place.prefix) + "%/" + Self.likeEscaped(policy.recipeIdentifier) + "-%.jpg"
+        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
+        var after: String?
+        while true {
+            let (now, start) = (services.clock.now(), after)
+            let page: [(String, EnqueueOutcome)] = try await store.write { tx in
+                try tx.rows(sql.profilePhotosToNormalize(notLike: rendered, only: only, after: start, limit: limit)).compactMap { row in
+                    guard let key = row.first?.text, let file = row.last?.text else { return nil }
+                    let payload = ColumnPhotoPayload(account: key, upload: file, replaces: nil)
+                    let request = try EnqueueRequest(kind: PhotoJobs.normalizeColumnKind, payload: payload, uniqueKey: "photo:\(file)")
+                    return (key, try store.enqueue(request, policy: jobPolicy, now: now, in: tx))
+                }
+            }
+            for (_, outcome) in page {
+                report.jobIDs.append(outcome.job.id)
+                if outcome.created { report.queued += 1 } else { report.alreadyQueued += 1 }
+            }
+            guard page.count == limit, let last = page.last else { break }
+            after = last.0
+        }
+        return report
+    }
+
+    private static func likeEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+    }
+
     /// Her photo column's value; nil when she has no row holding it.
     static func current(_ key: String, sql: DataMapSQL, in tx: Store.Transaction) throws -> SQLValue? {
         try tx.rows(sql.profilePhotoKey(key: key)).first?.first
@@ -151,6 +201,22 @@ extension DataMapSQL {
         let value = dialect == .postgres ? "CAST(\(q(place.column)) AS text)" : q(place.column)
         builder.append("SELECT \(value) FROM \(dialect.table(place.table)) WHERE \(q(place.keyColumn)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
         return builder.statement([.text])
+    }
+
+    /// Users whose photo column names a file that is not `notLike` (a LIKE pattern, `\`
+    /// escaping), in key order after `after`: their key and the file, as text.
+    public func profilePhotosToNormalize(notLike pattern: String, only: String?, after: String?, limit: Int) -> SQLStatement {
+        let place = photoPlace
+        var builder = SQLBuilder(dialect)
+        let keyColumn = column(place.table, place.keyColumn)
+        let (key, photo) = (q(place.keyColumn), q(place.column))
+        let asText = { (name: String) in self.dialect == .postgres ? "CAST(\(name) AS text)" : name }
+        builder.append("SELECT \(asText(key)), \(asText(photo)) FROM \(dialect.table(place.table))")
+        builder.append(" WHERE \(photo) IS NOT NULL AND \(photo) <> '' AND \(photo) NOT LIKE \(builder.bind(.text(pattern))) ESCAPE '\\'")
+        if let only { builder.append(" AND \(key) = \(builder.bind(keyValue(only, for: keyColumn), as: keyColumn))") }
+        if let after { builder.append(" AND \(key) > \(builder.bind(keyValue(after, for: keyColumn), as: keyColumn))") }
+        builder.append(" ORDER BY \(key) LIMIT \(limit)")
+        return builder.statement([.text, .text])
     }
 
     /// Sets her photo column to `to` where it still holds `from`: 1 row, or 0 when the app changed it meanwhile.

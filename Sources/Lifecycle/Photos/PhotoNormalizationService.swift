@@ -27,6 +27,11 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
     /// (id or email) or for all when `account` is nil. A photo whose job is already
     /// queued or running gets that job back, not a second one.
     public func queue(account reference: String?, includeRejected: Bool = false) async throws -> PhotoQueueReport {
+        // An app's own database: the photos in the column its map names (a rejected one
+        // keeps its file in the column, so every run takes it again).
+        if !(try await services.directory().isReferenceApp) {
+            return try await ColumnProfilePhotos(services: services).queue(account: reference, policy: policy)
+        }
         var accountID: String?
         if let reference {
             guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
@@ -80,6 +85,7 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
     }
 
     static func result(job: JobRecord, steps: [StepRecord]) throws -> PhotoJobResult {
+        if job.kind == PhotoJobs.normalizeColumnKind { return try columnResult(job: job, steps: steps) }
         let photoID = (try? JobJSON.decode(PhotoPayload.self, from: job.payload).photo) ?? "?"
         var result = PhotoJobResult(jobID: job.id, photoID: photoID, outcome: .waiting)
         let outputs = Dictionary(steps.map { ($0.step, $0.output) }, uniquingKeysWith: { first, _ in first })
@@ -112,6 +118,49 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
                 result.outcome = .gone
             } else {
                 result.outcome = .normalized
+            }
+        case .dead, .cancelled:
+            result.outcome = .failed
+            result.reason = job.state == .cancelled ? "cancelled" : job.lastError
+        case .retrying:
+            result.outcome = .retrying
+            result.reason = "\(job.lastError ?? "failed"); retries at \(ISO8601.format(job.runAt))"
+        case .queued, .running:
+            result.outcome = .waiting
+            result.reason = job.leaseOwner.map { "running in worker \($0)" } ?? "queued for \(ISO8601.format(job.runAt))"
+        }
+        return result
+    }
+}
+
+extension PhotoNormalizationService {
+    /// A column photo job's end (ColumnPhotoJob.swift), in the reference job's terms.
+    static func columnResult(job: JobRecord, steps: [StepRecord]) throws -> PhotoJobResult {
+        typealias Column = ColumnPhotoJob<Store>
+        let payload = try? JobJSON.decode(ColumnPhotoPayload.self, from: job.payload)
+        var result = PhotoJobResult(jobID: job.id, photoID: payload?.upload ?? "?", outcome: .waiting)
+        result.accountID = payload?.account
+        let outputs = Dictionary(steps.map { ($0.step, $0.output) }, uniquingKeysWith: { first, _ in first })
+        func output<T: Decodable>(_ step: String, _ type: T.Type) throws -> T? {
+            guard let stored = outputs[step], let text = stored else { return nil }
+            return try JobJSON.decode(type, from: text)
+        }
+        let checked = try output("validate", Column.Checked.self)
+        let rendered = try output("render", Column.Rendered.self)
+        if let payload, let bytes = checked?.bytes { result.original = PhotoSummary(format: nil, width: nil, height: nil, bytes: bytes, blobKey: payload.upload) }
+        switch job.state {
+        case .succeeded:
+            if let refusal = rendered?.refusal ?? checked?.refusal {
+                result.outcome = .rejected
+                result.userMessage = refusal.userMessage
+                result.reason = "\(refusal.code): \(refusal.detail)"
+            } else if try checked?.gone == true || rendered?.gone == true || output("switch", Column.Let.self)?.outcome == "abandoned" {
+                result.outcome = .gone
+            } else {
+                result.outcome = .normalized
+                if let key = rendered?.key {
+                    result.rendered = PhotoSummary(format: "jpeg", width: rendered?.side, height: rendered?.side, bytes: 0, blobKey: key)
+                }
             }
         case .dead, .cancelled:
             result.outcome = .failed
