@@ -102,10 +102,9 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
     private func retry(_ context: ServerContext) async throws -> Response {
         guard let id = context.parameters.get("id").flatMap(JobID.init) else { return HTMLPage.message(.notFound, "No such job.") }
         do {
-            guard let job = try await services.store.retry(jobID: id, now: services.clock.now()) else {
+            guard try await actions.retry(id) != nil else {
                 return HTMLPage.message(.notFound, "No job #\(id).")
             }
-            try await recordJobAction("job.retry", job)
         } catch let error as JobRunnerError {
             return HTMLPage.message(.conflict, error.message)
         }
@@ -116,25 +115,19 @@ struct OpsDashboard<Store: LifecycleStore>: Sendable {
         guard let kind = context.parameters.get("kind"), services.registry[kind] != nil else { return HTMLPage.message(.notFound, "No such job kind.") }
         let form = try await request.body.collect(upTo: 4_096)
         let reason = HTMLPages.formFields(String(buffer: form))["reason"].flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
-        _ = try await services.store.pause(kind: kind, by: access.operatorName, reason: reason, now: services.clock.now())
-        services.logger.notice("job kind paused from the dashboard", metadata: ["kind": "\(kind)", "operator": "\(access.operatorName)"])
+        _ = try await actions.pause(kind: kind, reason: reason)
         return Self.backToPage("#jobs")
     }
 
     private func resume(_ context: ServerContext) async throws -> Response {
         guard let kind = context.parameters.get("kind"), services.registry[kind] != nil else { return HTMLPage.message(.notFound, "No such job kind.") }
-        _ = try await services.store.resume(kind: kind)
-        services.logger.notice("job kind resumed from the dashboard", metadata: ["kind": "\(kind)", "operator": "\(access.operatorName)"])
+        _ = try await actions.resume(kind: kind)
         return Self.backToPage("#jobs")
     }
 
-    /// An account's job retried from the page goes into that account's audit, as `jobs retry` does.
-    private func recordJobAction(_ action: String, _ job: JobRecord) async throws {
-        guard let account = JobAttention(job).account else { return }
-        let event = AuditEvent(
-            at: services.clock.now(), actor: "operator:" + access.operatorName, action: action, accountID: account, outcome: job.state.rawValue,
-            detail: ["job": .int(job.id), "kind": .string(job.kind), "from": .string("dashboard")])
-        try await services.store.write { tx in try tx.recordAudit(event) }
+    /// The same actions as `jobs retry|pause|resume`, audited and logged the same way.
+    private var actions: OperatorJobActions<Store> {
+        OperatorJobActions(services: services, operatorName: access.operatorName, origin: "dashboard")
     }
 
     /// POST, then a redirect back: reloading the page repeats nothing.

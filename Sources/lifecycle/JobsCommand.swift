@@ -144,7 +144,7 @@ struct PauseKind: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let kind = try knownKind(kind, in: services)
-        let paused = try await services.store.pause(kind: kind, by: operatorOption.operatorName, reason: reason, now: services.clock.now())
+        let paused = try await OperatorJobActions(services: services, operatorName: operatorOption.operatorName).pause(kind: kind, reason: reason)
         let record = try await services.store.pausedKinds().first { $0.kind == kind }
         if options.json {
             try Terminal.printJSON(PauseReport(kind: kind, changed: paused, pause: record))
@@ -169,8 +169,7 @@ struct ResumeKind: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let kind = try knownKind(kind, in: services)
-        let resumed = try await services.store.resume(kind: kind)
-        services.logger.notice("job kind resumed", metadata: ["kind": "\(kind)", "operator": "\(operatorOption.operatorName)", "changed": .stringConvertible(resumed)])
+        let resumed = try await OperatorJobActions(services: services, operatorName: operatorOption.operatorName).resume(kind: kind)
         if options.json {
             try Terminal.printJSON(PauseReport(kind: kind, changed: resumed, pause: nil))
         } else {
@@ -246,31 +245,15 @@ struct RetryJob: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let jobID = try parseJobID(id)
         do {
-            guard let job = try await services.store.retry(jobID: jobID, now: services.clock.now()) else {
+            guard let job = try await OperatorJobActions(services: services, operatorName: operatorOption.operatorName).retry(jobID) else {
                 throw CLIFailure(.dataError, "no job with id \(jobID)")
             }
-            try await auditJobAction("job.retry", job, actor: operatorOption.actor, services: services)
             if options.json { try Terminal.printJSON(job) } else { Terminal.line("queued again: \(describe(job))") }
         } catch let error as JobRunnerError {
             throw CLIFailure(.dataError, error.message)
         }
         return .ok
     }
-}
-
-/// An operator's retry or cancel of an account's job goes into that account's audit trail
-/// (a job without an account, such as a canary, is only logged).
-func auditJobAction<Store: LifecycleStore>(_ action: String, _ job: JobRecord, actor: String, services: LifecycleServices<Store>) async throws {
-    services.logger.notice("operator job action", metadata: [
-        "action": "\(action)", "job": .stringConvertible(job.id), "kind": "\(job.kind)", "state": "\(job.state.rawValue)", "operator": "\(actor)",
-    ])
-    guard case .object(let payload) = JSONValue.parsing(job.payload), case .string(let account)? = payload["account"] ?? payload["accountID"] else {
-        return
-    }
-    let event = AuditEvent(
-        at: services.clock.now(), actor: actor, action: action, accountID: account, outcome: job.state.rawValue,
-        detail: ["job": .int(job.id), "kind": .string(job.kind)])
-    try await services.store.write { tx in try tx.recordAudit(event) }
 }
 
 struct CancelJob: AsyncParsableCommand, StoreCommand {
@@ -289,10 +272,9 @@ struct CancelJob: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let jobID = try parseJobID(id)
-        guard let job = try await services.store.cancel(jobID: jobID, now: services.clock.now()) else {
+        guard let job = try await OperatorJobActions(services: services, operatorName: operatorOption.operatorName).cancel(jobID) else {
             throw CLIFailure(.dataError, "no job with id \(jobID)")
         }
-        try await auditJobAction("job.cancel", job, actor: operatorOption.actor, services: services)
         if options.json {
             try Terminal.printJSON(job)
         } else if job.state == .running {

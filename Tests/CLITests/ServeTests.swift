@@ -621,6 +621,16 @@ struct ServeTests {
         let taken = try await Self.curl(["-u", "oncall:\(opsToken)", "-X", "POST", "-d", "reason=disk+full", pause])
         #expect(taken.status == 303 && taken.text.contains("Location: /ops#jobs"))
         #expect(try await workspace.run(["jobs", "check", "--json"]).stdout.contains(#""reason":"disk full""#))
+        // A dead job of ada's retried from the page: queued again, and in her audit as `jobs retry` puts it, with where it came from.
+        try await workspace.execute(
+            "INSERT INTO \(workspace.ownTable("jobs")) (kind, payload, state, attempt, max_attempts, run_at, cancel_requested, created_at, updated_at, last_error) VALUES ('deletion.purge', '{\"account\":\"ada\"}', 'dead', 8, 8, ?, false, ?, ?, 'disk full')",
+            [.date(Date()), .date(Date()), .date(Date())])
+        let dead = try await workspace.int("SELECT MAX(id) FROM \(workspace.ownTable("jobs")) WHERE state = 'dead'")
+        let retried = try await Self.curl(["-u", "oncall:\(opsToken)", "-X", "POST", page + "/jobs/\(dead)/retry"])
+        #expect(retried.status == 303, "\(retried.text)")
+        #expect(try await workspace.string("SELECT state FROM \(workspace.ownTable("jobs")) WHERE id = \(dead)") == "queued")
+        let audited = try await workspace.auditRows(of: "ada").first { $0.action == "job.retry" }
+        #expect(audited?.actor.hasPrefix("operator:") == true && audited?.detail?.contains(#""from":"dashboard""#) == true, "\(String(describing: audited))")
         #expect(await guarded.stop() == 0)
 
         let local = try await Server.start(workspace)
