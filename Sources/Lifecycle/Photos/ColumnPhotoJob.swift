@@ -117,7 +117,7 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         }
         let bytes = try await services.blobs.readAll(key: payload.upload)
         try PhotoNormalizer.requireLibrary(for: bytes)
-        let outcome = await Self.offTheCooperativePool { () -> Result<NormalizedPhoto, PhotoRejection> in
+        let outcome = await offTheCooperativePool { () -> Result<NormalizedPhoto, PhotoRejection> in
             Result { () throws(PhotoRejection) in try PhotoNormalizer(policy: policy).normalize(bytes) }
         }
         let normalized: NormalizedPhoto
@@ -219,11 +219,5 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
     private static func refusal(_ error: any Error) -> Refusal {
         let rejection = error as? PhotoRejection ?? .corrupt("\(error)")
         return Refusal(code: "\(rejection.code)", userMessage: rejection.userMessage, detail: rejection.operatorDetail)
-    }
-
-    private static func offTheCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: body()) }
-        }
     }
 }

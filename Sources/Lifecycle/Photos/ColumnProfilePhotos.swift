@@ -146,11 +146,8 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         let (store, sql, limit) = (services.store, data.sql, 500)
         // What `render` names a JPEG: PREFIX<account>/<recipe>-<digest>.jpg.
         let rendered = Self.likeEscaped(place.prefix) + "%/" + Self.likeEscaped(policy.recipeIdentifier) + "-%.jpg"
-        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
-        var after: String?
-        while true {
-            let (now, start) = (services.clock.now(), after)
-            let page: [(String, EnqueueOutcome)] = try await store.write { tx in
+        return try await PhotoNormalizationService<Store>.queuePages(policy: policy, limit: limit, clock: services.clock) { start, now in
+            try await store.write { tx in
                 try tx.rows(sql.profilePhotosToNormalize(notLike: rendered, only: only, after: start, limit: limit)).compactMap { row in
                     guard let key = row.first?.text, let file = row.last?.text else { return nil }
                     let payload = ColumnPhotoPayload(account: key, upload: file, replaces: nil)
@@ -158,14 +155,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                     return (key, try store.enqueue(request, policy: jobPolicy, now: now, in: tx))
                 }
             }
-            for (_, outcome) in page {
-                report.jobIDs.append(outcome.job.id)
-                if outcome.created { report.queued += 1 } else { report.alreadyQueued += 1 }
-            }
-            guard page.count == limit, let last = page.last else { break }
-            after = last.0
         }
-        return report
     }
 
     private static func likeEscaped(_ text: String) -> String {

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Imaging
 import JobRunner
@@ -32,6 +33,15 @@ public enum PhotoJobs {
     /// per photo keeps every segment short, however long the photo id.
     public static func renderedKey(accountID: String, photoID: String, recipe: PhotoPolicy, inputSHA256: String) -> String {
         "accounts/\(accountID)/profile-photos/\(BlobKey.segment(forID: photoID))/\(recipe.recipeIdentifier)-\(inputSHA256.prefix(16)).jpg"
+    }
+}
+
+/// The recipe is synchronous and CPU-bound (about 0.1 s for a 12 MP JPEG, more for
+/// HEIC). Run on a Dispatch thread, it leaves the cooperative pool's threads — one per
+/// core — free for heartbeats and the other job's database work.
+func offTheCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: body()) }
     }
 }
 

@@ -110,7 +110,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         }
         let inputSHA256 = FileDigest.hex(SHA256.hash(data: bytes))
         try PhotoNormalizer.requireLibrary(for: bytes)
-        let outcome = await Self.offTheCooperativePool { () -> Result<NormalizedPhoto, PhotoRejection> in
+        let outcome = await offTheCooperativePool { () -> Result<NormalizedPhoto, PhotoRejection> in
             Result { () throws(PhotoRejection) in try PhotoNormalizer(policy: policy).normalize(bytes) }
         }
         let normalized: NormalizedPhoto
@@ -260,15 +260,6 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         let refusal = Refusal(code: "\(rejection.code)", userMessage: rejection.userMessage, detail: rejection.operatorDetail)
         let upload = Original(accountID: photo.accountID, key: photo.blobKey, bytes: photo.byteSize)
         return try .output(Validation(end: .init(reason: .rejected, refusal: refusal), original: upload), finishesJob: true)
-    }
-
-    /// The recipe is synchronous and CPU-bound (about 0.1 s for a 12 MP JPEG, more for
-    /// HEIC). Run on a Dispatch thread, it leaves the cooperative pool's threads —
-    /// one per core — free for heartbeats and the other job's database work.
-    private static func offTheCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: body()) }
-        }
     }
 }
 

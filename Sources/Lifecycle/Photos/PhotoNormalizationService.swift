@@ -44,21 +44,30 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
         let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeKind)
         let store = services.store
         let limit = pageSize
-        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
-        var after: String?
-        while true {
-            let now = services.clock.now()
-            let start = after
-            let page: [(String, EnqueueOutcome)] = try await store.write { tx in
+        return try await Self.queuePages(policy: policy, limit: limit, clock: services.clock) { start, now in
+            try await store.write { tx in
                 try tx.profilePhotosToNormalize(selection, after: start, limit: limit).map { photo in
                     (photo.id, try store.enqueue(try PhotoJobs.normalizeRequest(photoID: photo.id), policy: jobPolicy, now: now, in: tx))
                 }
             }
-            for (_, outcome) in page {
+        }
+    }
+
+    /// Enqueues page after page (`page` gets the cursor to start after and the time, and
+    /// returns each enqueued photo's cursor with its outcome) until a page is not full.
+    static func queuePages(
+        policy: PhotoPolicy, limit: Int, clock: any TimeSource,
+        _ page: (_ after: String?, _ now: Date) async throws -> [(String, EnqueueOutcome)]
+    ) async throws -> PhotoQueueReport {
+        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
+        var after: String?
+        while true {
+            let enqueued = try await page(after, clock.now())
+            for (_, outcome) in enqueued {
                 report.jobIDs.append(outcome.job.id)
                 if outcome.created { report.queued += 1 } else { report.alreadyQueued += 1 }
             }
-            guard page.count == limit, let last = page.last else { break }
+            guard enqueued.count == limit, let last = enqueued.last else { break }
             after = last.0
         }
         return report
@@ -119,15 +128,8 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
             } else {
                 result.outcome = .normalized
             }
-        case .dead, .cancelled:
-            result.outcome = .failed
-            result.reason = job.state == .cancelled ? "cancelled" : job.lastError
-        case .retrying:
-            result.outcome = .retrying
-            result.reason = "\(job.lastError ?? "failed"); retries at \(ISO8601.format(job.runAt))"
-        case .queued, .running:
-            result.outcome = .waiting
-            result.reason = job.leaseOwner.map { "running in worker \($0)" } ?? "queued for \(ISO8601.format(job.runAt))"
+        default:
+            result.setUnfinished(job)
         }
         return result
     }
@@ -162,17 +164,27 @@ extension PhotoNormalizationService {
                     result.rendered = PhotoSummary(format: "jpeg", width: rendered?.side, height: rendered?.side, bytes: 0, blobKey: key)
                 }
             }
-        case .dead, .cancelled:
-            result.outcome = .failed
-            result.reason = job.state == .cancelled ? "cancelled" : job.lastError
-        case .retrying:
-            result.outcome = .retrying
-            result.reason = "\(job.lastError ?? "failed"); retries at \(ISO8601.format(job.runAt))"
-        case .queued, .running:
-            result.outcome = .waiting
-            result.reason = job.leaseOwner.map { "running in worker \($0)" } ?? "queued for \(ISO8601.format(job.runAt))"
+        default:
+            result.setUnfinished(job)
         }
         return result
+    }
+}
+
+extension PhotoJobResult {
+    /// Where a job that has not ended as it should stands: failed, retrying or waiting.
+    mutating func setUnfinished(_ job: JobRecord) {
+        switch job.state {
+        case .dead, .cancelled:
+            outcome = .failed
+            reason = job.state == .cancelled ? "cancelled" : job.lastError
+        case .retrying:
+            outcome = .retrying
+            reason = "\(job.lastError ?? "failed"); retries at \(ISO8601.format(job.runAt))"
+        case .queued, .running, .succeeded:
+            outcome = .waiting
+            reason = job.leaseOwner.map { "running in worker \($0)" } ?? "queued for \(ISO8601.format(job.runAt))"
+        }
     }
 }
 
