@@ -81,7 +81,7 @@ public struct LifecycleHTTPServer<Store: LifecycleStore>: Sendable {
     public func run(_ options: ServeOptions, onListening: @escaping @Sendable (String) -> Void) async throws {
         var services: [any Service] = []
         if options.withWorker {
-            services.append(WorkerService(services: self.services, concurrency: options.workerConcurrency))
+            services.append(WorkerService(services: self.services, options: WorkerOptions(concurrency: options.workerConcurrency)))
         }
         let (limits, connections) = (options.limits, OpenConnections())
         let app = Application(
@@ -123,18 +123,3 @@ struct UnknownRouteMiddleware: RouterMiddleware {
     }
 }
 
-/// A worker beside the server, as a service of the same group: cancelled on shutdown, it
-/// stops claiming, finishes the steps in flight and hands claimed jobs back.
-struct WorkerService<Store: LifecycleStore>: Service {
-    let services: LifecycleServices<Store>
-    let concurrency: Int
-
-    func run() async throws {
-        let worker = Worker(
-            store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
-            options: WorkerOptions(concurrency: concurrency), logger: services.logger)
-        try await cancelWhenGracefulShutdown {
-            _ = try await worker.runReconnecting(logger: services.logger)
-        }
-    }
-}

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import JobRunner
 import Lifecycle
@@ -125,10 +124,7 @@ func runWorker<Store: LifecycleStore>(
     let progress = ProgressLine(label: "jobs finished") { services.logger.info("\($0)") }
     var options = WorkerOptions(concurrency: concurrency, pollInterval: pollInterval, kinds: kinds)
     options.beforeJob = TestBarrier.beforeJob
-    let worker = Worker(
-        store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
-        options: options, logger: services.logger
-    ) { event in
+    let events: @Sendable (WorkerEvent) -> Void = { event in
         switch event {
         case .started(let job): progress.update(doing: "\(job.kind) #\(job.id)")
         case .stepFinished(let job, let step): progress.update(doing: "\(job.kind) #\(job.id) \(step) done")
@@ -139,34 +135,15 @@ func runWorker<Store: LifecycleStore>(
     }
     defer { progress.finish() }
     if once {
+        let worker = Worker(
+            store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
+            options: options, logger: services.logger, events: events)
         progress.setTotal(try? await services.store.countDue(kinds: kinds.map { Array($0) } ?? [], now: services.clock.now()))
         return try await worker.drain()
     }
 
-    // Daemon: SIGTERM or SIGINT stops claiming; steps in flight finish first.
-    let task = Task { try await worker.runReconnecting(logger: services.logger) }
-    // A daemon's figures are read while it runs: the file is written again every 15 s.
-    let writer = metrics.map { write in
-        Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: 15_000_000_000)
-                if Task.isCancelled { break }
-                _ = await write()
-            }
-        }
-    }
-    defer { writer?.cancel() }
-    signal(SIGTERM, SIG_IGN)
-    signal(SIGINT, SIG_IGN)
-    let sources = [SIGTERM, SIGINT].map { number in
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler {
-            services.logger.notice("signal received; finishing the steps in flight, then exiting", metadata: ["signal": .stringConvertible(number)])
-            task.cancel()
-        }
-        source.resume()
-        return source
-    }
-    defer { sources.forEach { $0.cancel() } }
-    return try await task.value
+    // Daemon: SIGTERM or SIGINT stops claiming; steps in flight finish first. Its figures
+    // are read while it runs: the metrics file is written again every 15 s.
+    let write = metrics.map { write in { @Sendable in _ = await write() } }
+    return try await WorkerService<Store>.runUntilSignalled(services: services, options: options, events: events, alongside: write)
 }
