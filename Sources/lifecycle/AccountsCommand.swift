@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import JobRunner
 import Lifecycle
-import SQLiteBackend
 
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

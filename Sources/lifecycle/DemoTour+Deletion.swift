@@ -1,7 +1,6 @@
 import Foundation
 import JobRunner
 import Lifecycle
-import SQLiteBackend
 
 extension DemoTour {
     /// The password behind the demo accounts' bcrypt hash (DemoCommand.swift).

@@ -1,7 +1,6 @@
 import Foundation
 import JobRunner
 import Lifecycle
-import SQLiteBackend
 
 extension DemoTour {
     func exportChapter() async throws {

@@ -3,7 +3,6 @@ import Foundation
 import JobRunner
 import Lifecycle
 import ObjectStorage
-import SQLiteBackend
 
 /// `--signing-key-file` is the command-line spelling of LIFECYCLE_SIGNING_KEY_FILE: the
 /// in-process worker of `--wait` reads the key where every worker does.

@@ -3,7 +3,6 @@ import Foundation
 import JobRunner
 import Lifecycle
 import LifecycleRuntime
-import SQLiteBackend
 
 extension JobState: ExpressibleByArgument {}
 

@@ -3,7 +3,6 @@ import Foundation
 import Imaging
 import JobRunner
 import Lifecycle
-import SQLiteBackend
 
 struct PhotosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
