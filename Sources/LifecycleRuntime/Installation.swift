@@ -160,9 +160,11 @@ extension LifecycleConfiguration {
             try BlobLocation.requireApart(exports: exports, blobs: blobs, environment: environment)
             exportStore = try await BlobLocation.open(exports, environment: environment, option: "--exports", variable: "LIFECYCLE_EXPORTS")
         }
-        return LifecycleServices(
+        var services = LifecycleServices(
             store: store, blobs: blobStore, policies: policies, jobsDirectory: jobsDirectory, clock: clock, logger: logger,
             dataMap: dataMap, exports: exportStore)
+        services.signingKeyFile = signingKeyFile
+        return services
     }
 
     /// Every policy file in `<jobsDirectory>/policies`; a malformed one is `.badInput`.

@@ -28,6 +28,8 @@ public struct LifecycleConfiguration: Sendable {
     public var clock: any TimeSource
     /// Where an `s3://` blob store finds its credentials and region (`AWS_ACCESS_KEY_ID`, …).
     public var environment: [String: String]
+    /// A link-signing key file named on the command line, over LIFECYCLE_SIGNING_KEY_FILE.
+    public var signingKeyFile: String?
     /// Given to the services, and through them to every job.
     public var logger: Logger
     /// Given to a PostgreSQL store for its connections.

@@ -4,12 +4,6 @@ import JobRunner
 import Lifecycle
 import ObjectStorage
 
-/// `--signing-key-file` is the command-line spelling of LIFECYCLE_SIGNING_KEY_FILE: the
-/// in-process worker of `--wait` reads the key where every worker does.
-private func useSigningKeyFile(_ path: String?) {
-    if let path { setenv(SigningKeySource.environmentFile, path, 1) }
-}
-
 struct ExportCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
@@ -56,8 +50,7 @@ struct ExportCommand: AsyncParsableCommand, StoreCommand {
 
     func run() async throws {
         try await guarded {
-            useSigningKeyFile(signingKeyFile)
-            return try await options.withServices(self)
+            try await options.withServices(self, signingKeyFile: signingKeyFile)
         }
     }
 
@@ -299,8 +292,7 @@ struct VerifyExportLink: AsyncParsableCommand, StoreCommand {
 
     func run() async throws {
         try await guarded {
-            useSigningKeyFile(signingKeyFile)
-            return try await options.withServices(self)
+            try await options.withServices(self, signingKeyFile: signingKeyFile)
         }
     }
 

@@ -83,9 +83,12 @@ struct GlobalOptions: ParsableArguments {
         return try await configuration.services(around: try SQLiteStore(path: configuration.database))
     }
 
-    /// Runs a command on whichever backend `--database` names.
-    func withServices(_ command: some StoreCommand) async throws -> ExitStatus {
-        try await configuration().withInstallation(command)
+    /// Runs a command on whichever backend `--database` names; `signingKeyFile`, a command's
+    /// `--signing-key-file`, for every link this process signs.
+    func withServices(_ command: some StoreCommand, signingKeyFile: String? = nil) async throws -> ExitStatus {
+        var configuration = try configuration()
+        configuration.signingKeyFile = signingKeyFile
+        return try await configuration.withInstallation(command)
     }
 }
 

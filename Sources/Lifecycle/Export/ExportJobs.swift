@@ -87,7 +87,9 @@ extension LifecycleServices {
 
     /// `fileOption`: the calling command's key-file option, named in the advice when there is no key.
     public func linkSigner(fileOption: String? = nil) throws -> LinkSigner {
-        try SigningKeySource.load(settings: try exportSettings, jobsDirectory: jobsDirectory, fileOption: fileOption)
+        var environment = ProcessInfo.processInfo.environment
+        if let signingKeyFile { environment[SigningKeySource.environmentFile] = signingKeyFile }
+        return try SigningKeySource.load(settings: try exportSettings, jobsDirectory: jobsDirectory, fileOption: fileOption, environment: environment)
     }
 
     /// The check made before any work that ends in a download link: the HMAC signer, or

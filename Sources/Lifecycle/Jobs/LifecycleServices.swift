@@ -18,6 +18,9 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     public let jobsDirectory: String
     public let clock: any TimeSource
     public let logger: Logger
+    /// The link-signing key file a command line named (`--signing-key-file`), over
+    /// LIFECYCLE_SIGNING_KEY_FILE; read by every job of this process that signs a link.
+    public var signingKeyFile: String?
     /// The data map as read when the installation was opened, failure included, so it is
     /// parsed once however many jobs and commands consult it; nil reads the file on demand.
     private let parsedDataMap: Result<DataMap, any Error>?
