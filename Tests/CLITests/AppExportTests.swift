@@ -83,10 +83,7 @@ struct AppExportTests {
     func theProductsSupabaseUserGetsHerProfileJournalAndPhotosDatedByTheirRows() async throws {
         let workspace = try await purges.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
         try await purges.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users"))
-        let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
-            _ = try await blobs.put(key: key, data: Data(key.utf8))
-        }
+        try await AppPurgeTests.storeSupabaseFiles(workspace)
         let catalog = try await purges.appCatalog(workspace)
         let (ready, archive) = try await export(workspace, "ada@example.com")
         #expect(ready.accountID == AppPurgeTests.ada)

@@ -25,10 +25,7 @@ struct AppPhotoTests {
     func theSupabaseExamplesAvatarTakesTheWholePhotoJourney() async throws {
         let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
         try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users"))
-        let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
-            _ = try await blobs.put(key: key, data: Data(key.utf8))
-        }
+        try await AppPurgeTests.storeSupabaseFiles(workspace)
         let initialised = try await workspace.run(["init"])
         #expect(initialised.status == 0, "\(initialised.stderr)")
         let ada = AppPurgeTests.ada

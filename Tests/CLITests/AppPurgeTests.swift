@@ -231,15 +231,20 @@ struct AppPurgeTests {
         """
     }
 
+    /// The files `supabaseSeed`'s rows name (avatars and journal photos of ada and bob), each holding its own key.
+    static func storeSupabaseFiles(_ workspace: Workspace) async throws {
+        let blobs = try FileSystemBlobStore(root: workspace.blobs)
+        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
+            _ = try await blobs.put(key: key, data: Data(key.utf8))
+        }
+    }
+
     @Test
     func theProductsSupabaseAppIsPurgedByItsMapWithItsBcryptHashInAuthUsers() async throws {
         let workspace = try await schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
         let auth = "auth.users"
         try await seed(workspace, Self.supabaseSeed(auth: auth))
-        let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
-            _ = try await blobs.put(key: key, data: Data(key.utf8))
-        }
+        try await AppPurgeTests.storeSupabaseFiles(workspace)
         let catalog = try await appCatalog(workspace)
         let wrong = try await workspace.run(["delete", "ada@example.com", "--password-stdin"], stdin: "hunter3")
         #expect(wrong.status == 77, "\(wrong.stderr)")

@@ -77,10 +77,7 @@ struct DocsWalkthroughTests {
         let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
         try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed
             + "\n" + SupabaseAuthErasureTests.storageSeed)
-        let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
-            _ = try await blobs.put(key: key, data: Data(key.utf8))
-        }
+        try await AppPurgeTests.storeSupabaseFiles(workspace)
         let walk = try await run(try Self.block("supabase"), environment: ["DATABASE_URL": workspace.database, "BLOBS": workspace.blobs])
         defer { try? FileManager.default.removeItem(atPath: walk.temporary) }
         #expect(walk.status == 0, "\(walk.output)")

@@ -87,10 +87,7 @@ struct SupabaseAsItIsTests {
     func adminAuditEntriesLinkingFlowsAndStorageObjectsLeaveNothingOfHerAndEveryOtherRowAsItWas() async throws {
         let workspace = try await app.schemas.install(try DataMapCheckTests.AppSchema.supabase, .postgres)
         try await app.seed(workspace, AppPurgeTests.supabaseSeed(auth: "auth.users") + "\n" + SupabaseAuthErasureTests.authSeed + "\n" + Self.platformSeed)
-        let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        for key in ["avatars/ada.jpg", "avatars/bob.jpg", "journal/ada/run.jpg", "journal/bob/ride.jpg"] {
-            _ = try await blobs.put(key: key, data: Data(key.utf8))
-        }
+        try await AppPurgeTests.storeSupabaseFiles(workspace)
         let before = try await everyRow(workspace)
         let hitsBefore = Set(try before.flatMap { try Self.adasColumns($0).map(\.column) })
         // Where GoTrue and Storage keep her, each a place the purge has to reach.
