@@ -77,15 +77,11 @@ public protocol JobStore: Sendable {
     /// have run out (a stalled heartbeat), but rescuing them would start a second run of
     /// a job beside the first, under the same owner, so the marks' fence could not tell
     /// the two apart. Other workers still rescue them.
-    func claim(
-        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date
-    ) async throws -> [ClaimedJob]
+    func claim(_ request: ClaimRequest) async throws -> [ClaimedJob]
 
     /// `claim`, inside a write transaction shared with other work: on a store with one writer
     /// the runner's claims ride its group commits instead of each paying a commit of its own.
-    func claim(
-        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date, in tx: Transaction
-    ) throws -> [ClaimedJob]
+    func claim(_ request: ClaimRequest, in tx: Transaction) throws -> [ClaimedJob]
 
     /// Extends the leases `owner` still holds; returns the ids another worker has taken
     /// over since (its lease ran out and a claim rescued the job). A job that finished or
@@ -144,6 +140,24 @@ public protocol JobStore: Sendable {
     /// which show that database-only steps take effect exactly once.
     func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: Transaction) throws
     func probeEffectCount(jobID: JobID) async throws -> Int
+}
+
+/// What a worker asks `claim` for: at most `quota[kind]` due jobs of each kind, leased to
+/// `owner` for `leases[kind]` seconds each, never one of `holding` (see `JobStore.claim`).
+public struct ClaimRequest: Sendable {
+    public var quota: [String: Int]
+    public var leases: [String: TimeInterval]
+    public var owner: String
+    public var holding: Set<JobID>
+    public var now: Date
+
+    public init(quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID> = [], now: Date) {
+        self.quota = quota
+        self.leases = leases
+        self.owner = owner
+        self.holding = holding
+        self.now = now
+    }
 }
 
 /// A job `enqueue(many:)` made, or found live under the request's unique key.
@@ -210,11 +224,7 @@ extension JobStore {
 
     /// A claim by a caller that holds no jobs.
     public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
-        try await claim(quota: quota, leases: leases, owner: owner, holding: [], now: now)
-    }
-
-    public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date, in tx: Transaction) throws -> [ClaimedJob] {
-        try claim(quota: quota, leases: leases, owner: owner, holding: [], now: now, in: tx)
+        try await claim(ClaimRequest(quota: quota, leases: leases, owner: owner, now: now))
     }
 
     public func countByState() async throws -> [JobState: Int] {

@@ -356,13 +356,9 @@ public final class Worker<Store: JobStore>: Sendable {
             quota[kind] = room
             leases[kind] = policy.lease
         }
-        let (store, owner, now, wanted, leaseLengths, holding) = (store, options.owner, clock.now(), quota, leases, held.ids())
-        guard claimsInGroupCommits else {
-            return try await store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now)
-        }
-        return try await transactions.run { tx in
-            try store.claim(quota: wanted, leases: leaseLengths, owner: owner, holding: holding, now: now, in: tx)
-        }
+        let (store, request) = (store, ClaimRequest(quota: quota, leases: leases, owner: options.owner, holding: held.ids(), now: clock.now()))
+        guard claimsInGroupCommits else { return try await store.claim(request) }
+        return try await transactions.run { tx in try store.claim(request, in: tx) }
     }
 
     private func execute(_ claimed: ClaimedJob) async -> JobOutcome {

@@ -212,15 +212,12 @@ extension PostgresStore: JobStore {
         return marks.map { mark in fenced[mark.owner]?[mark.jobID].map { mark.finishesJob ? false : $0 } }
     }
 
-    public func claim(
-        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date
-    ) async throws -> [ClaimedJob] {
-        try await write { tx in try self.claim(quota: quota, leases: leases, owner: owner, holding: holding, now: now, in: tx) }
+    public func claim(_ request: ClaimRequest) async throws -> [ClaimedJob] {
+        try await write { tx in try self.claim(request, in: tx) }
     }
 
-    public func claim(
-        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date, in tx: PostgresTransaction
-    ) throws -> [ClaimedJob] {
+    public func claim(_ request: ClaimRequest, in tx: PostgresTransaction) throws -> [ClaimedJob] {
+        let (quota, leases, owner, holding, now) = (request.quota, request.leases, request.owner, request.holding, request.now)
         let wanted = quota.filter { $0.value > 0 }
         guard !wanted.isEmpty else { return [] }
         let kinds = Array(wanted.keys)

@@ -557,17 +557,12 @@ extension SQLiteStore {
         WHERE kind = ? AND state IN ('queued','retrying') AND run_at <= ? ORDER BY run_at, id LIMIT ?
         """
 
-    public func claim(
-        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date
-    ) async throws -> [ClaimedJob] {
-        try await pool.write { db in
-            try self.claim(quota: quota, leases: leases, owner: owner, holding: holding, now: now, in: SQLiteTransaction(db: db))
-        }
+    public func claim(_ request: ClaimRequest) async throws -> [ClaimedJob] {
+        try await pool.write { db in try self.claim(request, in: SQLiteTransaction(db: db)) }
     }
 
-    public func claim(
-        quota: [String: Int], leases: [String: TimeInterval], owner: String, holding: Set<JobID>, now: Date, in tx: SQLiteTransaction
-    ) throws -> [ClaimedJob] {
+    public func claim(_ request: ClaimRequest, in tx: SQLiteTransaction) throws -> [ClaimedJob] {
+        let (quota, leases, owner, holding, now) = (request.quota, request.leases, request.owner, request.holding, request.now)
         let db = tx.db
         guard !quota.isEmpty else { return [] }
         let kinds = Array(quota.keys)
