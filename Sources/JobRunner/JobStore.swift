@@ -1,12 +1,13 @@
 import Foundation
 
-/// What the runner needs from a database. A backend implements it once per
+/// What a worker needs from a database: enqueue, claim, heartbeat, the done-marks and the
+/// end of an attempt, in transactions it can share. A backend implements it once per
 /// dialect (SQLite, PostgreSQL); the runner never sees SQL.
 ///
 /// `Transaction` is the backend's handle on one open write transaction. Steps
 /// whose effects are all in the database receive it, so their writes and the
 /// step's "done" mark commit together.
-public protocol JobStore: Sendable {
+public protocol JobQueue: Sendable {
     associatedtype Transaction
 
     /// Runs `body` in one write transaction; commits if it returns, rolls back if it throws.
@@ -100,6 +101,14 @@ public protocol JobStore: Sendable {
     /// `reason`, when given, is kept as the job's last error: why its work was withdrawn.
     func markCancelled(jobID: JobID, owner: String, reason: String?, now: Date) async throws
 
+    /// For cron-style schedules: returns true exactly once per (name, slot), across
+    /// processes, so overlapping `worker --once` runs enqueue a scheduled job once.
+    func claimScheduleSlot(name: String, slot: Date, in tx: Transaction) throws -> Bool
+}
+
+/// What an operator and the product's own code ask of the queue beyond a worker's needs:
+/// cancel, retry, pause, and the reads behind `jobs list|show|check` and the dashboard.
+public protocol JobOperations: JobQueue {
     /// Queued or retrying jobs become `cancelled` at once; a running job is flagged
     /// and stops before its next step.
     func cancel(jobID: JobID, now: Date) async throws -> JobRecord?
@@ -131,19 +140,21 @@ public protocol JobStore: Sendable {
     /// that instant and the running ones whose lease ran out before it. Waiting jobs of a
     /// paused kind are left out: nobody is meant to run them.
     func jobsNeedingAttention(kinds: [String], _ scope: AttentionScope, limit: Int) async throws -> [JobRecord]
+}
 
-    /// For cron-style schedules: returns true exactly once per (name, slot), across
-    /// processes, so overlapping `worker --once` runs enqueue a scheduled job once.
-    func claimScheduleSlot(name: String, slot: Date, in tx: Transaction) throws -> Bool
-
+/// The runner's canary jobs (`jobs probe`) and what they record.
+public protocol JobProbeRecording: JobQueue {
     /// The runner's own probe table: one row per (job, step) for canary jobs,
     /// which show that database-only steps take effect exactly once.
     func recordProbeEffect(jobID: JobID, step: String, now: Date, in tx: Transaction) throws
     func probeEffectCount(jobID: JobID) async throws -> Int
 }
 
+/// Everything a backend gives the runner: the queue, the operator's view, the probe table.
+public protocol JobStore: JobOperations, JobProbeRecording {}
+
 /// What a worker asks `claim` for: at most `quota[kind]` due jobs of each kind, leased to
-/// `owner` for `leases[kind]` seconds each, never one of `holding` (see `JobStore.claim`).
+/// `owner` for `leases[kind]` seconds each, never one of `holding` (see `JobQueue.claim`).
 public struct ClaimRequest: Sendable {
     public var quota: [String: Int]
     public var leases: [String: TimeInterval]
@@ -157,6 +168,12 @@ public struct ClaimRequest: Sendable {
         self.owner = owner
         self.holding = holding
         self.now = now
+    }
+}
+
+extension JobOperations {
+    public func countByState() async throws -> [JobState: Int] {
+        try await countByKindAndState().reduce(into: [:]) { counts, cell in counts[cell.key.state, default: 0] += cell.value }
     }
 }
 
@@ -203,7 +220,7 @@ public struct JobCountKey: Hashable, Sendable {
     }
 }
 
-extension JobStore {
+extension JobQueue {
     public func release(jobID: JobID, owner: String, now: Date) async throws {
         try await release(jobID: jobID, owner: owner, reason: nil, now: now)
     }
@@ -225,10 +242,6 @@ extension JobStore {
     /// A claim by a caller that holds no jobs.
     public func claim(quota: [String: Int], leases: [String: TimeInterval], owner: String, now: Date) async throws -> [ClaimedJob] {
         try await claim(ClaimRequest(quota: quota, leases: leases, owner: owner, now: now))
-    }
-
-    public func countByState() async throws -> [JobState: Int] {
-        try await countByKindAndState().reduce(into: [:]) { counts, cell in counts[cell.key.state, default: 0] += cell.value }
     }
 
     public func enqueue(_ request: EnqueueRequest, policy: JobPolicy, now: Date) async throws -> EnqueueOutcome {

@@ -29,7 +29,7 @@ public enum ProbeJobs {
 
     /// Three steps: a database-only step, an outside step that may hold or fail,
     /// and another database-only step. Each database step leaves one probe row.
-    public static func probe<Store: JobStore>(store: Store) -> JobKind<Store.Transaction> {
+    public static func probe<Store: JobProbeRecording>(store: Store) -> JobKind<Store.Transaction> {
         JobKind(name: probeKind, steps: [
             JobStep("record-start", database: { context, tx in
                 try store.recordProbeEffect(jobID: context.job.id, step: "record-start", now: context.now, in: tx)
@@ -54,7 +54,7 @@ public enum ProbeJobs {
     }
 
     /// One step that does nothing: what the throughput benchmark measures is the runner itself.
-    public static func noop<Store: JobStore>(store: Store) -> JobKind<Store.Transaction> {
+    public static func noop<Store: JobQueue>(store: Store) -> JobKind<Store.Transaction> {
         JobKind(name: noopKind, steps: [JobStep("noop", external: { _ in .done })])
     }
 }

@@ -108,7 +108,7 @@ public final class TransactionBatcher<Transaction>: Sendable {
     /// The batcher a worker runs its jobs' steps through on `store`: savepoints where the
     /// store finds them cheap, done-marks written by the store, sessions on its writer where
     /// it has them, else as many transactions in flight as it allows (or `maxTransactions`).
-    static func forSteps<Store: JobStore>(of store: Store, maxTransactions: Int? = nil) -> TransactionBatcher
+    static func forSteps<Store: JobQueue>(of store: Store, maxTransactions: Int? = nil) -> TransactionBatcher
     where Store.Transaction == Transaction {
         var savepoint: (@Sendable (Transaction, () throws -> Void) throws -> Void)?
         if store.savepointsAreCheap { savepoint = { tx, body in try store.savepoint(in: tx, body) } }

@@ -107,7 +107,7 @@ private enum LoopEvent: Sendable {
 /// Claims due jobs and runs their unfinished steps in order. Any number of workers,
 /// in one process or many, can share a store: claims are atomic, leases fence every
 /// step's done-mark, and an expired lease lets another worker resume the job.
-public final class Worker<Store: JobStore>: Sendable {
+public final class Worker<Store: JobQueue>: Sendable {
     public let store: Store
     public let registry: JobRegistry<Store.Transaction>
     public let policies: PolicyBook
