@@ -64,24 +64,3 @@ struct CheckedRow {
     }
 }
 
-extension AuditEvent {
-    init(row: Row) throws {
-        let r = CheckedRow(row, table: "lifecycle_audit_events", key: "id")
-        self.init(
-            id: try r("id"), at: try r("at"), actor: try r("actor"), action: try r("action"), accountID: try r("account_id"),
-            outcome: try r("outcome"), detail: try r("detail"))
-    }
-}
-
-/// A row of lifecycle's tables or the reference schema holds a value lifecycle never writes
-/// there (see `CheckedRow`).
-public struct UnreadableRow: Error, CustomStringConvertible {
-    public let table: String
-    public let row: String
-    public let column: String
-    public let value: String
-
-    public var description: String {
-        "the \(table) row with \(row) has \(column) \(value), which lifecycle cannot read: correct that column or delete the row"
-    }
-}

@@ -599,6 +599,18 @@ public struct DataMapSQL: Sendable {
         return condition
     }
 
+    /// Which of `keys` a row of the map still names in any file column, as bytes (an NFC
+    /// and an NFD key are two files): those are not deleted.
+    public func namedFiles(_ keys: [String], in tx: some GeneratedSQLTransaction) throws -> Set<ExactText> {
+        var named = Set<ExactText>()
+        for (table, column) in fileColumns {
+            for row in try tx.rows(stillNamed(keys, table: table, column: column)) {
+                if let file = row.first?.text { named.insert(ExactText(file)) }
+            }
+        }
+        return named
+    }
+
     /// Which of `keys` a row of `table` still names in `column`: a file shared with a row
     /// the purge keeps (another account's, or one kept masked) stays.
     public func stillNamed(_ keys: [String], table: DataMap.TableName, column name: String) -> SQLStatement {

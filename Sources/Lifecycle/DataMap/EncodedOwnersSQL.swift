@@ -9,30 +9,6 @@ import Foundation
 /// `session_key`). A row decoded as naming no one is indexed as such (NULL): a session's
 /// user never changes under the same key (Django's `login()` gives the session a new key
 /// and reports it), so it is not decoded again.
-extension SQLDialect {
-    /// Lifecycle's own tables (migration `encoded-owners` on both backends).
-    var encodedOwnersTable: String {
-        switch self {
-        case .sqlite: "lifecycle_encoded_owners"
-        case .postgres: "lifecycle.encoded_owners"
-        }
-    }
-
-    var encodedIndexesTable: String {
-        switch self {
-        case .sqlite: "lifecycle_encoded_indexes"
-        case .postgres: "lifecycle.encoded_indexes"
-        }
-    }
-
-    var subjectsTable: String {
-        switch self {
-        case .sqlite: "lifecycle_subjects"
-        case .postgres: "lifecycle.subjects"
-        }
-    }
-}
-
 extension DataMapSQL {
     private func encodedKeyColumn(_ removal: DataMap.OnDeletion.Removal) -> String { graceKey(removal.table)[0] }
 
@@ -48,7 +24,7 @@ extension DataMapSQL {
     public func encodedIndexState(_ removal: DataMap.OnDeletion.Removal) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let name = builder.bind(.text(removal.table.description))
-        builder.append("SELECT CAST(refreshed_at AS TEXT) FROM \(dialect.encodedIndexesTable) WHERE table_name = \(name)")
+        builder.append("SELECT CAST(refreshed_at AS TEXT) FROM \(dialect.table(.encodedIndexes)) WHERE table_name = \(name)")
         return builder.statement([.text])
     }
 
@@ -56,7 +32,7 @@ extension DataMapSQL {
         var builder = SQLBuilder(dialect)
         let (name, at) = (builder.bind(.text(removal.table.description)), builder.bind(.text(ISO8601DateFormatter().string(from: now))))
         builder.append("""
-            INSERT INTO \(dialect.encodedIndexesTable) (table_name, refreshed_at) VALUES (\(name), \(at)) \
+            INSERT INTO \(dialect.table(.encodedIndexes)) (table_name, refreshed_at) VALUES (\(name), \(at)) \
             ON CONFLICT (table_name) DO UPDATE SET refreshed_at = excluded.refreshed_at
             """)
         return builder.statement()
@@ -71,7 +47,7 @@ extension DataMapSQL {
         let cursor = after.map { " AND t.\(key) > \(builder.bind(.text($0), as: column(removal.table, encodedKeyColumn(removal))))" } ?? ""
         builder.append("""
             SELECT CAST(t.\(key) AS TEXT), CAST(t.\(q(removal.owner.column)) AS TEXT) FROM \(dialect.table(removal.table)) t \
-            WHERE NOT EXISTS (SELECT 1 FROM \(dialect.encodedOwnersTable) o WHERE o.table_name = \(name) AND o.row_key = CAST(t.\(key) AS TEXT))\
+            WHERE NOT EXISTS (SELECT 1 FROM \(dialect.table(.encodedOwners)) o WHERE o.table_name = \(name) AND o.row_key = CAST(t.\(key) AS TEXT))\
             \(cursor) ORDER BY t.\(key) LIMIT \(limit)
             """)
         return builder.statement([.text, .text])
@@ -87,7 +63,7 @@ extension DataMapSQL {
             return dialect == .postgres ? "(CAST(\(name) AS text), CAST(\(row) AS text), CAST(\(owner) AS text))" : "(\(name), \(row), \(owner))"
         }
         builder.append("""
-            INSERT INTO \(dialect.encodedOwnersTable) (table_name, row_key, owner_key) VALUES \(values.joined(separator: ", ")) \
+            INSERT INTO \(dialect.table(.encodedOwners)) (table_name, row_key, owner_key) VALUES \(values.joined(separator: ", ")) \
             ON CONFLICT (table_name, row_key) DO \(reported ? "UPDATE SET owner_key = excluded.owner_key" : "NOTHING")
             """)
         return builder.statement()
@@ -101,7 +77,7 @@ extension DataMapSQL {
         let keyColumn = q(encodedKeyColumn(removal))
         builder.append("""
             SELECT CAST(t.\(keyColumn) AS TEXT), CAST(t.\(q(removal.owner.column)) AS TEXT) FROM \(dialect.table(removal.table)) t \
-            WHERE t.\(keyColumn) IN (SELECT \(asKey("o.row_key", removal)) FROM \(dialect.encodedOwnersTable) o \
+            WHERE t.\(keyColumn) IN (SELECT \(asKey("o.row_key", removal)) FROM \(dialect.table(.encodedOwners)) o \
             WHERE o.table_name = \(name) AND o.owner_key = \(owner))
             """)
         return builder.statement([.text, .text])
@@ -115,7 +91,7 @@ extension DataMapSQL {
         let ofOwner = key.map { " AND o.owner_key = \(builder.bind(.text($0)))" } ?? ""
         let keyColumn = q(encodedKeyColumn(removal))
         builder.append("""
-            DELETE FROM \(dialect.encodedOwnersTable) AS o WHERE o.table_name = \(name)\(ofOwner) AND NOT EXISTS \
+            DELETE FROM \(dialect.table(.encodedOwners)) AS o WHERE o.table_name = \(name)\(ofOwner) AND NOT EXISTS \
             (SELECT 1 FROM \(dialect.table(removal.table)) t WHERE t.\(keyColumn) = \(asKey("o.row_key", removal)))
             """)
         return builder.statement()
@@ -130,7 +106,7 @@ extension DataMapSQL {
         let keyColumn = q(encodedKeyColumn(removal))
         builder.append("""
             SELECT CAST(t.\(keyColumn) AS TEXT), o.owner_key, CAST(t.\(q(removal.owner.column)) AS TEXT) \
-            FROM \(dialect.subjectsTable) s JOIN \(dialect.encodedOwnersTable) o ON o.owner_key = s.subject_key AND o.table_name = \(name) \
+            FROM \(dialect.table(.subjects)) s JOIN \(dialect.table(.encodedOwners)) o ON o.owner_key = s.subject_key AND o.table_name = \(name) \
             JOIN \(dialect.table(removal.table)) t ON t.\(keyColumn) = \(asKey("o.row_key", removal)) \
             WHERE s.state IN ('pendingDeletion', 'purging')
             """)

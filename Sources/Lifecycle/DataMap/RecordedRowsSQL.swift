@@ -32,16 +32,6 @@ public struct RecordedRows: Sendable, Equatable {
     }
 }
 
-extension SQLDialect {
-    /// Lifecycle's own table of recorded rows (migration `part-deletion-rows` on both backends).
-    var recordedRowsTable: String {
-        switch self {
-        case .sqlite: "lifecycle_part_deletion_rows"
-        case .postgres: "lifecycle.part_deletion_rows"
-        }
-    }
-}
-
 extension DataMapSQL {
     /// A row's key as one text, the same expression when it is recorded and when it is
     /// compared, so a uuid, an integer or a composite key all round-trip.
@@ -59,7 +49,7 @@ extension DataMapSQL {
     func recordedRow(_ table: DataMap.TableName, alias: String, recorded: RecordedRows, into builder: inout SQLBuilder) -> String {
         let job = builder.bind(.integer(recorded.job))
         let name = builder.bind(.text(table.description))
-        return "\(recordedKey(table, alias: alias)) IN (SELECT r.row_key FROM \(dialect.recordedRowsTable) r WHERE r.job_id = \(job) AND r.table_name = \(name))"
+        return "\(recordedKey(table, alias: alias)) IN (SELECT r.row_key FROM \(dialect.table(.partDeletionRows)) r WHERE r.job_id = \(job) AND r.table_name = \(name))"
     }
 
     /// Records, for request `job`, the keys of the subject's rows of this (part's) plan's
@@ -78,7 +68,7 @@ extension DataMapSQL {
             let selected = dialect == .postgres ? "CAST(\(jobValue) AS bigint), CAST(\(tableName) AS text)" : "\(jobValue), \(tableName)"
             let condition = unscoped.owned(table.owner, table: name, alias: "t", key: key, into: &builder)
             builder.append("""
-                INSERT INTO \(dialect.recordedRowsTable) (job_id, table_name, row_key) \
+                INSERT INTO \(dialect.table(.partDeletionRows)) (job_id, table_name, row_key) \
                 SELECT \(selected), \(recordedKey(name, alias: "t")) FROM \(dialect.table(name)) t WHERE \(condition)
                 """)
             return builder.statement()
@@ -89,7 +79,7 @@ extension DataMapSQL {
     public static func forgetRecordedRows(job: Int64, dialect: SQLDialect) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let bound = builder.bind(.integer(job))
-        builder.append("DELETE FROM \(dialect.recordedRowsTable) WHERE job_id = \(bound)")
+        builder.append("DELETE FROM \(dialect.table(.partDeletionRows)) WHERE job_id = \(bound)")
         return builder.statement()
     }
 }

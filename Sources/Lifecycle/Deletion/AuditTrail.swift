@@ -7,12 +7,30 @@ import JobRunner
 /// under the installation's own secret, made when the installation was created. Someone
 /// holding the database without the secret cannot test guesses offline against a table
 /// of well-known addresses, as they could against a plain hash.
-public protocol LookupDigestTransaction {
+extension OwnStateTransaction {
     /// The installation's secret for lookup digests.
-    func lookupSalt() throws -> String
-    func recordLookupDigests(_ digests: [String], key: String) throws
+    public func lookupSalt() throws -> String {
+        guard let salt = try select("SELECT value FROM \(table: .settings) WHERE name = 'lookup_salt'", from: .settings, .text).first else {
+            throw LifecycleError(.badConfiguration, "the installation has no lookup_salt in lifecycle's settings table; run `lifecycle migrate`")
+        }
+        return try salt.text(0)
+    }
+
+    public func recordLookupDigests(_ digests: [String], key: String) throws {
+        for batch in Self.distinctBatches(digests) {
+            try change("""
+                INSERT INTO \(table: .lookupDigests) (digest, subject_key) VALUES \(generated: OwnSQL.rows(batch) { [.text($0), .text(key)] })
+                ON CONFLICT DO NOTHING
+                """)
+        }
+    }
+
     /// The keys of purged accounts that had a lookup value with this digest.
-    func subjectKeys(lookupDigest: String) throws -> [String]
+    public func subjectKeys(lookupDigest: String) throws -> [String] {
+        try select(
+            "SELECT subject_key FROM \(table: .lookupDigests) WHERE digest = \(lookupDigest) ORDER BY subject_key", from: .lookupDigests, .text
+        ).map { try $0.text(0) }
+    }
 }
 
 public enum LookupDigest {
@@ -25,7 +43,7 @@ public enum LookupDigest {
     }
 
     /// Called by the purge in the transaction that erases the account, before its values go.
-    public static func record(values: [String?], key: String, in tx: some LookupDigestTransaction) throws {
+    public static func record(values: [String?], key: String, in tx: some OwnStateTransaction) throws {
         let present = values.compactMap { $0 }.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         guard !present.isEmpty else { return }
         let salt = try tx.lookupSalt()

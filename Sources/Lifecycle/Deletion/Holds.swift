@@ -40,18 +40,67 @@ public struct AccountHold: Sendable, Codable, Equatable {
 /// the account's row lock (`AccountDirectory.entry(locking: true)`), the lock restore and
 /// the purge's first step take, so a hold either lands before a purge starts (and stops
 /// it) or finds the purge started.
-public protocol HoldTransaction {
+extension OwnStateTransaction {
     /// Records a hold. The caller holds the account's lock and has closed any earlier open one.
-    func placeHold(_ hold: AccountHold) throws
+    public func placeHold(_ hold: AccountHold) throws {
+        try change("""
+            INSERT INTO \(table: .holds) (subject_key, reason, held_by, held_at, until)
+            VALUES (\(hold.account), \(hold.reason), \(hold.heldBy), \(hold.heldAt), \(hold.until))
+            """)
+    }
+
     /// The hold not lifted yet (it may have run past its end date), if any.
-    func openHold(key: String) throws -> AccountHold?
+    public func openHold(key: String) throws -> AccountHold? {
+        try selectHolds("SELECT \(columns: Self.holdColumns) FROM \(table: .holds) WHERE subject_key = \(key) AND released_at IS NULL").first
+    }
+
     /// Closes the open hold at `at`; returns it as closed, or nil when there was none.
-    func releaseHold(key: String, by actor: String, at: Date) throws -> AccountHold?
+    public func releaseHold(key: String, by actor: String, at: Date) throws -> AccountHold? {
+        try selectHolds("""
+            UPDATE \(table: .holds) SET released_at = \(at), released_by = \(actor)
+            WHERE subject_key = \(key) AND released_at IS NULL RETURNING \(columns: Self.holdColumns)
+            """).first
+    }
+
     /// Every hold the account had, oldest first.
-    func holds(key: String) throws -> [AccountHold]
+    public func holds(key: String) throws -> [AccountHold] {
+        try selectHolds("SELECT \(columns: Self.holdColumns) FROM \(table: .holds) WHERE subject_key = \(key) ORDER BY held_at, id")
+    }
+
+    /// The holds not lifted yet, latest first: the operator's overview.
+    public func openHolds(limit: Int) throws -> [AccountHold] {
+        try selectHolds("SELECT \(columns: Self.holdColumns) FROM \(table: .holds) WHERE released_at IS NULL ORDER BY held_at DESC, id DESC LIMIT \(limit)")
+    }
+
     /// Of `keys`, those with a hold in force at `now`, as bytes: an NFC and an NFD key
     /// are two accounts, and a hold on one must not stop the other's purge.
-    func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText>
+    public func heldKeys(_ keys: [String], now: Date) throws -> Set<ExactText> {
+        guard !keys.isEmpty else { return [] }
+        // Most nights nobody is held: one indexed look at the open holds, not one per key.
+        let wanted = Set(keys.map(ExactText.init))
+        return Set(try select(
+            "SELECT subject_key, until FROM \(table: .holds) WHERE released_at IS NULL", from: .holds, .text, .timestamp
+        ).compactMap { row -> ExactText? in
+            let key = ExactText(try row.text(0))
+            let inForce = try row.optionalDate(1).map { $0 > now } ?? true
+            return wanted.contains(key) && inForce ? key : nil
+        })
+    }
+
+    private static var holdColumns: OwnColumns {
+        OwnColumns([
+            "subject_key": .text, "reason": .text, "held_by": .text, "held_at": .timestamp, "until": .timestamp, "released_at": .timestamp,
+            "released_by": .text,
+        ])
+    }
+
+    private func selectHolds(_ sql: OwnSQL) throws -> [AccountHold] {
+        try select(sql, from: .holds, reading: Self.holdColumns).map { row in
+            AccountHold(
+                account: try row.text(0), reason: try row.text(1), heldBy: try row.text(2), heldAt: try row.date(3),
+                until: try row.optionalDate(4), releasedAt: try row.optionalDate(5), releasedBy: try row.optionalText(6))
+        }
+    }
 }
 
 /// What the purge's first step asks, under the account's lock, before it moves the
@@ -60,7 +109,7 @@ public protocol HoldTransaction {
 /// so the run says stopped (`worker --once` exits 75). The job is over before the lock is
 /// let go, so an `unhold` that follows finds no live job and schedules a fresh one.
 public enum HoldCheck {
-    public static func activeHold(_ key: String, now: Date, in tx: some HoldTransaction) throws -> AccountHold? {
+    public static func activeHold(_ key: String, now: Date, in tx: some OwnStateTransaction) throws -> AccountHold? {
         guard let hold = try tx.openHold(key: key), hold.isActive(at: now) else { return nil }
         return hold
     }

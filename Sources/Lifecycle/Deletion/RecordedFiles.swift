@@ -22,15 +22,7 @@ struct RecordedFiles<Store: LifecycleStore>: Sendable {
             let page = try await store.read { tx in try tx.pendingPurgeFiles(key: key, after: cursor, limit: policy.purgeBlobBatch) }
             guard let last = page.last else { break }
             let candidates = page.filter { !BlobKey.isLifecycleOwn($0) && blobs.keyProblem($0) == nil }
-            let named: Set<ExactText> = candidates.isEmpty ? [] : try await store.read { tx in
-                var named = Set<ExactText>()
-                for (table, column) in sql.fileColumns {
-                    for row in try tx.rows(sql.stillNamed(candidates, table: table, column: column)) {
-                        if let file = row.first?.text { named.insert(ExactText(file)) }
-                    }
-                }
-                return named
-            }
+            let named = candidates.isEmpty ? [] : try await store.read { tx in try sql.namedFiles(candidates, in: tx) }
             var settled: [PurgeFile] = []
             var doomed: [(key: String, bytes: Int64)] = []
             var refused: [String: Int] = [:]

@@ -1,31 +1,159 @@
 import Foundation
 
 /// What the export job reads and writes inside one database transaction.
-public protocol ExportTransaction {
-    func insertExport(_ export: ExportRecord) throws
-    func export(id: String) throws -> ExportRecord?
-    func export(jobID: Int64) throws -> ExportRecord?
+extension OwnStateTransaction {
+    public func insertExport(_ export: ExportRecord) throws {
+        try change("""
+            INSERT INTO \(table: .exports) (id, account_id, job_id, format, state, requested_by, cutoff_at, blob_key, byte_size,
+              omitted_photos, completed_at, expires_at, revoked_at, expired_at)
+            VALUES (\(export.id), \(export.accountID), \(export.jobID.map(SQLValue.integer) ?? .null), \(export.format), \(export.state.rawValue),
+              \(export.requestedBy), \(export.cutoffAt), \(export.blobKey), \(export.byteSize.map(SQLValue.integer) ?? .null), \(export.omittedPhotos),
+              \(export.completedAt), \(export.expiresAt), \(export.revokedAt), \(export.expiredAt))
+            """)
+    }
+
+    public func export(id: String) throws -> ExportRecord? {
+        try selectExports("SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE id = \(id)").first
+    }
+
+    public func export(jobID: Int64) throws -> ExportRecord? {
+        try selectExports("SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE job_id = \(jobID)").first
+    }
+
     /// Newest first.
-    func exports(accountID: String) throws -> [ExportRecord]
-    func updateExport(_ export: ExportRecord) throws
+    public func exports(accountID: String) throws -> [ExportRecord] {
+        try selectExports("SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE account_id = \(accountID) ORDER BY cutoff_at DESC, id DESC")
+    }
+
+    public func updateExport(_ export: ExportRecord) throws {
+        try change("""
+            UPDATE \(table: .exports) SET state = \(export.state.rawValue), blob_key = \(export.blobKey),
+              byte_size = \(export.byteSize.map(SQLValue.integer) ?? .null), omitted_photos = \(export.omittedPhotos),
+              completed_at = \(export.completedAt), expires_at = \(export.expiresAt), revoked_at = \(export.revokedAt), expired_at = \(export.expiredAt)
+            WHERE id = \(export.id)
+            """)
+    }
+
     /// When each export of the account that completed after `since` completed
     /// (revoked exports excluded), oldest first: what the rate limit counts.
-    func exportCompletions(accountID: String, since: Date) throws -> [Date]
-    /// Ready exports whose `expiresAt` is at or before `now`, oldest first.
-    func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord]
-    /// Exports still `building` whose job has ended (cancelled or dead), in id order after `after`.
-    func abandonedBuilds(after: String?, limit: Int) throws -> [ExportRecord]
+    public func exportCompletions(accountID: String, since: Date) throws -> [Date] {
+        try select("""
+            SELECT completed_at FROM \(table: .exports)
+            WHERE account_id = \(accountID) AND completed_at > \(since) AND state <> 'revoked' ORDER BY completed_at
+            """, from: .exports, .timestamp).map { try $0.date(0) }
+    }
 
-    /// The account's photos in id order, starting after `afterID`.
-    func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord]
-    func exportStatistics(accountID: String) throws -> ExportStatistics
+    /// Ready exports whose `expiresAt` is at or before `now`, oldest first.
+    public func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord] {
+        try selectExports("""
+            SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE state = 'ready' AND expires_at <= \(now) ORDER BY expires_at, id LIMIT \(limit)
+            """)
+    }
+
+    /// Exports still `building` whose job has ended (cancelled or dead), in id order after `after`.
+    public func abandonedBuilds(after: String?, limit: Int) throws -> [ExportRecord] {
+        try selectExports("""
+            SELECT \(columns: Self.exportColumns) FROM \(table: .exports)
+            WHERE state = 'building' AND id > \(after ?? "") AND job_id IN (SELECT id FROM \(table: .jobs) WHERE state IN ('cancelled', 'dead'))
+            ORDER BY id LIMIT \(limit)
+            """)
+    }
+
+    /// Exports by state: how many, and their archives' bytes.
+    public func exportVolume() throws -> [ExportVolume] {
+        try select("""
+            SELECT state, COUNT(*), CAST(COALESCE(SUM(byte_size), 0) AS BIGINT) FROM \(table: .exports) GROUP BY state ORDER BY state
+            """, from: .exports, .text, .integer, .integer
+        ).map { ExportVolume(state: try $0.text(0), count: Int(try $0.integer(1)), bytes: try $0.integer(2)) }
+    }
+
+    private static var exportColumns: OwnColumns {
+        OwnColumns([
+            "id": .text, "account_id": .text, "job_id": .integer, "format": .text, "state": .text, "requested_by": .text, "cutoff_at": .timestamp,
+            "blob_key": .text, "byte_size": .integer, "omitted_photos": .integer, "completed_at": .timestamp, "expires_at": .timestamp,
+            "revoked_at": .timestamp, "expired_at": .timestamp,
+        ])
+    }
+
+    private func selectExports(_ sql: OwnSQL) throws -> [ExportRecord] {
+        try select(sql, from: .exports, reading: Self.exportColumns).map { row in
+            guard let state = ExportState(rawValue: try row.text(4)) else {
+                throw LifecycleError(.internalError, "export \(try row.text(0)) has the unknown state '\(try row.text(4))'; the database was changed outside lifecycle")
+            }
+            return ExportRecord(
+                id: try row.text(0), accountID: try row.text(1), jobID: try row.optionalInteger(2), format: try row.text(3), state: state,
+                requestedBy: try row.text(5), cutoffAt: try row.date(6), blobKey: try row.optionalText(7), byteSize: try row.optionalInteger(8),
+                omittedPhotos: Int(try row.integer(9)), completedAt: try row.optionalDate(10), expiresAt: try row.optionalDate(11),
+                revokedAt: try row.optionalDate(12), expiredAt: try row.optionalDate(13))
+        }
+    }
 
     /// Inserts the message unless one with its unique key exists; returns the stored one.
-    func insertOutboxMessage(_ message: OutboxMessage) throws -> OutboxMessage
-    func outboxMessage(uniqueKey: String) throws -> OutboxMessage?
-    func outboxMessages(accountID: String) throws -> [OutboxMessage]
-    func markOutboxDelivered(id: Int64, at: Date) throws
-    func markOutboxFailedAttempt(id: Int64, error: String, at: Date) throws
+    public func insertOutboxMessage(_ message: OutboxMessage) throws -> OutboxMessage {
+        try change("""
+            INSERT INTO \(table: .outbox) (unique_key, account_id, recipient, subject, body, state, attempts, last_error, created_at, delivered_at)
+            VALUES (\(message.uniqueKey), \(message.accountID), \(message.recipient), \(message.subject), \(message.body),
+              \(message.state.rawValue), \(message.attempts), \(message.lastError), \(message.createdAt), \(message.deliveredAt))
+            ON CONFLICT (unique_key) DO NOTHING
+            """)
+        guard let stored = try outboxMessage(uniqueKey: message.uniqueKey) else {
+            throw LifecycleError(.internalError, "outbox message \(message.uniqueKey) vanished right after it was written")
+        }
+        return stored
+    }
+
+    public func outboxMessage(uniqueKey: String) throws -> OutboxMessage? {
+        try selectOutbox("SELECT \(columns: Self.outboxColumns) FROM \(table: .outbox) WHERE unique_key = \(uniqueKey)").first
+    }
+
+    public func outboxMessages(accountID: String) throws -> [OutboxMessage] {
+        try selectOutbox("SELECT \(columns: Self.outboxColumns) FROM \(table: .outbox) WHERE account_id = \(accountID) ORDER BY id")
+    }
+
+    public func markOutboxDelivered(id: Int64, at: Date) throws {
+        try change("""
+            UPDATE \(table: .outbox) SET state = 'delivered', attempts = attempts + 1, last_error = NULL, delivered_at = \(at) WHERE id = \(id)
+            """)
+    }
+
+    public func markOutboxFailedAttempt(id: Int64, error: String, at: Date) throws {
+        try change("""
+            UPDATE \(table: .outbox) SET attempts = attempts + 1, last_error = \(String(error.prefix(2_000))) WHERE id = \(id) AND state = 'pending'
+            """)
+    }
+
+    private static var outboxColumns: OwnColumns {
+        OwnColumns([
+            "id": .integer, "unique_key": .text, "account_id": .text, "recipient": .text, "subject": .text, "body": .text, "state": .text,
+            "attempts": .integer, "last_error": .text, "created_at": .timestamp, "delivered_at": .timestamp,
+        ])
+    }
+
+    private func selectOutbox(_ sql: OwnSQL) throws -> [OutboxMessage] {
+        try select(sql, from: .outbox, reading: Self.outboxColumns).map { row in
+            guard let state = OutboxState(rawValue: try row.text(6)) else {
+                throw LifecycleError(.internalError, "outbox message \(try row.integer(0)) has the unknown state '\(try row.text(6))'; the database was changed outside lifecycle")
+            }
+            return OutboxMessage(
+                id: try row.integer(0), uniqueKey: try row.text(1), accountID: try row.text(2), recipient: try row.optionalText(3),
+                subject: try row.text(4), body: try row.text(5), state: state, attempts: Int(try row.integer(7)),
+                lastError: try row.optionalText(8), createdAt: try row.date(9), deliveredAt: try row.optionalDate(10))
+        }
+    }
+
+    /// The figures account.json shows under "statistics" (the reference app's).
+    public func exportStatistics(accountID: String) throws -> ExportStatistics {
+        let mesocycles = try select("""
+            SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0) AS BIGINT)
+            FROM \(table: .mesocycles) WHERE account_id = \(accountID)
+            """, from: .mesocycles, .integer, .integer).first
+        let meditation = try select("""
+            SELECT COUNT(*), CAST(COALESCE(SUM(duration_seconds), 0) AS BIGINT) FROM \(table: .meditationSessions) WHERE account_id = \(accountID)
+            """, from: .meditationSessions, .integer, .integer).first
+        return ExportStatistics(
+            mesocyclesCompleted: Int(try mesocycles?.integer(1) ?? 0), mesocyclesTotal: Int(try mesocycles?.integer(0) ?? 0),
+            meditationSessions: Int(try meditation?.integer(0) ?? 0), meditationSeconds: Int(try meditation?.integer(1) ?? 0))
+    }
 }
 
 public enum ExportState: String, Sendable, Codable, CaseIterable {

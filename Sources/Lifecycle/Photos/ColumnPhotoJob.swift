@@ -188,16 +188,8 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         let blobs = services.blobs
         let candidates = keys.filter { !$0.isEmpty && !BlobKey.isLifecycleOwn($0) && blobs.keyProblem($0) == nil }
         guard !candidates.isEmpty else { return [] }
-        let named: Set<String> = try await services.store.read { tx in
-            var named = Set<String>()
-            for (table, column) in sql.fileColumns {
-                for row in try tx.rows(sql.stillNamed(candidates, table: table, column: column)) {
-                    if let file = row.first?.text { named.insert(file) }
-                }
-            }
-            return named
-        }
-        let doomed = candidates.filter { !named.contains($0) }
+        let named = try await services.store.read { tx in try sql.namedFiles(candidates, in: tx) }
+        let doomed = candidates.filter { !named.contains(ExactText($0)) }
         try await blobs.delete(keys: doomed)
         for key in doomed where try await blobs.info(key: key) != nil {
             throw BlobStoreError("the blob store still has \(BlobKey.quoted(key)) after deleting it; the job will try again")

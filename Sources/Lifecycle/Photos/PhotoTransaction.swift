@@ -33,22 +33,3 @@ public struct RenderedPhoto: Sendable, Codable, Equatable {
     }
 }
 
-/// What profile-photo normalisation reads and writes inside one database transaction.
-public protocol PhotoTransaction {
-    /// Profile photos still to normalise under `selection`, in id order after `after`.
-    func profilePhotosToNormalize(_ selection: PhotoSelection, after: String?, limit: Int) throws -> [PhotoRecord]
-
-    /// Profile photos by state (every state when nil), in id order after `after`.
-    func profilePhotos(state: NormalizationState?, accountID: String?, after: String?, limit: Int) throws -> [PhotoRecord]
-
-    /// Points the photo row at its rendered JPEG and marks it normalised under the
-    /// rendered recipe version. The photo keeps its id, so the account's
-    /// `profile_photo_id` stays as it is.
-    func switchToRendered(photoID: String, rendered: RenderedPhoto) throws
-
-    /// Marks the photo rejected with the reason operators read; its blob stays as uploaded.
-    func markRejected(photoID: String, reason: String) throws
-
-    /// Removes photo rows (a profile photo replaced by a newer one); their blobs are the caller's.
-    func deletePhotos(ids: [String]) throws
-}

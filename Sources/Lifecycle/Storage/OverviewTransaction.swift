@@ -1,14 +1,36 @@
 import Foundation
 
-/// What the operator dashboard reads besides the queue: holds in force, the latest purges,
-/// export volume. Read-only, across accounts.
-public protocol OverviewTransaction {
-    /// Holds not lifted yet (some may have run past their end date), newest first.
-    func openHolds(limit: Int) throws -> [AccountHold]
+/// The audit trail, and what the operator dashboard reads besides the queue (holds in
+/// force, the latest purges, export volume).
+extension OwnStateTransaction {
+    public func recordAudit(_ event: AuditEvent) throws {
+        try change("""
+            INSERT INTO \(table: .auditEvents) (at, actor, action, account_id, outcome, detail)
+            VALUES (\(event.at), \(event.actor), \(event.action), \(event.accountID), \(event.outcome), \(event.detail))
+            """)
+    }
+
+    /// Oldest first.
+    public func auditEvents(accountID: String) throws -> [AuditEvent] {
+        try selectAudit("SELECT \(columns: Self.auditColumns) FROM \(table: .auditEvents) WHERE account_id = \(accountID) ORDER BY id")
+    }
+
     /// The latest audit events with this action, newest first.
-    func latestAuditEvents(action: String, limit: Int) throws -> [AuditEvent]
-    /// Exports by state: how many, and their archives' bytes.
-    func exportVolume() throws -> [ExportVolume]
+    public func latestAuditEvents(action: String, limit: Int) throws -> [AuditEvent] {
+        try selectAudit("SELECT \(columns: Self.auditColumns) FROM \(table: .auditEvents) WHERE action = \(action) ORDER BY id DESC LIMIT \(limit)")
+    }
+
+    private static var auditColumns: OwnColumns {
+        OwnColumns(["id": .integer, "at": .timestamp, "actor": .text, "action": .text, "account_id": .text, "outcome": .text, "detail": .text])
+    }
+
+    private func selectAudit(_ sql: OwnSQL) throws -> [AuditEvent] {
+        try select(sql, from: .auditEvents, reading: Self.auditColumns).map { row in
+            AuditEvent(
+                id: try row.integer(0), at: try row.date(1), actor: try row.text(2), action: try row.text(3), accountID: try row.optionalText(4),
+                outcome: try row.text(5), detail: try row.optionalText(6))
+        }
+    }
 }
 
 public struct ExportVolume: Sendable, Codable, Equatable {

@@ -99,7 +99,7 @@ public struct AppData: Sendable {
     /// What requesting deletion does in the app (`on_deletion:`), in the request's
     /// transaction: the values it replaces kept in lifecycle's namespace, then set, and the
     /// user's sessions and tokens removed. The rows removed (the sessions signed out).
-    public func beginGrace<T: GeneratedSQLTransaction & SubjectTransaction>(key: String, in tx: T) throws -> SignedOut {
+    public func beginGrace<T: OwnStateTransaction>(key: String, in tx: T) throws -> SignedOut {
         var kept: [GraceValue] = []
         for setting in plan.onDeletion.set {
             let keyColumns = sql.graceKey(setting.table).count
@@ -145,7 +145,7 @@ public struct AppData: Sendable {
 
     /// A restore's part in the app: every value deletion set, put back as it was. Removed
     /// sessions stay removed: the user signs in afresh.
-    public func endGrace<T: GeneratedSQLTransaction & SubjectTransaction>(key: String, in tx: T) throws {
+    public func endGrace<T: OwnStateTransaction>(key: String, in tx: T) throws {
         for value in try tx.takeGraceValues(key: key) {
             let parts = value.table.split(separator: ".", maxSplits: 1).map(String.init)
             let table = parts.count == 2 ? DataMap.TableName(schema: parts[0], name: parts[1]) : DataMap.TableName(name: parts[0])
