@@ -71,6 +71,11 @@ public protocol JobQueue: Sendable {
     /// wrote anything besides its mark.
     func markStepsDone(_ marks: [StepMark], in tx: Transaction) throws -> [Bool?]
 
+    /// The stops recorded by marks with `stopped` set, of these kinds (nil: every kind),
+    /// oldest first; those returned are forgotten in the same transaction, so each is
+    /// reported once, by whichever run takes it.
+    func takeUnreportedStops(kinds: [String]?) async throws -> [UnreportedStop]
+
     /// Atomically leases due jobs (queued or retrying with `runAt <= now`, or running
     /// with an expired lease) to `owner`: at most `quota[kind]` of each kind, each
     /// for `leases[kind]` seconds. A rescued job on its last attempt goes `dead`.
@@ -198,14 +203,35 @@ public struct StepMark: Sendable, Equatable {
     /// The lease holder the mark is fenced by.
     public var owner: String
     public var now: Date
+    /// A finishing mark of a job that stopped (`StepResult.stopped`), in a run that reports
+    /// its stops in its exit status (`WorkerOptions.reportsStops`): recorded with the mark,
+    /// for `takeUnreportedStops`.
+    public var stopped: String?
 
-    public init(jobID: JobID, step: String, output: String?, finishesJob: Bool, owner: String, now: Date) {
+    public init(jobID: JobID, step: String, output: String?, finishesJob: Bool, owner: String, now: Date, stopped: String? = nil) {
         self.jobID = jobID
         self.step = step
         self.output = output
         self.finishesJob = finishesJob
         self.owner = owner
         self.now = now
+        self.stopped = stopped
+    }
+}
+
+/// A job's stop that a run meant to report in its exit status and had not reported yet:
+/// recorded with the job's done-mark, so a crash between the two loses nothing.
+public struct UnreportedStop: Sendable, Equatable {
+    public var jobID: JobID
+    public var kind: String
+    public var reason: String
+    public var stoppedAt: Date
+
+    public init(jobID: JobID, kind: String, reason: String, stoppedAt: Date) {
+        self.jobID = jobID
+        self.kind = kind
+        self.reason = reason
+        self.stoppedAt = stoppedAt
     }
 }
 

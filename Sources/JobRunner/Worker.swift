@@ -15,6 +15,13 @@ public struct WorkerOptions: Sendable {
     /// in every real use: the process tests hold overlapping runs at a barrier with it
     /// (the CLI's `LIFECYCLE_TEST_BARRIER`), which proves that they overlapped.
     public var beforeJob: (@Sendable (JobRecord) async -> Void)?
+    /// Awaited after each job has ended and its outcome is recorded. Nil in every real use:
+    /// a process test holds a run there to kill it between a job's done-mark and its report.
+    public var afterJob: (@Sendable (JobRecord, JobOutcome) async -> Void)?
+    /// The run reports its jobs' stops in its exit status (`worker --once`): each stop is
+    /// recorded with its job's done-mark, and the run takes it (`takeUnreportedStops`)
+    /// when it reports, so a crash in between leaves it for the next run to report.
+    public var reportsStops = false
 
     public init(concurrency: Int = 2, pollInterval: TimeInterval = 1, owner: String = WorkerOptions.defaultOwner(), kinds: Set<String>? = nil) {
         self.concurrency = max(1, concurrency)
@@ -67,6 +74,8 @@ public struct DrainSummary: Sendable, Equatable {
     /// Jobs handed back because this worker cannot run them as it is set up.
     public var notReady = 0
     public var failures: [String] = []
+    /// The jobs counted in `stopped`.
+    public var stoppedJobs: [JobID] = []
     /// Kinds this run could not run (their policy file is broken).
     public var unrunnableKinds: [String] = []
 
@@ -90,10 +99,24 @@ public struct DrainSummary: Sendable, Equatable {
         case .released: released += 1
         case .stopped(let reason):
             stopped += 1
+            stoppedJobs.append(job.id)
             failures.append("job \(job.id) (\(job.kind)) stopped: \(reason)")
         case .notReady(let reason):
             notReady += 1
             failures.append("job \(job.id) (\(job.kind)) not run, handed back without using an attempt: \(reason)")
+        }
+    }
+
+    /// Counts the stops taken from the store that this run has not counted already: those
+    /// of a run that crashed (or is still running) before it reported them.
+    public mutating func add(unreported stops: [UnreportedStop]) {
+        let counted = Set(stoppedJobs)
+        for stop in stops where !counted.contains(stop.jobID) {
+            stopped += 1
+            stoppedJobs.append(stop.jobID)
+            failures.append(
+                "job \(stop.jobID) (\(stop.kind)) stopped at \(ISO8601.format(stop.stoppedAt)): \(stop.reason) "
+                    + "(by a run that had not reported it: it ended first, or is still running)")
         }
     }
 }
@@ -275,6 +298,7 @@ public final class Worker<Store: JobQueue>: Sendable {
                         group.addTask {
                             let started = ContinuousClock.now
                             let outcome = await Task { await self.execute(claimed) }.value
+                            if let afterJob = self.options.afterJob { await afterJob(claimed.record, outcome) }
                             return .finished(claimed.record, outcome, started.duration(to: .now))
                         }
                     }
@@ -385,6 +409,7 @@ public final class Worker<Store: JobQueue>: Sendable {
         var outputs = claimed.finishedSteps
         let store = self.store
         let owner = options.owner
+        let reportsStops = options.reportsStops
         // The done-mark of an outside step followed by a database step: it commits with that
         // step (one commit for the two), or on its own if the job stops before it.
         var carried: StepMark?
@@ -423,7 +448,7 @@ public final class Worker<Store: JobQueue>: Sendable {
                     // The step's own clock reading is its start; `jobs show` should say when it ended.
                     StepMark(
                         jobID: job.id, step: stepName, output: result.output, finishesJob: isLast || result.finishesJob,
-                        owner: owner, now: clock.now())
+                        owner: owner, now: clock.now(), stopped: reportsStops && (isLast || result.finishesJob) ? result.stopped : nil)
                 }
                 let result: StepResult
                 let cancelRequested: Bool

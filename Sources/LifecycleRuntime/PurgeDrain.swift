@@ -61,6 +61,7 @@ public struct PurgeDrain<Store: LifecycleStore>: Sendable {
         let stopper = Stopper()
         var options = WorkerOptions(concurrency: limit == nil ? concurrency : 1, owner: owner, kinds: [DeletionJobs.purgeKind])
         options.beforeJob = beforeJob
+        options.reportsStops = true
         let worker = Worker(
             store: services.store, registry: services.registry, policies: services.policies, clock: services.clock,
             options: options,
@@ -80,6 +81,8 @@ public struct PurgeDrain<Store: LifecycleStore>: Sendable {
         let task = Task { try await worker.drain() }
         stopper.attach(task)
         _ = try await task.value
+        // With this run's own stops, those a run before it recorded and did not live to report.
+        tally.add(unreported: try await services.store.takeUnreportedStops(kinds: [DeletionJobs.purgeKind]))
         if limit != nil {
             let now = services.clock.now()
             for job in try await services.store.jobs(matching: JobFilter(states: [.running], kinds: [DeletionJobs.purgeKind], limit: 10_000))
@@ -118,6 +121,7 @@ final class PurgeTally: Sendable {
     private struct State {
         var summary = PurgeRunSummary()
         var tombstoned: Set<JobID> = []
+        var stopped: Set<JobID> = []
         var accounts: [JobID: String] = [:]
         var handled = 0
     }
@@ -158,11 +162,23 @@ final class PurgeTally: Sendable {
             case .released:
                 state.summary.handedBack.append(id)
             case .stopped(let reason):
+                state.stopped.insert(job.id)
                 state.summary.failures.append("account \(id): purge job #\(job.id) stopped: \(reason)")
             case .notReady(let reason):
                 state.summary.failures.append("account \(id): purge job #\(job.id) was handed back, this process cannot run it as set up: \(reason)")
             }
             return state.handled
+        }
+    }
+
+    /// Stops taken from the store that this run has not counted itself.
+    func add(unreported stops: [UnreportedStop]) {
+        state.withLock { state in
+            for stop in stops where state.stopped.insert(stop.jobID).inserted {
+                state.summary.failures.append(
+                    "purge job #\(stop.jobID) stopped at \(ISO8601.format(stop.stoppedAt)): \(stop.reason) "
+                        + "(by a run that had not reported it: it ended first, or is still running)")
+            }
         }
     }
 }

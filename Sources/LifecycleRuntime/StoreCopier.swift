@@ -141,7 +141,7 @@ enum RowCopier {
         .own("audit_events"), .own("exports"), .own("outbox"), .own("purge_inventory"), .own("deletion_attempts"),
         .own("subjects"), .own("purge_progress"), .own("purge_files"), .own("grace_values"),
         .own("paused_kinds"), .own("holds"), .own("settings", replacesDestination: true), .own("lookup_digests"),
-        .own("part_deletion_rows"), .own("encoded_owners"), .own("encoded_indexes"),
+        .own("part_deletion_rows"), .own("encoded_owners"), .own("encoded_indexes"), .own("unreported_stops"),
     ]
     /// The source's record of its own migrations: the destination has run its own.
     static let bookkeeping: Set<String> = [SQLiteStore.ownTable("migrations")]

@@ -208,8 +208,28 @@ extension PostgresStore: JobStore {
             let (id, owner, cancelRequested) = try row.decode((Int64, String, Bool).self)
             fenced[owner, default: [:]][id] = cancelRequested
         }
+        for mark in marks where mark.finishesJob && fenced[mark.owner]?[mark.jobID] != nil {
+            guard let reason = mark.stopped else { continue }
+            try tx.execute("""
+                INSERT INTO lifecycle.unreported_stops (job_id, kind, reason, stopped_at)
+                SELECT id, kind, \(reason), \(mark.now) FROM lifecycle.jobs WHERE id = \(mark.jobID)
+                """)
+        }
         // A finishing mark ends the job, so a cancel request no longer matters to it.
         return marks.map { mark in fenced[mark.owner]?[mark.jobID].map { mark.finishesJob ? false : $0 } }
+    }
+
+    public func takeUnreportedStops(kinds: [String]?) async throws -> [UnreportedStop] {
+        guard kinds?.isEmpty != true else { return [] }
+        return try await write { tx in
+            try tx.query("""
+                DELETE FROM lifecycle.unreported_stops WHERE \(kinds == nil) OR kind = ANY(\(kinds ?? []))
+                RETURNING job_id, kind, reason, stopped_at
+                """).map { row in
+                let (id, kind, reason, stoppedAt) = try row.decode((Int64, String, String, Date).self)
+                return UnreportedStop(jobID: id, kind: kind, reason: reason, stoppedAt: stoppedAt)
+            }.sorted { ($0.stoppedAt, $0.jobID) < ($1.stoppedAt, $1.jobID) }
+        }
     }
 
     public func claim(_ request: ClaimRequest) async throws -> [ClaimedJob] {

@@ -476,6 +476,17 @@ enum Migrations {
             )
             """,
         ]),
+        // Stops not reported yet: see the SQLite backend's v16-unreported-stops.
+        Migration(name: "v13-unreported-stops", statements: [
+            """
+            CREATE TABLE lifecycle.unreported_stops (
+                job_id BIGINT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                stopped_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

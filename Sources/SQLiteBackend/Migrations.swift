@@ -409,6 +409,19 @@ enum Migrations {
                 ) WITHOUT ROWID;
                 """)
         }
+        // A `worker --once` run's stops, recorded with each stopped job's done-mark until the
+        // run reports them (JobQueue.takeUnreportedStops): a table of its own, rarely written,
+        // instead of a column and an index on the jobs table every claim reads.
+        migrator.registerMigration("v16-unreported-stops") { db in
+            try db.execute(sql: """
+                CREATE TABLE lifecycle_unreported_stops (
+                    job_id INTEGER PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    stopped_at TEXT NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

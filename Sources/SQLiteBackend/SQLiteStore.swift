@@ -491,9 +491,32 @@ extension SQLiteStore {
                 finish.bind(mark.now, at: Int32(offset * 2 + 2))
             }
             try finish.execute()
+            for mark in finishing {
+                guard let reason = mark.stopped else { continue }
+                try db.cachedStatement(sql: """
+                    INSERT INTO lifecycle_unreported_stops (job_id, kind, reason, stopped_at)
+                    SELECT id, kind, ?, ? FROM lifecycle_jobs WHERE id = ?
+                    """).execute(arguments: [reason, mark.now.stored, mark.jobID])
+            }
         }
         // A finishing mark ends the job, so a cancel request no longer matters to it.
         return marks.map { mark in cancelRequested(mark).map { mark.finishesJob ? false : $0 } }
+    }
+
+    public func takeUnreportedStops(kinds: [String]?) async throws -> [UnreportedStop] {
+        let kindClause = kinds.map { "WHERE kind IN (\($0.map { _ in "?" }.joined(separator: ",")))" } ?? ""
+        guard kinds?.isEmpty != true else { return [] }
+        return try await pool.write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                DELETE FROM lifecycle_unreported_stops \(kindClause)
+                RETURNING job_id, kind, reason, stopped_at
+                """, arguments: StatementArguments(kinds ?? []))
+            let columns = ["job_id", "kind", "reason", "stopped_at"]
+            return try rows.map { row in
+                let checked = CheckedRow(row, table: "lifecycle_unreported_stops", key: "job_id", columns: columns)
+                return UnreportedStop(jobID: try checked(0), kind: try checked(1), reason: try checked(2), stoppedAt: try checked(3))
+            }.sorted { ($0.stoppedAt, $0.jobID) < ($1.stoppedAt, $1.jobID) }
+        }
     }
 
     public func markSucceeded(jobID: JobID, owner: String, now: Date, in tx: SQLiteTransaction) throws {

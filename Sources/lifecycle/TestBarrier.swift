@@ -19,7 +19,14 @@ final class TestBarrier: Sendable {
     static let variable = "LIFECYCLE_TEST_BARRIER"
 
     /// The barrier of this process, if its environment asks for one.
-    static let current: TestBarrier? = {
+    static let current = named(variable)
+
+    /// With `LIFECYCLE_TEST_BARRIER_AFTER_JOB` naming an existing directory, a `worker` run
+    /// waits there after a job has ended, its outcome recorded, before it goes on to report:
+    /// where a test kills it to show that what the run had to report is not lost.
+    static let afterJobBarrier = named("LIFECYCLE_TEST_BARRIER_AFTER_JOB")
+
+    private static func named(_ variable: String) -> TestBarrier? {
         #if !DEBUG
         return nil
         #else
@@ -28,7 +35,7 @@ final class TestBarrier: Sendable {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
         return TestBarrier(directory: directory)
         #endif
-    }()
+    }
 
     static let longestWait: Duration = .seconds(600)
 
@@ -36,6 +43,12 @@ final class TestBarrier: Sendable {
     static var beforeJob: (@Sendable (JobRecord) async -> Void)? {
         guard let barrier = current else { return nil }
         return { @Sendable (_: JobRecord) async in await barrier.arrive() }
+    }
+
+    /// `WorkerOptions.afterJob` for this process: nil when no barrier is asked for.
+    static var afterJob: (@Sendable (JobRecord, JobOutcome) async -> Void)? {
+        guard let barrier = afterJobBarrier else { return nil }
+        return { @Sendable (_: JobRecord, _: JobOutcome) async in await barrier.arrive() }
     }
 
     private let directory: String

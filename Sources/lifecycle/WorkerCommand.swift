@@ -17,7 +17,8 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             naming each job left: retrying, dead, held by another process (or one that died, until its lease \
             runs out), or due and unclaimed, whoever left it so (see `lifecycle jobs check`). Overlapping runs \
             are safe. A kind whose policy file is broken is not run, and the run exits 75 naming the file. A job \
-            that ended refused (a part deletion whose account went on hold) is named too, and the run exits 75.
+            that ended refused (a part deletion whose account went on hold) is named too, and the run exits 75; \
+            one a killed run could not report is named by the next run of its kind.
             A job this worker cannot run as it is set up (an export with no signing key) is handed back still due, \
             without using an attempt; the run runs no more of its kind and exits 69 naming what to fix.
             --kind runner.probe is the canary: it runs the probe jobs `jobs probe` made and touches nothing else.
@@ -54,9 +55,12 @@ struct WorkerCommand: AsyncParsableCommand, StoreCommand {
             let metrics = self.metrics
             writeFigures = { await metrics.finish(figures, command: "worker", status: .ok, final: false, services: services) }
         }
-        let summary = try await runWorker(
+        var summary = try await runWorker(
             services: services, once: once, concurrency: concurrency, kinds: kind.isEmpty ? nil : Set(kind), pollInterval: pollInterval,
-            metrics: writeFigures)
+            metrics: writeFigures, reportsStops: once)
+        // This run's stops and those a run before it recorded and never reported (it was
+        // killed after the job's done-mark): taken now, as close to the exit status as can be.
+        if once { summary.add(unreported: try await services.store.takeUnreportedStops(kinds: kind.isEmpty ? nil : kind)) }
         // What this run did is half the answer: work it could not do (another process holds
         // it, it backs off, it is dead) is named too, whoever left it so.
         let attention = once ? try await JobAttention.stuck(in: services.store, kinds: kind, now: services.clock.now()) : []
@@ -119,11 +123,13 @@ struct WorkerReport: Encodable {
 /// Shared by `worker` and the commands that run their own jobs in-process (`demo`, `--wait`).
 func runWorker<Store: LifecycleStore>(
     services: LifecycleServices<Store>, once: Bool, concurrency: Int, kinds: Set<String>? = nil, pollInterval: TimeInterval = 1,
-    metrics: (@Sendable () async -> ExitStatus)? = nil
+    metrics: (@Sendable () async -> ExitStatus)? = nil, reportsStops: Bool = false
 ) async throws -> DrainSummary {
     let progress = ProgressLine(label: "jobs finished") { services.logger.info("\($0)") }
     var options = WorkerOptions(concurrency: concurrency, pollInterval: pollInterval, kinds: kinds)
     options.beforeJob = TestBarrier.beforeJob
+    options.afterJob = TestBarrier.afterJob
+    options.reportsStops = reportsStops
     let events: @Sendable (WorkerEvent) -> Void = { event in
         switch event {
         case .started(let job): progress.update(doing: "\(job.kind) #\(job.id)")

@@ -129,6 +129,40 @@ struct PartDeletionTests {
         #expect(try await workspace.int("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = 'deletion.erase-parts'") == 1)
     }
 
+    /// A run killed after a stopped job's done-mark, before its exit status could say so: the
+    /// stop was recorded with the mark, so the next run of that kind reports it (exit 75,
+    /// naming it and when it happened) and the one after that has nothing left to report.
+    @Test(arguments: Backend.allCases)
+    func aStopIsReportedByTheNextRunWhenTheRunThatMadeItWasKilledBeforeReporting(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        try await DeletionLines.importAccounts([DeletionLines.account(id: "cy")], into: workspace)
+        #expect(try await workspace.run(["delete", "cy", "--part", "journal", "--operator", "sam", "--reason", "t"]).status == 0)
+        #expect(try await workspace.run(["accounts", "hold", "cy", "--reason", "litigation 13", "--operator", "sam"]).status == 0)
+
+        let barrier = workspace.root + "/after-job-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: barrier, withIntermediateDirectories: true)
+        let (worker, _, _) = try workspace.process(
+            ["worker", "--once", "--kind", "deletion.erase-parts"], environment: ["LIFECYCLE_TEST_BARRIER_AFTER_JOB": barrier])
+        let killed = await killProcess(worker) {
+            try FileManager.default.contentsOfDirectory(atPath: barrier).contains { $0.hasPrefix("arrived-") }
+        }
+        await worker.exited()
+        #expect(killed && worker.terminationReason == .uncaughtSignal, "the run ended before its job did: \(worker.terminationStatus)")
+        // The kill landed between the job's end and the run's report.
+        let jobs = workspace.ownTable("jobs"), stops = workspace.ownTable("unreported_stops")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(jobs) WHERE kind = 'deletion.erase-parts' AND state = 'succeeded'") == 1)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(stops)") == 1)
+
+        // A run of other kinds leaves it to a run of its own kind.
+        #expect(try await workspace.run(["worker", "--once", "--kind", "runner.probe"]).status == 0)
+        let next = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
+        #expect(next.status == 75 && next.stdout.contains("0 succeeded") && next.stdout.contains("1 stopped"), "\(next.stdout)")
+        #expect(next.stderr.contains("account cy is on hold") && next.stderr.contains("by a run that had not reported it"), "\(next.stderr)")
+        #expect(try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"]).status == 0, "reported once")
+        #expect(try await workspace.int("SELECT COUNT(*) FROM \(stops)") == 0)
+        #expect(try await workspace.int("SELECT COUNT(*) FROM journal_entries WHERE account_id = 'cy'") == 1, "the hold kept the part")
+    }
+
     /// A real Django site through the API, both backends: ada deletes her posts. They go
     /// with the comments others left under them and those comments' files; every other row
     /// of the site is as it was, byte for byte, and she is still signed in.

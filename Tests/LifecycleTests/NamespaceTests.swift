@@ -18,7 +18,7 @@ struct NamespaceTests {
     static let ownTables: Set<String> = [
         "jobs", "job_steps", "job_schedules", "runner_probe_effects", "audit_events", "exports", "outbox", "purge_inventory",
         "deletion_attempts", "subjects", "purge_progress", "purge_files", "grace_values", "paused_kinds", "holds", "settings", "lookup_digests",
-        "part_deletion_rows", "encoded_owners", "encoded_indexes",
+        "part_deletion_rows", "encoded_owners", "encoded_indexes", "unreported_stops",
     ]
     /// Every migration, in order. SQLite has two of its own: its ready index took the
     /// shape PostgreSQL's always had, and its unique-key index stopped naming the state.
@@ -27,8 +27,8 @@ struct NamespaceTests {
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
         ] + (store is SQLiteStore
-            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners"]
-            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners"])
+            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops"]
+            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners", "v13-unreported-stops"])
     }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
