@@ -126,9 +126,9 @@ enum RowCopier {
         }
         static func app(_ name: String) -> Table { Table(name: name, isOwn: false) }
 
-        var source: String { isOwn ? SQLiteStore.ownTable(name) : name }
+        var source: String { isOwn ? SQLDialect.sqlite.ownTable(name) : name }
         /// Nil: the destination's current schema.
-        var destinationSchema: String? { isOwn ? PostgresStore.ownSchema : nil }
+        var destinationSchema: String? { isOwn ? SQLDialect.ownSchema : nil }
         var destination: String { (destinationSchema.map { quoted($0) + "." } ?? "") + quoted(name) }
     }
 
@@ -144,7 +144,7 @@ enum RowCopier {
         .own("part_deletion_rows"), .own("encoded_owners"), .own("encoded_indexes"), .own("unreported_stops"),
     ]
     /// The source's record of its own migrations: the destination has run its own.
-    static let bookkeeping: Set<String> = [SQLiteStore.ownTable("migrations")]
+    static let bookkeeping: Set<String> = [SQLDialect.sqlite.ownTable("migrations")]
     static let batchRows = 500
 
     static func copy(

@@ -79,12 +79,6 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// Lifecycle's own table `name` as this backend names it, schema-qualified: its own
-    /// state lives in the `lifecycle` schema, apart from the app's tables, and no statement
-    /// relies on `search_path` to find it.
-    public static func ownTable(_ name: String) -> String { ownSchema + "." + name }
-    public static let ownSchema = "lifecycle"
-
     /// Runs `body` in one transaction. `body` may run a second time, after a first run that
     /// left nothing behind: the server refused a prepared statement (see `transaction`).
     public func write<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {

@@ -180,11 +180,6 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         try Migrations.migrator(referenceSchema: referenceSchema).migrate(pool)
     }
 
-    /// Lifecycle's own table `name` as this backend names it: every table of lifecycle's
-    /// own state is `lifecycle_<name>`, apart from the app's tables in the same file.
-    public static func ownTable(_ name: String) -> String { ownTablePrefix + name }
-    public static let ownTablePrefix = "lifecycle_"
-
     public var appliedMigrations: [String] {
         get throws { try pool.read { db in try Migrations.migrator.appliedMigrations(db) } }
     }

@@ -224,7 +224,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
         let (catalog, location) = try await workspace.configuration.readCatalog()
         #expect(location == "SQLite file \(workspace.configuration.database)")
         #expect(catalog.table(.init(name: "accounts")) == nil)
-        #expect(catalog.table(.init(name: SQLiteStore.ownTable("jobs"))) != nil)
+        #expect(catalog.table(.init(name: SQLDialect.sqlite.ownTable("jobs"))) != nil)
 
         // The reference app's map: its schema is created too.
         let reference = try Workspace()

@@ -30,8 +30,8 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// `lifecycle.jobs` in PostgreSQL), for the tests' own SQL. The app's tables keep their names.
     func ownTable(_ name: String) -> String {
         switch self {
-        case .sqlite: SQLiteStore.ownTable(name)
-        case .postgres: PostgresStore.ownTable(name)
+        case .sqlite: SQLDialect.sqlite.ownTable(name)
+        case .postgres: SQLDialect.postgres.ownTable(name)
         }
     }
 

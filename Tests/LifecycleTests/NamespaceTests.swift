@@ -255,7 +255,7 @@ struct NamespaceTests {
     }
 
     private func own(_ store: some LifecycleStore, _ name: String) -> String {
-        store is SQLiteStore ? SQLiteStore.ownTable(name) : PostgresStore.ownTable(name)
+        store is SQLiteStore ? SQLDialect.sqlite.ownTable(name) : SQLDialect.postgres.ownTable(name)
     }
 
     // MARK: The previous release's installations
@@ -378,8 +378,8 @@ enum Catalog {
     static func tables(_ store: some LifecycleStore) async throws -> [Table] {
         if store is SQLiteStore {
             return try await texts(store, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").map { name in
-                name.hasPrefix(SQLiteStore.ownTablePrefix)
-                    ? Table(name: String(name.dropFirst(SQLiteStore.ownTablePrefix.count)), isOwn: true) : Table(name: name, isOwn: false)
+                name.hasPrefix(SQLDialect.sqlite.ownTable(""))
+                    ? Table(name: String(name.dropFirst(SQLDialect.sqlite.ownTable("").count)), isOwn: true) : Table(name: name, isOwn: false)
             }
         }
         let current = try await texts(store, "SELECT current_schema()").first ?? "public"
@@ -389,7 +389,7 @@ enum Catalog {
             """).map { qualified in
             let parts = qualified.split(separator: ".", maxSplits: 1).map(String.init)
             // A table in any schema but the current one and lifecycle's is reported whole, and fails the checks.
-            return parts[0] == PostgresStore.ownSchema ? Table(name: parts[1], isOwn: true)
+            return parts[0] == SQLDialect.ownSchema ? Table(name: parts[1], isOwn: true)
                 : parts[0] == current ? Table(name: parts[1], isOwn: false) : Table(name: qualified, isOwn: false)
         }
     }

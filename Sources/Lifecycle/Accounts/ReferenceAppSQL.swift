@@ -6,7 +6,7 @@ import Foundation
 /// single writer does so by itself): the deletion checks rely on it to take turns per account.
 extension OwnStateTransaction {
     public func account(id: String) throws -> Account? {
-        try selectAccounts("SELECT \(columns: Self.accountColumns) FROM \(table: .accounts) WHERE id = \(id)\(rowLock: ())").first
+        try selectAccounts("SELECT \(columns: accountColumns) FROM \(table: .accounts) WHERE id = \(id)\(rowLock: ())").first
     }
 
     /// The account's state alone, with the same lock as `account(id:)`: the purge checks
@@ -16,7 +16,7 @@ extension OwnStateTransaction {
     }
 
     public func account(email: String) throws -> Account? {
-        try selectAccounts("SELECT \(columns: Self.accountColumns) FROM \(table: .accounts) WHERE \(column: "email", caseless: email)\(rowLock: ())").first
+        try selectAccounts("SELECT \(columns: accountColumns) FROM \(table: .accounts) WHERE \(column: "email", caseless: email)\(rowLock: ())").first
     }
 
     public func preferences(accountID: String) throws -> Preferences? {
@@ -44,7 +44,7 @@ extension OwnStateTransaction {
 
     public func insertAccount(_ account: Account, preferences: Preferences?) throws -> InsertOutcome {
         let outcome = try insertIfAbsent("""
-            INSERT INTO \(table: .accounts) (\(columns: Self.accountColumns))
+            INSERT INTO \(table: .accounts) (\(columns: accountColumns))
             VALUES (\(account.id), \(account.email), \(account.passwordHash), \(account.firstName), \(account.lastName),
               \(account.displayName), \(account.bio), \(account.profilePhotoID), \(account.primarySport),
               \(account.morningReminderTime), \(account.timezone), \(account.subscriptionStatus), \(.boolean(account.integrations.whoop)),
@@ -72,7 +72,7 @@ extension OwnStateTransaction {
 
     public func insertPhoto(_ photo: PhotoRecord) throws -> InsertOutcome {
         try insertIfAbsent("""
-            INSERT INTO \(table: .photos) (\(columns: Self.photoColumns))
+            INSERT INTO \(table: .photos) (\(columns: photoColumns))
             VALUES (\(photo.id), \(photo.accountID), \(photo.entryID), \(photo.role.rawValue), \(photo.blobKey), \(photo.contentType),
               \(photo.byteSize), \(photo.sha256), \(photo.takenAt), \(photo.createdAt), \(photo.normalizationState?.rawValue),
               \(photo.normalizationReason), \(photo.recipeVersion.map { SQLValue.integer(Int64($0)) } ?? .null))
@@ -109,17 +109,17 @@ extension OwnStateTransaction {
     }
 
     public func photo(id: String) throws -> PhotoRecord? {
-        try selectPhotos("SELECT \(columns: Self.photoColumns) FROM \(table: .photos) WHERE id = \(id)").first
+        try selectPhotos("SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE id = \(id)").first
     }
 
     public func photos(accountID: String) throws -> [PhotoRecord] {
-        try selectPhotos("SELECT \(columns: Self.photoColumns) FROM \(table: .photos) WHERE account_id = \(accountID) ORDER BY id")
+        try selectPhotos("SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE account_id = \(accountID) ORDER BY id")
     }
 
     /// The account's photos in id order, starting after `afterID` (the export's pages).
     public func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord] {
         try selectPhotos("""
-            SELECT \(columns: Self.photoColumns) FROM \(table: .photos) WHERE account_id = \(accountID) AND id > \(afterID ?? "") ORDER BY id LIMIT \(limit)
+            SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE account_id = \(accountID) AND id > \(afterID ?? "") ORDER BY id LIMIT \(limit)
             """)
     }
 
@@ -134,12 +134,12 @@ extension OwnStateTransaction {
     /// profile photo written before states existed (NULL) counts as pending.
     public func profilePhotosToNormalize(_ selection: PhotoSelection, after: String?, limit: Int) throws -> [PhotoRecord] {
         var filters: OwnSQL = ""
-        if selection.includeRejected { filters.pieces.append(.literal(" OR p.normalization_state = 'rejected'")) }
+        if selection.includeRejected { filters += " OR p.normalization_state = 'rejected'" }
         var scope: OwnSQL = ""
-        if let accountID = selection.accountID { scope = " AND p.account_id = \(accountID)" }
-        if let after { scope.pieces += OwnSQL(" AND p.id > \(after)").pieces }
+        if let accountID = selection.accountID { scope += " AND p.account_id = \(accountID)" }
+        if let after { scope += " AND p.id > \(after)" }
         return try selectPhotos("""
-            SELECT \(columns: Self.photoColumns, prefix: "p.") FROM \(table: .photos) p JOIN \(table: .accounts) a ON a.id = p.account_id
+            SELECT \(columns: photoColumns, prefix: "p.") FROM \(table: .photos) p JOIN \(table: .accounts) a ON a.id = p.account_id
             WHERE p.role = 'profile' AND a.state IN ('active', 'pendingDeletion')
               AND (COALESCE(p.normalization_state, 'pending') = 'pending'
                    OR (p.normalization_state = 'normalized' AND COALESCE(p.recipe_version, 0) < \(selection.recipeVersion))\(generated: filters))\(generated: scope)
@@ -151,13 +151,12 @@ extension OwnStateTransaction {
     public func profilePhotos(state: NormalizationState?, accountID: String?, after: String?, limit: Int) throws -> [PhotoRecord] {
         var scope: OwnSQL = ""
         if let state {
-            scope.pieces += (state == .pending
-                ? OwnSQL(" AND COALESCE(normalization_state, 'pending') = \(state.rawValue)") : OwnSQL(" AND normalization_state = \(state.rawValue)")).pieces
+            scope += state == .pending ? " AND COALESCE(normalization_state, 'pending') = \(state.rawValue)" : " AND normalization_state = \(state.rawValue)"
         }
-        if let accountID { scope.pieces += OwnSQL(" AND account_id = \(accountID)").pieces }
-        if let after { scope.pieces += OwnSQL(" AND id > \(after)").pieces }
+        if let accountID { scope += " AND account_id = \(accountID)" }
+        if let after { scope += " AND id > \(after)" }
         return try selectPhotos("""
-            SELECT \(columns: Self.photoColumns) FROM \(table: .photos) WHERE role = 'profile'\(generated: scope) ORDER BY id LIMIT \(limit)
+            SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE role = 'profile'\(generated: scope) ORDER BY id LIMIT \(limit)
             """)
     }
 
@@ -182,18 +181,8 @@ extension OwnStateTransaction {
         for id in ids { try change("DELETE FROM \(table: .photos) WHERE id = \(id)") }
     }
 
-    private static var accountColumns: OwnColumns {
-        OwnColumns([
-            "id": .text, "email": .text, "password_hash": .text, "first_name": .text, "last_name": .text, "display_name": .text, "bio": .text,
-            "profile_photo_id": .text, "primary_sport": .text, "morning_reminder_time": .text, "timezone": .text, "subscription_status": .text,
-            "integration_whoop": .boolean, "integration_strava": .boolean, "integration_apple_health": .boolean, "integration_fitness": .boolean,
-            "state": .text, "deletion_requested_at": .timestamp, "purge_after": .timestamp, "purged_at": .timestamp, "created_at": .timestamp,
-            "updated_at": .timestamp,
-        ])
-    }
-
     private func selectAccounts(_ sql: OwnSQL) throws -> [Account] {
-        try select(sql, from: .accounts, reading: Self.accountColumns).map { r in
+        try select(sql, from: .accounts, reading: accountColumns).map { r in
             Account(
                 id: try r.text(0), email: try r.optionalText(1), passwordHash: try r.optionalText(2), firstName: try r.optionalText(3),
                 lastName: try r.optionalText(4), displayName: try r.optionalText(5), bio: try r.optionalText(6),
@@ -205,16 +194,8 @@ extension OwnStateTransaction {
         }
     }
 
-    private static var photoColumns: OwnColumns {
-        OwnColumns([
-            "id": .text, "account_id": .text, "entry_id": .text, "role": .text, "blob_key": .text, "content_type": .text, "byte_size": .integer,
-            "sha256": .text, "taken_at": .timestamp, "created_at": .timestamp, "normalization_state": .text, "normalization_reason": .text,
-            "recipe_version": .integer,
-        ])
-    }
-
     private func selectPhotos(_ sql: OwnSQL) throws -> [PhotoRecord] {
-        try select(sql, from: .photos, reading: Self.photoColumns).map { r in
+        try select(sql, from: .photos, reading: photoColumns).map { r in
             PhotoRecord(
                 id: try r.text(0), accountID: try r.text(1), entryID: try r.optionalText(2), role: try r.one(3), blobKey: try r.text(4),
                 contentType: try r.text(5), byteSize: try r.integer(6), sha256: try r.text(7), takenAt: try r.optionalDate(8),
@@ -223,3 +204,17 @@ extension OwnStateTransaction {
         }
     }
 }
+
+private let accountColumns = OwnColumns([
+    "id": .text, "email": .text, "password_hash": .text, "first_name": .text, "last_name": .text, "display_name": .text, "bio": .text,
+    "profile_photo_id": .text, "primary_sport": .text, "morning_reminder_time": .text, "timezone": .text, "subscription_status": .text,
+    "integration_whoop": .boolean, "integration_strava": .boolean, "integration_apple_health": .boolean, "integration_fitness": .boolean,
+    "state": .text, "deletion_requested_at": .timestamp, "purge_after": .timestamp, "purged_at": .timestamp, "created_at": .timestamp,
+    "updated_at": .timestamp,
+])
+
+private let photoColumns = OwnColumns([
+    "id": .text, "account_id": .text, "entry_id": .text, "role": .text, "blob_key": .text, "content_type": .text, "byte_size": .integer,
+    "sha256": .text, "taken_at": .timestamp, "created_at": .timestamp, "normalization_state": .text, "normalization_reason": .text,
+    "recipe_version": .integer,
+])

@@ -51,25 +51,25 @@ extension OwnStateTransaction {
 
     /// The hold not lifted yet (it may have run past its end date), if any.
     public func openHold(key: String) throws -> AccountHold? {
-        try selectHolds("SELECT \(columns: Self.holdColumns) FROM \(table: .holds) WHERE subject_key = \(key) AND released_at IS NULL").first
+        try selectHolds("SELECT \(columns: holdColumns) FROM \(table: .holds) WHERE subject_key = \(key) AND released_at IS NULL").first
     }
 
     /// Closes the open hold at `at`; returns it as closed, or nil when there was none.
     public func releaseHold(key: String, by actor: String, at: Date) throws -> AccountHold? {
         try selectHolds("""
             UPDATE \(table: .holds) SET released_at = \(at), released_by = \(actor)
-            WHERE subject_key = \(key) AND released_at IS NULL RETURNING \(columns: Self.holdColumns)
+            WHERE subject_key = \(key) AND released_at IS NULL RETURNING \(columns: holdColumns)
             """).first
     }
 
     /// Every hold the account had, oldest first.
     public func holds(key: String) throws -> [AccountHold] {
-        try selectHolds("SELECT \(columns: Self.holdColumns) FROM \(table: .holds) WHERE subject_key = \(key) ORDER BY held_at, id")
+        try selectHolds("SELECT \(columns: holdColumns) FROM \(table: .holds) WHERE subject_key = \(key) ORDER BY held_at, id")
     }
 
     /// The holds not lifted yet, latest first: the operator's overview.
     public func openHolds(limit: Int) throws -> [AccountHold] {
-        try selectHolds("SELECT \(columns: Self.holdColumns) FROM \(table: .holds) WHERE released_at IS NULL ORDER BY held_at DESC, id DESC LIMIT \(limit)")
+        try selectHolds("SELECT \(columns: holdColumns) FROM \(table: .holds) WHERE released_at IS NULL ORDER BY held_at DESC, id DESC LIMIT \(limit)")
     }
 
     /// Of `keys`, those with a hold in force at `now`, as bytes: an NFC and an NFD key
@@ -87,15 +87,8 @@ extension OwnStateTransaction {
         })
     }
 
-    private static var holdColumns: OwnColumns {
-        OwnColumns([
-            "subject_key": .text, "reason": .text, "held_by": .text, "held_at": .timestamp, "until": .timestamp, "released_at": .timestamp,
-            "released_by": .text,
-        ])
-    }
-
     private func selectHolds(_ sql: OwnSQL) throws -> [AccountHold] {
-        try select(sql, from: .holds, reading: Self.holdColumns).map { row in
+        try select(sql, from: .holds, reading: holdColumns).map { row in
             AccountHold(
                 account: try row.text(0), reason: try row.text(1), heldBy: try row.text(2), heldAt: try row.date(3),
                 until: try row.optionalDate(4), releasedAt: try row.optionalDate(5), releasedBy: try row.optionalText(6))
@@ -262,3 +255,8 @@ public struct HoldService<Store: LifecycleStore>: Sendable {
         return (id, entry)
     }
 }
+
+private let holdColumns = OwnColumns([
+    "subject_key": .text, "reason": .text, "held_by": .text, "held_at": .timestamp, "until": .timestamp, "released_at": .timestamp,
+    "released_by": .text,
+])

@@ -13,16 +13,16 @@ extension OwnStateTransaction {
     }
 
     public func export(id: String) throws -> ExportRecord? {
-        try selectExports("SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE id = \(id)").first
+        try selectExports("SELECT \(columns: exportColumns) FROM \(table: .exports) WHERE id = \(id)").first
     }
 
     public func export(jobID: Int64) throws -> ExportRecord? {
-        try selectExports("SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE job_id = \(jobID)").first
+        try selectExports("SELECT \(columns: exportColumns) FROM \(table: .exports) WHERE job_id = \(jobID)").first
     }
 
     /// Newest first.
     public func exports(accountID: String) throws -> [ExportRecord] {
-        try selectExports("SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE account_id = \(accountID) ORDER BY cutoff_at DESC, id DESC")
+        try selectExports("SELECT \(columns: exportColumns) FROM \(table: .exports) WHERE account_id = \(accountID) ORDER BY cutoff_at DESC, id DESC")
     }
 
     public func updateExport(_ export: ExportRecord) throws {
@@ -46,14 +46,14 @@ extension OwnStateTransaction {
     /// Ready exports whose `expiresAt` is at or before `now`, oldest first.
     public func exportsToExpire(now: Date, limit: Int) throws -> [ExportRecord] {
         try selectExports("""
-            SELECT \(columns: Self.exportColumns) FROM \(table: .exports) WHERE state = 'ready' AND expires_at <= \(now) ORDER BY expires_at, id LIMIT \(limit)
+            SELECT \(columns: exportColumns) FROM \(table: .exports) WHERE state = 'ready' AND expires_at <= \(now) ORDER BY expires_at, id LIMIT \(limit)
             """)
     }
 
     /// Exports still `building` whose job has ended (cancelled or dead), in id order after `after`.
     public func abandonedBuilds(after: String?, limit: Int) throws -> [ExportRecord] {
         try selectExports("""
-            SELECT \(columns: Self.exportColumns) FROM \(table: .exports)
+            SELECT \(columns: exportColumns) FROM \(table: .exports)
             WHERE state = 'building' AND id > \(after ?? "") AND job_id IN (SELECT id FROM \(table: .jobs) WHERE state IN ('cancelled', 'dead'))
             ORDER BY id LIMIT \(limit)
             """)
@@ -67,16 +67,8 @@ extension OwnStateTransaction {
         ).map { ExportVolume(state: try $0.text(0), count: Int(try $0.integer(1)), bytes: try $0.integer(2)) }
     }
 
-    private static var exportColumns: OwnColumns {
-        OwnColumns([
-            "id": .text, "account_id": .text, "job_id": .integer, "format": .text, "state": .text, "requested_by": .text, "cutoff_at": .timestamp,
-            "blob_key": .text, "byte_size": .integer, "omitted_photos": .integer, "completed_at": .timestamp, "expires_at": .timestamp,
-            "revoked_at": .timestamp, "expired_at": .timestamp,
-        ])
-    }
-
     private func selectExports(_ sql: OwnSQL) throws -> [ExportRecord] {
-        try select(sql, from: .exports, reading: Self.exportColumns).map { row in
+        try select(sql, from: .exports, reading: exportColumns).map { row in
             guard let state = ExportState(rawValue: try row.text(4)) else {
                 throw LifecycleError(.internalError, "export \(try row.text(0)) has the unknown state '\(try row.text(4))'; the database was changed outside lifecycle")
             }
@@ -103,11 +95,11 @@ extension OwnStateTransaction {
     }
 
     public func outboxMessage(uniqueKey: String) throws -> OutboxMessage? {
-        try selectOutbox("SELECT \(columns: Self.outboxColumns) FROM \(table: .outbox) WHERE unique_key = \(uniqueKey)").first
+        try selectOutbox("SELECT \(columns: outboxColumns) FROM \(table: .outbox) WHERE unique_key = \(uniqueKey)").first
     }
 
     public func outboxMessages(accountID: String) throws -> [OutboxMessage] {
-        try selectOutbox("SELECT \(columns: Self.outboxColumns) FROM \(table: .outbox) WHERE account_id = \(accountID) ORDER BY id")
+        try selectOutbox("SELECT \(columns: outboxColumns) FROM \(table: .outbox) WHERE account_id = \(accountID) ORDER BY id")
     }
 
     public func markOutboxDelivered(id: Int64, at: Date) throws {
@@ -122,15 +114,8 @@ extension OwnStateTransaction {
             """)
     }
 
-    private static var outboxColumns: OwnColumns {
-        OwnColumns([
-            "id": .integer, "unique_key": .text, "account_id": .text, "recipient": .text, "subject": .text, "body": .text, "state": .text,
-            "attempts": .integer, "last_error": .text, "created_at": .timestamp, "delivered_at": .timestamp,
-        ])
-    }
-
     private func selectOutbox(_ sql: OwnSQL) throws -> [OutboxMessage] {
-        try select(sql, from: .outbox, reading: Self.outboxColumns).map { row in
+        try select(sql, from: .outbox, reading: outboxColumns).map { row in
             guard let state = OutboxState(rawValue: try row.text(6)) else {
                 throw LifecycleError(.internalError, "outbox message \(try row.integer(0)) has the unknown state '\(try row.text(6))'; the database was changed outside lifecycle")
             }
@@ -296,3 +281,14 @@ public struct OutboxMessage: Sendable, Codable, Equatable {
         self.deliveredAt = deliveredAt
     }
 }
+
+private let exportColumns = OwnColumns([
+    "id": .text, "account_id": .text, "job_id": .integer, "format": .text, "state": .text, "requested_by": .text, "cutoff_at": .timestamp,
+    "blob_key": .text, "byte_size": .integer, "omitted_photos": .integer, "completed_at": .timestamp, "expires_at": .timestamp,
+    "revoked_at": .timestamp, "expired_at": .timestamp,
+])
+
+private let outboxColumns = OwnColumns([
+    "id": .integer, "unique_key": .text, "account_id": .text, "recipient": .text, "subject": .text, "body": .text, "state": .text,
+    "attempts": .integer, "last_error": .text, "created_at": .timestamp, "delivered_at": .timestamp,
+])

@@ -12,20 +12,16 @@ extension OwnStateTransaction {
 
     /// Oldest first.
     public func auditEvents(accountID: String) throws -> [AuditEvent] {
-        try selectAudit("SELECT \(columns: Self.auditColumns) FROM \(table: .auditEvents) WHERE account_id = \(accountID) ORDER BY id")
+        try selectAudit("SELECT \(columns: auditColumns) FROM \(table: .auditEvents) WHERE account_id = \(accountID) ORDER BY id")
     }
 
     /// The latest audit events with this action, newest first.
     public func latestAuditEvents(action: String, limit: Int) throws -> [AuditEvent] {
-        try selectAudit("SELECT \(columns: Self.auditColumns) FROM \(table: .auditEvents) WHERE action = \(action) ORDER BY id DESC LIMIT \(limit)")
-    }
-
-    private static var auditColumns: OwnColumns {
-        OwnColumns(["id": .integer, "at": .timestamp, "actor": .text, "action": .text, "account_id": .text, "outcome": .text, "detail": .text])
+        try selectAudit("SELECT \(columns: auditColumns) FROM \(table: .auditEvents) WHERE action = \(action) ORDER BY id DESC LIMIT \(limit)")
     }
 
     private func selectAudit(_ sql: OwnSQL) throws -> [AuditEvent] {
-        try select(sql, from: .auditEvents, reading: Self.auditColumns).map { row in
+        try select(sql, from: .auditEvents, reading: auditColumns).map { row in
             AuditEvent(
                 id: try row.integer(0), at: try row.date(1), actor: try row.text(2), action: try row.text(3), accountID: try row.optionalText(4),
                 outcome: try row.text(5), detail: try row.optionalText(6))
@@ -44,3 +40,5 @@ public struct ExportVolume: Sendable, Codable, Equatable {
         self.bytes = bytes
     }
 }
+
+private let auditColumns = OwnColumns(["id": .integer, "at": .timestamp, "actor": .text, "action": .text, "account_id": .text, "outcome": .text, "detail": .text])

@@ -40,12 +40,20 @@ public enum OwnTable: String, Sendable {
 }
 
 extension SQLDialect {
-    public func table(_ own: OwnTable) -> String {
-        if own.isReferenceSchema { return own.rawValue }
-        return switch self {
-        case .sqlite: "lifecycle_" + own.rawValue
-        case .postgres: "lifecycle." + own.rawValue
+    /// The PostgreSQL schema lifecycle's own tables live in.
+    public static let ownSchema = "lifecycle"
+
+    /// Lifecycle's own table `name` (the runner's `jobs`, `migrations`, …, or an `OwnTable`'s):
+    /// `lifecycle_jobs` in SQLite, `lifecycle.jobs` in PostgreSQL.
+    public func ownTable(_ name: String) -> String {
+        switch self {
+        case .sqlite: "lifecycle_" + name
+        case .postgres: Self.ownSchema + "." + name
         }
+    }
+
+    public func table(_ own: OwnTable) -> String {
+        own.isReferenceSchema ? own.rawValue : ownTable(own.rawValue)
     }
 }
 
@@ -71,9 +79,6 @@ public struct OwnSQL: ExpressibleByStringInterpolation, Sendable {
     var pieces: [Piece]
 
     public init(stringLiteral value: String) { pieces = [.literal(value)] }
-
-    /// For a fragment built apart: `OwnSQL(" AND id > \(after)")`.
-    public init(_ sql: OwnSQL) { self = sql }
 
     public init(stringInterpolation: StringInterpolation) { pieces = stringInterpolation.pieces }
 
@@ -102,17 +107,18 @@ public struct OwnSQL: ExpressibleByStringInterpolation, Sendable {
         }
     }
 
+    /// A statement grown from fragments: `scope += " AND id > \(after)"`.
+    public static func += (sql: inout OwnSQL, fragment: OwnSQL) { sql.pieces += fragment.pieces }
+
     /// `(v1, v2), (v3, v4)…`: one parenthesised group of values per element.
     static func rows<Element>(_ elements: some Sequence<Element>, _ values: (Element) -> [SQLValue]) -> OwnSQL {
-        var sql = OwnSQL(stringLiteral: "")
-        sql.pieces.removeAll()
+        var sql: OwnSQL = ""
         for (index, element) in elements.enumerated() {
-            sql.pieces.append(.literal(index == 0 ? "(" : ", ("))
+            sql += index == 0 ? "(" : ", ("
             for (column, value) in values(element).enumerated() {
-                if column > 0 { sql.pieces.append(.literal(", ")) }
-                sql.pieces.append(.value(value))
+                sql += column > 0 ? ", \(value)" : "\(value)"
             }
-            sql.pieces.append(.literal(")"))
+            sql += ")"
         }
         return sql
     }
