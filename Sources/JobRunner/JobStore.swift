@@ -233,6 +233,11 @@ public struct UnreportedStop: Sendable, Equatable {
         self.reason = reason
         self.stoppedAt = stoppedAt
     }
+
+    /// What a report says of it, after the job's name: when, why, and that another run made it.
+    public var report: String {
+        "stopped at \(ISO8601.format(stoppedAt)): \(reason) (by a run that had not reported it: it ended first, or is still running)"
+    }
 }
 
 /// One cell of the queue's counts.

@@ -114,9 +114,7 @@ public struct DrainSummary: Sendable, Equatable {
         for stop in stops where !counted.contains(stop.jobID) {
             stopped += 1
             stoppedJobs.append(stop.jobID)
-            failures.append(
-                "job \(stop.jobID) (\(stop.kind)) stopped at \(ISO8601.format(stop.stoppedAt)): \(stop.reason) "
-                    + "(by a run that had not reported it: it ended first, or is still running)")
+            failures.append("job \(stop.jobID) (\(stop.kind)) \(stop.report)")
         }
     }
 }

@@ -175,9 +175,7 @@ final class PurgeTally: Sendable {
     func add(unreported stops: [UnreportedStop]) {
         state.withLock { state in
             for stop in stops where state.stopped.insert(stop.jobID).inserted {
-                state.summary.failures.append(
-                    "purge job #\(stop.jobID) stopped at \(ISO8601.format(stop.stoppedAt)): \(stop.reason) "
-                        + "(by a run that had not reported it: it ended first, or is still running)")
+                state.summary.failures.append("purge job #\(stop.jobID) \(stop.report)")
             }
         }
     }
