@@ -298,6 +298,92 @@ struct ResidueScanTests {
     }
 }
 
+/// The purges running at once share a pass: it starts when every purge that said it was on
+/// its way has arrived or left, or when the first to arrive has waited long enough.
+struct ResidueScanBatcherTests {
+    /// Records the batches each pass served; every account's hits are empty.
+    actor Passes {
+        private(set) var batches: [[String]] = []
+        func record(_ batch: [ResidueScan.Identifiers]) { batches.append(batch.map(\.key)) }
+    }
+
+    static let summary = try! JSONDecoder().decode(ResidueScan.Summary.self, from: Data(#"{"tables_scanned": 2, "columns_scanned": 3, "rows_scanned": 0, "found": 0}"#.utf8))
+
+    func scan(_ key: String, _ batcher: ResidueScanBatcher, _ passes: Passes) async throws -> ResidueScanBatcher.Outcome {
+        try await batcher.scan(ResidueScan.Identifiers(key: key, texts: ["\(key)@example.com"], integerKey: nil)) { batch in
+            await passes.record(batch)
+            return (Self.summary, batch.map { _ in [] })
+        }
+    }
+
+    @Test func threePurgesOnTheirWayAreServedByOnePass() async throws {
+        let batcher = ResidueScanBatcher(longestWait: .seconds(600))
+        let passes = Passes()
+        for _ in 1...3 { await batcher.approach() }
+        let outcomes = try await withThrowingTaskGroup(of: ResidueScanBatcher.Outcome.self) { group in
+            for key in ["1", "2", "3"] { group.addTask { try await scan(key, batcher, passes) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(await passes.batches.map { $0.sorted() } == [["1", "2", "3"]])
+        #expect(outcomes.allSatisfy { $0.summary.passAccounts == 3 && $0.hits.isEmpty })
+    }
+
+    /// A purge that fails (or has nothing left to scan) leaves: the others do not wait for it.
+    @Test func aPurgeThatLeavesDoesNotHoldThePassBack() async throws {
+        let batcher = ResidueScanBatcher(longestWait: .seconds(600))
+        let passes = Passes()
+        for _ in 1...3 { await batcher.approach() }
+        let outcomes = try await withThrowingTaskGroup(of: ResidueScanBatcher.Outcome.self) { group in
+            for key in ["1", "2"] { group.addTask { try await scan(key, batcher, passes) } }
+            group.addTask {
+                await batcher.withdraw()
+                return (Self.summary, [])
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(await passes.batches.map { $0.sorted() } == [["1", "2"]])
+        #expect(outcomes.filter { $0.summary.passAccounts == 2 }.count == 2)
+    }
+
+    /// One purge slowed down (a large account) holds the others back only for `longestWait`;
+    /// when it arrives, a pass of its own serves it.
+    @Test(.timeLimit(.minutes(1))) func aSlowPurgeHoldsThePassBackOnlyForTheLongestWait() async throws {
+        let batcher = ResidueScanBatcher(longestWait: .milliseconds(20))
+        let passes = Passes()
+        for _ in 1...2 { await batcher.approach() }
+        let first = try await scan("1", batcher, passes)
+        #expect(first.summary.passAccounts == 1)
+        #expect(await passes.batches == [["1"]])
+        let slow = try await scan("2", batcher, passes)
+        #expect(slow.summary.passAccounts == 1)
+        #expect(await passes.batches == [["1"], ["2"]])
+    }
+
+    /// A failed pass fails every purge it served; the next pass runs for those after it.
+    @Test func aFailedPassFailsThePurgesItServedAndNotTheNext() async throws {
+        struct Unreadable: Error {}
+        let batcher = ResidueScanBatcher(longestWait: .seconds(600))
+        let passes = Passes()
+        for _ in 1...2 { await batcher.approach() }
+        let failures = await withTaskGroup(of: Bool.self) { group in
+            for key in ["1", "2"] {
+                group.addTask {
+                    do {
+                        _ = try await batcher.scan(ResidueScan.Identifiers(key: key, texts: [], integerKey: nil)) { _ in throw Unreadable() }
+                        return false
+                    } catch { return error is Unreadable }
+                }
+            }
+            return await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(failures == 2)
+        await batcher.approach()
+        let after = try await scan("3", batcher, passes)
+        #expect(after.summary.passAccounts == 1)
+        #expect(await passes.batches == [["3"]])
+    }
+}
+
 /// Counts the statements a scan sends through a real transaction.
 final class CountingTransaction<Base: GeneratedSQLTransaction>: GeneratedSQLTransaction {
     let base: Base

@@ -201,26 +201,36 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         let sql = data.sql
         var eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
         eraser.recordsFiles = true
-        let userRowLeft = try await eraser.erase(key: key, context: context) { tx, counts in
-            try RowEraser<Store>.record(counts, key: key, in: tx)
-            // Not again once it is erased: a mask would count the row twice, and its lookup
-            // values would be the masked ones.
-            guard case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 else { return false }
-            // Sessions signed in since the request (an app that does not restore on sign-in)
-            // end now, whatever the scan finds.
-            _ = try data.signOut(key: key, in: tx)
-            return true
-        }
-        guard userRowLeft == true else { return }
-
-        // The identifiers are read from the user row, which stays until the scan found
-        // nothing: a stopped purge keeps them there for the next attempt, and nothing of
-        // them is stored. The scan reads (no write lock held), with the purges running
-        // alongside in one pass.
+        // The scan's next pass waits for this purge (or for as long as a pass takes).
+        await scans.approach()
+        let lookupValues: [String?]
         let scan = ResidueScan(plan: data.plan, dialect: sql.dialect)
         let lookup = data.plan.subject.lookup
-        let lookupValues = try await services.store.read { tx in try lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text } }
+        do {
+            let userRowLeft = try await eraser.erase(key: key, context: context) { tx, counts in
+                try RowEraser<Store>.record(counts, key: key, in: tx)
+                // Not again once it is erased: a mask would count the row twice, and its lookup
+                // values would be the masked ones.
+                guard case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 else { return false }
+                // Sessions signed in since the request (an app that does not restore on sign-in)
+                // end now, whatever the scan finds.
+                _ = try data.signOut(key: key, in: tx)
+                return true
+            }
+            guard userRowLeft == true else {
+                await scans.withdraw()
+                return
+            }
+            // The identifiers are read from the user row, which stays until the scan found
+            // nothing: a stopped purge keeps them there for the next attempt, and nothing of
+            // them is stored.
+            lookupValues = try await services.store.read { tx in try lookup.map { try tx.rows(sql.subjectValue(column: $0, key: key)).first?.first?.text } }
+        } catch {
+            await scans.withdraw()
+            throw error
+        }
         let store = services.store
+        // The scan reads (no write lock held), with the purges running alongside in one pass.
         let (summary, hits) = try await scans.scan(scan.identifiers(key: key, lookupValues: lookupValues)) { batch in
             try await store.read { tx in try scan.run(batch: batch, in: tx) }
         }
