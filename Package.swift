@@ -133,7 +133,7 @@ let package = Package(
         .target(
             name: "LifecycleRuntime",
             dependencies: [
-                "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "ObjectStorage",
+                "Lifecycle", "JobRunner", "Imaging", "SQLiteBackend", "PostgresBackend", "ObjectStorage", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -163,10 +163,8 @@ let package = Package(
         .executableTarget(
             name: "lifecycle",
             dependencies: [
-                "LifecycleRuntime", "LifecycleServer", "Lifecycle", "JobRunner", "SQLiteBackend", "PostgresBackend", "Imaging", "ObjectStorage", "Credentials",
-                "CLinux",
+                "LifecycleRuntime", "LifecycleServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -107,3 +107,11 @@ public enum BlobLocation {
         return store
     }
 }
+
+extension LifecycleServices {
+    /// Where an export archive's key lives, for an operator to find it: a file's path, or
+    /// the s3:// location of an object; nil for a store that cannot say.
+    public func exportLocation(of key: String) -> String? {
+        (try? (exports as? FileSystemBlobStore)?.path(for: key)) ?? (exports as? S3BlobStore)?.describe(key: key)
+    }
+}

@@ -245,3 +245,23 @@ public struct IndexEncodedOwners: InstallationBody {
         return try await data.refreshEncodedOwners(store: services.store).indexed
     }
 }
+
+/// The embedded backend, a SQLite file: what `lifecycle demo` builds its tour on.
+public typealias EmbeddedStore = SQLiteStore
+
+extension LifecycleConfiguration {
+    /// The embedded store at `database` (created with the reference app's schema when it
+    /// does not exist, brought up to date when it does) and the services around it.
+    public func embeddedServices() async throws -> LifecycleServices<EmbeddedStore> {
+        try await services(around: try SQLiteStore(path: database))
+    }
+
+    /// Where the installation's database is and which migrations it has, for `migrate`.
+    public static func schema(of store: some LifecycleStore) async throws -> (database: String, migrations: [String]) {
+        switch store {
+        case let sqlite as SQLiteStore: (sqlite.path, try sqlite.appliedMigrations)
+        case let postgres as PostgresStore: (postgres.server.description, try await postgres.appliedMigrations)
+        default: (store.location, [])
+        }
+    }
+}

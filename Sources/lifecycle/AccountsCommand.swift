@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobRunner
-import Lifecycle
+import LifecycleRuntime
 
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

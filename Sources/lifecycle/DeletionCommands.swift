@@ -1,8 +1,5 @@
 import ArgumentParser
-import Credentials
 import Foundation
-import JobRunner
-import Lifecycle
 import LifecycleRuntime
 
 /// Passwords come only from standard input: arguments show up in `ps` and shell
@@ -14,7 +11,7 @@ func readPasswordFromStandardInput() throws -> String {
     if isatty(STDIN_FILENO) == 1 {
         Terminal.note("Reading the password from standard input (it will be shown as you type); end it with Enter, then Ctrl-D.")
     }
-    let limit = PasswordVerifier.maxPasswordBytes
+    let limit = DeletionPolicy.maxPasswordBytes
     var data = Data()
     while data.count <= limit + 2, let chunk = try FileHandle.standardInput.read(upToCount: limit + 3 - data.count), !chunk.isEmpty {
         data.append(chunk)

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobRunner
-import Lifecycle
-import SQLiteBackend
+import LifecycleRuntime
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,7 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let services = try await options.services()
+            let services = try await options.embeddedServices()
             let tour = DemoTour(services: services, options: options)
             try await tour.run()
             if options.json { try Terminal.printJSON(try await tour.summary()) }
@@ -28,7 +26,7 @@ struct DemoCommand: AsyncParsableCommand {
 }
 
 struct DemoTour {
-    let services: LifecycleServices<SQLiteStore>
+    let services: LifecycleServices<EmbeddedStore>
     let options: GlobalOptions
 
     /// The tour's narrative: on stdout, or on stderr when stdout carries the JSON summary.

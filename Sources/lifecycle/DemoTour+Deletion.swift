@@ -1,6 +1,5 @@
 import Foundation
-import JobRunner
-import Lifecycle
+import LifecycleRuntime
 
 extension DemoTour {
     /// The password behind the demo accounts' bcrypt hash (DemoCommand.swift).

@@ -1,6 +1,5 @@
 import Foundation
-import JobRunner
-import Lifecycle
+import LifecycleRuntime
 
 extension DemoTour {
     func exportChapter() async throws {

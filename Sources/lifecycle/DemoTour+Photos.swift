@@ -1,7 +1,5 @@
 import Foundation
-import Imaging
-import JobRunner
-import Lifecycle
+import LifecycleRuntime
 
 extension DemoTour {
     func photosChapter() async throws {

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Lifecycle
 import LifecycleRuntime
 
 /// sysexits(3) codes, as documented in docs/operations.md.

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobRunner
-import Lifecycle
-import ObjectStorage
+import LifecycleRuntime
 
 struct ExportCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
@@ -149,9 +147,7 @@ func printReadyExport<Store: LifecycleStore>(
     _ export: ExportRecord, services: LifecycleServices<Store>, json: Bool, say: (String) -> Void = { Terminal.line($0) }
 ) async throws {
     let link = try services.exportLink(for: export)
-    let path = export.blobKey.flatMap { key in
-        (try? (services.exports as? FileSystemBlobStore)?.path(for: key)) ?? (services.exports as? S3BlobStore)?.describe(key: key)
-    }
+    let path = export.blobKey.flatMap(services.exportLocation(of:))
     let key = ExportJobs.notificationKey(exportID: export.id)
     let notification = try await services.store.read { tx in try tx.outboxMessage(uniqueKey: key) }.map(describeNotification)
     let report = ReadyExportReport(

@@ -1,13 +1,17 @@
 import ArgumentParser
 import Foundation
-import Lifecycle
 import LifecycleRuntime
-import Logging
-import PostgresBackend
-import SQLiteBackend
-import Synchronization
 
-enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json
+
+    var logging: LifecycleLogging.Format {
+        switch self {
+        case .text: .text
+        case .json: .json
+        }
+    }
+}
 
 /// Options every command takes, written after the command name.
 struct GlobalOptions: ParsableArguments {
@@ -48,17 +52,15 @@ struct GlobalOptions: ParsableArguments {
     var jobsDirectory: String { LifecycleConfiguration.Setting.jobsDirectory.value(given: jobsDir, environment: environment) }
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
+        guard LifecycleLogging.isLevel(logLevel) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical (got '\(logLevel)')")
         }
     }
 
     func bootstrapLogging() {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        let format = logFormat
-        Terminal.jsonStderr = format == .json
+        Terminal.jsonStderr = logFormat == .json
         if quiet { Terminal.beQuiet() }
-        LoggingBootstrap.once(format: format, level: level)
+        LifecycleLogging.bootstrapOnce(format: logFormat.logging, level: logLevel) { Terminal.logLine($0) }
     }
 
     /// The options over the environment, with logging set up first: the configuration's
@@ -68,19 +70,17 @@ struct GlobalOptions: ParsableArguments {
         return try LifecycleConfiguration(environment: environment, database: database, blobs: blobs, jobsDirectory: jobsDir, exports: exports)
     }
 
-    var usesPostgres: Bool { PostgresLocation.isURL(databasePath) }
-
-    /// Opens the SQLite store (running migrations), the blob store and the policies: for
-    /// `demo`, whose tour builds an embedded installation of its own.
-    func services() async throws -> LifecycleServices<SQLiteStore> {
-        if usesPostgres {
+    /// The embedded store (running migrations), the blob store and the policies: for
+    /// `demo`, whose tour builds an installation of its own.
+    func embeddedServices() async throws -> LifecycleServices<EmbeddedStore> {
+        let configuration = try configuration()
+        if configuration.usesPostgres {
             throw CLIFailure(.usage, """
                 `demo` builds a fresh embedded installation (a SQLite file and a blob directory) and does not run on \
                 PostgreSQL: pass --database PATH for a new SQLite file; every other command runs on PostgreSQL too
                 """)
         }
-        let configuration = try configuration()
-        return try await configuration.services(around: try SQLiteStore(path: configuration.database))
+        return try await configuration.embeddedServices()
     }
 
     /// Runs a command on whichever backend `--database` names; `signingKeyFile`, a command's
@@ -94,24 +94,6 @@ struct GlobalOptions: ParsableArguments {
 
 /// A command whose body runs on either backend.
 protocol StoreCommand: InstallationBody where Output == ExitStatus {}
-
-/// swift-log allows one bootstrap per process.
-enum LoggingBootstrap {
-    private static let done = Mutex(false)
-
-    static func once(format: LogFormat, level: Logger.Level) {
-        done.withLock { done in
-            guard !done else { return }
-            done = true
-            LoggingSystem.bootstrap { label in
-                switch format {
-                case .text: TextLogHandler(label: label, logLevel: level)
-                case .json: JSONLogHandler(label: label, logLevel: level)
-                }
-            }
-        }
-    }
-}
 
 /// Who does an operator action, for the audit: `--operator NAME`, else
 /// `LIFECYCLE_OPERATOR`, else the Unix account running the command (`sudo`'s caller

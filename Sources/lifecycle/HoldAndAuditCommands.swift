@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
-import JobRunner
-import Lifecycle
+import LifecycleRuntime
 
 /// `--until 2027-01-31` (midnight UTC that day) or a full ISO-8601 instant.
 struct HoldEnd: ExpressibleByArgument {

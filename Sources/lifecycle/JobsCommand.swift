@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import JobRunner
-import Lifecycle
 import LifecycleRuntime
 
 extension JobState: ExpressibleByArgument {}

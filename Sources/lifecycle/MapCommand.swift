@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Lifecycle
 import LifecycleRuntime
 
 struct MapCommand: AsyncParsableCommand {

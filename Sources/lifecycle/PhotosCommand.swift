@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import Imaging
-import JobRunner
-import Lifecycle
+import LifecycleRuntime
 
 struct PhotosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Lifecycle
+import LifecycleRuntime
 
 /// `lifecycle sha256 FILE…`, left out of the help: the export's own SHA-256 of a file
 /// (same library, same reads), run on its own. `make bench` times it over the photos an

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Lifecycle
+import LifecycleRuntime
 import LifecycleServer
 
 struct ServeCommand: AsyncParsableCommand, StoreCommand {

@@ -1,5 +1,5 @@
 import Foundation
-import JobRunner
+import LifecycleRuntime
 import Synchronization
 
 /// Everything the CLI writes goes through here: results on stdout, messages and log lines

@@ -1,5 +1,5 @@
 import Foundation
-import JobRunner
+import LifecycleRuntime
 import Synchronization
 
 /// For the process tests only: with `LIFECYCLE_TEST_BARRIER` naming an existing directory,

@@ -1,9 +1,14 @@
+import Credentials
 import Foundation
 import JobRunner
 
 /// The `deletion:` section of `Jobs/policies/deletion.yaml`. Every number has a
 /// default here so a missing file still gives the product's promise (30 days).
 public struct DeletionPolicy: Sendable, Equatable {
+    /// The longest password any supported hash format checks: a reader of a password
+    /// (standard input, a request body) stops there instead of filling memory.
+    public static let maxPasswordBytes = PasswordVerifier.maxPasswordBytes
+
     /// Days between the request and the purge; the product message quotes it.
     public var graceDays: Int = 30
     /// Wrong passwords within `lockoutWindow` that lock deletion for the account.
