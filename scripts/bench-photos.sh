@@ -183,7 +183,7 @@ for _ in $(seq "$BATCH_ROUNDS"); do
   read -r seconds mb < <(batch_run two-cores 2)
   two_s=$(python3 -c "print(min($two_s, $seconds))"); two_mb=$(( mb > two_mb ? mb : two_mb ))
 done
-# lifecycle sets two malloc arenas per core itself (LifecycleCommand.swift); glibc's own default, for comparison.
+# lifecycle sets two malloc arenas per core itself (LifecycleRuntime/LifecycleProcess.swift); glibc's own default, for comparison.
 read -r arena_s arena_mb < <(batch_run two-cores-glibc-arenas 2 MALLOC_ARENA_MAX=$((8 * $(nproc))))
 read -r alone_s alone_mb < <(batch_run one-job-all-threads 1)
 per_s() { python3 -c "import sys; print(f'{int(sys.argv[1])/float(sys.argv[2]):.1f}')" "$BATCH" "$1"; }

@@ -19,25 +19,24 @@ public enum LifecycleLogging {
         done.withLock { done in
             guard !done else { return }
             done = true
-            LoggingSystem.bootstrap { label in
-                switch format {
-                case .text: TextLogHandler(label: label, logLevel: level, write: write)
-                case .json: JSONLogHandler(label: label, logLevel: level, write: write)
-                }
-            }
+            LoggingSystem.bootstrap { label in LineLogHandler(label: label, format: format, logLevel: level, write: write) }
         }
     }
 }
 
-/// Human-readable log lines on stderr: `2026-01-01T03:00:00Z info lifecycle.worker: job finished job=12`.
-public struct TextLogHandler: LogHandler {
+/// One log event per line, in either format: text for people,
+/// `2026-01-01T03:00:00Z info lifecycle.worker: job finished job=12`, or one JSON object
+/// for log shippers (`--log-format json`).
+public struct LineLogHandler: LogHandler {
     let label: String
+    let format: LifecycleLogging.Format
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     let write: @Sendable (String) -> Void
 
-    public init(label: String, logLevel: Logger.Level, write: @escaping @Sendable (String) -> Void) {
+    public init(label: String, format: LifecycleLogging.Format, logLevel: Logger.Level, write: @escaping @Sendable (String) -> Void) {
         self.label = label
+        self.format = format
         self.logLevel = logLevel
         self.write = write
     }
@@ -45,49 +44,33 @@ public struct TextLogHandler: LogHandler {
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        switch format {
+        case .text: write(textLine(event, merged))
+        case .json: if let line = jsonLine(event, merged) { write(line) }
+        }
     }
 
     /// Values in a log line often come from outside (a refused import value, an error
     /// quoting a file): control characters are escaped, so one event is always one line
     /// and no value can forge another.
-    public func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+    private func textLine(_ event: LogEvent, _ merged: Logger.Metadata) -> String {
         let fields = merged.sorted { $0.key < $1.key }
             .map { "\(TextRules.escapingControls($0.key))=\(TextRules.escapingControls("\($0.value)"))" }.joined(separator: " ")
         let message = TextRules.escapingControls("\(event.message)")
-        let line = "\(ISO8601.format(Date())) \(event.level) \(label): \(message)\(fields.isEmpty ? "" : " " + fields)\n"
-        write(line)
-    }
-}
-
-/// One JSON object per line on stderr, for log shippers (`--log-format json`).
-public struct JSONLogHandler: LogHandler {
-    let label: String
-    public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
-    let write: @Sendable (String) -> Void
-
-    public init(label: String, logLevel: Logger.Level, write: @escaping @Sendable (String) -> Void) {
-        self.label = label
-        self.logLevel = logLevel
-        self.write = write
+        return "\(ISO8601.format(Date())) \(event.level) \(label): \(message)\(fields.isEmpty ? "" : " " + fields)\n"
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    public func log(event: LogEvent) {
-        var object: [String: JSONValue] = [:]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { _, new in new }) {
-            object[key] = Self.json(value)
-        }
+    private func jsonLine(_ event: LogEvent, _ merged: Logger.Metadata) -> String? {
+        var object = merged.mapValues(Self.json)
         object["ts"] = .string(ISO8601.format(Date()))
         object["level"] = .string("\(event.level)")
         object["logger"] = .string(label)
         object["msg"] = .string("\(event.message)")
-        if let line = try? JobJSON.encode(object) { write(line + "\n") }
+        return (try? JobJSON.encode(object)).map { $0 + "\n" }
     }
 
     /// Numbers stay numbers and booleans booleans (`"job": 12`, not `"12"`), so a log
