@@ -220,8 +220,9 @@ struct PostgresConnectionTests {
     /// A server that goes away under an open store is reported within connect_timeout,
     /// naming it. A pool that waits for the server to come back (postgres-nio's
     /// `PostgresClient` does, for a minute before its circuit breaker) would hold a command
-    /// for as long as the outage lasts.
-    @Test(.timeLimit(.minutes(2)))
+    /// for as long as the outage lasts. The time limit only catches a hang (a cluster's
+    /// initdb on a loaded machine took three minutes); the report's own delay is checked below.
+    @Test(.timeLimit(.minutes(10)))
     func aServerThatWentAwayIsReportedWithinTheConnectTimeout() async throws {
         let cluster = try await onThreadOfItsOwn { try ThrowawayPostgres(durable: false, maxConnections: 10) }
         let store: PostgresStore
