@@ -1,5 +1,4 @@
 import Archiving
-import ChildProcesses
 import Foundation
 import Testing
 
@@ -22,19 +21,15 @@ struct LargeArchiveTests {
             let entryBytes = Int64(entryMiB) * Int64(mebibyte)
             let zeros = Data(count: mebibyte)
 
-            // Half a minute of CPU: on a thread of its own, not one of the cooperative pool's
-            // (one per core), which every other test in the process shares.
-            try await onThreadOfItsOwn {
-                let writer = try ArchiveWriter(path: path, format: .zip, compressionLevel: 1)
-                try writer.beginEntry(name: "known.bin", size: entryBytes, modified: Sample.modified, compression: .deflate)
-                for _ in 0..<entryMiB { try writer.write(zeros) }
-                try writer.finishEntry()
-                try writer.beginEntry(name: "unknown.bin", size: nil, modified: Sample.modified, compression: .deflate)
-                for _ in 0..<entryMiB { try writer.write(zeros) }
-                try writer.finishEntry()
-                try writer.addData(name: "after.txt", data: Data("past 4 GiB".utf8), modified: Sample.modified)
-                try writer.close()
-            }
+            let writer = try ArchiveWriter(path: path, format: .zip, compressionLevel: 1)
+            try writer.beginEntry(name: "known.bin", size: entryBytes, modified: Sample.modified, compression: .deflate)
+            for _ in 0..<entryMiB { try writer.write(zeros) }
+            try writer.finishEntry()
+            try writer.beginEntry(name: "unknown.bin", size: nil, modified: Sample.modified, compression: .deflate)
+            for _ in 0..<entryMiB { try writer.write(zeros) }
+            try writer.finishEntry()
+            try writer.addData(name: "after.txt", data: Data("past 4 GiB".utf8), modified: Sample.modified)
+            try writer.close()
 
             let archiveBytes = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
             #expect(archiveBytes < 64 * mebibyte, "the archive is \(archiveBytes) bytes")
@@ -91,22 +86,19 @@ struct LargeArchiveTests {
             let mebibyte = 1 << 20
             let wholeMiB = 4_096 + 16, tailBytes = 12_345
             let bigBytes = Int64(wholeMiB) * Int64(mebibyte) + Int64(tailBytes)
-            // 4 GB written: on a thread of its own, off the cooperative pool every other test shares.
-            try await onThreadOfItsOwn {
-                let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: mebibyte, alignment: 16)
-                defer { chunk.deallocate() }
-                for i in 0..<mebibyte { chunk[i] = UInt8(i % 251 + 1) }
+            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: mebibyte, alignment: 16)
+            defer { chunk.deallocate() }
+            for i in 0..<mebibyte { chunk[i] = UInt8(i % 251 + 1) }
 
-                let writer = try ArchiveWriter(path: path, format: .zip)
-                try writer.beginEntry(name: "photos/huge.mov", size: bigBytes, modified: Sample.modified, compression: .store)
-                for index in 0...wholeMiB {
-                    chunk.storeBytes(of: UInt64(index).littleEndian, toByteOffset: 0, as: UInt64.self)
-                    try writer.write(UnsafeRawBufferPointer(rebasing: chunk[0..<(index < wholeMiB ? mebibyte : tailBytes)]))
-                }
-                try writer.finishEntry()
-                try writer.addData(name: "after.txt", data: Data("past 4 GiB".utf8), modified: Sample.modified)
-                try writer.close()
+            let writer = try ArchiveWriter(path: path, format: .zip)
+            try writer.beginEntry(name: "photos/huge.mov", size: bigBytes, modified: Sample.modified, compression: .store)
+            for index in 0...wholeMiB {
+                chunk.storeBytes(of: UInt64(index).littleEndian, toByteOffset: 0, as: UInt64.self)
+                try writer.write(UnsafeRawBufferPointer(rebasing: chunk[0..<(index < wholeMiB ? mebibyte : tailBytes)]))
             }
+            try writer.finishEntry()
+            try writer.addData(name: "after.txt", data: Data("past 4 GiB".utf8), modified: Sample.modified)
+            try writer.close()
 
             // Python's zipfile takes every size and offset beyond 32 bits from the ZIP64 fields;
             // the script also reads each local header and the end records raw, and compares the
@@ -181,15 +173,12 @@ struct LargeArchiveTests {
 
             // The project's own reader, as an export is verified: sizes from the headers, and
             // every byte read, which checks each entry against its CRC-32.
-            let seen = try await onThreadOfItsOwn {
-                var seen: [String] = []
-                try ArchiveReader.forEachEntry(path: path) { info, content in
-                    let read = info.name == "after.txt"
-                        ? String(decoding: try content.readData(maxBytes: 1_000), as: UTF8.self)
-                        : String(try content.readToEnd())
-                    seen.append("\(info.name) \(info.size.map(String.init) ?? "nil") \(read)")
-                }
-                return seen
+            var seen: [String] = []
+            try ArchiveReader.forEachEntry(path: path) { info, content in
+                let read = info.name == "after.txt"
+                    ? String(decoding: try content.readData(maxBytes: 1_000), as: UTF8.self)
+                    : String(try content.readToEnd())
+                seen.append("\(info.name) \(info.size.map(String.init) ?? "nil") \(read)")
             }
             #expect(seen == ["photos/huge.mov \(bigBytes) \(bigBytes)", "after.txt 10 past 4 GiB"])
         }

@@ -105,21 +105,7 @@ struct IntakeTests {
 
     // MARK: - Lines
 
-    /// Twenty seconds of CPU in a debug build: on a thread of its own, off the cooperative
-    /// pool (one thread per core) that every other test in the process shares.
-    @Test func aLineCostsTimeLinearInItsLength() async throws {
-        let (small, large, lengthsRead) = try await onThreadOfItsOwn { [self] () throws -> (Double, Double, Bool) in try lineCosts() }
-        #expect(lengthsRead)
-        // Linear work gives about 8; reading from the line's start on every chunk gave 64.
-        // The bound sits between the two (their geometric mean), so load cannot pass
-        // quadratic work or fail linear.
-        #expect(large / small <= 22, "1 MB: \(small) s, 8 MB: \(large) s")
-    }
-
-    /// The best of seven reads of a line with a 1 MB and an 8 MB text, and whether every
-    /// read gave the whole text back.
-    private func lineCosts() throws -> (small: Double, large: Double, lengthsRead: Bool) {
-        var lengthsRead = true
+    @Test func aLineCostsTimeLinearInItsLength() throws {
         /// A file of two lines whose entry text is `length` bytes long.
         func file(forTextOf length: Int) throws -> String {
             let line = #"{"id":"u-1","email":"u@example.com","password_hash":"x","entries":[{"id":"e-1","created_at":"2025-03-01T08:00:00Z","text":""#
@@ -129,13 +115,13 @@ struct IntakeTests {
             return path
         }
         func seconds(reading path: String, length: Int) throws -> Double {
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw CocoaError(.fileReadNoSuchFile) }
+            let handle = try #require(FileHandle(forReadingAtPath: path))
             defer { try? handle.close() }
             let start = ContinuousClock.now
             var reader = LineReader(handle: handle, maxLineBytes: 64 << 20)
             while case .text(let text)? = try reader.nextLine() {
                 let parsed = try ImportedAccount.parse(line: text, now: Date())
-                lengthsRead = lengthsRead && parsed.entries.first?.text.utf8.count == length
+                #expect(parsed.entries.first?.text.utf8.count == length)
             }
             let elapsed = ContinuousClock.now - start
             return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -148,7 +134,10 @@ struct IntakeTests {
             small = min(small, try seconds(reading: smallFile, length: 1 << 20))
             large = min(large, try seconds(reading: largeFile, length: 8 << 20))
         }
-        return (small, large, lengthsRead)
+        // Linear work gives about 8; reading from the line's start on every chunk gave 64.
+        // The bound sits between the two (their geometric mean), so load cannot pass
+        // quadratic work or fail linear.
+        #expect(large / small <= 22, "1 MB: \(small) s, 8 MB: \(large) s")
     }
 
     @Test func theLineReaderSkipsOverLongLinesAndKeepsCountingLines() throws {
