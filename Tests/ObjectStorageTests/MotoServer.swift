@@ -51,9 +51,25 @@ final class MotoServer: Sendable {
         self.logPath = logPath
     }
 
+    /// moto_server cannot report a port the kernel picked, so a free port is found here and
+    /// bound by moto a moment later: another server or connection of the suite can take it in
+    /// between, and then moto is started again on another one.
     static func start() async throws -> MotoServer {
         let executable = try executable()
-        let port = try freePort()
+        var attemptsLeft = 3
+        while true {
+            attemptsLeft -= 1
+            do {
+                return try await start(executable: executable, port: try freePort())
+            } catch let failure as PortTaken {
+                if attemptsLeft == 0 { throw TestFailure("moto_server found its port taken three times; the last: \(failure.log)") }
+            }
+        }
+    }
+
+    private struct PortTaken: Error { var log: String }
+
+    private static func start(executable: String, port: Int) async throws -> MotoServer {
         let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("moto-\(port)-\(UUID().uuidString).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let process = Process()
@@ -92,6 +108,8 @@ final class MotoServer: Sendable {
         defer { session.finishTasksAndInvalidate() }
         while Date() < deadline {
             guard process.isRunning else {
+                let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                if log.contains("Address already in use") { throw PortTaken(log: log) }
                 throw TestFailure("moto_server exited before serving: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
             }
             if let (_, response) = try? await session.data(from: endpoint), response is HTTPURLResponse { return }
@@ -180,32 +198,50 @@ struct S3Tests {
 
 /// A Python fixture of this directory's `Fixtures/` (a proxy the S3 tests put between the
 /// store and moto) run as a child process: started with its arguments, ready once it prints
-/// "ready" on its stdout, terminated when the test lets go of it. Not waited for: a deinit
+/// "ready PORT" on its stdout, terminated when the test lets go of it. The script binds a
+/// port the kernel picks: a free port found here and bound by the script later could be
+/// taken in between by another server or connection of the suite. Not waited for: a deinit
 /// cannot await, and the test's cooperative thread must not block on the child's exit
 /// (Foundation reaps it). The scripts unblock SIGTERM themselves, since the test process
 /// blocks it and children inherit the mask.
 final class FixtureProcess: Sendable {
-    /// The loopback port the script listens on: its first argument.
+    /// The loopback port the script listens on.
     let port: Int
     private let process: Process
 
-    init(script: String, port: Int, arguments: [String] = [], describedAs description: String) async throws {
-        self.port = port
+    init(script: String, arguments: [String] = [], describedAs description: String) async throws {
         let ready = Pipe()
+        // A file, not the test process's own stderr (a child left running would hold `swift
+        // test`'s pipe open) and not a pipe nobody drains: what a failed start printed.
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("fixture-\(UUID().uuidString).stderr")
+        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else {
+            throw TestFailure("cannot create \(errors.path) for \(description)'s errors")
+        }
+        defer { try? FileManager.default.removeItem(at: errors) }
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/" + script, String(port)] + arguments
+        process.arguments = ["python3", repositoryRoot + "/Tests/ObjectStorageTests/Fixtures/" + script] + arguments
         process.standardOutput = ready
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        // Not the test process's own stderr: a child left running would hold `swift test`'s pipe open.
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
         // Reading blocks until the script listens, so on a thread of its own.
-        let line = String(decoding: await onThreadOfItsOwn { ready.fileHandleForReading.readData(ofLength: 6) }, as: UTF8.self)
-        guard line.hasPrefix("ready") else {
-            process.terminate()
-            throw TestFailure("\(description) did not start (it printed '\(line)')")
+        let line = await onThreadOfItsOwn { () -> String in
+            var bytes = Data()
+            while !bytes.contains(UInt8(ascii: "\n")) {
+                let chunk = ready.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                bytes.append(chunk)
+            }
+            return String(decoding: bytes, as: UTF8.self)
         }
+        let words = line.split(whereSeparator: \.isWhitespace)
+        guard words.count == 2, words[0] == "ready", let port = Int(words[1]) else {
+            process.terminate()
+            let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            throw TestFailure("\(description) did not start (it printed '\(line)'; its stderr: '\(stderr.suffix(2000))')")
+        }
+        self.port = port
     }
 
     func stop() {

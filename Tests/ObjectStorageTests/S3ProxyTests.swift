@@ -10,8 +10,8 @@ final class ConnectProxy: Sendable {
     private let process: FixtureProcess
 
     init() async throws {
-        port = try MotoServer.freePort()
-        process = try await FixtureProcess(script: "connect_proxy.py", port: port, describedAs: "the CONNECT proxy")
+        process = try await FixtureProcess(script: "connect_proxy.py", describedAs: "the CONNECT proxy")
+        port = process.port
     }
 
     func stop() { process.stop() }

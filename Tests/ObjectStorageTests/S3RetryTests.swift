@@ -12,10 +12,9 @@ final class FaultyS3Proxy: Sendable {
 
     /// `rules`: FAULT:METHOD:QUERY:COUNT, as the script documents.
     init(upstream: MotoServer, rules: [String]) async throws {
-        let port = try MotoServer.freePort()
-        endpoint = URL(string: "http://127.0.0.1:\(port)")!
         process = try await FixtureProcess(
-            script: "faulty_s3_proxy.py", port: port, arguments: [String(upstream.port)] + rules, describedAs: "the fault-injecting S3 proxy")
+            script: "faulty_s3_proxy.py", arguments: [String(upstream.port)] + rules, describedAs: "the fault-injecting S3 proxy")
+        endpoint = URL(string: "http://127.0.0.1:\(process.port)")!
     }
 
     struct Stats: Decodable {

@@ -1,13 +1,13 @@
 """An HTTP proxy that tunnels CONNECT requests, as a corporate egress proxy does.
 
-Usage: connect_proxy.py PORT. Prints "ready" once it listens. A plain GET of
+Usage: connect_proxy.py. Listens on a loopback port the kernel picks and prints
+"ready PORT" once it does. A plain GET of
 /__proxy/stats answers JSON: the tunnels opened, each with its target and the
 Proxy-Authorization header it came with.
 """
 import asyncio
 import json
 import signal
-import sys
 
 # The test process blocks SIGTERM and children inherit that: unblock it so `terminate()` works.
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
@@ -51,8 +51,8 @@ async def handle(reader, writer):
 
 
 async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]))
-    print("ready", flush=True)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print("ready", server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await server.serve_forever()
 

@@ -2,7 +2,7 @@
 """A loopback proxy in front of a real moto_server that misbehaves the way S3 does
 under load, on cue, so the S3 store's retries can be tested against real answers.
 
-    faulty_s3_proxy.py LISTEN_PORT UPSTREAM_PORT RULE...
+    faulty_s3_proxy.py UPSTREAM_PORT RULE...
 
 A rule is FAULT:METHOD:QUERY:COUNT, applied to the first COUNT requests whose method
 is METHOD and whose query string contains QUERY (empty: any):
@@ -11,7 +11,9 @@ is METHOD and whose query string contains QUERY (empty: any):
     keyerror  (DeleteObjects only) forward without the first key and report that key
               as an InternalError in the answer, as S3 does for a key it failed to delete
 GET /__proxy/stats answers, as JSON, how many requests each rule hit and how many
-requests were forwarded. The proxy prints "ready" once it listens.
+requests were forwarded. The proxy listens on a loopback port the kernel picks, and
+prints "ready PORT" once it does: a port chosen by the test and bound later could be
+taken in between by any of the suite's other servers or connections.
 """
 import base64
 import hashlib
@@ -26,9 +28,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-listen_port, upstream_port = int(sys.argv[1]), int(sys.argv[2])
+upstream_port = int(sys.argv[1])
 rules = []
-for text in sys.argv[3:]:
+for text in sys.argv[2:]:
     fault, method, query, count = text.split(":", 3)
     rules.append({"fault": fault, "method": method, "query": query, "left": int(count), "hit": 0})
 lock = threading.Lock()
@@ -140,7 +142,7 @@ def exit_with_parent():
 
 
 threading.Thread(target=exit_with_parent, daemon=True).start()
-server = ThreadingHTTPServer(("127.0.0.1", listen_port), Handler)
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
-print("ready", flush=True)
+print("ready", server.server_address[1], flush=True)
 server.serve_forever()
