@@ -69,6 +69,8 @@ struct AccountAddressingTests {
         #expect(try await account("email:ada@example.com").json["account"] as? String == "ada")
         #expect(try await account("email%3Aada@example.com").status == 404, "an encoded colon is decoded once, not twice")
         #expect(try await account("email:mallory@example.com").json["account"] as? String == "mallory")
+        // Without `ignore_case:` an address is its bytes: another case names nobody.
+        #expect(try await account("email:ADA@example.com").status == 404)
         // A lookup value alone is not a key, and an unknown column is part of a key.
         #expect(try await account("ada@example.com").status == 404)
         #expect(try await account("phone:ada").status == 404)
@@ -85,6 +87,47 @@ struct AccountAddressingTests {
         #expect(try await account("username:zo\u{EB}").json["account"] as? String == "zoe-nfc")
         #expect(try await account("username:zoe\u{308}").json["account"] as? String == "zoe-nfd")
         #expect(await server.stop() == 0)
+    }
+
+    /// `ignore_case: [email]`: an address typed in any case finds its account, for the
+    /// operator, the app API and the audit alike; addresses that differ only by case are
+    /// two matches, refused; the username stays exact.
+    @Test(arguments: Backend.allCases)
+    func anEmailMarkedIgnoreCaseIsFoundWhateverItsCase(_ backend: Backend) async throws {
+        var schema = Self.schema
+        schema.map = schema.map.replacingOccurrences(of: "  lookup: [username, email]\n", with: "  lookup: [username, email]\n  ignore_case: [email]\n")
+        let workspace = try await DataMapCheckTests().install(schema, backend)
+        try await AppPurgeTests().seed(workspace, """
+            INSERT INTO users (id, username, email, pw, created_at) VALUES
+                ('ada', 'ada-l', 'Ada@Example.com', NULL, '2025-01-01 00:00:00'),
+                ('bob', 'Bob', 'bob@example.com', NULL, '2025-01-01 00:00:00'),
+                ('bob-twin', 'bob-twin', 'BOB@example.com', NULL, '2025-01-01 00:00:00');
+            """)
+        try await workspace.ensureInitialised()
+        func show(_ reference: String) async throws -> (status: Int32, key: String?, stderr: String) {
+            let result = try await workspace.run(["accounts", "show", reference, "--json"])
+            let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]
+            return (result.status, json?["key"] as? String, result.stderr)
+        }
+        #expect(try await show("ada@example.com").key == "ada")
+        #expect(try await show("email:ADA@EXAMPLE.COM").key == "ada")
+        let twins = try await show("email:Bob@Example.com")
+        #expect(twins.status == 65 && twins.stderr.contains("\"bob\"") && twins.stderr.contains("\"bob-twin\""), "\(twins.stderr)")
+        #expect(try await show("username:bob").status == 67, "the username is not in ignore_case")
+        #expect(try await show("username:Bob").key == "bob")
+
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let found = try await ServeTests.api(server, "GET", "accounts/" + path("email:aDa@example.COM"))
+        #expect(found.status == 200 && found.json["account"] as? String == "ada", "\(found.json)")
+        #expect(await server.stop() == 0)
+
+        // Erased, she is still found by her address in any case, through its keyed digest.
+        let deleted = try await workspace.run(["delete", "email:ADA@example.com", "--operator", "sam", "--reason", "ticket", "--immediately"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        let purge = try await workspace.run(["purge"])
+        #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
+        let audit = try await workspace.run(["audit", "ADA@EXAMPLE.COM"])
+        #expect(audit.status == 0 && audit.stdout.contains("ada"), "\(audit.stdout) \(audit.stderr)")
     }
 
     @Test(arguments: Backend.allCases)

@@ -102,6 +102,8 @@ struct DataMapParserTests {
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    erase: {mask: {}}\n", "names no column"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: p\n    owner: a\nignore:\n  - {table: p, reason: r}\n", "both mapped and ignored"),
         ("version: 2\nsubject: {table: users, key: id}\ntables: []\nignore:\n  - {table: t, reason: \"  \"}\n", "must say why"),
+        ("version: 2\nsubject: {table: users, key: id, lookup: [username], ignore_case: [email]}\ntables: []\n",
+         "subject.ignore_case: 'email' is not among `lookup:` (username)"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {session_replication_role: replica}}\n",
          "`session_replication_role` is not a namespaced setting"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {storage.allow: [x]}}\n", "is one scalar"),
@@ -247,6 +249,18 @@ struct DataMapPlanTests {
         let error = #expect(throws: LifecycleError.self) { try Self.plan(Self.goodTables, catalog: catalog(action)) }
         #expect(error?.message.contains("main.users.invited_by → main.users.id lets other accounts' rows point at this one") == true, "\(error?.message ?? "")")
         _ = try Self.plan(Self.goodTables, catalog: catalog(.setNull))
+    }
+
+    @Test func ignoringTheCaseOfALookupColumnIsForTextOnly() throws {
+        let catalog = SchemaCatalog(defaultSchema: "main", tables: Array(Self.blog.tables.values) + [
+            Self.table("members", [Self.column("id"), Self.column("email", .text), Self.column("badge")]),
+        ], foreignKeys: Self.blog.foreignKeys)
+        let plan = try Self.plan(Self.goodTables, subject: "{table: users, key: id, lookup: [email], ignore_case: [email]}")
+        #expect(plan.subject.ignoreCase == ["email"])
+        let error = #expect(throws: LifecycleError.self) {
+            try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: {table: members, key: id, lookup: [email, badge], ignore_case: [badge]}\n", source: "m.yaml"), catalog: catalog)
+        }
+        #expect(error?.message.contains("ignore_case column main.members.badge is integer; only text has a case to ignore") == true, "\(error?.message ?? "")")
     }
 
     @Test func maskingANotNullColumnToNullIsRefusedAtLoad() {

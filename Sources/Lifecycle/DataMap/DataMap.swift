@@ -116,6 +116,9 @@ public struct DataMap: Sendable, Equatable {
         public var key: String
         /// Columns an operator may name an account by (`email`, `username`), besides the key.
         public var lookup: [String]
+        /// Lookup columns whose values are compared whatever their case (`ignore_case:`):
+        /// emails, which apps store as typed and look up caselessly.
+        public var ignoreCase: [String] = []
         public var password: Password?
         /// The column holding the address the export-ready message goes to; without it the
         /// message waits in the outbox with no recipient, for the app to deliver.

@@ -334,6 +334,9 @@ public struct DataMapGenerator: Sendable {
         var lines = ["subject:", "  table: \(shown(table.name))", "  key: \(user.key)"]
         let lookup = user.lookup.filter { name in table.column(name).map { [.text, .integer, .other].contains($0.kind) } ?? false }
         if !lookup.isEmpty { lines.append("  lookup: [\(lookup.joined(separator: ", "))]") }
+        // Addresses are typed in any case and mean one mailbox: named so, an email is found
+        // whatever its case (two accounts that differ only by it are refused, not guessed).
+        if lookup.contains("email"), table.column("email")?.kind == .text { lines.append("  ignore_case: [email]") }
         if let password = user.password, table.column(password) != nil {
             lines.append("  password: {column: \(password)}")
         } else if let holder = keyedLikeUser.compactMap({ catalog.table(name($0)) }).first(where: { passwordColumn(of: $0) != nil }), holder.primaryKey.count == 1 {

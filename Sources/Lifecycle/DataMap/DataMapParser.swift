@@ -297,7 +297,7 @@ extension DataMap {
 
     private static func subject(_ field: YAMLField) throws -> Subject {
         let fields = try field.mapping(allowed: [
-            "table", "key", "lookup", "password", "email", "export_file", "columns", "timestamps", "blobs", "erase",
+            "table", "key", "lookup", "ignore_case", "password", "email", "export_file", "columns", "timestamps", "blobs", "erase",
             "blob_prefixes",
         ])
         var password: Password?
@@ -323,6 +323,12 @@ extension DataMap {
             lookup: try fields["lookup"]?.identifiers() ?? [], password: password, email: try fields["email"]?.identifier(),
             exportFile: exportFile, columns: columns,
             timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
+        if let ignoreCase = fields["ignore_case"] {
+            subject.ignoreCase = try ignoreCase.identifiers()
+            if let stray = subject.ignoreCase.first(where: { !subject.lookup.contains($0) }) {
+                throw ignoreCase.error("'\(stray)' is not among `lookup:` (\(subject.lookup.joined(separator: ", "))): only lookup columns are compared whatever their case")
+            }
+        }
         for item in try fields["blob_prefixes"]?.sequence() ?? [] {
             let template = try item.string()
             if let problem = BlobPrefix.problem(template) { throw item.error("'\(template)' \(problem)") }

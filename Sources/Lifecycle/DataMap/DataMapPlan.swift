@@ -568,6 +568,9 @@ private struct Checker {
             guard column.kind == .text || column.kind == .integer || column.kind == .other else {
                 throw fail(line, "lookup column \(table.name).\(name) is \(column.declaredType); lookups compare text or integers")
             }
+            if subject.ignoreCase.contains(name) && column.kind != .text {
+                throw fail(line, "ignore_case column \(table.name).\(name) is \(column.declaredType); only text has a case to ignore")
+            }
         }
         for name in subject.columns + subject.blobs { _ = try column(name, of: table, line: line, role: "column") }
         if let email = subject.email {

@@ -321,6 +321,12 @@ public struct DataMapSQL: Sendable {
             case .integer:
                 guard let number = Int64(reference) else { return nil }
                 return "s.\(q(name)) = \(builder.bind(.integer(number), as: column))"
+            case .text where subject.ignoreCase.contains(name):
+                // SQLite's NOCASE folds ASCII letters; PostgreSQL's lower() as the database's
+                // locale does, and an app's unique index on lower(column) serves it.
+                return dialect == .postgres
+                    ? "lower(s.\(q(name))) = lower(\(builder.bind(.text(reference), as: column)))"
+                    : "s.\(q(name)) = \(builder.bind(.text(reference), as: column)) COLLATE NOCASE"
             case .text:
                 return "s.\(q(name)) = \(builder.bind(.text(reference), as: column))"
             default:
