@@ -187,6 +187,7 @@ struct MapSummary: Encodable {
         var key: String
         var keyType: String
         var lookup: [String]
+        var ignoreCase: [String]
         var password: String?
         var erase: String
         var blobs: [String]
@@ -194,7 +195,7 @@ struct MapSummary: Encodable {
         var blobPrefixes: [String]
 
         enum CodingKeys: String, CodingKey {
-            case table, key, keyType = "key_type", lookup, password, erase, blobs, blobPrefixes = "blob_prefixes"
+            case table, key, keyType = "key_type", lookup, ignoreCase = "ignore_case", password, erase, blobs, blobPrefixes = "blob_prefixes"
         }
     }
 
@@ -290,7 +291,7 @@ struct MapSummary: Encodable {
         }
         self.subject = Subject(
             table: shown(subject.table), key: subject.key, keyType: plan.subjectKeyKind == .integer ? "integer" : "text",
-            lookup: subject.lookup,
+            lookup: subject.lookup, ignoreCase: subject.ignoreCase,
             password: subject.password.map { password in
                 password.table.map { "\(shown($0)).\(password.column) (by \(password.key ?? "?"))" } ?? password.column
             },
@@ -338,6 +339,7 @@ struct MapSummary: Encodable {
     func print() {
         Terminal.line("\(source) holds for \(database)")
         Terminal.line("subject: \(subject.table), key \(subject.key) (\(subject.keyType))" + (subject.lookup.isEmpty ? "" : ", lookup \(subject.lookup.joined(separator: ", "))")
+            + (subject.ignoreCase.isEmpty ? "" : " (whatever the case: \(subject.ignoreCase.joined(separator: ", ")))")
             + (subject.password.map { ", password \($0)" } ?? ""))
         Terminal.line("erase order (every table before the tables it references):")
         for table in eraseOrder {

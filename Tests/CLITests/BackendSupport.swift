@@ -225,12 +225,17 @@ func psqlQuery(_ url: String, _ sql: String) throws -> String {
     process.arguments = ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", connection, "-c", sql]
     let output = Pipe()
     process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
+    // A file, so that a long error never fills a pipe nobody reads while stdout is drained.
+    let errors = FileManager.default.temporaryDirectory.appendingPathComponent("psql-\(UUID().uuidString).stderr")
+    guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CLITestFailure("cannot create \(errors.path)") }
+    defer { try? FileManager.default.removeItem(at: errors) }
+    process.standardError = try FileHandle(forWritingTo: errors)
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-        throw CLITestFailure("psql exited \(process.terminationStatus) for: \(sql)")
+        let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        throw CLITestFailure("psql exited \(process.terminationStatus) (\(stderr.suffix(2000).trimmingCharacters(in: .whitespacesAndNewlines))) for: \(sql)")
     }
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }

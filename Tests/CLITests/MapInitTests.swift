@@ -100,6 +100,7 @@ struct MapInitTests {
         #expect(map.contains("{column: assignee_id, erase: {mask: {assignee_id: null}}}") || map.contains("owner: assignee_id\n    erase: {mask: {assignee_id: null}}"), "\(map)")
         #expect(map.contains("task_comments.author_id") || map.contains("- table: task_comments\n    owner: author_id"), "\(map)")
         #expect(map.contains("users.avatar_path"), "the file column is pointed out: \(map)")
+        #expect(map.contains("  lookup: [email, username]\n  ignore_case: [email]\n"), "\(map)")
 
         // The choices: her invoices go with her, the audit events stay without her id.
         var lines = map.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("decide:") }
@@ -109,8 +110,12 @@ struct MapInitTests {
         try map.write(toFile: path, atomically: true, encoding: .utf8)
         let check = try await workspace.run(["map", "check"])
         #expect(check.status == 0, "\(check.stderr)\n\(map)")
+        #expect(check.stdout.contains("lookup email, username (whatever the case: email)"), "\(check.stdout)")
 
         let oracle = try await oracleCopy(workspace, before: "DELETE FROM invoices WHERE user_id = 1;\nUPDATE audit_events SET actor_id = NULL WHERE actor_id = 1;")
+        // After the oracle's copy: the first command that is not `map` sets up lifecycle's own tables.
+        let shown = try await workspace.run(["accounts", "show", "ADA@Example.COM", "--json"])
+        #expect(shown.stdout.contains(#""key":"1""#), "the generated map finds an address in another case: \(shown.stdout) \(shown.stderr)")
         let request = try await workspace.run(["delete", "1", "--operator", "sam", "--reason", "the oracle", "--immediately"])
         #expect(request.status == 0, "\(request.stderr)")
         let purge = try await workspace.run(["purge"])

@@ -103,7 +103,8 @@ struct DataMapParserTests {
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: p\n    owner: a\nignore:\n  - {table: p, reason: r}\n", "both mapped and ignored"),
         ("version: 2\nsubject: {table: users, key: id}\ntables: []\nignore:\n  - {table: t, reason: \"  \"}\n", "must say why"),
         ("version: 2\nsubject: {table: users, key: id, lookup: [username], ignore_case: [email]}\ntables: []\n",
-         "subject.ignore_case: 'email' is not among `lookup:` (username)"),
+         "subject.ignore_case: 'email' is not a lookup column (`lookup:` is username)"),
+        ("version: 2\nsubject: {table: users, key: id, ignore_case: [email]}\ntables: []\n", "(the subject has no `lookup:` columns)"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {session_replication_role: replica}}\n",
          "`session_replication_role` is not a namespaced setting"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {storage.allow: [x]}}\n", "is one scalar"),
@@ -260,7 +261,7 @@ struct DataMapPlanTests {
         let error = #expect(throws: LifecycleError.self) {
             try DataMapPlan(map: DataMap(yaml: "version: 2\nsubject: {table: members, key: id, lookup: [email, badge], ignore_case: [badge]}\n", source: "m.yaml"), catalog: catalog)
         }
-        #expect(error?.message.contains("ignore_case column main.members.badge is integer; only text has a case to ignore") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("ignore_case column main.members.badge is integer, not a text type; only text has a case to ignore") == true, "\(error?.message ?? "")")
     }
 
     @Test func maskingANotNullColumnToNullIsRefusedAtLoad() {

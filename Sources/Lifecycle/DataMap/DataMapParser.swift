@@ -326,7 +326,8 @@ extension DataMap {
         if let ignoreCase = fields["ignore_case"] {
             subject.ignoreCase = try ignoreCase.identifiers()
             if let stray = subject.ignoreCase.first(where: { !subject.lookup.contains($0) }) {
-                throw ignoreCase.error("'\(stray)' is not among `lookup:` (\(subject.lookup.joined(separator: ", "))): only lookup columns are compared whatever their case")
+                let lookups = subject.lookup.isEmpty ? "the subject has no `lookup:` columns" : "`lookup:` is \(subject.lookup.joined(separator: ", "))"
+                throw ignoreCase.error("'\(stray)' is not a lookup column (\(lookups)): only lookup columns are compared whatever their case")
             }
         }
         for item in try fields["blob_prefixes"]?.sequence() ?? [] {

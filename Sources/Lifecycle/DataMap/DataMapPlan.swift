@@ -569,7 +569,7 @@ private struct Checker {
                 throw fail(line, "lookup column \(table.name).\(name) is \(column.declaredType); lookups compare text or integers")
             }
             if subject.ignoreCase.contains(name) && column.kind != .text {
-                throw fail(line, "ignore_case column \(table.name).\(name) is \(column.declaredType); only text has a case to ignore")
+                throw fail(line, "ignore_case column \(table.name).\(name) is \(column.declaredType), not a text type; only text has a case to ignore")
             }
         }
         for name in subject.columns + subject.blobs { _ = try column(name, of: table, line: line, role: "column") }

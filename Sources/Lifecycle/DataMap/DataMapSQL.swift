@@ -309,7 +309,8 @@ public struct DataMapSQL: Sendable {
     // MARK: Looking an account up
 
     /// The keys of the user rows whose `columns` (the key, lookup columns) hold `reference`; at most two.
-    public func findSubject(_ reference: String, columns: [String]) -> SQLStatement {
+    /// `ignoringCase`: the map's `ignore_case:` columns among them compare whatever the case.
+    public func findSubject(_ reference: String, columns: [String], ignoringCase: Bool = false) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let subject = plan.subject
         let keyColumn = column(subject.table, subject.key)
@@ -321,7 +322,7 @@ public struct DataMapSQL: Sendable {
             case .integer:
                 guard let number = Int64(reference) else { return nil }
                 return "s.\(q(name)) = \(builder.bind(.integer(number), as: column))"
-            case .text where subject.ignoreCase.contains(name):
+            case .text where ignoringCase && subject.ignoreCase.contains(name):
                 // SQLite's NOCASE folds ASCII letters; PostgreSQL's lower() as the database's
                 // locale does, and an app's unique index on lower(column) serves it.
                 return dialect == .postgres

@@ -19,15 +19,23 @@ public struct AppData: Sendable {
     /// The account a reference names (see `AccountReference`). Two matches (one account's
     /// email is another's username, a lookup column that is not unique) are refused rather
     /// than guessed. Keys are told apart by their bytes, as the database tells them: an NFC
-    /// and an NFD spelling are two accounts, not one found twice.
+    /// and an NFD spelling are two accounts, not one found twice. The map's `ignore_case:`
+    /// columns are compared whatever the case only when the exact bytes name nobody: a user
+    /// whose address differs from another's only by case still finds her own by typing it
+    /// as stored, and the common lookup keeps the column's ordinary index.
     public func resolve<T: GeneratedSQLTransaction>(_ reference: AccountReference, in tx: T) throws -> String? {
         let subject = plan.subject
-        let statement = switch reference.target(lookupColumns: subject.lookup) {
-        case .key(let key): sql.findSubject(key, columns: [subject.key])
-        case .lookup(let column, let value): sql.findSubject(value, columns: [column])
-        case .keyOrAnyLookup(let text): sql.findSubject(text, columns: [subject.key] + subject.lookup)
+        let (value, columns) = switch reference.target(lookupColumns: subject.lookup) {
+        case .key(let key): (key, [subject.key])
+        case .lookup(let column, let value): (value, [column])
+        case .keyOrAnyLookup(let text): (text, [subject.key] + subject.lookup)
         }
-        let keys = Set(try tx.rows(statement).compactMap { ($0.first?.text).map(ExactText.init) })
+        func matches(_ statement: SQLStatement) throws -> Set<ExactText> {
+            Set(try tx.rows(statement).compactMap { ($0.first?.text).map(ExactText.init) })
+        }
+        var keys = try matches(sql.findSubject(value, columns: columns))
+        let caseless = columns.filter(subject.ignoreCase.contains)
+        if keys.isEmpty && !caseless.isEmpty { keys = try matches(sql.findSubject(value, columns: caseless, ignoringCase: true)) }
         guard keys.count <= 1 else {
             guard reference.disclosesMatches else {
                 throw LifecycleError(.badInput, "'\(reference)' names more than one account; name the account by its key")
