@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Lifecycle
 import ObjectStorage
@@ -29,6 +30,54 @@ extension S3Tests {
 
             profile_photo: {column: avatar, prefix: avatars/}
             """
+
+        /// The Settings screen's three choices through the app API with the files in a
+        /// bucket: a new photo is stored and then replaced by the product's JPEG, the one it
+        /// replaced deleted; "Remove Photo" empties the column and deletes the file; bob's
+        /// avatar is never touched.
+        @Test func anAvatarUploadedAndRemovedThroughTheAppAPILivesAndLeavesInTheBucket() async throws {
+            let server = try MotoServer.require()
+            let installation = try await S3Installation(server: server)
+            let store = installation.store
+            let jobs = try Scratch.directory("s3-api-photo-jobs")
+            try Self.map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+            let (previous, his) = ("avatars/1/old.jpg", "avatars/2/his.jpg")
+            let seed = Self.schema + """
+                INSERT INTO members (id, handle, email, avatar, created_at) VALUES
+                  (1, 'ada', 'ada@example.com', '\(previous)', '2025-01-01'), (2, 'bob', 'bob@example.com', '\(his)', '2025-01-02');
+                """
+            try seed.write(toFile: jobs + "/app.sql", atomically: true, encoding: .utf8)
+            let database = installation.root + "/lifecycle.sqlite"
+            #expect(try await runTool("/usr/bin/sqlite3", [database, ".read \(jobs)/app.sql"]).isEmpty)
+            let trail = try Data(contentsOf: URL(fileURLWithPath: repositoryRoot + "/Jobs/demo/photos/trail.jpg"))
+            for key in [previous, his] { _ = try await store.put(key: key, data: trail) }
+            let avatar = {
+                try await runTool("/usr/bin/sqlite3", [database, "SELECT quote(avatar) FROM members WHERE id = 1"]).trimmingCharacters(in: .newlines)
+            }
+
+            let token = "7d1e0c9a4b3f28e6a5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2"
+            let serve = try await APIServer(installation: installation, jobsDirectory: jobs, token: token)
+            let upload = try await serve.request("PUT", "accounts/1/photo", file: repositoryRoot + "/Jobs/demo/photos/portrait.heic")
+            #expect(upload.status == 202, "\(upload.text)")
+            let uploaded = try await avatar()
+            #expect(uploaded.hasPrefix("'avatars/") && uploaded.contains("/upload-"), "\(uploaded)")
+            #expect(try await store.info(key: String(uploaded.dropFirst().dropLast())) != nil, "the upload is not in the bucket")
+            let worker = try await installation.run(["worker", "--once"], jobsDirectory: jobs)
+            #expect(worker.status == 0, "\(worker.stdout) \(worker.stderr)")
+            let rendered = String(try await avatar().dropFirst().dropLast())
+            #expect(rendered.hasPrefix("avatars/") && rendered.hasSuffix(".jpg") && "'\(rendered)'" != uploaded, "\(rendered)")
+            #expect(try await store.readAll(key: rendered).starts(with: [0xFF, 0xD8, 0xFF]), "\(rendered) is not a JPEG")
+            #expect(try await store.info(key: String(uploaded.dropFirst().dropLast())) == nil, "the upload is left in the bucket")
+            #expect(try await store.info(key: previous) == nil, "the photo it replaced is left in the bucket")
+
+            let removal = try await serve.request("DELETE", "accounts/1/photo")
+            #expect(removal.status == 200 && removal.text.contains(#""removed":true"#), "\(removal.text)")
+            #expect(try await avatar() == "NULL")
+            #expect(try await installation.run(["worker", "--once"], jobsDirectory: jobs).status == 0)
+            #expect(try await store.info(key: rendered) == nil, "the removed photo is left in the bucket")
+            #expect(try await store.info(key: his) != nil, "bob's avatar went")
+            #expect(await serve.stop() == 0)
+        }
 
         @Test func avatarsTheAppKeptInABucketAreNormalisedExportedAndPurged() async throws {
             let server = try MotoServer.require()
@@ -91,4 +140,57 @@ extension S3Tests {
             #expect(receipt.contains(#""result":"verified""#), "\(receipt)")
         }
     }
+}
+
+/// `lifecycle serve` on an S3 installation, with the app API's token: started, ready once
+/// it prints where it listens, stopped with SIGTERM.
+final class APIServer: Sendable {
+    private let process: Process
+    private let base: String
+    private let token: String
+
+    init(installation: S3Installation, jobsDirectory: String, token: String) async throws {
+        self.token = token
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: lifecycleBinary)
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", installation.root + "/lifecycle.sqlite", "--blobs", installation.blobs, "--jobs-dir", jobsDirectory]
+        process.environment = installation.environment.merging(["LIFECYCLE_API_TOKEN": token]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        try process.run()
+        // Reading blocks until serve listens (or exits), so on a thread of its own.
+        let line = await onThreadOfItsOwn { () -> String in
+            var bytes = Data()
+            while !bytes.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                bytes.append(chunk)
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        guard let range = line.range(of: "listening on http://") else {
+            process.terminate()
+            throw TestFailure("serve did not start (it printed '\(line)')")
+        }
+        base = String(line[range.upperBound...].prefix { !$0.isWhitespace })
+        // Whatever else it prints must not fill a pipe nobody reads.
+        output.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+    }
+
+    func request(_ method: String, _ path: String, file: String? = nil) async throws -> (status: Int, text: String) {
+        var arguments = ["-s", "--max-time", "60", "-w", "\n%{http_code}", "-X", method, "-H", "Authorization: Bearer \(token)"]
+        if let file { arguments += ["-H", "Content-Type: image/heic", "--data-binary", "@" + file] }
+        let output = try await runTool("/usr/bin/curl", arguments + ["http://\(base)/v1/\(path)"])
+        return (Int(output.split(separator: "\n").last ?? "") ?? 0, output)
+    }
+
+    func stop() async -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        await process.exited()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
 }
