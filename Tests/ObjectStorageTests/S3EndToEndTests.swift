@@ -168,6 +168,45 @@ extension S3Tests {
             #expect((gone as? HTTPURLResponse)?.statusCode == 404)
         }
 
+        /// The reference app's profile photo through the app API with its files in S3: a new
+        /// photo replaces the imported one (whose file leaves the bucket once the new one is
+        /// the product's JPEG), "Remove Photo" leaves her none and deletes the file, and her
+        /// journal's photos stay.
+        @Test func theReferenceAppsProfilePhotoIsReplacedAndRemovedThroughTheAppAPI() async throws {
+            let installation = try await S3Installation(server: try MotoServer.require())
+            let store = installation.store
+            #expect(try await installation.importAccount("ada").status == 0)
+            #expect(try await installation.run(["worker", "--once"]).status == 0)
+            let database = installation.root + "/lifecycle.sqlite"
+            let profilePhoto = {
+                try await runTool("/usr/bin/sqlite3", [
+                    database, "SELECT p.blob_key FROM accounts a JOIN photos p ON p.id = a.profile_photo_id WHERE a.id = 'ada'",
+                ]).trimmingCharacters(in: .newlines)
+            }
+            let photoFiles = { try await store.list(prefix: "accounts/ada/", after: nil, limit: 100).map(\.key) }
+            let imported = try await profilePhoto()
+            let journal = try await photoFiles().filter { $0 != imported }
+            #expect(imported.hasPrefix("accounts/ada/profile-photos/") && journal.count == 2, "\(imported) \(journal)")
+
+            let serve = try await APIServer(
+                installation: installation, jobsDirectory: repositoryRoot + "/Jobs",
+                token: "7d1e0c9a4b3f28e6a5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2")
+            let upload = try await serve.request("PUT", "accounts/ada/photo", file: repositoryRoot + "/Jobs/demo/photos/trail.jpg")
+            #expect(upload.status == 202, "\(upload.text)")
+            #expect(try await installation.run(["worker", "--once"]).status == 0)
+            let replacement = try await profilePhoto()
+            #expect(replacement.hasPrefix("accounts/ada/profile-photos/") && replacement != imported, "\(replacement)")
+            #expect(try await store.readAll(key: replacement).starts(with: [0xFF, 0xD8, 0xFF]), "\(replacement) is not a JPEG")
+            #expect(try await photoFiles().sorted() == (journal + [replacement]).sorted(), "the replaced photo is left in the bucket")
+
+            let removal = try await serve.request("DELETE", "accounts/ada/photo")
+            #expect(removal.status == 200 && removal.text.contains(#""removed":true"#), "\(removal.text)")
+            #expect(try await profilePhoto().isEmpty)
+            #expect(try await installation.run(["worker", "--once"]).status == 0)
+            #expect(try await photoFiles().sorted() == journal.sorted(), "the removed photo is left in the bucket, or the journal's went")
+            #expect(await serve.stop() == 0)
+        }
+
         @Test func configurationMistakesAreUsageErrorsAndAnUnreachableEndpointIsUnavailable() async throws {
             let installation = try await S3Installation(server: try MotoServer.require())
             let noCredentials = try await installation.run(["accounts", "show", "ada"], removing: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
