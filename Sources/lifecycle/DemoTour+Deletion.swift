@@ -7,7 +7,7 @@ extension DemoTour {
 
     func deletionChapter() async throws {
         heading("Deletion: password check, 30-day grace, restore, purge")
-        let deletion = try DeletionService(services: services)
+        let deletion = try DeletionService(services: services, directory: try await services.directory())
         let states = try await services.store.read { tx in
             (try tx.account(id: "grace")?.state, try tx.account(id: "linus")?.state)
         }
@@ -37,11 +37,11 @@ extension DemoTour {
         let later = LifecycleServices(
             store: services.store, blobs: services.blobs, policies: services.policies, jobsDirectory: services.jobsDirectory,
             clock: ShiftedTimeSource(startingAt: purgeAfter.addingTimeInterval(60)), logger: services.logger)
-        let preview = try await PurgeSweep(services: later).preview(limit: nil)
+        let preview = try await PurgeSweep(services: later, directory: try await later.directory()).preview(limit: nil)
         for item in preview {
             say("purge --dry-run at \(ISO8601.format(purgeAfter.addingTimeInterval(60))): \(item.accountID) would lose \(item.rowsTotal) rows and \(item.blobs) blobs (\(item.blobBytes) bytes)")
         }
-        _ = try await PurgeSweep(services: later).enqueueDuePurges()
+        _ = try await PurgeSweep(services: later, directory: try await later.directory()).enqueueDuePurges()
         let run = try await runWorker(services: later, once: true, concurrency: 2, kinds: [DeletionJobs.purgeKind])
         say("purge                          → \(run.succeeded) purge job(s) ran: lock-and-mark → erase-rows → delete-blobs → tombstone (verified)")
 

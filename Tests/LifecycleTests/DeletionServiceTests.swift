@@ -10,7 +10,7 @@ struct DeletionServiceTests {
     func aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge(_ backend: Backend) async throws { try await aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge(store: try await backend.makeStore()) }
 
     private func aRightPasswordMarksPendingRevokesSessionsAuditsAndSchedulesThePurge(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada", sessions: 3)
         let now = fixture.clock.now()
 
@@ -44,7 +44,7 @@ struct DeletionServiceTests {
     func aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing(_ backend: Backend) async throws { try await aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing(store: try await backend.makeStore()) }
 
     private func aWrongPasswordIsIncorrectPasswordAuditedAndChangesNothing(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let before = try await fixture.account("ada")
         let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "Correct horse battery staple") }
@@ -63,7 +63,7 @@ struct DeletionServiceTests {
     func fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes(_ backend: Backend) async throws { try await fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes(store: try await backend.makeStore()) }
 
     private func fiveFailuresInFifteenMinutesLockDeletionForFifteenMinutes(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         var lastFailure = fixture.clock.now()
         for _ in 0..<5 {
@@ -90,7 +90,7 @@ struct DeletionServiceTests {
     func parallelWrongGuessesCannotGetPastTheLockout(_ backend: Backend) async throws { try await parallelWrongGuessesCannotGetPastTheLockout(store: try await backend.makeStore()) }
 
     private func parallelWrongGuessesCannotGetPastTheLockout(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         // A real-cost hash keeps each check running long enough for the guesses to overlap.
         try await fixture.addAccount("ada", passwordHash: try PasswordVerifier().hashNewPassword(demoPassword))
         let deletion = fixture.deletion
@@ -120,7 +120,7 @@ struct DeletionServiceTests {
     func failuresSpreadWiderThanTheWindowDoNotLock(_ backend: Backend) async throws { try await failuresSpreadWiderThanTheWindowDoNotLock(store: try await backend.makeStore()) }
 
     private func failuresSpreadWiderThanTheWindowDoNotLock(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         for _ in 0..<8 {
             let error = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "guess") }
@@ -145,7 +145,7 @@ struct DeletionServiceTests {
     func asecondRequestWhilePendingChangesNothing(_ backend: Backend) async throws { try await asecondRequestWhilePendingChangesNothing(store: try await backend.makeStore()) }
 
     private func asecondRequestWhilePendingChangesNothing(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let first = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         let account = try await fixture.account("ada")
@@ -163,7 +163,7 @@ struct DeletionServiceTests {
     func auditRowsNeverHoldThePasswordOrTheHash(_ backend: Backend) async throws { try await auditRowsNeverHoldThePasswordOrTheHash(store: try await backend.makeStore()) }
 
     private func auditRowsNeverHoldThePasswordOrTheHash(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let wrong = "w0rng-Pa55phrase-zebra"
         _ = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: wrong) }
@@ -184,7 +184,7 @@ struct DeletionServiceTests {
     func anUnverifiableHashIsAClearErrorNeverAPass(_ backend: Backend) async throws { try await anUnverifiableHashIsAClearErrorNeverAPass(store: try await backend.makeStore()) }
 
     private func anUnverifiableHashIsAClearErrorNeverAPass(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("plain", passwordHash: "correct horse battery staple")
         try await fixture.addAccount("cut", passwordHash: String(demoPasswordHash.dropLast(5)))
         for id in ["plain", "cut"] {
@@ -200,10 +200,10 @@ struct DeletionServiceTests {
     func setPasswordStoresArgon2idThatDeletionAccepts(_ backend: Backend) async throws { try await setPasswordStoresArgon2idThatDeletionAccepts(store: try await backend.makeStore()) }
 
     private func setPasswordStoresArgon2idThatDeletionAccepts(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada", passwordHash: "unknown-scheme")
         let cheap = try DeletionService(
-            services: fixture.services, verifier: PasswordVerifier(hashingParameters: .init(iterations: 1, memoryKiB: 1_024)))
+            services: fixture.services, directory: try await fixture.services.directory(), verifier: PasswordVerifier(hashingParameters: .init(iterations: 1, memoryKiB: 1_024)))
         #expect(try await cheap.setPassword(account: "ada", password: "tr0ub4dor&3") == "argon2id")
         #expect(try await fixture.account("ada")?.passwordHash?.hasPrefix("$argon2id$") == true)
         #expect(await lifecycleError { _ = try await cheap.requestDeletion(account: "ada", password: "tr0ub4dor&4") }?.message == "Incorrect password")
@@ -214,7 +214,7 @@ struct DeletionServiceTests {
     func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(_ backend: Backend) async throws { try await restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(store: try await backend.makeStore()) }
 
     private func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         fixture.clock.advance(by: 29 * day)
@@ -236,7 +236,7 @@ struct DeletionServiceTests {
     func restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate(_ backend: Backend) async throws { try await restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate(store: try await backend.makeStore()) }
 
     private func restoreIsRefusedOutsidePendingDeletionOrAfterThePurgeDate(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("active")
         let notPending = await lifecycleError { _ = try await fixture.deletion.restore(account: "active") }
         #expect(notPending?.category == .badInput)
@@ -265,7 +265,7 @@ struct DeletionServiceTests {
     func theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason(_ backend: Backend) async throws { try await theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason(store: try await backend.makeStore()) }
 
     private func theOperatorPathNeedsNoPasswordAndIsAuditedWithNameAndReason(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada", passwordHash: nil)
         let missing = await lifecycleError {
             _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "grace", reason: "  ", immediately: false)
@@ -296,7 +296,7 @@ struct DeletionServiceTests {
     func operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod(_ backend: Backend) async throws { try await operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod(store: try await backend.makeStore()) }
 
     private func operatorImmediatelyOnAnActiveAccountSkipsTheGracePeriod(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         try await fixture.addAccount("bob")
         let result = try await fixture.deletion.requestDeletionByOperator(
@@ -313,7 +313,7 @@ struct DeletionServiceTests {
     func unknownAndPurgedAccountsAreNoSuchAccount(_ backend: Backend) async throws { try await unknownAndPurgedAccountsAreNoSuchAccount(store: try await backend.makeStore()) }
 
     private func unknownAndPurgedAccountsAreNoSuchAccount(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         #expect(await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ghost", password: "x") }?.category == .noSuchAccount)
         try await fixture.addAccount("ada", state: .pendingDeletion, purgeAfter: deletionEpoch)
         try await fixture.purge()

@@ -69,7 +69,7 @@ struct DeletionFixture<Store: LifecycleStore> {
     init(
         store: Store, deletionPolicy: String? = nil, dataMap: String? = nil,
         blobStore: (FileSystemBlobStore) -> any BlobStore = { $0 }
-    ) throws {
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("deletion-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var jobs = deletionJobsDirectory
@@ -94,7 +94,7 @@ struct DeletionFixture<Store: LifecycleStore> {
         services = LifecycleServices(
             store: store, blobs: blobStore(blobs), policies: try PolicyBook(jobsDirectory: jobs), jobsDirectory: jobs, clock: clock,
             logger: .init(label: "test"))
-        deletion = try DeletionService(services: services)
+        deletion = try DeletionService(services: services, directory: try await services.directory())
         self.dataMap = try AccountDataMap(jobsDirectory: jobs)
     }
 
@@ -142,7 +142,7 @@ struct DeletionFixture<Store: LifecycleStore> {
     /// The nightly run in-process: the sweep, then every due purge job.
     @discardableResult
     func purge() async throws -> DrainSummary {
-        _ = try await PurgeSweep(services: services).enqueueDuePurges()
+        _ = try await PurgeSweep(services: services, directory: try await services.directory()).enqueueDuePurges()
         return try await worker().drain()
     }
 
@@ -177,12 +177,12 @@ struct DeletionFixture<Store: LifecycleStore> {
 
 extension DeletionFixture where Store == SQLiteStore {
     /// On a SQLite file of its own; `prepare` runs first, for tests that need schema of their own.
-    init(deletionPolicy: String? = nil, dataMap: String? = nil, prepare: (Database) throws -> Void = { _ in }) throws {
+    init(deletionPolicy: String? = nil, dataMap: String? = nil, prepare: (Database) throws -> Void = { _ in }) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deletion-db-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let store = try SQLiteStore(path: directory + "/lifecycle.sqlite")
         try store.writeSync { tx in try prepare(tx.db) }
-        try self.init(store: store, deletionPolicy: deletionPolicy, dataMap: dataMap)
+        try await self.init(store: store, deletionPolicy: deletionPolicy, dataMap: dataMap)
     }
 }
 

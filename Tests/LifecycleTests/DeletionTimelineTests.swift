@@ -17,7 +17,7 @@ struct DeletionTimelineTests {
 
     private func timeline(seed: UInt64, store: some LifecycleStore) async throws {
         // Lockout would make outcomes depend on earlier guesses; its own tests cover it.
-        let fixture = try DeletionFixture(store: store, deletionPolicy: "lockout_failures: 1000\n")
+        let fixture = try await DeletionFixture(store: store, deletionPolicy: "lockout_failures: 1000\n")
         var random = SplitMix64(seed: seed)
         let ids = (0..<25).map { "t\(seed)-\($0)" }
         var model: [String: ModelState] = [:]

@@ -78,7 +78,7 @@ struct JobsOnOneAccountTests {
 
         let staged = StagedBlobStore(inner: photos.blobs, key: entryPhoto.blobKey)
         let services = try testbed.services(over: staged)
-        let deletion = try DeletionService(services: services)
+        let deletion = try DeletionService(services: services, directory: try await services.directory())
         let purged = PurgeOutcome()
         staged.before = {
             _ = try await deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "test", immediately: true)
@@ -119,7 +119,7 @@ struct JobsOnOneAccountTests {
         try FileManager.default.copyItem(
             atPath: ExportFixture.repositoryRoot + "/Jobs/policies/deletion.yaml", toPath: testbed.jobsDirectory + "/policies/deletion.yaml")
         try await PhotoFixture(store: store, directory: testbed.root).addAccount("ada", upload: try PhotoUpload.jpeg)
-        let fixture = (services: testbed.services, deletion: try DeletionService(services: testbed.services))
+        let fixture = (services: testbed.services, deletion: try DeletionService(services: testbed.services, directory: try await testbed.services.directory()))
         let export = try await fixture.services.requestExport(ExportRequest(account: "ada"))
         _ = try await fixture.deletion.requestDeletionByOperator(account: "ada", operatorName: "ops", reason: "ticket 7", immediately: false)
         #expect(try await store.job(id: export.job.id)?.state == .cancelled)

@@ -10,7 +10,7 @@ struct PurgeJobTests {
     func aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount(_ backend: Backend) async throws { try await aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount(store: try await backend.makeStore()) }
 
     private func aPurgeLeavesOnlyTheTombstoneAndAReceiptAndTouchesNoOtherAccount(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         let blobCount = try await fixture.addAccount("ada", entries: 3)
         try await fixture.addAccount("bob")
         let bobRows = try await fixture.rows("bob")
@@ -64,7 +64,7 @@ struct PurgeJobTests {
     }
 
     private func aFileLandingUnderThePrefixDuringThePurgeIsDeletedInTheSameAttempt(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store) { LateWriterBlobStore(base: $0, prefix: BlobKey.accountPrefix("ada")) }
+        let fixture = try await DeletionFixture(store: store) { LateWriterBlobStore(base: $0, prefix: BlobKey.accountPrefix("ada")) }
         try await fixture.addAccount("ada")
         _ = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         fixture.clock.advance(by: 30 * day)
@@ -78,7 +78,7 @@ struct PurgeJobTests {
     func aPurgeJobForcedToRunEarlyDoesNothing(_ backend: Backend) async throws { try await aPurgeJobForcedToRunEarlyDoesNothing(store: try await backend.makeStore()) }
 
     private func aPurgeJobForcedToRunEarlyDoesNothing(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         // `jobs retry` on a waiting job runs it now: the first step must still refuse.
@@ -100,7 +100,7 @@ struct PurgeJobTests {
     func aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp(_ backend: Backend) async throws { try await aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp(store: try await backend.makeStore()) }
 
     private func aRestoreThatLandsAfterTheClaimMakesThePurgeANoOp(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada")
         let request = try await fixture.deletion.requestDeletion(account: "ada", password: demoPassword)
         let jobID = try #require(request.purgeJobID)
@@ -125,7 +125,7 @@ struct PurgeJobTests {
     func aDeadPurgeIsStartedAgainByTheNextSweepAndResumes(_ backend: Backend) async throws { try await aDeadPurgeIsStartedAgainByTheNextSweepAndResumes(store: try await backend.makeStore()) }
 
     private func aDeadPurgeIsStartedAgainByTheNextSweepAndResumes(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("ada", entries: 4, state: .pendingDeletion, purgeAfter: deletionEpoch)
         let inventoryRows = try await fixture.rows("ada")
         // A first attempt got through its first step and half the blobs, then its job died.
@@ -162,7 +162,7 @@ struct PurgeJobTests {
     func smallBatchesSpanTablesAndStillRemoveEverything(_ backend: Backend) async throws { try await smallBatchesSpanTablesAndStillRemoveEverything(store: try await backend.makeStore()) }
 
     private func smallBatchesSpanTablesAndStillRemoveEverything(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store, deletionPolicy: "purge_row_batch: 3\npurge_blob_batch: 2\n")
+        let fixture = try await DeletionFixture(store: store, deletionPolicy: "purge_row_batch: 3\npurge_blob_batch: 2\n")
         try await fixture.addAccount("ada", entries: 7, sessions: 5)
         try await fixture.addAccount("bob", entries: 7)
         let bob = try await fixture.rows("bob")
@@ -190,7 +190,7 @@ struct PurgeJobTests {
     /// Export records and their messages are lifecycle's own tables, not in the data map:
     /// the purge removes the account's itself, whether its rows go in batches or at once.
     private func aPurgeRemovesLifecyclesOwnRowsAboutTheAccountAndKeepsTheAuditTrail(store: some LifecycleStore, batched: Bool) async throws {
-        let fixture = try DeletionFixture(store: store, deletionPolicy: batched ? "purge_row_batch: 3\n" : nil)
+        let fixture = try await DeletionFixture(store: store, deletionPolicy: batched ? "purge_row_batch: 3\n" : nil)
         let now = fixture.clock.now()
         for id in ["ada", "bob"] {
             try await fixture.addAccount(id)
@@ -233,7 +233,7 @@ struct PurgeJobTests {
             .replacingOccurrences(
                 of: "\nparts:\n",
                 with: "\n  - table: badges\n    owner: account_id\n  - table: streaks\n    owner: account_id\nparts:\n")
-        let fixture = try DeletionFixture(dataMap: map) { db in
+        let fixture = try await DeletionFixture(dataMap: map) { db in
             try db.execute(sql: """
                 CREATE TABLE badges (account_id TEXT NOT NULL, badge TEXT NOT NULL, PRIMARY KEY (account_id, badge)) WITHOUT ROWID;
                 CREATE TABLE streaks (
@@ -275,7 +275,7 @@ struct PurgeJobTests {
     /// erasure leaves every row and every file of the account, names the table and the
     /// cause, and the purge goes through once the cause is gone.
     @Test func aRefusedRowErasureLeavesEveryRowAndFileThenSucceedsOnceFixed() async throws {
-        let fixture = try DeletionFixture { db in
+        let fixture = try await DeletionFixture { db in
             try db.execute(sql: "CREATE TRIGGER keep_entries BEFORE DELETE ON journal_entries BEGIN SELECT RAISE(ABORT, 'entries are kept'); END")
         }
         try await fixture.addAccount("ada", entries: 3, state: .pendingDeletion, purgeAfter: deletionEpoch)
@@ -304,7 +304,7 @@ struct PurgeJobTests {
     /// deleted session back once) fail the verification: the account stays purging, and the
     /// next attempt erases again before it verifies.
     @Test func rowsWrittenBackAfterErasureFailTheVerificationUntilTheyAreGone() async throws {
-        let fixture = try DeletionFixture { db in
+        let fixture = try await DeletionFixture { db in
             try db.execute(sql: """
                 CREATE TRIGGER sessions_come_back AFTER DELETE ON sessions WHEN old.id NOT LIKE 'again-%'
                 BEGIN INSERT INTO sessions (id, account_id, created_at) VALUES ('again-' || old.id, old.account_id, old.created_at); END
@@ -332,7 +332,7 @@ struct PurgeJobTests {
     }
 
     @Test func aMapMissingATableStopsThePurgeBeforeAnyRowIsDeleted() async throws {
-        let fixture = try DeletionFixture(dataMap: try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)) { db in
+        let fixture = try await DeletionFixture(dataMap: try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)) { db in
             try db.execute(sql: "CREATE TABLE streaks (id INTEGER PRIMARY KEY, account_id TEXT NOT NULL)")
         }
         try await fixture.addAccount("ada", state: .pendingDeletion, purgeAfter: deletionEpoch)
@@ -347,11 +347,11 @@ struct PurgeJobTests {
     func dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing(_ backend: Backend) async throws { try await dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing(store: try await backend.makeStore()) }
 
     private func dryRunPreviewListsDueAccountsWithRowsAndBlobsAndChangesNothing(store: some LifecycleStore) async throws {
-        let fixture = try DeletionFixture(store: store)
+        let fixture = try await DeletionFixture(store: store)
         try await fixture.addAccount("due", entries: 3, state: .pendingDeletion, purgeAfter: deletionEpoch.addingTimeInterval(-day))
         try await fixture.addAccount("later", state: .pendingDeletion, purgeAfter: deletionEpoch.addingTimeInterval(day))
         try await fixture.addAccount("active")
-        let previews = try await PurgeSweep(services: fixture.services).preview(limit: nil)
+        let previews = try await PurgeSweep(services: fixture.services, directory: try await fixture.services.directory()).preview(limit: nil)
         #expect(previews.map(\.accountID) == ["due"])
         #expect(previews.first?.rows == (try await fixture.rows("due")))
         #expect(previews.first?.blobs == 5)

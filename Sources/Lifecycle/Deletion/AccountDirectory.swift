@@ -1,13 +1,14 @@
 import Foundation
 import JobRunner
 
-/// Where deletion finds an account and keeps its deletion state: the reference app's
-/// `accounts` table (whose rows carry the state), or an app's own user table named by its
-/// data map, with the state in lifecycle's namespace keyed by the user's key. Deletion,
-/// restore and the purge sweep run the same rules on either.
+/// Where deletion finds an account and keeps its deletion state. Every app's accounts are
+/// found, and their passwords and addresses read, through its data map; the state is kept
+/// on the reference app's `accounts` rows, and for any other app in lifecycle's namespace
+/// keyed by the user's key. Deletion, restore and the purge sweep run the same rules on
+/// either.
 public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     public enum Source: Sendable {
-        case reference
+        case reference(AppData)
         case app(AppData)
     }
 
@@ -25,24 +26,30 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
         self.source = source
     }
 
-    /// The account a reference names (see `AccountReference`). The reference app's ids
-    /// never hold an '@' and its emails are unique, so there "id, or email when it has an
-    /// '@'" is one account whoever asks, as it always was; `email:VALUE` works too.
+    /// The directory of the app `data`'s map describes.
+    public init(data: AppData) {
+        self.source = data.map.isReferenceApp ? .reference(data) : .app(data)
+    }
+
+    /// The app's database as its data map describes it.
+    public var data: AppData {
+        switch source {
+        case .reference(let data), .app(let data): data
+        }
+    }
+
+    /// The account a reference names (see `AccountReference`), as the map's key and lookup
+    /// columns name it.
     public func find(_ reference: AccountReference, in tx: Store.Transaction) throws -> String? {
         if let problem = AccountReference.controlCharacterProblem(reference.text) { throw LifecycleError(.badInput, problem) }
+        if let key = try data.resolve(reference, in: tx) { return key }
         switch source {
         case .reference:
-            switch reference.target(lookupColumns: lookupColumns) {
-            case .key(let id) where reference.addressing == .key:
-                return try tx.account(id: id)?.id
-            case .key(let text), .keyOrAnyLookup(let text):
-                if let account = try tx.account(id: text) { return account.id }
-                return text.contains("@") ? try tx.account(email: text)?.id : nil
-            case .lookup(_, let email):
-                return try tx.account(email: email)?.id
-            }
+            // Its ids never hold an '@' and its emails are unique: from the app API too, a
+            // bare address names the account whose email it is, as it always has.
+            guard reference.addressing == .app, reference.text.contains("@") else { return nil }
+            return try data.resolve(.app("email:" + reference.text), in: tx)
         case .app(let data):
-            if let key = try data.resolve(reference, in: tx) { return key }
             // Not found by a role that cannot see every user row is not "no account": the
             // row may be there, behind row level security or a missing privilege.
             let table = data.plan.catalog.qualified(data.plan.subject.table)
@@ -76,18 +83,12 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     }
 
     public func passwordHash(id: String, in tx: Store.Transaction) throws -> String? {
-        switch source {
-        case .reference: try tx.account(id: id)?.passwordHash
-        case .app(let data): try data.passwordHash(key: id, in: tx)
-        }
+        try data.passwordHash(key: id, in: tx)
     }
 
-    /// Where mail to the account goes (the map's `email:` column for an app's own users).
+    /// Where mail to the account goes: the map's `email:` column.
     public func email(id: String, in tx: Store.Transaction) throws -> String? {
-        switch source {
-        case .reference: try tx.account(id: id)?.email
-        case .app(let data): try data.email(key: id, in: tx)
-        }
+        try data.email(key: id, in: tx)
     }
 
     public func markPendingDeletion(id: String, requestedAt: Date, purgeAfter: Date, in tx: Store.Transaction) throws -> Bool {
@@ -132,12 +133,7 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     }
 
     /// The columns `COLUMN:VALUE` may name.
-    public var lookupColumns: [String] {
-        switch source {
-        case .reference: ["email"]
-        case .app(let data): data.plan.subject.lookup
-        }
-    }
+    public var lookupColumns: [String] { data.plan.subject.lookup }
 
     public var isReferenceApp: Bool {
         if case .reference = source { return true }
@@ -159,8 +155,6 @@ extension LifecycleServices {
     /// The directory the installation's data map calls for: the reference app's own
     /// tables when the map says `app: reference`, the app's database otherwise.
     public func directory(cache: AppDataCache = AppDataCache()) async throws -> AccountDirectory<Store> {
-        let map = try dataMapDocument()
-        if map.isReferenceApp { return AccountDirectory(source: .reference) }
-        return AccountDirectory(source: .app(try await cache.appData(self)))
+        AccountDirectory(data: try await cache.appData(self))
     }
 }

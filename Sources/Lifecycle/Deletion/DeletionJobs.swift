@@ -19,7 +19,7 @@ public enum DeletionJobs {
         let appData = AppDataCache()
         let parts = PartDeletionJob(services: services, policy: policy, appData: AppDataCache()).kind
         guard !isReferenceApp else {
-            return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy).kind, parts]
+            return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy, appData: appData).kind, parts]
         }
         return [
             AppPurgeJob(services: services, policy: policy, appData: appData, scans: ResidueScanBatcher()).kind,

@@ -76,7 +76,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
 
     /// `cache`: a server's, kept between requests (one per service otherwise).
     public init(
-        services: LifecycleServices<Store>, directory: AccountDirectory<Store> = AccountDirectory(source: .reference),
+        services: LifecycleServices<Store>, directory: AccountDirectory<Store>,
         verifier: PasswordVerifier = PasswordVerifier(), cache: AppDataCache = AppDataCache()
     ) throws {
         self.services = services

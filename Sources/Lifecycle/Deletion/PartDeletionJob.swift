@@ -83,7 +83,7 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
     }
 
     private func directory(_ whole: AppData) -> AccountDirectory<Store> {
-        AccountDirectory(source: whole.map.isReferenceApp ? .reference : .app(whole))
+        AccountDirectory(data: whole)
     }
 
     /// nil while the parts may still be deleted; else why not. `locking` in a write

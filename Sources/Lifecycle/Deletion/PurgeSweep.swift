@@ -96,24 +96,22 @@ public struct PurgePreview: Sendable, Codable, Equatable {
 public struct PurgeSweep<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
-    /// Set for an app's own database; nil for the reference app.
-    let appData: AppDataCache?
+    let appData: AppDataCache
 
-    public init(services: LifecycleServices<Store>, directory: AccountDirectory<Store> = AccountDirectory(source: .reference)) throws {
+    public init(services: LifecycleServices<Store>, directory: AccountDirectory<Store>) throws {
         self.services = services
         self.policy = .success(try DeletionPolicy(policies: services.policies))
-        self.appData = directory.isReferenceApp ? nil : AppDataCache(directory: directory)
+        self.appData = AppDataCache(directory: directory)
     }
 
-    init(services: LifecycleServices<Store>, policy: Result<DeletionPolicy, any Error>, appData: AppDataCache? = nil) {
+    init(services: LifecycleServices<Store>, policy: Result<DeletionPolicy, any Error>, appData: AppDataCache) {
         self.services = services
         self.policy = policy
         self.appData = appData
     }
 
     private func directory() async throws -> AccountDirectory<Store> {
-        guard let appData else { return AccountDirectory(source: .reference) }
-        return AccountDirectory(source: .app(try await appData.appData(services)))
+        AccountDirectory(data: try await appData.appData(services))
     }
 
     /// The scheduled kind: one step, so `worker` daemons and `worker --once` cron runs purge on the policy's schedule.
@@ -183,9 +181,8 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         var after: String?
         let count: @Sendable (String, Store.Transaction) throws -> [String: Int]
         switch directory.source {
-        case .reference:
+        case .reference(let data):
             // The same statements the purge runs, generated from the reference app's map.
-            let data = try await AppDataCache().appData(services)
             count = { id, tx in
                 try data.rowCounts(key: id, in: tx).merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
             }

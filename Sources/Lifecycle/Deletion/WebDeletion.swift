@@ -39,15 +39,12 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
     }
 
 
-    /// The column a visitor's address is looked up in: the reference app's `email`, or
-    /// the data map's `email:` column when it is also a lookup column.
+    /// The column a visitor's address is looked up in: the data map's `email:` column when
+    /// it is also a lookup column.
     var addressColumn: String? {
-        switch directory.source {
-        case .reference: return "email"
-        case .app(let data):
-            guard let column = data.plan.subject.email, data.plan.subject.lookup.contains(column) else { return nil }
-            return column
-        }
+        let subject = directory.data.plan.subject
+        guard let column = subject.email, subject.lookup.contains(column) else { return nil }
+        return column
     }
 
     // MARK: The request

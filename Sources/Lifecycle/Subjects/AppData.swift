@@ -185,7 +185,7 @@ public final class AppDataCache: Sendable {
 
     /// A cache already holding the app data of an app directory.
     init<Store: LifecycleStore>(directory: AccountDirectory<Store>) {
-        if case .app(let data) = directory.source { loaded.withLock { $0 = data } }
+        loaded.withLock { $0 = directory.data }
     }
 
     /// What `appData` loaded, if it has: for a database step, which cannot wait on the
