@@ -225,16 +225,7 @@ final class FixtureProcess: Sendable {
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
-        // Reading blocks until the script listens, so on a thread of its own.
-        let line = await onThreadOfItsOwn { () -> String in
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = ready.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                bytes.append(chunk)
-            }
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        let line = await firstLine(of: ready)
         let words = line.split(whereSeparator: \.isWhitespace)
         guard words.count == 2, words[0] == "ready", let port = Int(words[1]) else {
             process.terminate()
@@ -257,4 +248,18 @@ final class FixtureProcess: Sendable {
     }
 
     deinit { stop() }
+}
+
+/// What a child prints first on `pipe`, up to its newline (all of it if it exits sooner):
+/// where a server listens. Reading blocks until then, so on a thread of its own.
+func firstLine(of pipe: Pipe) async -> String {
+    await onThreadOfItsOwn { () -> String in
+        var bytes = Data()
+        while !bytes.contains(UInt8(ascii: "\n")) {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes.append(chunk)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }

@@ -31,24 +31,30 @@ extension S3Tests {
             profile_photo: {column: avatar, prefix: avatars/}
             """
 
+        /// An installation on a fresh bucket whose app database holds ada (1) and bob (2)
+        /// with these avatar keys, its map in a jobs folder of its own.
+        static func install(avatars: (hers: String, his: String)) async throws -> (installation: S3Installation, jobs: String, database: String) {
+            let installation = try await S3Installation(server: try MotoServer.require())
+            let jobs = try Scratch.directory("s3-column-photo-jobs")
+            try map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
+            let seed = schema + """
+                INSERT INTO members (id, handle, email, avatar, created_at) VALUES
+                  (1, 'ada', 'ada@example.com', '\(avatars.hers)', '2025-01-01'), (2, 'bob', 'bob@example.com', '\(avatars.his)', '2025-01-02');
+                """
+            try seed.write(toFile: jobs + "/app.sql", atomically: true, encoding: .utf8)
+            let database = installation.root + "/lifecycle.sqlite"
+            #expect(try await runTool("/usr/bin/sqlite3", [database, ".read \(jobs)/app.sql"]).isEmpty)
+            return (installation, jobs, database)
+        }
+
         /// The Settings screen's three choices through the app API with the files in a
         /// bucket: a new photo is stored and then replaced by the product's JPEG, the one it
         /// replaced deleted; "Remove Photo" empties the column and deletes the file; bob's
         /// avatar is never touched.
         @Test func anAvatarUploadedAndRemovedThroughTheAppAPILivesAndLeavesInTheBucket() async throws {
-            let server = try MotoServer.require()
-            let installation = try await S3Installation(server: server)
-            let store = installation.store
-            let jobs = try Scratch.directory("s3-api-photo-jobs")
-            try Self.map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
             let (previous, his) = ("avatars/1/old.jpg", "avatars/2/his.jpg")
-            let seed = Self.schema + """
-                INSERT INTO members (id, handle, email, avatar, created_at) VALUES
-                  (1, 'ada', 'ada@example.com', '\(previous)', '2025-01-01'), (2, 'bob', 'bob@example.com', '\(his)', '2025-01-02');
-                """
-            try seed.write(toFile: jobs + "/app.sql", atomically: true, encoding: .utf8)
-            let database = installation.root + "/lifecycle.sqlite"
-            #expect(try await runTool("/usr/bin/sqlite3", [database, ".read \(jobs)/app.sql"]).isEmpty)
+            let (installation, jobs, database) = try await Self.install(avatars: (previous, his))
+            let store = installation.store
             let trail = try Data(contentsOf: URL(fileURLWithPath: repositoryRoot + "/Jobs/demo/photos/trail.jpg"))
             for key in [previous, his] { _ = try await store.put(key: key, data: trail) }
             let avatar = {
@@ -80,19 +86,9 @@ extension S3Tests {
         }
 
         @Test func avatarsTheAppKeptInABucketAreNormalisedExportedAndPurged() async throws {
-            let server = try MotoServer.require()
-            let installation = try await S3Installation(server: server)
-            let store = installation.store
-            let jobs = try Scratch.directory("s3-column-photo-jobs")
-            try Self.map.write(toFile: jobs + "/account-data.yaml", atomically: true, encoding: .utf8)
             let (hers, his) = ("avatars/1/from the app.heic", "avatars/2/from the app.jpg")
-            let seed = Self.schema + """
-                INSERT INTO members (id, handle, email, avatar, created_at) VALUES
-                  (1, 'ada', 'ada@example.com', '\(hers)', '2025-01-01'), (2, 'bob', 'bob@example.com', '\(his)', '2025-01-02');
-                """
-            try seed.write(toFile: jobs + "/app.sql", atomically: true, encoding: .utf8)
-            let database = installation.root + "/lifecycle.sqlite"
-            #expect(try await runTool("/usr/bin/sqlite3", [database, ".read \(jobs)/app.sql"]).isEmpty)
+            let (installation, jobs, database) = try await Self.install(avatars: (hers, his))
+            let store = installation.store
             for (key, photo) in [(hers, "portrait.heic"), (his, "trail.jpg")] {
                 _ = try await store.put(key: key, data: try Data(contentsOf: URL(fileURLWithPath: repositoryRoot + "/Jobs/demo/photos/" + photo)))
             }
@@ -160,16 +156,7 @@ final class APIServer: Sendable {
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
-        // Reading blocks until serve listens (or exits), so on a thread of its own.
-        let line = await onThreadOfItsOwn { () -> String in
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                bytes.append(chunk)
-            }
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        let line = await firstLine(of: output)
         guard let range = line.range(of: "listening on http://") else {
             process.terminate()
             throw TestFailure("serve did not start (it printed '\(line)')")
