@@ -44,7 +44,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     /// Deletion as this installation's map has it, reading the map and catalog through the server's cache.
     private func deletionService() async throws -> DeletionService<Store> {
-        try DeletionService(services: services, directory: try await services.directory(cache: cache), cache: cache)
+        try DeletionService(services: services, directory: try await services.directory(cache: cache))
     }
 
     // MARK: Routes
@@ -117,7 +117,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
 
     /// The parts of an account's data a user may delete and keep the account (the data map's `parts:`).
     private func parts() async throws -> (HTTPResponse.Status, any Encodable) {
-        let plan = try await deletionService().wholePlan()
+        let plan = try await deletionService().wholePlan
         return (.ok, PartsListed(parts: plan.parts.map { PartListed(name: $0.name, label: $0.label) }))
     }
 
@@ -128,7 +128,7 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
             throw APIError(.badRequest, code: "bad_request", message: "parts must name at least one part (GET /v1/parts lists them)")
         }
         let service = try await deletionService()
-        let offered = Set(try await service.wholePlan().parts.map(\.name))
+        let offered = Set(service.wholePlan.parts.map(\.name))
         if let unknown = body.parts.first(where: { !offered.contains($0) }) {
             throw APIError(.badRequest, code: "bad_request", message: "there is no part '\(unknown)' (GET /v1/parts lists them: \(offered.sorted().joined(separator: ", ")))")
         }

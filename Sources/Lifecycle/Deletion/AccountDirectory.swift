@@ -152,8 +152,8 @@ extension AccountDirectory.Entry {
 }
 
 extension LifecycleServices {
-    /// The directory the installation's data map calls for: the reference app's own
-    /// tables when the map says `app: reference`, the app's database otherwise.
+    /// The directory of the installation's data map (the reference app's when the map
+    /// says `app: reference`); `cache` keeps the map's check against the catalog.
     public func directory(cache: AppDataCache = AppDataCache()) async throws -> AccountDirectory<Store> {
         AccountDirectory(data: try await cache.appData(self))
     }

@@ -69,21 +69,14 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
     public let policy: DeletionPolicy
     public let verifier: PasswordVerifier
-    /// The reference app's accounts, or an app's own users (`LifecycleServices.directory()`).
+    /// The app's accounts as its data map describes them (`LifecycleServices.directory()`).
     public let directory: AccountDirectory<Store>
-    /// The reference app's map and catalog, read once for this service's requests.
-    let referenceData: AppDataCache
 
-    /// `cache`: a server's, kept between requests (one per service otherwise).
-    public init(
-        services: LifecycleServices<Store>, directory: AccountDirectory<Store>,
-        verifier: PasswordVerifier = PasswordVerifier(), cache: AppDataCache = AppDataCache()
-    ) throws {
+    public init(services: LifecycleServices<Store>, directory: AccountDirectory<Store>, verifier: PasswordVerifier = PasswordVerifier()) throws {
         self.services = services
         self.policy = try DeletionPolicy(policies: services.policies)
         self.verifier = verifier
         self.directory = directory
-        referenceData = cache
     }
 
     // MARK: - The user's request

@@ -21,15 +21,12 @@ public struct PartDeletionResult: Sendable, Codable, Equatable {
 /// on hold, and that no other part deletion of it is under way, then enqueues the job and
 /// audits the request in one transaction; the job audits the verified receipt.
 extension DeletionService {
-    /// The whole map's plan (the reference app's, or the app's own), which the parts belong to.
-    public func wholePlan() async throws -> DataMapPlan {
-        if case .app(let data) = directory.source { return data.plan }
-        return try await referenceData.appData(services).plan
-    }
+    /// The whole map's plan, which the parts belong to.
+    public var wholePlan: DataMapPlan { directory.data.plan }
 
     /// The parts named, checked, in the map's order, with their labels.
     public func parts(_ names: [String]) async throws -> [DataMap.Part] {
-        let plan = try await wholePlan()
+        let plan = wholePlan
         _ = try plan.restricted(to: names)
         return plan.parts.filter { names.contains($0.name) }
     }
@@ -98,7 +95,7 @@ extension DeletionService {
             kind: DeletionJobs.partKind, payload: PartDeletionPayload(account: id, parts: names, actor: actor, recordedRows: true),
             uniqueKey: DeletionJobs.partKey(accountID: id))
         // The part as the user sees it now is what they ask to delete (RecordedRows).
-        let partSQL = DataMapSQL(plan: try await wholePlan().restricted(to: names), dialect: services.store.dialect)
+        let partSQL = DataMapSQL(plan: try wholePlan.restricted(to: names), dialect: services.store.dialect)
         let policy = try services.policies.policy(for: DeletionJobs.partKind)
         let store = services.store
         let result = try await store.write { [self] tx -> PartDeletionResult in

@@ -33,7 +33,7 @@ public struct WebDeletion<Store: LifecycleStore>: Sendable {
         self.services = services
         signer = try services.linkSigner()
         directory = try await services.directory(cache: cache)
-        deletion = try DeletionService(services: services, directory: directory, cache: cache)
+        deletion = try DeletionService(services: services, directory: directory)
         pageBase = WebDeletionOrigin.of(try ExportSettings(policies: services.policies).linkBaseURL)
         parts = try await cache.appData(services).plan.parts
     }
