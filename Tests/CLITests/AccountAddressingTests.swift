@@ -49,6 +49,13 @@ struct AccountAddressingTests {
         return workspace
     }
 
+    /// `accounts show REFERENCE --json`: its exit status, the key it found, and its stderr.
+    static func show(_ reference: String, in workspace: Workspace) async throws -> (status: Int32, key: String?, stderr: String) {
+        let result = try await workspace.run(["accounts", "show", reference, "--json"])
+        let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]
+        return (result.status, json?["key"] as? String, result.stderr)
+    }
+
     func path(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? text }
 
     @Test(arguments: Backend.allCases)
@@ -105,9 +112,7 @@ struct AccountAddressingTests {
             """)
         try await workspace.ensureInitialised()
         func show(_ reference: String) async throws -> (status: Int32, key: String?, stderr: String) {
-            let result = try await workspace.run(["accounts", "show", reference, "--json"])
-            let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]
-            return (result.status, json?["key"] as? String, result.stderr)
+            try await Self.show(reference, in: workspace)
         }
         #expect(try await show("ada@example.com").key == "ada")
         #expect(try await show("email:ADA@EXAMPLE.COM").key == "ada")
@@ -133,9 +138,7 @@ struct AccountAddressingTests {
     func operatorsNameAnAccountByAnythingThatNamesOnlyIt(_ backend: Backend) async throws {
         let workspace = try await install(backend)
         func show(_ reference: String) async throws -> (status: Int32, key: String?, stderr: String) {
-            let result = try await workspace.run(["accounts", "show", reference, "--json"])
-            let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]
-            return (result.status, json?["key"] as? String, result.stderr)
+            try await Self.show(reference, in: workspace)
         }
         #expect(try await show("mallory@example.com").key == "mallory")
         #expect(try await show("email:ada@example.com").key == "ada")
