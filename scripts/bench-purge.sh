@@ -64,10 +64,13 @@ with db:
     for a in range(count):
         aid = f"acct-{a:06d}"
         db.execute("""INSERT INTO accounts (id, email, password_hash, first_name, last_name, display_name, bio, timezone,
-                      state, deletion_requested_at, purge_after, created_at, updated_at)
+                      state, created_at, updated_at)
                       VALUES (?, ?, '$2b$04$Wd0dEsiS6/8yONvHwEEae.LfGSs/AKzG3YawF6CS.ukfXvr/45rre', 'Ada', 'Lovelace', 'Ada',
-                      'Runs at dawn', 'Europe/London', 'pendingDeletion', ?, ?, ?, ?)""",
-                   (aid, f"{aid}@example.com", past, past, ts, ts))
+                      'Runs at dawn', 'Europe/London', 'pendingDeletion', ?, ?)""",
+                   (aid, f"{aid}@example.com", ts, ts))
+        # Lifecycle's record of the request (the app shows `state`).
+        db.execute("""INSERT INTO lifecycle_subjects (subject_key, state, deletion_requested_at, purge_after, updated_at)
+                      VALUES (?, 'pendingDeletion', ?, ?, ?)""", (aid, past, past, past))
         db.execute("INSERT INTO preferences (account_id) VALUES (?)", (aid,))
         db.executemany("INSERT INTO sessions (id, account_id, created_at) VALUES (?, ?, ?)",
                        [(f"{aid}-t{i}", aid, ts) for i in range(4)])
@@ -99,10 +102,11 @@ for a in range(int(sys.argv[1])):
     print("BEGIN IMMEDIATE;")
     for table in ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"]:
         print(f"DELETE FROM {table} WHERE account_id = '{aid}';")
-    print(f"""UPDATE accounts SET state = 'purged', purged_at = '2026-01-01 00:00:00.000', email = NULL, password_hash = NULL,
+    print(f"""UPDATE accounts SET state = 'purged', email = NULL, password_hash = NULL,
  first_name = NULL, last_name = NULL, display_name = NULL, bio = NULL, profile_photo_id = NULL, primary_sport = NULL,
- morning_reminder_time = NULL, timezone = NULL, subscription_status = NULL, deletion_requested_at = NULL, purge_after = NULL
+ morning_reminder_time = NULL, timezone = NULL, subscription_status = NULL
  WHERE id = '{aid}';""")
+    print(f"UPDATE lifecycle_subjects SET state = 'purged', purged_at = '2026-01-01 00:00:00.000' WHERE subject_key = '{aid}';")
     print("COMMIT;")
 PY
 run_reference() {

@@ -241,7 +241,8 @@ public struct IndexEncodedOwners: InstallationBody {
     public init() {}
 
     public func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> Int? {
-        guard case .app(let data) = try await services.directory().source, data.hasEncodedRemovals else { return nil }
+        let data = try await services.directory().data
+        guard data.hasEncodedRemovals else { return nil }
         return try await data.refreshEncodedOwners(store: services.store).indexed
     }
 }

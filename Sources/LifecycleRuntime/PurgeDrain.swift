@@ -21,11 +21,9 @@ public struct PurgeDrain<Store: LifecycleStore>: Sendable {
     public let services: LifecycleServices<Store>
     private let sweep: PurgeSweep<Store>
 
-    /// Refuses (`.badInput`) while a table holding the reference app's account data is
-    /// missing from the data map: its rows would be left behind.
+    /// Refuses (`.badInput`) while the data map does not check against the database.
     public init(services: LifecycleServices<Store>) async throws {
         let directory = try await services.directory()
-        if directory.isReferenceApp { _ = try await services.dataMap() }
         self.services = services
         sweep = try PurgeSweep(services: services, directory: directory)
     }

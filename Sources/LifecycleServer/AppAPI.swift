@@ -169,7 +169,8 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         }
         // Whatever the restore answers: a session of an active user is as much hers, and a
         // refused sign-in saves no session under the key.
-        if let session, case .app(let data) = directory.source, data.hasEncodedRemovals {
+        if let session, directory.data.hasEncodedRemovals {
+            let data = directory.data
             try await services.store.write { tx in try data.recordSignIn(key: key, session: session, in: tx) }
         }
         do {

@@ -487,6 +487,26 @@ enum Migrations {
             )
             """,
         ]),
+        // The reference app's deletion state: see the SQLite backend's v17-reference-deletion-state.
+        Migration(name: "v14-reference-deletion-state", statements: [
+            """
+            DO $move$
+            BEGIN
+                IF EXISTS (SELECT 1 FROM information_schema.columns
+                           WHERE table_schema = current_schema() AND table_name = 'accounts' AND column_name = 'purge_after') THEN
+                    INSERT INTO lifecycle.subjects (subject_key, state, deletion_requested_at, purge_after, purged_at, updated_at)
+                    SELECT id, state, deletion_requested_at, purge_after, purged_at, updated_at FROM accounts WHERE state <> 'active'
+                    ON CONFLICT (subject_key) DO NOTHING;
+                    INSERT INTO lifecycle.grace_values (subject_key, table_name, row_key, column_name, value)
+                    SELECT id, 'accounts', json_build_array(id)::text, 'state', 'active' FROM accounts WHERE state = 'pendingDeletion'
+                    ON CONFLICT DO NOTHING;
+                    DROP INDEX IF EXISTS accounts_due_for_purge;
+                    ALTER TABLE accounts DROP COLUMN deletion_requested_at, DROP COLUMN purge_after, DROP COLUMN purged_at;
+                END IF;
+            END
+            $move$
+            """,
+        ], referenceSchemaOnly: true),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

@@ -422,6 +422,26 @@ enum Migrations {
                 );
                 """)
         }
+        // The reference app's accounts keep their deletion state where every app's does, in
+        // lifecycle's own records; the app keeps what it shows (`state`, which the data map's
+        // `on_deletion: set:` and the purge's mask write), and a pending account's `active`
+        // is kept for a restore to put back, as a deletion request keeps it.
+        migrator.registerMigration("v17-reference-deletion-state") { db in
+            let columns = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('accounts')"))
+            guard referenceSchema, columns.isSuperset(of: ["id", "state", "deletion_requested_at", "purge_after", "purged_at"]) else { return }
+            try db.execute(sql: """
+                INSERT INTO lifecycle_subjects (subject_key, state, deletion_requested_at, purge_after, purged_at, updated_at)
+                SELECT id, state, deletion_requested_at, purge_after, purged_at, updated_at FROM accounts WHERE state <> 'active'
+                ON CONFLICT (subject_key) DO NOTHING;
+                INSERT INTO lifecycle_grace_values (subject_key, table_name, row_key, column_name, value)
+                SELECT id, 'accounts', json_array(id), 'state', 'active' FROM accounts WHERE state = 'pendingDeletion'
+                ON CONFLICT DO NOTHING;
+                DROP INDEX IF EXISTS accounts_due_for_purge;
+                ALTER TABLE accounts DROP COLUMN deletion_requested_at;
+                ALTER TABLE accounts DROP COLUMN purge_after;
+                ALTER TABLE accounts DROP COLUMN purged_at;
+                """)
+        }
         return migrator
     }
 }

@@ -37,7 +37,7 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
+        let importer = try await AccountImporter(services: services)
         let progress = ProgressLine(label: "importing \(file)", total: Terminal.stderrIsTTY ? lineCount(file) : nil) { services.logger.info("\($0)") }
         let report: ImportReport
         do {
@@ -75,13 +75,19 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
 
 struct AccountSummary: Codable {
     var account: Account
+    /// Lifecycle's record of its deletion, as for an app's account (`account.state` is what the app shows).
+    var state: AccountState
+    var deletionRequestedAt: Date?
+    var purgeAfter: Date?
+    var purgedAt: Date?
     var preferences: Preferences?
     var rows: [String: Int]
     var photos: [PhotoRecord]
     var openSessions: Int
 
     enum CodingKeys: String, CodingKey {
-        case account, preferences, rows, photos, openSessions = "open_sessions"
+        case account, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at"
+        case preferences, rows, photos, openSessions = "open_sessions"
     }
 }
 
@@ -113,7 +119,8 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        if case .app(let data) = try await services.directory().source { return try await showAppAccount(data, services: services) }
+        let directory = try await services.directory()
+        guard directory.isReferenceApp else { return try await showAppAccount(directory.data, services: services) }
         guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
         let id = account.id
         // The stored hash is a secret: never printed, not even in JSON.
@@ -121,8 +128,10 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         let shown = account
         let rows = try await services.rowCounts(accountID: id)
         let summary = try await services.store.read { tx in
-            AccountSummary(
-                account: shown, preferences: try tx.preferences(accountID: id), rows: rows,
+            let record = try tx.subject(key: id)
+            return AccountSummary(
+                account: shown, state: record?.state ?? .active, deletionRequestedAt: record?.deletionRequestedAt,
+                purgeAfter: record?.purgeAfter, purgedAt: record?.purgedAt, preferences: try tx.preferences(accountID: id), rows: rows,
                 photos: try tx.photos(accountID: id),
                 openSessions: try tx.sessions(accountID: id).filter { $0.revokedAt == nil }.count)
         }
@@ -130,11 +139,11 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
             try Terminal.printJSON(summary)
             return .ok
         }
-        Terminal.line("account \(account.id) <\(account.email ?? "-")>  state: \(account.state.rawValue)")
+        Terminal.line("account \(account.id) <\(account.email ?? "-")>  state: \(summary.state.rawValue)")
         Terminal.line("  name: \(account.firstName ?? "") \(account.lastName ?? "")  display: \(account.displayName ?? "-")")
         Terminal.line("  timezone: \(account.timezone ?? "-")  subscription: \(account.subscriptionStatus ?? "-")  created: \(ISO8601.format(account.createdAt))")
-        if let purgeAfter = account.purgeAfter { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
-        if let purgedAt = account.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
+        if let purgeAfter = summary.purgeAfter, summary.state != .purged { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
+        if let purgedAt = summary.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
         Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         Terminal.line("  photos: \(summary.photos.count) (\(summary.photos.reduce(0) { $0 + $1.byteSize }) bytes)  open sessions: \(summary.openSessions)")
         return .ok

@@ -104,7 +104,7 @@ struct DemoTour {
 
     func importAccounts(_ path: String) async throws {
         heading("Import: lifecycle accounts import \(path)")
-        let importer = AccountImporter(store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
+        let importer = try await AccountImporter(services: services)
         let report = try await importer.importFile(at: path)
         say("imported \(report.imported.count), already present \(report.unchanged.count), refused \(report.failures.count), photos stored \(report.photosStored)")
         let appData = AppDataCache()

@@ -43,16 +43,16 @@ extension DemoTour {
         }
         _ = try await PurgeSweep(services: later, directory: try await later.directory()).enqueueDuePurges()
         let run = try await runWorker(services: later, once: true, concurrency: 2, kinds: [DeletionJobs.purgeKind])
-        say("purge                          → \(run.succeeded) purge job(s) ran: lock-and-mark → erase-rows → delete-blobs → tombstone (verified)")
+        say("purge                          → \(run.succeeded) purge job(s) ran: check-access → lock-and-mark → erase-rows → delete-files → verify")
 
         let rows = try await services.rowCounts(accountID: "linus")
-        let (tombstone, receipt) = try await services.store.read { tx in
-            (try tx.account(id: "linus"),
+        let (tombstone, record, receipt) = try await services.store.read { tx in
+            (try tx.account(id: "linus"), try tx.subject(key: "linus"),
              try tx.auditEvents(accountID: "linus").last { $0.action == DeletionAudit.purge && $0.outcome == "purged" })
         }
         let blobsAfter = try await services.blobs.list(prefix: BlobKey.accountPrefix("linus"), after: nil, limit: 1).count
         if let tombstone {
-            say("tombstone: id \(tombstone.id), state \(tombstone.state.rawValue), purged_at \(tombstone.purgedAt.map { ISO8601.format($0) } ?? "-"); email \(tombstone.email ?? "none"), name \(tombstone.firstName ?? "none"), password hash \(tombstone.passwordHash == nil ? "none" : "KEPT")")
+            say("tombstone: id \(tombstone.id), state \(tombstone.state.rawValue), purged_at \(record?.purgedAt.map { ISO8601.format($0) } ?? "-"); email \(tombstone.email ?? "none"), name \(tombstone.firstName ?? "none"), password hash \(tombstone.passwordHash == nil ? "none" : "KEPT")")
         }
         say("left behind: \(rows.values.reduce(0, +)) rows, \(blobsAfter) blobs; audit receipt: \(receipt?.detail ?? "missing")")
         do {

@@ -168,9 +168,7 @@ struct CheckMapCommand: AsyncParsableCommand {
 
         func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> MapSummary.Rehearsal {
             let directory = try await services.directory()
-            guard case .app(let data) = directory.source else {
-                throw LifecycleError(.badInput, "--account rehearses a purge of an app's own database; this installation's map is the reference app's (use `lifecycle purge --dry-run`)")
-            }
+            let data = directory.data
             guard let key = try await services.store.read({ tx in try directory.find(.operator(reference), in: tx) }) else {
                 throw LifecycleError.noSuchAccount(reference)
             }

@@ -190,8 +190,8 @@ struct ServeCommand: AsyncParsableCommand, StoreCommand {
         if token == nil { services.logger.notice("no API token configured: /v1 is not served (set LIFECYCLE_API_TOKEN_FILE)") }
         // The deletion page finds an account by the address a visitor types: said now, not
         // discovered when no link ever goes out.
-        if case .app(let data) = try await services.directory().source {
-            let subject = data.plan.subject
+        do {
+            let subject = try await services.directory().data.plan.subject
             if subject.email.map({ !subject.lookup.contains($0) }) ?? true {
                 services.logger.notice("""
                     /account/delete cannot find an account by its address: the data map's subject needs `email:` naming a column \

@@ -67,8 +67,16 @@ extension Workspace {
         try store().writeSync { tx in try body(tx.db) }
     }
 
+    /// What the reference app shows of the account's deletion (its `accounts.state`).
     func state(of id: String) async throws -> String? {
         try await string("SELECT state FROM accounts WHERE id = ?", [.text(id)])
+    }
+
+    /// Lifecycle's record of the account's deletion: its state (nil: none, active) and purge date.
+    func deletionRecord(of id: String) async throws -> (state: String?, purgeAfter: Date?) {
+        let subjects = ownTable("subjects")
+        return (try await string("SELECT state FROM \(subjects) WHERE subject_key = ?", [.text(id)]),
+                try await date("SELECT purge_after FROM \(subjects) WHERE subject_key = ?", [.text(id)]))
     }
 
     /// Rows of the account in every table the shipped data map lists.

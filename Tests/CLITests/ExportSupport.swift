@@ -58,8 +58,13 @@ enum ExportCLI {
             [.text(photoID), .text(accountID), .text(key), .integer(Int(digest.size)), .text(digest.hex), .date(takenAt), .date(takenAt)])
     }
 
+    /// The account's deletion state as lifecycle records it (and the app's `accounts.state` alike).
     static func setState(_ workspace: Workspace, _ accountID: String, _ state: String) async throws {
         try await workspace.execute("UPDATE accounts SET state = ? WHERE id = ?", [.text(state), .text(accountID)])
+        let subjects = workspace.ownTable("subjects")
+        try await workspace.execute(
+            "INSERT INTO \(subjects) (subject_key, state, updated_at) VALUES (?, ?, CURRENT_TIMESTAMP) ON CONFLICT (subject_key) DO UPDATE SET state = excluded.state",
+            [.text(accountID), .text(state)])
     }
 
     static func count(_ workspace: Workspace, _ sql: String) async throws -> Int {

@@ -290,9 +290,9 @@ struct OperationsTests {
         let workspace = try await Workspace.make(.sqlite)
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
         try await workspace.execute("UPDATE accounts SET created_at = 'last tuesday' WHERE id = 'ada'")
-        try await workspace.execute("UPDATE accounts SET deletion_requested_at = 'soon' WHERE id = 'bob'")
+        try await workspace.execute("UPDATE accounts SET updated_at = 'soon' WHERE id = 'bob'")
         for (account, named) in [("ada", #"the accounts row with id "ada" has created_at "last tuesday""#),
-                                 ("bob", #"the accounts row with id "bob" has deletion_requested_at "soon""#)] {
+                                 ("bob", #"the accounts row with id "bob" has updated_at "soon""#)] {
             for command in [["accounts", "show", account], ["accounts", "show", account, "--json"]] {
                 let result = try await workspace.run(command)
                 #expect(result.status == 65, "\(command): \(result.stderr)")
@@ -301,7 +301,7 @@ struct OperationsTests {
             }
         }
         try await workspace.execute("UPDATE accounts SET created_at = updated_at WHERE id = 'ada'")
-        try await workspace.execute("UPDATE accounts SET deletion_requested_at = NULL WHERE id = 'bob'")
+        try await workspace.execute("UPDATE accounts SET updated_at = created_at WHERE id = 'bob'")
         for account in ["ada", "bob"] {
             let result = try await workspace.run(["accounts", "show", account])
             #expect(result.status == 0, "\(result.stderr)")

@@ -299,6 +299,6 @@ struct PartDeletionTests {
         #expect(purge.status == 0 && purge.stdout.contains("1 purged"), "\(purge.stdout) \(purge.stderr)")
         #expect(try await workspace.int(recorded) == 0)
         let purged = try #require(try await workspace.auditRows(of: "ada").first { $0.action == "account.purge" && $0.outcome == "purged" })
-        #expect(purged.detail?.contains(#""part_deletion_rows":1"#) == true, "\(purged.detail ?? "")")
+        #expect(purged.detail?.contains(#""lifecycle.part_deletion_rows":{"after":0,"before":1,"deleted":1"#) == true, "\(purged.detail ?? "")")
     }
 }

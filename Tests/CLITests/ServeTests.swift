@@ -453,7 +453,7 @@ struct ServeTests {
         #expect(page.text.contains("<th scope=\"row\">journal_entries</th>") && !page.text.contains("\"rows_total\""), "\(page.text)")
         #expect(page.text.contains("<a href=\"/ops/accounts?q=ada\">ada</a>") && page.text.contains("<form method=\"get\" action=\"/ops/accounts\""))
         #expect(receipt.status == 200 && receipt.text.contains("<dt>kind</dt><dd>deletion.purge</dd>") && receipt.text.contains("<dt>state</dt><dd>succeeded</dd>"), "\(receipt.text)")
-        #expect(receipt.text.contains("<th scope=\"row\">tombstone</th>") && receipt.text.contains("verification: verified"), "\(receipt.text)")
+        #expect(receipt.text.contains("<th scope=\"row\">verify</th>") && receipt.text.contains("verification: verified"), "\(receipt.text)")
         #expect(receipt.text.contains("<td>account.purge</td>") && receipt.text.contains("<h2 id=\"audit\">Audit</h2>"), "\(receipt.text)")
         #expect(byEmail.status == 200 && byEmail.text.contains("Account bob") && byEmail.text.contains("state: active"), "\(byEmail.text)")
         #expect(byKey.status == 200 && byKey.text.contains("Account ada") && byKey.text.contains("state: purged"), "\(byKey.text)")

@@ -59,8 +59,7 @@ struct ImportAccounts: InstallationBody {
     let file: String
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ImportReport {
-        let importer = AccountImporter(
-            store: services.store, blobs: services.blobs, clock: services.clock, logger: services.logger, policies: services.policies)
+        let importer = try await AccountImporter(services: services)
         let report = try await importer.importFile(at: file)
         for id in report.imported {
             _ = try await services.blobs.put(key: "accounts/\(id)/exports/export-\(id).zip", data: Data(repeating: 0x50, count: 100))

@@ -19,16 +19,17 @@ struct DeletionServiceTests {
         #expect(result.outcome == .requested)
         #expect(result.message == "Your account has been deleted. You have 30 days to recover it by signing in again.")
         #expect(result.sessionsRevoked == 3)
-        let account = try #require(try await fixture.account("ada"))
-        #expect(account.state == .pendingDeletion)
-        #expect(account.deletionRequestedAt == now)
-        #expect(account.purgeAfter == now.addingTimeInterval(30 * day))
-        let sessions = try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }
-        #expect(sessions.allSatisfy { $0.revokedAt == now })
+        // What the app shows, as the map's `on_deletion:` says: pending, and signed out.
+        #expect(try await fixture.account("ada")?.state == .pendingDeletion)
+        #expect(try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }.isEmpty)
+        let record = try #require(try await fixture.deletionRecord("ada"))
+        #expect(record.state == .pendingDeletion)
+        #expect(record.deletionRequestedAt == now)
+        #expect(record.purgeAfter == now.addingTimeInterval(30 * day))
         let jobs = try await fixture.purgeJobs("ada")
         #expect(jobs.count == 1)
         #expect(jobs.first?.state == .queued)
-        #expect(jobs.first?.runAt == account.purgeAfter)
+        #expect(jobs.first?.runAt == record.purgeAfter)
         #expect(jobs.first?.uniqueKey == "purge:ada")
         #expect(jobs.first?.id == result.purgeJobID)
         let requested = try #require(try await fixture.audit("ada").last)
@@ -220,11 +221,12 @@ struct DeletionServiceTests {
         fixture.clock.advance(by: 29 * day)
         let restored = try await fixture.deletion.restore(account: "ada")
         #expect(restored.cancelledJobID == request.purgeJobID)
-        let account = try #require(try await fixture.account("ada"))
-        #expect(account.state == .active)
-        #expect(account.purgeAfter == nil)
+        #expect(try await fixture.account("ada")?.state == .active)
+        let record = try #require(try await fixture.deletionRecord("ada"))
+        #expect(record.state == .active && record.purgeAfter == nil)
         #expect(try await fixture.purgeJobs("ada").map(\.state) == [.cancelled])
-        #expect(try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }.allSatisfy { $0.revokedAt != nil })
+        // Signed out for good: a restore brings back what the app shows, not the sessions.
+        #expect(try await fixture.store.read { tx in try tx.sessions(accountID: "ada") }.isEmpty)
         // Past the old purge date nothing happens to it.
         fixture.clock.advance(by: 5 * day)
         try await fixture.purge()
@@ -251,12 +253,12 @@ struct DeletionServiceTests {
         #expect(try await fixture.account("late")?.state == .pendingDeletion)
 
         // Once the purge has started (here: its first step committed), restore is refused.
-        let started = try await fixture.store.write { tx in try tx.beginPurge(accountID: "late", now: fixture.clock.now()) }
+        let started = try await fixture.store.write { tx in try tx.beginSubjectPurge(key: "late", now: fixture.clock.now()) }
         #expect(started)
         fixture.clock.set(deletionEpoch)
         let purging = await lifecycleError { _ = try await fixture.deletion.restore(account: "late") }
         #expect(purging?.message.contains("purge already started") == true)
-        #expect(try await fixture.account("late")?.state == .purging)
+        #expect(try await fixture.deletionRecord("late")?.state == .purging)
 
         #expect(await lifecycleError { _ = try await fixture.deletion.restore(account: "nobody") }?.category == .noSuchAccount)
     }

@@ -99,7 +99,9 @@ struct DeletionFixture<Store: LifecycleStore> {
     }
 
     /// An account with rows in every table of the shipped schema and blobs under its
-    /// prefix: entry photos, a profile photo, and an export archive.
+    /// prefix: entry photos, a profile photo, and an export archive. With `purgeAfter`, its
+    /// deletion was asked for at the clock's time (`state` pendingDeletion, or purging: a
+    /// purge started), as a request does it; its `sessions` were signed in after that.
     @discardableResult
     func addAccount(
         _ id: String, entries: Int = 2, sessions: Int = 2, state: AccountState = .active, purgeAfter: Date? = nil,
@@ -110,8 +112,7 @@ struct DeletionFixture<Store: LifecycleStore> {
             id: id, email: "\(id)@example.com", passwordHash: passwordHash, firstName: "Ada", lastName: "Lovelace",
             displayName: "Ada", bio: "Runs at dawn", profilePhotoID: "\(id).profile", primarySport: "running",
             morningReminderTime: "07:30:00", timezone: "Europe/London", subscriptionStatus: "premium",
-            integrations: Integrations(strava: true), state: state, deletionRequestedAt: purgeAfter.map { _ in now },
-            purgeAfter: purgeAfter, purgedAt: nil, createdAt: now, updatedAt: now)
+            integrations: Integrations(strava: true), state: .active, createdAt: now, updatedAt: now)
         var photos = [PhotoRecord(
             id: "\(id).profile", accountID: id, entryID: nil, role: .profile, blobKey: BlobKey.photo(accountID: id, photoID: "\(id).profile"),
             contentType: "image/jpeg", byteSize: 4, sha256: "x", takenAt: nil, createdAt: now)]
@@ -122,8 +123,17 @@ struct DeletionFixture<Store: LifecycleStore> {
                 sha256: "x", takenAt: now, createdAt: now))
         }
         let records = photos
+        let directory = try await services.directory(cache: appData)
         try await store.write { tx in
             _ = try tx.insertAccount(account, preferences: Preferences())
+            if let purgeAfter, state != .active {
+                _ = try directory.markPendingDeletion(id: id, requestedAt: now, purgeAfter: purgeAfter, in: tx)
+                _ = try directory.revokeSessions(id: id, at: now, in: tx)
+                if state == .purging {
+                    let begun = try tx.beginSubjectPurge(key: id, now: max(now, purgeAfter))
+                    #expect(begun)
+                }
+            }
             for index in 0..<entries {
                 _ = try tx.insertEntry(JournalEntry(id: "\(id)-e\(index)", accountID: id, createdAt: now, text: "entry \(index)"))
                 _ = try tx.insertMeditationSession(MeditationSession(id: "\(id)-m\(index)", accountID: id, startedAt: now, durationSeconds: 60))
@@ -151,8 +161,14 @@ struct DeletionFixture<Store: LifecycleStore> {
                options: WorkerOptions(concurrency: 2, kinds: [DeletionJobs.purgeKind]))
     }
 
+    /// The reference app's row of the account (its `state` is what the app shows).
     func account(_ id: String) async throws -> Account? {
         try await store.read { tx in try tx.account(id: id) }
+    }
+
+    /// Lifecycle's record of the account's deletion (nil: nothing recorded, it is active).
+    func deletionRecord(_ id: String) async throws -> SubjectRecord? {
+        try await store.read { tx in try tx.subject(key: id) }
     }
 
     /// Rows of the account in every table of the data map, and in lifecycle's own tables

@@ -331,10 +331,10 @@ struct ExportJobTests {
         precondition(state == .purging || state == .purged, "the export tests need only purging and purged accounts")
         let now = bed.clock.now()
         let moved = try await bed.store.write { tx in
-            try tx.markPendingDeletion(accountID: id, requestedAt: now, purgeAfter: now) && tx.beginPurge(accountID: id, now: now)
-                && (state == .purging || tx.tombstone(accountID: id, purgedAt: now))
+            try tx.markSubjectPending(key: id, requestedAt: now, purgeAfter: now) && tx.beginSubjectPurge(key: id, now: now)
+                && (state == .purging || tx.markSubjectPurged(key: id, at: now))
         }
         #expect(moved)
-        #expect(try await bed.store.read { tx in try tx.account(id: id)?.state } == state)
+        #expect(try await bed.store.read { tx in try tx.subject(key: id)?.state } == state)
     }
 }

@@ -49,7 +49,7 @@ struct ExportTestbed<Store: LifecycleStore> {
             try FileManager.default.copyItem(atPath: ExportFixture.repositoryRoot + "/Jobs/demo/photos/" + name, toPath: folder + "/photos/" + name)
         }
         try (lines.joined(separator: "\n") + "\n").write(toFile: folder + "/accounts.jsonl", atomically: true, encoding: .utf8)
-        let report = try await AccountImporter(store: store, blobs: blobs, clock: clock).importFile(at: folder + "/accounts.jsonl")
+        let report = try await AccountImporter(services: services).importFile(at: folder + "/accounts.jsonl")
         #expect(report.failures.isEmpty, "\(report.failures)")
     }
 

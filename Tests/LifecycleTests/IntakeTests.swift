@@ -162,7 +162,7 @@ struct IntakeTests {
             id: "u-1", email: "ada@example.com", passwordHash: nil, firstName: nil, lastName: nil,
             displayName: "Ada\r\nBcc: everyone@example.com\r\n\r\nClick http://evil.test", bio: nil, profilePhotoID: nil,
             primarySport: nil, morningReminderTime: nil, timezone: nil, subscriptionStatus: nil, integrations: Integrations(),
-            state: .active, deletionRequestedAt: nil, purgeAfter: nil, purgedAt: nil, createdAt: now, updatedAt: now)
+            state: .active, createdAt: now, updatedAt: now)
         let message = ExportNotification.message(
             accountID: account.id, recipient: account.email, greetingName: account.displayName, exportID: "e-1", link: "https://example.com/exports/e-1?expires=1&sig=" + String(repeating: "f", count: 64),
             expiresAt: now, lifetimeDays: 7, now: now)

@@ -27,8 +27,8 @@ struct NamespaceTests {
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
         ] + (store is SQLiteStore
-            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops"]
-            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners", "v13-unreported-stops"])
+            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops", "v17-reference-deletion-state"]
+            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners", "v13-unreported-stops", "v14-reference-deletion-state"])
     }
     /// The reference tables with an account_id column: what the data map must cover.
     static let accountTables = ["journal_entries", "meditation_sessions", "mesocycles", "photos", "preferences", "sessions"]
@@ -213,6 +213,24 @@ struct NamespaceTests {
         #expect(try await Catalog.texts(store, "SELECT COUNT(*) FROM \(own(store, "runner_probe_effects"))") == ["1"])
         #expect(try await Catalog.texts(store, "SELECT COUNT(*) FROM \(own(store, "deletion_attempts"))") == ["1"])
         #expect(try await store.read { tx in try tx.account(id: "ada")?.email } == "ada@example.com")
+        // The accounts' deletion state moved to lifecycle's records, as every app's is kept.
+        let (pending, purged, untouched) = try await store.read { tx in
+            (try tx.subject(key: "cy"), try tx.subject(key: "dee"), try tx.subject(key: "ada"))
+        }
+        #expect(pending?.state == .pendingDeletion && pending?.purgeAfter == deletionEpoch.addingTimeInterval(19 * day))
+        #expect(pending?.deletionRequestedAt == deletionEpoch)
+        #expect(purged?.state == .purged && purged?.purgedAt == deletionEpoch.addingTimeInterval(-31 * day))
+        #expect(untouched == nil)
+        // The app still shows the pending account as pending, and a restore puts back what it showed before.
+        #expect(try await store.read { tx in try tx.account(id: "cy")?.state } == .pendingDeletion)
+        let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("upgrade-\(UUID().uuidString)").path
+        let services = LifecycleServices(
+            store: store, blobs: try FileSystemBlobStore(root: jobs + "/blobs"), policies: try PolicyBook(jobsDirectory: deletionJobsDirectory),
+            jobsDirectory: deletionJobsDirectory, clock: ManualTimeSource(deletionEpoch), logger: .init(label: "upgrade"))
+        let deletion = try DeletionService(services: services, directory: try await services.directory())
+        _ = try await deletion.restore(account: "cy")
+        #expect(try await store.read { tx in try tx.account(id: "cy")?.state } == .active)
+        #expect(try await store.read { tx in try tx.subject(key: "cy")?.state } == .active)
 
         // The old names are gone, the bookkeeping with them; nothing is left but the app's tables.
         let tables = try await Catalog.tables(store)
@@ -276,6 +294,10 @@ struct NamespaceTests {
                 INSERT INTO accounts (id, email, created_at, updated_at) VALUES
                   ('ada', 'ada@example.com', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'),
                   ('bob', 'bob@example.com', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000');
+                INSERT INTO accounts (id, email, state, deletion_requested_at, purge_after, purged_at, created_at, updated_at) VALUES
+                  ('cy', 'cy@example.com', 'pendingDeletion', '2026-01-01 00:00:00.000', '2026-01-20 00:00:00.000', NULL,
+                   '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'),
+                  ('dee', NULL, 'purged', NULL, NULL, '2025-12-01 00:00:00.000', '2025-01-01 00:00:00.000', '2025-12-01 00:00:00.000');
                 INSERT INTO jobs (kind, unique_key, state, max_attempts, run_at, created_at, updated_at) VALUES
                   ('export', 'export:ada', 'succeeded', 3, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'),
                   ('purge', 'purge:bob', 'queued', 5, '2026-02-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'),
@@ -315,6 +337,12 @@ struct NamespaceTests {
             INSERT INTO accounts (id, email, created_at, updated_at) VALUES
               ('ada', 'ada@example.com', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'),
               ('bob', 'bob@example.com', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')
+            """,
+            """
+            INSERT INTO accounts (id, email, state, deletion_requested_at, purge_after, purged_at, created_at, updated_at) VALUES
+              ('cy', 'cy@example.com', 'pendingDeletion', '2026-01-01T00:00:00Z', '2026-01-20T00:00:00Z', NULL,
+               '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'),
+              ('dee', NULL, 'purged', NULL, NULL, '2025-12-01T00:00:00Z', '2025-01-01T00:00:00Z', '2025-12-01T00:00:00Z')
             """,
             """
             INSERT INTO jobs (kind, unique_key, state, max_attempts, run_at, created_at, updated_at) VALUES

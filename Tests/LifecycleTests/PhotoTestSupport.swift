@@ -80,8 +80,7 @@ struct PhotoFixture<Store: LifecycleStore> {
         let account = Account(
             id: id, email: "\(id)@example.com", passwordHash: "x", firstName: "Ada", lastName: nil, displayName: nil, bio: nil,
             profilePhotoID: profileID, primarySport: nil, morningReminderTime: nil, timezone: nil, subscriptionStatus: nil,
-            integrations: Integrations(), state: state, deletionRequestedAt: nil, purgeAfter: nil, purgedAt: nil, createdAt: now,
-            updatedAt: now)
+            integrations: Integrations(), state: state == .active ? .active : .pendingDeletion, createdAt: now, updatedAt: now)
         let entryPhoto = try PhotoUpload.jpegWithGPS
         let photos = [
             PhotoRecord(
@@ -98,6 +97,13 @@ struct PhotoFixture<Store: LifecycleStore> {
             _ = try tx.insertAccount(account, preferences: nil)
             _ = try tx.insertEntry(JournalEntry(id: "\(id)-e1", accountID: id, createdAt: now, text: "entry"))
             for photo in photos { _ = try tx.insertPhoto(photo) }
+            // Lifecycle's record of a deletion (`state` past active): requested, and its purge begun when purging.
+            if state != .active {
+                var moved = try tx.markSubjectPending(key: id, requestedAt: now, purgeAfter: now)
+                if state != .pendingDeletion { moved = try moved && tx.beginSubjectPurge(key: id, now: now) }
+                if state == .purged { moved = try moved && tx.markSubjectPurged(key: id, at: now) }
+                #expect(moved)
+            }
         }
     }
 

@@ -37,18 +37,17 @@ public struct Account: Sendable, Codable, Equatable {
     public var timezone: String?
     public var subscriptionStatus: String?
     public var integrations: Integrations
+    /// What the app shows of a deletion (the map's `on_deletion: set:` and the purge's
+    /// mask write it): active, pendingDeletion during the grace period, then purged.
+    /// Lifecycle's own record of the deletion (`AccountDirectory.Entry`) is the truth.
     public var state: AccountState
-    public var deletionRequestedAt: Date?
-    public var purgeAfter: Date?
-    public var purgedAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
 
     public init(
         id: String, email: String?, passwordHash: String?, firstName: String?, lastName: String?, displayName: String?,
         bio: String?, profilePhotoID: String?, primarySport: String?, morningReminderTime: String?, timezone: String?,
-        subscriptionStatus: String?, integrations: Integrations, state: AccountState, deletionRequestedAt: Date?,
-        purgeAfter: Date?, purgedAt: Date?, createdAt: Date, updatedAt: Date
+        subscriptionStatus: String?, integrations: Integrations, state: AccountState, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.email = email
@@ -64,15 +63,12 @@ public struct Account: Sendable, Codable, Equatable {
         self.subscriptionStatus = subscriptionStatus
         self.integrations = integrations
         self.state = state
-        self.deletionRequestedAt = deletionRequestedAt
-        self.purgeAfter = purgeAfter
-        self.purgedAt = purgedAt
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, email, passwordHash = "password_hash", firstName = "first_name", lastName = "last_name", displayName = "display_name", bio, profilePhotoID = "profile_photo_id", primarySport = "primary_sport", morningReminderTime = "morning_reminder_time", timezone, subscriptionStatus = "subscription_status", integrations, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at", createdAt = "created_at", updatedAt = "updated_at"
+        case id, email, passwordHash = "password_hash", firstName = "first_name", lastName = "last_name", displayName = "display_name", bio, profilePhotoID = "profile_photo_id", primarySport = "primary_sport", morningReminderTime = "morning_reminder_time", timezone, subscriptionStatus = "subscription_status", integrations, state, createdAt = "created_at", updatedAt = "updated_at"
     }
 }
 

@@ -9,12 +9,6 @@ extension OwnStateTransaction {
         try selectAccounts("SELECT \(columns: accountColumns) FROM \(table: .accounts) WHERE id = \(id)\(rowLock: ())").first
     }
 
-    /// The account's state alone, with the same lock as `account(id:)`: the purge checks
-    /// it in every transaction, and reading the whole row each time cost it a twentieth.
-    public func accountState(id: String) throws -> AccountState? {
-        try select("SELECT state FROM \(table: .accounts) WHERE id = \(id)\(rowLock: ())", from: .accounts, .text).first.map { try $0.state(0) }
-    }
-
     public func account(email: String) throws -> Account? {
         try selectAccounts("SELECT \(columns: accountColumns) FROM \(table: .accounts) WHERE \(column: "email", caseless: email)\(rowLock: ())").first
     }
@@ -49,8 +43,7 @@ extension OwnStateTransaction {
               \(account.displayName), \(account.bio), \(account.profilePhotoID), \(account.primarySport),
               \(account.morningReminderTime), \(account.timezone), \(account.subscriptionStatus), \(.boolean(account.integrations.whoop)),
               \(.boolean(account.integrations.strava)), \(.boolean(account.integrations.appleHealth)), \(.boolean(account.integrations.fitness)),
-              \(account.state.rawValue), \(account.deletionRequestedAt), \(account.purgeAfter), \(account.purgedAt),
-              \(account.createdAt), \(account.updatedAt))
+              \(account.state.rawValue), \(account.createdAt), \(account.updatedAt))
             ON CONFLICT (id) DO NOTHING
             """, table: .accounts, id: account.id, owner: "id", accountID: account.id)
         if outcome == .inserted, let preferences {
@@ -139,8 +132,8 @@ extension OwnStateTransaction {
         if let accountID = selection.accountID { scope += " AND p.account_id = \(accountID)" }
         if let after { scope += " AND p.id > \(after)" }
         return try selectPhotos("""
-            SELECT \(columns: photoColumns, prefix: "p.") FROM \(table: .photos) p JOIN \(table: .accounts) a ON a.id = p.account_id
-            WHERE p.role = 'profile' AND a.state IN ('active', 'pendingDeletion')
+            SELECT \(columns: photoColumns, prefix: "p.") FROM \(table: .photos) p LEFT JOIN \(table: .subjects) s ON s.subject_key = p.account_id
+            WHERE p.role = 'profile' AND COALESCE(s.state, 'active') IN ('active', 'pendingDeletion')
               AND (COALESCE(p.normalization_state, 'pending') = 'pending'
                    OR (p.normalization_state = 'normalized' AND COALESCE(p.recipe_version, 0) < \(selection.recipeVersion))\(generated: filters))\(generated: scope)
             ORDER BY p.id LIMIT \(limit)
@@ -189,8 +182,7 @@ extension OwnStateTransaction {
                 profilePhotoID: try r.optionalText(7), primarySport: try r.optionalText(8), morningReminderTime: try r.optionalText(9),
                 timezone: try r.optionalText(10), subscriptionStatus: try r.optionalText(11),
                 integrations: Integrations(whoop: try r.boolean(12), strava: try r.boolean(13), appleHealth: try r.boolean(14), fitness: try r.boolean(15)),
-                state: try r.state(16), deletionRequestedAt: try r.optionalDate(17), purgeAfter: try r.optionalDate(18),
-                purgedAt: try r.optionalDate(19), createdAt: try r.date(20), updatedAt: try r.date(21))
+                state: try r.state(16), createdAt: try r.date(17), updatedAt: try r.date(18))
         }
     }
 
@@ -209,8 +201,7 @@ private let accountColumns = OwnColumns([
     "id": .text, "email": .text, "password_hash": .text, "first_name": .text, "last_name": .text, "display_name": .text, "bio": .text,
     "profile_photo_id": .text, "primary_sport": .text, "morning_reminder_time": .text, "timezone": .text, "subscription_status": .text,
     "integration_whoop": .boolean, "integration_strava": .boolean, "integration_apple_health": .boolean, "integration_fitness": .boolean,
-    "state": .text, "deletion_requested_at": .timestamp, "purge_after": .timestamp, "purged_at": .timestamp, "created_at": .timestamp,
-    "updated_at": .timestamp,
+    "state": .text, "created_at": .timestamp, "updated_at": .timestamp,
 ])
 
 private let photoColumns = OwnColumns([

@@ -132,6 +132,11 @@ public struct DataMap: Sendable, Equatable {
         public var line: Int
         /// Folders of the blob store that are the user's alone (`blob_prefixes:`).
         public var blobPrefixes: [BlobPrefix] = []
+        /// `erase: {keep: […], mask: {…}}`: the columns a masked user row keeps as they are.
+        /// Every other column but the key is emptied, one added to the table later too (the
+        /// plan adds it to the mask from the catalog), so a new personal column cannot
+        /// outlive a purge by being forgotten in the map. nil: only the mask's columns change.
+        public var keep: [String]?
     }
 
     /// How a table's rows belong to a subject.
@@ -386,7 +391,7 @@ public struct DataMap: Sendable, Equatable {
     /// `residue:`: what the scan after erasure may leave, and why (see `ResidueScan`).
     public var residue = Residue()
     /// `app: reference`: the map of the reference app whose schema lifecycle itself creates
-    /// (`lifecycle demo`); its accounts keep their deletion state in its `accounts` table.
+    /// (`lifecycle demo`) and whose import format it reads (`accounts import`).
     /// Any other map describes an app's own database, which lifecycle never alters.
     public var isReferenceApp: Bool = false
     /// The file it was read from, for messages.

@@ -310,7 +310,7 @@ extension DataMap {
             }
             password = Password(table: table, key: key, column: try parts.required("column").identifier())
         }
-        let erase = try fields["erase"].map(erase) ?? .delete
+        let (erase, keep) = try fields["erase"].map { try eraseKeeping($0, allowsKeep: true) } ?? (.delete, nil)
         if case .deleteUnlessReferenced = erase {
             throw fields["erase"]!.error("the subject row is deleted or masked: use `delete` or `{mask: {…}}`")
         }
@@ -323,6 +323,7 @@ extension DataMap {
             lookup: try fields["lookup"]?.identifiers() ?? [], password: password, email: try fields["email"]?.identifier(),
             exportFile: exportFile, columns: columns,
             timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
+        subject.keep = keep
         if let ignoreCase = fields["ignore_case"] {
             subject.ignoreCase = try ignoreCase.identifiers()
             if let stray = subject.ignoreCase.first(where: { !subject.lookup.contains($0) }) {
@@ -499,29 +500,38 @@ extension DataMap {
     }
 
     private static func erase(_ field: YAMLField) throws -> Erase {
+        try eraseKeeping(field, allowsKeep: false).erase
+    }
+
+    /// `allowsKeep`: the user row's `erase:` may also say which columns a mask keeps
+    /// (`keep: [COLUMN, …]`), emptying every other one.
+    private static func eraseKeeping(_ field: YAMLField, allowsKeep: Bool) throws -> (erase: Erase, keep: [String]?) {
         if !field.isMapping {
             guard try field.string() == "delete" else {
                 throw field.error("must be `delete`, `{mask: {COLUMN: VALUE, …}}` or `{delete_unless_referenced_by: [TABLE.COLUMN, …], mask: {…}}`")
             }
-            return .delete
+            return (.delete, nil)
         }
-        let parts = try field.mapping(allowed: ["mask", "delete_unless_referenced_by"])
+        let parts = try field.mapping(allowed: allowsKeep ? ["mask", "delete_unless_referenced_by", "keep"] : ["mask", "delete_unless_referenced_by"])
+        let keep = try parts["keep"]?.identifiers()
         guard let maskField = parts["mask"] else {
+            if keep != nil { return (.mask([]), keep) }
             throw parts.error("needs `mask: {COLUMN: VALUE, …}`: what the row becomes when it is kept")
         }
         var mask: Mask = []
         for (column, value) in try maskField.pairs() {
             guard DataMap.isIdentifier(column.text) else { throw column.error("'\(column.text)' is not a plain SQL identifier") }
             if mask.contains(where: { $0.column == column.text }) { throw column.error("'\(column.text)' is masked twice") }
+            if keep?.contains(column.text) == true { throw column.error("'\(column.text)' is both masked and kept: leave it out of one") }
             mask.append((column.text, try value.maskValue()))
         }
-        guard !mask.isEmpty else { throw maskField.error("names no column") }
+        guard !mask.isEmpty || keep != nil else { throw maskField.error("names no column") }
         if let references = parts["delete_unless_referenced_by"] {
             let columns = try references.sequence().map { try $0.columnReference() }
             guard !columns.isEmpty else { throw references.error("lists the TABLE.COLUMN references that keep a row") }
-            return .deleteUnlessReferenced(by: columns, mask: mask)
+            return (.deleteUnlessReferenced(by: columns, mask: mask), keep)
         }
-        return .mask(mask)
+        return (.mask(mask), keep)
     }
 
     /// Letters, digits and underscores, not starting with a digit, at most 63 characters

@@ -554,6 +554,32 @@ private struct Checker {
 
     // MARK: The subject
 
+    /// `mask` and, for every other column of the user row but the key and `keep`, its empty
+    /// value: NULL where the column may be null, else 0, false or the Unix epoch; a required
+    /// column of any other type must be given a value or kept.
+    func emptying(_ table: SchemaCatalog.Table, keeping keep: [String], besides mask: DataMap.Mask, key: String, line: Int) throws -> DataMap.Mask {
+        for name in keep { _ = try column(name, of: table, line: line, role: "kept column") }
+        var emptied = mask
+        for column in table.columns where column.name != key && !keep.contains(column.name) && !mask.contains(where: { $0.column == column.name }) {
+            guard column.isNotNull else {
+                emptied.append((column.name, .null))
+                continue
+            }
+            switch column.kind {
+            case .integer: emptied.append((column.name, .integer(0)))
+            case .real: emptied.append((column.name, .real(0)))
+            case .boolean: emptied.append((column.name, .boolean(false)))
+            case .timestamp: emptied.append((column.name, .text("1970-01-01T00:00:00Z")))
+            case .text, .bytes, .other:
+                throw fail(line, """
+                    \(table.name).\(column.name) is NOT NULL \(column.declaredType), so the purge cannot empty it: give it a value \
+                    under `erase: mask:` (such as "deleted-{key}"), or list it under `keep:`
+                    """)
+            }
+        }
+        return emptied
+    }
+
     mutating func subject() throws -> (DataMap.Subject, SchemaCatalog.Table, SchemaCatalog.ColumnKind) {
         var subject = map.subject
         subject.table = catalog.qualified(subject.table)
@@ -588,6 +614,9 @@ private struct Checker {
             } else {
                 _ = try column(password.column, of: table, line: line, role: "password column")
             }
+        }
+        if let keep = subject.keep, case .mask(let listed) = subject.erase {
+            subject.erase = .mask(try emptying(table, keeping: keep, besides: listed, key: subject.key, line: line))
         }
         if let mask = subject.erase.mask {
             try self.mask(mask, of: table, key: [subject.key], line: line)

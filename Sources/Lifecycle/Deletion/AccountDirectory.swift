@@ -1,17 +1,12 @@
 import Foundation
 import JobRunner
 
-/// Where deletion finds an account and keeps its deletion state. Every app's accounts are
-/// found, and their passwords and addresses read, through its data map; the state is kept
-/// on the reference app's `accounts` rows, and for any other app in lifecycle's namespace
-/// keyed by the user's key. Deletion, restore and the purge sweep run the same rules on
-/// either.
+/// Where deletion finds an account and keeps its deletion state. Every app's accounts
+/// (the reference app's too) are found, and their passwords and addresses read, through
+/// its data map; the state is kept in lifecycle's namespace keyed by the user's key, and
+/// what the app feels of it (sessions ended, a profile hidden) is what the map's
+/// `on_deletion:` says. Deletion, restore and the purge sweep run the same rules for all.
 public struct AccountDirectory<Store: LifecycleStore>: Sendable {
-    public enum Source: Sendable {
-        case reference(AppData)
-        case app(AppData)
-    }
-
     /// What deletion needs to know of an account.
     public struct Entry: Sendable, Equatable {
         public var id: String
@@ -20,22 +15,11 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
         public var purgedAt: Date?
     }
 
-    public let source: Source
-
-    public init(source: Source) {
-        self.source = source
-    }
-
-    /// The directory of the app `data`'s map describes.
-    public init(data: AppData) {
-        self.source = data.map.isReferenceApp ? .reference(data) : .app(data)
-    }
-
     /// The app's database as its data map describes it.
-    public var data: AppData {
-        switch source {
-        case .reference(let data), .app(let data): data
-        }
+    public let data: AppData
+
+    public init(data: AppData) {
+        self.data = data
     }
 
     /// The account a reference names (see `AccountReference`), as the map's key and lookup
@@ -43,43 +27,35 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     public func find(_ reference: AccountReference, in tx: Store.Transaction) throws -> String? {
         if let problem = AccountReference.controlCharacterProblem(reference.text) { throw LifecycleError(.badInput, problem) }
         if let key = try data.resolve(reference, in: tx) { return key }
-        switch source {
-        case .reference:
+        if data.map.isReferenceApp {
             // Its ids never hold an '@' and its emails are unique: from the app API too, a
             // bare address names the account whose email it is, as it always has.
             guard reference.addressing == .app, reference.text.contains("@") else { return nil }
             return try data.resolve(.app("email:" + reference.text), in: tx)
-        case .app(let data):
-            // Not found by a role that cannot see every user row is not "no account": the
-            // row may be there, behind row level security or a missing privilege.
-            let table = data.plan.catalog.qualified(data.plan.subject.table)
-            if let access = try tx.tableAccess([table])[table], access.rowSecurity || !access.select {
-                throw LifecycleError(.permissionDenied, """
-                    no account '\(reference.text)' that this database role can see: \(data.displayName(table)) \
-                    \(access.select ? "has row level security this role does not bypass" : "is not readable by this role"); \
-                    run lifecycle as a role that \(access.select ? "bypasses it (BYPASSRLS, or the table's owner)" : "has SELECT on it") \
-                    (`lifecycle map check` lists what the map needs)
-                    """)
-            }
-            return nil
         }
+        // Not found by a role that cannot see every user row is not "no account": the
+        // row may be there, behind row level security or a missing privilege.
+        let table = data.plan.catalog.qualified(data.plan.subject.table)
+        if let access = try tx.tableAccess([table])[table], access.rowSecurity || !access.select {
+            throw LifecycleError(.permissionDenied, """
+                no account '\(reference.text)' that this database role can see: \(data.displayName(table)) \
+                \(access.select ? "has row level security this role does not bypass" : "is not readable by this role"); \
+                run lifecycle as a role that \(access.select ? "bypasses it (BYPASSRLS, or the table's owner)" : "has SELECT on it") \
+                (`lifecycle map check` lists what the map needs)
+                """)
+        }
+        return nil
     }
 
-    /// The account's state. In a write transaction this takes the account's row lock
-    /// (the reference app's row; lifecycle's own record of an app account), which
-    /// deletion attempts of one account take turns on.
+    /// The account's state. In a write transaction this takes the lock on lifecycle's record
+    /// of the account, which deletion attempts of one account take turns on.
     public func entry(id: String, in tx: Store.Transaction, locking: Bool, now: Date) throws -> Entry? {
-        switch source {
-        case .reference:
-            return try tx.account(id: id).map { Entry(id: $0.id, state: $0.state, purgeAfter: $0.purgeAfter, purgedAt: $0.purgedAt) }
-        case .app(let data):
-            guard try data.exists(key: id, in: tx) else {
-                // The app deleted the row itself; lifecycle may still know it was purged.
-                return try tx.subject(key: id).flatMap { $0.state == .purged ? Entry(record: $0) : nil }
-            }
-            let record = locking ? try tx.lockSubject(key: id, now: now) : try tx.subject(key: id)
-            return record.map(Entry.init(record:)) ?? Entry(id: id, state: .active)
+        guard try data.exists(key: id, in: tx) else {
+            // The app deleted the row itself; lifecycle may still know it was purged.
+            return try tx.subject(key: id).flatMap { $0.state == .purged ? Entry(record: $0) : nil }
         }
+        let record = locking ? try tx.lockSubject(key: id, now: now) : try tx.subject(key: id)
+        return record.map(Entry.init(record:)) ?? Entry(id: id, state: .active)
     }
 
     public func passwordHash(id: String, in tx: Store.Transaction) throws -> String? {
@@ -92,53 +68,34 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     }
 
     public func markPendingDeletion(id: String, requestedAt: Date, purgeAfter: Date, in tx: Store.Transaction) throws -> Bool {
-        switch source {
-        case .reference: try tx.markPendingDeletion(accountID: id, requestedAt: requestedAt, purgeAfter: purgeAfter)
-        case .app: try tx.markSubjectPending(key: id, requestedAt: requestedAt, purgeAfter: purgeAfter)
-        }
+        try tx.markSubjectPending(key: id, requestedAt: requestedAt, purgeAfter: purgeAfter)
     }
 
     public func movePurgeDate(id: String, purgeAfter: Date, now: Date, in tx: Store.Transaction) throws -> Bool {
-        switch source {
-        case .reference: try tx.movePurgeDate(accountID: id, purgeAfter: purgeAfter, now: now)
-        case .app: try tx.moveSubjectPurgeDate(key: id, purgeAfter: purgeAfter)
-        }
+        try tx.moveSubjectPurgeDate(key: id, purgeAfter: purgeAfter)
     }
 
-    /// Back to active, with what deletion set in an app's tables put back.
+    /// Back to active, with what deletion set in the app's tables put back.
     public func restore(id: String, now: Date, in tx: Store.Transaction) throws -> Bool {
-        switch source {
-        case .reference: return try tx.restoreAccount(accountID: id, now: now)
-        case .app(let data):
-            guard try tx.restoreSubject(key: id, now: now) else { return false }
-            try data.endGrace(key: id, in: tx)
-            return true
-        }
+        guard try tx.restoreSubject(key: id, now: now) else { return false }
+        try data.endGrace(key: id, in: tx)
+        return true
     }
 
-    /// Signs the account out everywhere: the reference app's sessions, or what an app's
-    /// map says deletion does (`on_deletion:`: sessions and tokens removed, values set).
+    /// Signs the account out everywhere, as the map's `on_deletion:` says (sessions and
+    /// tokens removed, values set).
     public func revokeSessions(id: String, at: Date, in tx: Store.Transaction) throws -> SignedOut {
-        switch source {
-        case .reference: SignedOut(sessions: try tx.revokeSessions(accountID: id, at: at))
-        case .app(let data): try data.beginGrace(key: id, in: tx)
-        }
+        try data.beginGrace(key: id, in: tx)
     }
 
     public func accountsDueForPurge(now: Date, after: String?, limit: Int, in tx: Store.Transaction) throws -> [DuePurge] {
-        switch source {
-        case .reference: try tx.accountsDueForPurge(now: now, after: after, limit: limit)
-        case .app: try tx.subjectsDueForPurge(now: now, after: after, limit: limit)
-        }
+        try tx.subjectsDueForPurge(now: now, after: after, limit: limit)
     }
 
     /// The columns `COLUMN:VALUE` may name.
     public var lookupColumns: [String] { data.plan.subject.lookup }
 
-    public var isReferenceApp: Bool {
-        if case .reference = source { return true }
-        return false
-    }
+    public var isReferenceApp: Bool { data.map.isReferenceApp }
 }
 
 extension AccountDirectory.Entry {

@@ -2,7 +2,7 @@ import Foundation
 import JobRunner
 
 public enum DeletionJobs {
-    /// Purges one account whose grace period is over (PurgeJob.swift).
+    /// Purges one account whose grace period is over (AppPurgeJob.swift).
     public static let purgeKind = "deletion.purge"
     /// The nightly sweep: enqueues a purge for every due account that has none (PurgeSweep.swift).
     public static let sweepKind = "deletion.purge-sweep"
@@ -14,16 +14,11 @@ public enum DeletionJobs {
 
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         let policy = Result { try DeletionPolicy(policies: services.policies) }
-        // A map that cannot be read fails the purge itself, naming the file, as before.
-        let isReferenceApp = (try? services.dataMapDocument().isReferenceApp) ?? true
         let appData = AppDataCache()
-        let parts = PartDeletionJob(services: services, policy: policy, appData: AppDataCache()).kind
-        guard !isReferenceApp else {
-            return [PurgeJob(services: services, policy: policy, appData: appData).kind, PurgeSweep(services: services, policy: policy, appData: appData).kind, parts]
-        }
         return [
             AppPurgeJob(services: services, policy: policy, appData: appData, scans: ResidueScanBatcher()).kind,
-            PurgeSweep(services: services, policy: policy, appData: appData).kind, parts,
+            PurgeSweep(services: services, policy: policy, appData: appData).kind,
+            PartDeletionJob(services: services, policy: policy, appData: AppDataCache()).kind,
         ]
     }
 

@@ -133,7 +133,8 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         var report = SweepReport()
         // Once per sweep, before the purges it enqueues: each purge then signs its account out
         // through the index, in time that does not grow with the sessions table.
-        if case .app(let data) = directory.source, data.hasEncodedRemovals {
+        if directory.data.hasEncodedRemovals {
+            let data = directory.data
             let refresh = try await data.refreshEncodedOwners(store: store)
             (report.sessionRowsIndexed, report.sessionsSignedOut) = (refresh.indexed, refresh.signedOut)
         }
@@ -179,18 +180,10 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         let now = services.clock.now()
         var previews: [PurgePreview] = []
         var after: String?
-        let count: @Sendable (String, Store.Transaction) throws -> [String: Int]
-        switch directory.source {
-        case .reference(let data):
-            // The same statements the purge runs, generated from the reference app's map.
-            count = { id, tx in
-                try data.rowCounts(key: id, in: tx).merging(try tx.lifecycleRowCounts(accountID: id), uniquingKeysWith: +)
-            }
-        case .app(let data):
-            count = { id, tx in
-                try data.rowCounts(key: id, in: tx).merging(
-                    try tx.lifecycleRowCounts(accountID: id).map { ("lifecycle." + $0.key, $0.value) }, uniquingKeysWith: +)
-            }
+        let data = directory.data
+        let count: @Sendable (String, Store.Transaction) throws -> [String: Int] = { id, tx in
+            try data.rowCounts(key: id, in: tx).merging(
+                try tx.lifecycleRowCounts(accountID: id).map { ("lifecycle." + $0.key, $0.value) }, uniquingKeysWith: +)
         }
         while limit.map({ previews.count < $0 }) ?? true {
             let cursor = after
@@ -204,13 +197,11 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
                 }
             }
             for var preview in due {
-                if case .app(let data) = directory.source {
-                    let rehearsal = try await AppErasure.rehearse(key: preview.accountID, data: data, store: store)
-                    preview.erase = rehearsal.rows
-                    preview.refused = rehearsal.refused
-                    if rehearsal.refused == nil {
-                        preview.rows = rehearsal.rows.mapValues { $0.deleted + $0.masked }
-                    }
+                let rehearsal = try await AppErasure.rehearse(key: preview.accountID, data: directory.data, store: store)
+                preview.erase = rehearsal.rows
+                preview.refused = rehearsal.refused
+                if rehearsal.refused == nil {
+                    preview.rows = rehearsal.rows.mapValues { $0.deleted + $0.masked }
                 }
                 try await countBlobs(of: &preview, directory: directory, batch: blobBatch)
                 previews.append(preview)
@@ -221,63 +212,60 @@ public struct PurgeSweep<Store: LifecycleStore>: Sendable {
         return previews
     }
 
-    /// The files a purge would delete: the account's prefix (its photos and archives), and
-    /// for an app, every file its rows name, its file catalogs' files and whatever lies in
-    /// the user's folders (`blob_prefixes:`), each counted once. A file in her folder that a
-    /// row the purge keeps names is counted, and kept by the purge.
+    /// The files a purge would delete: every file the account's rows name, its file
+    /// catalogs' files, whatever lies in the user's folders (`blob_prefixes:`) and under
+    /// lifecycle's own prefix for the account (its photos and archives), each counted once.
+    /// A file in her folder that a row the purge keeps names is counted, and kept by the purge.
     private func countBlobs(of preview: inout PurgePreview, directory: AccountDirectory<Store>, batch: Int) async throws {
-        var prefix = BlobKey.accountPrefix(preview.accountID)
-        if case .app(let data) = directory.source {
-            prefix = BlobKey.accountPrefix(BlobKey.segment(forID: preview.accountID))
-            var counted = Set<String>()
-            func count(_ key: String, bytes: Int64) {
-                guard counted.insert(key).inserted else { return }
-                preview.blobs += 1
-                preview.blobBytes += bytes
-            }
-            let key = preview.accountID
-            let sql = data.sql
-            let catalogs = data.plan.tables.filter { !$0.table.fileKey.isEmpty }.map { table in
-                AppData.BlobQuery(label: data.displayName(table.table.name)) { after in sql.catalogFileKeys(table, key: key, after: after, limit: batch) }
-            }
-            for query in data.blobQueries(key: key, batch: batch) + catalogs {
-                var after: String?
-                while true {
-                    let statement = query.page(after)
-                    let page = try await services.store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
-                    for file in page where services.blobs.keyProblem(file) == nil {
-                        do {
-                            if let info = try await services.blobs.info(key: file) { count(file, bytes: info.size) }
-                        } catch let error as BlobStoreError where error.isUnsafePath {
-                            continue  // The purge refuses it too, and its receipt names the link.
-                        }
-                    }
-                    guard page.count == batch, let last = page.last else { break }
-                    after = last
-                }
-            }
-            for folder in data.plan.subject.blobPrefixes {
-                // A key that cannot be one folder stops the purge itself, which says so.
-                guard let resolved = try? folder.resolved(key: key) else { continue }
-                var listedAfter: String?
-                while true {
-                    let page: [BlobInfo]
+        let data = directory.data
+        let prefix = BlobKey.accountPrefix(BlobKey.segment(forID: preview.accountID))
+        var counted = Set<String>()
+        func count(_ key: String, bytes: Int64) {
+            guard counted.insert(key).inserted else { return }
+            preview.blobs += 1
+            preview.blobBytes += bytes
+        }
+        let key = preview.accountID
+        let sql = data.sql
+        let catalogs = data.plan.tables.filter { !$0.table.fileKey.isEmpty }.map { table in
+            AppData.BlobQuery(label: data.displayName(table.table.name)) { after in sql.catalogFileKeys(table, key: key, after: after, limit: batch) }
+        }
+        for query in data.blobQueries(key: key, batch: batch) + catalogs {
+            var after: String?
+            while true {
+                let statement = query.page(after)
+                let page = try await services.store.read { tx in try tx.rows(statement).compactMap { $0.first?.text } }
+                for file in page where services.blobs.keyProblem(file) == nil {
                     do {
-                        page = try await services.blobs.list(prefix: resolved, after: listedAfter, limit: batch)
+                        if let info = try await services.blobs.info(key: file) { count(file, bytes: info.size) }
                     } catch let error as BlobStoreError where error.isUnsafePath {
-                        break  // A folder that is a link: the purge lists nothing there either.
+                        continue  // The purge refuses it too, and its receipt names the link.
                     }
-                    for info in page { count(info.key, bytes: info.size) }
-                    guard page.count == batch, let last = page.last else { break }
-                    listedAfter = last.key
                 }
+                guard page.count == batch, let last = page.last else { break }
+                after = last
+            }
+        }
+        for folder in data.plan.subject.blobPrefixes {
+            // A key that cannot be one folder stops the purge itself, which says so.
+            guard let resolved = try? folder.resolved(key: key) else { continue }
+            var listedAfter: String?
+            while true {
+                let page: [BlobInfo]
+                do {
+                    page = try await services.blobs.list(prefix: resolved, after: listedAfter, limit: batch)
+                } catch let error as BlobStoreError where error.isUnsafePath {
+                    break  // A folder that is a link: the purge lists nothing there either.
+                }
+                for info in page { count(info.key, bytes: info.size) }
+                guard page.count == batch, let last = page.last else { break }
+                listedAfter = last.key
             }
         }
         var listedAfter: String?
         while true {
             let page = try await services.blobs.list(prefix: prefix, after: listedAfter, limit: batch)
-            preview.blobs += page.count
-            preview.blobBytes += page.reduce(0) { $0 + $1.size }
+            for info in page { count(info.key, bytes: info.size) }
             guard page.count == batch, let last = page.last else { break }
             listedAfter = last.key
         }

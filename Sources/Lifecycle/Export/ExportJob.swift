@@ -384,10 +384,10 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     }
 
     /// The account's deletion state; nil when the reference app has no such account. An
-    /// app's account lifecycle holds no record of is active (the archive builder checks
-    /// that its user row still exists).
+    /// account lifecycle holds no record of is active (the archive builder checks that its
+    /// user row still exists).
     private func state(of accountID: String, in tx: Store.Transaction) throws -> AccountState? {
-        guard servesApp else { return try tx.account(id: accountID)?.state }
+        if !servesApp, try tx.account(id: accountID) == nil { return nil }
         return try tx.subject(key: accountID)?.state ?? .active
     }
 

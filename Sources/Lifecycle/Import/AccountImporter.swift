@@ -44,25 +44,29 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
     public let logger: Logger
     /// Read for the photo normalisation job's runner settings (attempts) and the import limits.
     public let policies: PolicyBook
+    /// Where an account imported as pending deletion gets its deletion recorded, as a
+    /// deletion request would (the map's `on_deletion:`).
+    let directory: AccountDirectory<Store>
     /// How photo paths are resolved beneath their folder; tests pin the fallback.
     let photoResolution: PhotoFolder.Resolution?
 
-    public init(
-        store: Store, blobs: any BlobStore, clock: any TimeSource, logger: Logger = Logger(label: "lifecycle.import"),
-        policies: PolicyBook = PolicyBook()
-    ) {
-        self.init(store: store, blobs: blobs, clock: clock, logger: logger, policies: policies, photoResolution: nil)
+    /// Imports into the reference app's tables of `services`' database; fails unless its
+    /// data map (`app: reference`) checks against them.
+    public init(services: LifecycleServices<Store>) async throws {
+        try await self.init(services: services, photoResolution: nil)
     }
 
-    init(
-        store: Store, blobs: any BlobStore, clock: any TimeSource, logger: Logger, policies: PolicyBook,
-        photoResolution: PhotoFolder.Resolution?
-    ) {
-        self.store = store
-        self.blobs = blobs
-        self.clock = clock
-        self.logger = logger
-        self.policies = policies
+    init(services: LifecycleServices<Store>, photoResolution: PhotoFolder.Resolution?) async throws {
+        let directory = try await services.directory()
+        guard directory.isReferenceApp else {
+            throw LifecycleError(.badInput, "`accounts import` loads the reference app's accounts; this installation's data map describes the app's own database (leave out `app:` only for your own schema)")
+        }
+        store = services.store
+        blobs = services.blobs
+        clock = services.clock
+        logger = services.logger
+        policies = services.policies
+        self.directory = directory
         self.photoResolution = photoResolution
     }
 
@@ -139,9 +143,9 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
         let accountID = parsed.account.id
 
         // Refuse before touching blobs when the account may not be (re-)imported.
-        let existing = try await store.read { tx in try tx.account(id: accountID) }
-        if let existing, existing.state == .purged || existing.state == .purging {
-            throw ValidationFailure("id", "account \(accountID) was deleted (\(existing.state.rawValue)); a deleted account is never re-imported")
+        let existing = try await store.read { tx in try tx.subject(key: accountID)?.state }
+        if let existing, existing == .purged || existing == .purging {
+            throw ValidationFailure("id", "account \(accountID) was deleted (\(existing.rawValue)); a deleted account is never re-imported")
         }
 
         var staged: [(record: PhotoRecord, path: String)] = []
@@ -205,6 +209,12 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                 for row in parsed.mesocycles { try check(try tx.insertMesocycle(row), "mesocycles(\(row.id))") }
                 for row in parsed.meditationSessions { try check(try tx.insertMeditationSession(row), "meditation_sessions(\(row.id))") }
                 for row in parsed.sessions { try check(try tx.insertSession(row), "sessions(\(row.id))") }
+                // As if asked for here: the app feels the grace period from the start.
+                if accountOutcome == .inserted, let pending = parsed.pendingDeletion {
+                    if try directory.markPendingDeletion(id: account.id, requestedAt: pending.requestedAt, purgeAfter: pending.purgeAfter, in: tx) {
+                        _ = try directory.revokeSessions(id: account.id, at: pending.requestedAt, in: tx)
+                    }
+                }
                 try tx.recordAudit(AuditEvent(
                     at: account.updatedAt, actor: "import", action: "account.import", accountID: account.id,
                     outcome: accountOutcome == .inserted ? "created" : "unchanged"))

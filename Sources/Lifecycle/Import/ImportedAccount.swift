@@ -20,8 +20,15 @@ public struct ImportedAccount: Sendable, Equatable {
         public var takenAt: Date?
     }
 
+    /// A deletion requested in the system the account comes from, still in its grace period.
+    public struct PendingDeletion: Sendable, Equatable {
+        public var requestedAt: Date
+        public var purgeAfter: Date
+    }
+
     public var account: Account
     public var preferences: Preferences?
+    public var pendingDeletion: PendingDeletion?
     public var entries: [JournalEntry] = []
     public var mesocycles: [Mesocycle] = []
     public var meditationSessions: [MeditationSession] = []
@@ -62,24 +69,23 @@ public struct ImportedAccount: Sendable, Equatable {
                 try ProfileRules.timeOfDay(v, field: "morning_reminder_time")
             },
             timezone: try fields.optionalString("timezone").map { (v) throws(ValidationFailure) in try ProfileRules.timezone(v) },
-            subscriptionStatus: nil, integrations: Integrations(), state: .active, deletionRequestedAt: nil, purgeAfter: nil,
-            purgedAt: nil, createdAt: try fields.optionalDate("created_at") ?? now, updatedAt: now)
+            subscriptionStatus: nil, integrations: Integrations(), state: .active, createdAt: try fields.optionalDate("created_at") ?? now, updatedAt: now)
         guard !(account.passwordHash ?? "").isEmpty else { throw ValidationFailure("password_hash", "must not be empty") }
         if let sport = account.primarySport, sport.count > 50 {
             throw ValidationFailure("primary_sport", "must be at most 50 characters")
         }
         // Accounts moved from another system may arrive already scheduled for deletion.
+        var pendingDeletion: PendingDeletion?
         if let stateText = try fields.optionalString("state") {
             guard let state = AccountState(rawValue: stateText), state == .active || state == .pendingDeletion else {
                 throw ValidationFailure("state", "must be active or pendingDeletion (got \(ProfileRules.quoted(stateText)))")
             }
-            account.state = state
             if state == .pendingDeletion {
-                account.deletionRequestedAt = try fields.optionalDate("deletion_requested_at") ?? now
+                let requestedAt = try fields.optionalDate("deletion_requested_at") ?? now
                 guard let purgeAfter = try fields.optionalDate("purge_after") else {
                     throw ValidationFailure("purge_after", "is required when state is pendingDeletion")
                 }
-                account.purgeAfter = purgeAfter
+                pendingDeletion = PendingDeletion(requestedAt: requestedAt, purgeAfter: purgeAfter)
             }
         }
 
@@ -99,7 +105,7 @@ public struct ImportedAccount: Sendable, Equatable {
                 appleHealth: try integrations.optionalBool("apple_health") ?? false,
                 fitness: try integrations.optionalBool("fitness") ?? false)
         }
-        var result = ImportedAccount(account: account, preferences: nil)
+        var result = ImportedAccount(account: account, preferences: nil, pendingDeletion: pendingDeletion)
         if let prefs = try fields.object("preferences") {
             try prefs.requireOnly(["theme", "font_size_offset", "notifications_enabled", "daily_reminder_time"])
             var value = Preferences()

@@ -144,7 +144,7 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
             throw PermanentJobFailure("job \(context.job.id): render recorded no output; `lifecycle jobs show \(context.job.id)`")
         }
         let data = try data()
-        let directory = AccountDirectory<Store>(source: .app(data))
+        let directory = AccountDirectory<Store>(data: data)
         // Her lock first, as the upload and the purge's first step take it.
         let live = try directory.entry(id: payload.account, in: tx, locking: true, now: context.now)
             .map { $0.state == .active || $0.state == .pendingDeletion } ?? false
@@ -200,7 +200,7 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
     /// Her column still names the upload, and her account is not being purged.
     private func isCurrent(_ payload: ColumnPhotoPayload, now: Date) async throws -> Bool {
         let data = try await appData.appData(services)
-        let directory = AccountDirectory<Store>(source: .app(data))
+        let directory = AccountDirectory<Store>(data: data)
         return try await services.store.read { tx in
             guard let entry = try directory.entry(id: payload.account, in: tx, locking: false, now: now),
                   entry.state == .active || entry.state == .pendingDeletion else { return false }

@@ -127,7 +127,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
     /// rendered under an older recipe), for one account or for all.
     public func queue(account reference: String?, policy: PhotoPolicy) async throws -> PhotoQueueReport {
         let (data, place) = try await place()
-        let directory = AccountDirectory<Store>(source: .app(data))
+        let directory = AccountDirectory<Store>(data: data)
         var chosen: String?
         if let reference {
             let now = services.clock.now()

@@ -53,9 +53,10 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         let photoID = try context.payload(PhotoPayload.self).photo
         let (photo, account) = try await services.store.read { tx in
             let photo = try tx.photo(id: photoID)
-            return (photo, try photo.flatMap { try tx.account(id: $0.accountID) })
+            let live = try photo.map { try tx.account(id: $0.accountID) != nil && Self.isLive(try tx.subject(key: $0.accountID)) } ?? false
+            return (photo, live)
         }
-        guard let photo, photo.role == .profile, let account, account.state == .active || account.state == .pendingDeletion else {
+        guard let photo, photo.role == .profile, account else {
             // Purged (or being purged) since the job was queued: the purge removes the upload.
             return try .output(Validation(end: .init(reason: .gone)), finishesJob: true)
         }
@@ -152,7 +153,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
         // The account's row is locked first (PostgreSQL: FOR UPDATE), then the photo read:
         // a newer upload's job retiring this photo holds the same lock, so the photo read
         // here is never one it has just deleted.
-        guard let account = try tx.account(id: original.accountID), account.state == .active || account.state == .pendingDeletion,
+        guard let account = try tx.account(id: original.accountID), Self.isLive(try tx.lockSubject(key: account.id, now: context.now)),
               let photo = try tx.photo(id: photoID) else {
             // The account went into its purge meanwhile, or a newer upload retired this
             // photo: leave the rows, and let the next step remove the JPEG this job added.
@@ -195,7 +196,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
             return try .output(Retired(account: nil, photos: [], keys: []))
         }
         // Account first, under its lock, as in `switch`.
-        guard let account = try tx.account(id: original.accountID), account.state == .active || account.state == .pendingDeletion,
+        guard let account = try tx.account(id: original.accountID), Self.isLive(try tx.lockSubject(key: account.id, now: context.now)),
               let photo = try tx.photo(id: photoID) else {
             return try .output(Retired(account: original.accountID, photos: [], keys: []))
         }
@@ -231,12 +232,19 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
 
     // MARK: - Helpers
 
+    /// Not in its purge, by lifecycle's record of its deletion (none: active). Taken with
+    /// the record's lock in a write, which the purge's first step takes too: a switch either
+    /// lands before the purge begins (and the purge erases what it wrote) or sees it begun.
+    private static func isLive(_ record: SubjectRecord?) -> Bool {
+        [.active, .pendingDeletion].contains(record?.state ?? .active)
+    }
+
     /// The upload, or nil when it is gone because the account's purge has begun. The
     /// upload is deleted only after the switch, so a missing one is otherwise a fault.
     /// Whether the photo still exists and its account is not in its purge.
     private func photoIsLive(_ photoID: String, accountID: String) async throws -> Bool {
         try await services.store.read { tx in
-            try tx.photo(id: photoID) != nil && [.active, .pendingDeletion].contains(try tx.account(id: accountID)?.state)
+            try tx.photo(id: photoID) != nil && [.active, .pendingDeletion].contains(try tx.subject(key: accountID)?.state ?? .active)
         }
     }
 

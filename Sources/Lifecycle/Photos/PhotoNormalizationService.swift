@@ -35,8 +35,9 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
         var accountID: String?
         if let reference {
             guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
-            guard account.state == .active || account.state == .pendingDeletion else {
-                throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(account.state.rawValue)); its photos are gone with it")
+            let state = try await services.store.read { tx in try tx.subject(key: account.id)?.state } ?? .active
+            guard state == .active || state == .pendingDeletion else {
+                throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(state.rawValue)); its photos are gone with it")
             }
             accountID = account.id
         }

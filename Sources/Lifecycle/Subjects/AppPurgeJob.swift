@@ -56,7 +56,22 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
         ])
     }
 
-    typealias LockOutcome = PurgeJob<Store>.LockOutcome
+    /// Why the first step ended the job without purging (it records no output when the purge goes ahead).
+    struct LockOutcome: Codable, Sendable {
+        enum Value: String, Codable, Sendable {
+            /// A restore won: the account is active again.
+            case restored
+            /// Still inside its grace period (it was restored and requested again since this job was scheduled).
+            case notDue
+            /// Someone else's purge finished it.
+            case alreadyPurged
+            /// The job was cancelled (by a restore) after a worker had claimed it.
+            case cancelled
+            /// The account is on hold (`accounts hold`): the sweep starts a fresh purge once it ends.
+            case held
+        }
+        var outcome: Value
+    }
 
     /// The audit receipt: what the purge removed, per table, and what the verification read
     /// found; no personal data.
@@ -573,4 +588,10 @@ public enum AppErasure {
         }
         return left
     }
+}
+
+/// An attempt that stopped short of purging with nothing wrong: what is left is the next attempt's.
+struct PurgeIncomplete: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

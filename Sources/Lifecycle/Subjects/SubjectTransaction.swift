@@ -79,12 +79,18 @@ extension OwnStateTransaction {
 
     /// pendingDeletion with `purge_after > now` → active.
     public func restoreSubject(key: String, now: Date) throws -> Bool {
-        try restore(.subjects, key: key, now: now)
+        try change("""
+            UPDATE \(table: .subjects) SET state = 'active', deletion_requested_at = NULL, purge_after = NULL, updated_at = \(now)
+            WHERE subject_key = \(key) AND state = 'pendingDeletion' AND purge_after > \(now)
+            """) == 1
     }
 
     /// pendingDeletion with `purge_after <= now` → purging.
     public func beginSubjectPurge(key: String, now: Date) throws -> Bool {
-        try beginPurge(.subjects, key: key, now: now)
+        try change("""
+            UPDATE \(table: .subjects) SET state = 'purging', updated_at = \(now)
+            WHERE subject_key = \(key) AND state = 'pendingDeletion' AND purge_after IS NOT NULL AND purge_after <= \(now)
+            """) == 1
     }
 
     /// purging → purged.
