@@ -60,7 +60,7 @@ extension OwnStateTransaction {
         let recorded = try change("""
             DELETE FROM \(table: .partDeletionRows) WHERE job_id IN (SELECT id FROM \(table: .jobs) WHERE unique_key = \(DeletionJobs.partKey(accountID: accountID)))
             """)
-        // Named only when there were some: the reference app's receipt lists its own tables.
+        // Named only when there were some: a receipt lists the tables a purge found rows in.
         return recorded > 0 ? ["exports": exports, "outbox": outbox, "part_deletion_rows": recorded] : ["exports": exports, "outbox": outbox]
     }
 

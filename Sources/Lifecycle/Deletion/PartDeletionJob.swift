@@ -108,10 +108,9 @@ struct PartDeletionJob<Store: LifecycleStore>: Sendable {
         let directory = directory(whole)
         let now = context.now
         let sql = part.sql
-        var eraser = RowEraser(store: services.store, data: part, policy: try policy.get()) { key, tx in
+        let eraser = RowEraser(store: services.store, data: part, policy: try policy.get()) { key, tx in
             try Self.stopReason(key: key, directory: directory, now: now, in: tx) == nil
         }
-        eraser.recordsFiles = true
         let erased: Void? = try await eraser.erase(key: key, context: context) { tx, counts in
             var counts = counts
             if part.plan.erasesUserRow, case .integer(let left) = try tx.rows(sql.subjectRemaining(key: key)).first?.first, left > 0 {

@@ -1,11 +1,11 @@
 import Foundation
 import JobRunner
 
-/// Erases one account's rows as the data map says, for both purges (the reference app's
-/// and an app's own database): table after table in the plan's order (children first),
-/// in bounded batches, each its own transaction together with its counts (purge
-/// progress) and, for an app, the files the erased rows named (recorded for the purge to
-/// delete once the rows are gone), so a rerun after a crash carries on with what is left
+/// Erases one account's rows as the data map says, for the purge and a part deletion:
+/// table after table in the plan's order (children first), in bounded batches, each its
+/// own transaction together with its counts (purge progress) and the files the erased
+/// rows named (recorded for the job to delete once the rows are gone), so a rerun after a
+/// crash carries on with what is left
 /// and counts every row once. The transaction that finds nothing more to erase also runs
 /// the purge's last writes (the user row), so an account of at most one batch of rows,
 /// most of them, is erased in one commit.
@@ -17,9 +17,6 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
     let store: Store
     let data: AppData
     let policy: DeletionPolicy
-    /// Whether the files of erased rows are recorded for the purge to delete afterwards
-    /// (an app's purge); the reference app's purge deletes the account's prefix instead.
-    var recordsFiles = false
     /// Whether the account is still purging, checked in every batch's transaction: once the
     /// last batch marked it purged, a rerun erases nothing, whatever rows now carry its key.
     let isPurging: @Sendable (_ key: String, Store.Transaction) throws -> Bool
@@ -38,7 +35,7 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
     func erase<T: Sendable>(
         key: String, context: StepContext, last: @escaping @Sendable (Store.Transaction, [String: PurgeCounts]) throws -> T
     ) async throws -> T? {
-        let (data, policy, isPurging, recordsFiles) = (data, policy, isPurging, recordsFiles)
+        let (data, policy, isPurging) = (data, policy, isPurging)
         var erased = 0
         while true {
             let batch = try await store.write { tx -> Batch<T> in
@@ -47,7 +44,7 @@ struct RowEraser<Store: LifecycleStore>: Sendable {
                 var counts: [String: PurgeCounts] = [:]
                 var files: [String] = []
                 let finished = try Self.eraseBatch(key: key, data: data, budget: policy.purgeRowBatch, counts: &counts, files: &files, in: tx)
-                if recordsFiles { try tx.recordPurgeFiles(key: key, files: files) }
+                try tx.recordPurgeFiles(key: key, files: files)
                 if finished { return .done(try last(tx, counts)) }
                 try Self.record(counts, key: key, in: tx)
                 return .more(erased: counts.values.reduce(0) { $0 + $1.deleted + $1.masked })

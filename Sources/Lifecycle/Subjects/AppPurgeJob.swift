@@ -1,8 +1,8 @@
 import Foundation
 import JobRunner
 
-/// Removes everything of one account of an app's own database whose grace period is
-/// over, as its data map says, verifies it, and only then calls it purged. Four steps,
+/// Removes everything of one account whose grace period is over, as the data map says
+/// (the reference app's map or an app's own), verifies it, and only then calls it purged. Four steps,
 /// each safe to run again after a crash, and nothing irreversible before the rows are gone:
 ///
 /// 1. `lock-and-mark` — re-checks lifecycle's record of the account under the write lock
@@ -37,8 +37,9 @@ import JobRunner
 /// again what is left or was written since (one empty batch when nothing is), and each
 /// account costs three commits fewer than recording them would.
 ///
-/// (A job recorded by an earlier version may hold `delete-blobs` or `erase-user` steps: the
-/// steps above carry on after them all the same.)
+/// (A job recorded by an earlier version may hold `delete-blobs` or `erase-user` steps, or be
+/// the reference app's own purge, moved to `purging` with its account: the steps above carry
+/// on after them all the same.)
 struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let policy: Result<DeletionPolicy, any Error>
@@ -214,8 +215,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
     private func erase(key: String, data: AppData, context: StepContext) async throws {
         let policy = try policy.get()
         let sql = data.sql
-        var eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
-        eraser.recordsFiles = true
+        let eraser = RowEraser(store: services.store, data: data, policy: policy) { key, tx in try tx.subject(key: key)?.state == .purging }
         // The scan's next pass waits for this purge (or for as long as a pass takes).
         await scans.approach()
         let lookupValues: [String?]
