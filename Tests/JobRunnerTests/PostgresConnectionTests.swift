@@ -141,20 +141,28 @@ struct PostgresConnectionTests {
         try await cluster.admin(PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) SET lock_timeout = '300ms'"))
         let store = try await PostgresStore(url: cluster.url(database: database, pool: 1))
 
+        // The locker's steps say which one failed, with postgres-nio's whole error (its
+        // description alone hides the server's message).
+        func step<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+            do { return try await body() } catch let error as PSQLError {
+                throw LockerFailure(description: "the locker's \(what) failed: \(String(reflecting: error))")
+            }
+        }
         let logger = Logger(label: "lifecycle.tests.locker")
-        let locker = try await PostgresConnection.connect(
-            configuration: .init(host: "127.0.0.1", port: cluster.port, username: cluster.username, password: cluster.password, database: database, tls: .disable),
-            id: 1, logger: logger)
+        var configuration = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: cluster.port, username: cluster.username, password: cluster.password, database: database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(30)
+        let locker = try await step("connect") { try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger) }
         // The database's 300 ms is for the store's enqueue: the locker waits as long as it
         // must for whatever the store still holds (on a loaded machine, more than 300 ms).
-        _ = try await locker.query("SET lock_timeout = 0", logger: logger)
-        _ = try await locker.query("BEGIN", logger: logger)
-        _ = try await locker.query("LOCK TABLE lifecycle.jobs IN ACCESS EXCLUSIVE MODE", logger: logger)
+        _ = try await step("SET lock_timeout") { try await locker.query("SET lock_timeout = 0", logger: logger) }
+        _ = try await step("BEGIN") { try await locker.query("BEGIN", logger: logger) }
+        _ = try await step("LOCK TABLE") { try await locker.query("LOCK TABLE lifecycle.jobs IN ACCESS EXCLUSIVE MODE", logger: logger) }
         await #expect(throws: PostgresStoreError.self) {
             try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
         }
-        _ = try await locker.query("ROLLBACK", logger: logger)
-        try await locker.close()
+        _ = try await step("ROLLBACK") { try await locker.query("ROLLBACK", logger: logger) }
+        try await step("close") { try await locker.close() }
 
         let later = try await store.enqueue(EnqueueRequest(kind: ProbeJobs.noopKind), policy: JobPolicy(), now: epoch)
         #expect(later.created)
@@ -299,4 +307,9 @@ struct ThrowawayClusterDescriptorTests {
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(postmaster)/fd/\($0)")
         }
     }
+}
+
+/// A step of a test's own raw connection that failed, named, with the driver's whole error.
+private struct LockerFailure: Error, CustomStringConvertible {
+    let description: String
 }
