@@ -202,6 +202,19 @@ extension DeletionFixture where Store == SQLiteStore {
     }
 }
 
+extension OwnStateTransaction {
+    /// Moves lifecycle's record of the account along deletion's own transitions, due at
+    /// `now`, up to `state`: requested, its purge begun, purged. False if a step found the
+    /// record elsewhere.
+    func moveDeletion(key: String, to state: AccountState, at now: Date) throws -> Bool {
+        guard state != .active else { return true }
+        guard try markSubjectPending(key: key, requestedAt: now, purgeAfter: now) else { return false }
+        if state == .pendingDeletion { return true }
+        guard try beginSubjectPurge(key: key, now: now) else { return false }
+        return state == .purging ? true : try markSubjectPurged(key: key, at: now)
+    }
+}
+
 /// Runs `body` and returns the LifecycleError it throws, or nil if it throws none.
 func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
     do {

@@ -330,10 +330,7 @@ struct ExportJobTests {
     private func setState(_ bed: ExportTestbed<some LifecycleStore>, _ id: String, _ state: AccountState) async throws {
         precondition(state == .purging || state == .purged, "the export tests need only purging and purged accounts")
         let now = bed.clock.now()
-        let moved = try await bed.store.write { tx in
-            try tx.markSubjectPending(key: id, requestedAt: now, purgeAfter: now) && tx.beginSubjectPurge(key: id, now: now)
-                && (state == .purging || tx.markSubjectPurged(key: id, at: now))
-        }
+        let moved = try await bed.store.write { tx in try tx.moveDeletion(key: id, to: state, at: now) }
         #expect(moved)
         #expect(try await bed.store.read { tx in try tx.subject(key: id)?.state } == state)
     }

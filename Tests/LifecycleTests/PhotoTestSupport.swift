@@ -98,12 +98,8 @@ struct PhotoFixture<Store: LifecycleStore> {
             _ = try tx.insertEntry(JournalEntry(id: "\(id)-e1", accountID: id, createdAt: now, text: "entry"))
             for photo in photos { _ = try tx.insertPhoto(photo) }
             // Lifecycle's record of a deletion (`state` past active): requested, and its purge begun when purging.
-            if state != .active {
-                var moved = try tx.markSubjectPending(key: id, requestedAt: now, purgeAfter: now)
-                if state != .pendingDeletion { moved = try moved && tx.beginSubjectPurge(key: id, now: now) }
-                if state == .purged { moved = try moved && tx.markSubjectPurged(key: id, at: now) }
-                #expect(moved)
-            }
+            let moved = try tx.moveDeletion(key: id, to: state, at: now)
+            #expect(moved)
         }
     }
 
