@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import JobRunner
 import Lifecycle
 
@@ -12,24 +13,69 @@ extension SQLiteTransaction: OwnStateTransaction {
     public var mayLockRows: Bool { true }
 
     public func rows(_ statement: SQLStatement) throws -> [[SQLValue]] {
-        try Row.fetchAll(db.cachedStatement(sql: statement.sql), arguments: Self.arguments(statement.bindings)).map { row in
-            row.databaseValues.enumerated().map { index, value in
-                Self.value(value, as: index < statement.resultKinds.count ? statement.resultKinds[index] : .other)
-            }
+        let prepared = try db.cachedStatement(sql: statement.sql)
+        let raw = try Self.bind(statement, to: prepared)
+        defer { sqlite3_reset(raw) }
+        let count = Int(sqlite3_column_count(raw))
+        var rows: [[SQLValue]] = []
+        while try Self.step(raw, prepared) {
+            rows.append((0..<count).map { index in
+                Self.value(
+                    DatabaseValue(sqliteStatement: raw, index: Int32(index)),
+                    as: index < statement.resultKinds.count ? statement.resultKinds[index] : .other)
+            })
         }
+        return rows
     }
 
     @discardableResult
     public func execute(_ statement: SQLStatement) throws -> Int {
-        try db.cachedStatement(sql: statement.sql).execute(arguments: Self.arguments(statement.bindings))
+        let prepared = try db.cachedStatement(sql: statement.sql)
+        let raw = try Self.bind(statement, to: prepared)
+        defer { sqlite3_reset(raw) }
+        while try Self.step(raw, prepared) {}
         return db.changesCount
+    }
+
+    /// Binds a generated statement's values with SQLite's own calls. GRDB checks arguments
+    /// against the statement's parameter names, and SQLite finds each `?NNN` name by walking
+    /// a list: a residue scan's pass binding thousands of values spent more time there than
+    /// in the scan. The builder numbers every value it binds, so there is nothing to check.
+    static func bind(_ statement: SQLStatement, to prepared: Statement) throws -> SQLiteStatement {
+        let raw = prepared.sqliteStatement
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+        guard Int(sqlite3_bind_parameter_count(raw)) == statement.bindings.count else {
+            throw DatabaseError(
+                resultCode: .SQLITE_RANGE,
+                message: "the statement takes \(sqlite3_bind_parameter_count(raw)) values but \(statement.bindings.count) were bound",
+                sql: statement.sql)
+        }
+        for (offset, value) in statement.bindings.enumerated() {
+            let code = Self.databaseValue(value).bind(to: raw, at: Int32(offset + 1))
+            guard code == SQLITE_OK else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(sqlite3_db_handle(raw))), sql: statement.sql)
+            }
+        }
+        return raw
+    }
+
+    /// One step: true on a row, false when done.
+    static func step(_ raw: SQLiteStatement, _ prepared: Statement) throws -> Bool {
+        switch sqlite3_step(raw) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let status:
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: status), message: String(cString: sqlite3_errmsg(sqlite3_db_handle(raw))), sql: prepared.sql)
+        }
     }
 
     /// The export's own reader (`readExportRows`), memory-mapped as the reference export reads.
     public func exportPage(_ statement: SQLStatement, columns: Int, limit: Int) throws -> ExportPage {
         try db.execute(sql: "PRAGMA mmap_size = \(Self.exportMapBytes)")
         let prepared = try db.cachedStatement(sql: statement.sql)
-        try prepared.setArguments(Self.arguments(statement.bindings))
+        _ = try Self.bind(statement, to: prepared)
         var values: [ExportValue] = []
         var rows = 0
         var last: [SQLValue]?
@@ -45,18 +91,16 @@ extension SQLiteTransaction: OwnStateTransaction {
         return ExportPage(values: values, rows: rows, last: last)
     }
 
-    static func arguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
-            switch value {
-            case .null: nil
-            case .integer(let number): number
-            case .real(let number): number
-            case .text(let text): text
-            case .boolean(let flag): flag
-            case .timestamp(let date): date.stored
-            case .bytes(let data): data
-            }
-        })
+    static func databaseValue(_ value: SQLValue) -> DatabaseValue {
+        switch value {
+        case .null: .null
+        case .integer(let number): number.databaseValue
+        case .real(let number): number.databaseValue
+        case .text(let text): text.databaseValue
+        case .boolean(let flag): flag.databaseValue
+        case .timestamp(let date): date.stored.databaseValue
+        case .bytes(let data): data.databaseValue
+        }
     }
 
     /// SQLite stores what it is given; the declared kind says how to read it back.

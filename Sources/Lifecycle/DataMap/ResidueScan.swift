@@ -274,6 +274,14 @@ public struct ResidueScan: Sendable {
         var slots: [String: [String]] = [:]
         func bound(_ name: String, _ values: @autoclosure () -> [SQLValue], lower: Bool = false) -> [String] {
             if let existing = slots[name] { return existing }
+            if dialect == .sqlite {
+                // One JSON array per list: SQLite's parser looks each `?NNN` up in a list, so a
+                // pass's thousands of values, named again in every column's condition, cost
+                // more to prepare than the scan costs to run. Only ever inside `IN (…)`.
+                let made = ["SELECT value FROM json_each(\(builder.bind(.text(Self.jsonArray(values())))))"]
+                slots[name] = made
+                return made
+            }
             let made = values().map { value in
                 let slot = builder.bind(value)
                 // SQLite compares under NOCASE instead (below): the same ASCII-only folding as
@@ -395,12 +403,28 @@ public struct ResidueScan: Sendable {
         guard !terms.isEmpty else { return nil }
         builder.append("SELECT COUNT(*), \(terms.joined(separator: ", ")) FROM \(dialect.table(table.name)) t")
         if isSubject, !sought.keys.isEmpty, let keyColumn = table.column(plan.subject.key) {
-            let keys = sought.keys.map { key in
-                builder.bind(keyColumn.kind == .integer ? Int64(key).map(SQLValue.integer) ?? .text(key) : .text(key), as: keyColumn)
-            }
+            let values = sought.keys.map { key in keyColumn.kind == .integer ? Int64(key).map(SQLValue.integer) ?? .text(key) : .text(key) }
+            let keys = dialect == .sqlite
+                ? ["SELECT value FROM json_each(\(builder.bind(.text(Self.jsonArray(values)))))"]
+                : values.map { builder.bind($0, as: keyColumn) }
             builder.append(" WHERE t.\(dialect.quote(plan.subject.key)) NOT IN (\(list(keys)))")
         }
         return (columns, builder.statement([.integer] + columns.map { _ in .text }))
+    }
+
+    /// Texts and integers as one JSON array, for SQLite's `json_each`, which gives each back with its type.
+    static func jsonArray(_ values: [SQLValue]) -> String {
+        let elements: [Any] = values.map { value in
+            switch value {
+            case .integer(let number): NSNumber(value: number)
+            default: value.text ?? NSNull()
+            }
+        }
+        // Swift strings and integers always make valid JSON; an empty list here would hide what the scan looks for.
+        guard let data = try? JSONSerialization.data(withJSONObject: elements, options: [.withoutEscapingSlashes]) else {
+            preconditionFailure("the residue scan's values could not be written as JSON")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// A row's key as text: its primary key, else SQLite's rowid or PostgreSQL's ctid.
