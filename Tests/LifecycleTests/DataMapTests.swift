@@ -77,6 +77,7 @@ struct DataMapParserTests {
         ("version: 2\nsubject: {table: users, key: id}\ntables: []\ncolour: red\n", "m.yaml:4: colour: unknown key 'colour'"),
         ("version: 2\nsubject:\n  table: users\n  key: id\n  lookups: [email]\ntables: []\n", "m.yaml:5: subject.lookups: unknown key 'lookups'"),
         ("version: 2\nsubject: {table: users, key: id, password: {colum: pw}}\ntables: []\n", "subject.password.colum: unknown key 'colum'"),
+        ("version: 2\nsubject: {table: users, key: id, password: {column: pw, set: bcrypt}}\ntables: []\n", "`set:` names the hash format `accounts set-password` writes, and the app reads: argon2id"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: user_id\n    exprt_file: posts\n", "m.yaml:6: tables[0].exprt_file: unknown key 'exprt_file'"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: {via: a, parent: b, extra: c}\n", "tables[0].owner.extra: unknown key 'extra'"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - table: posts\n    owner: a\n    erase: {mask: {x: 1}, keep: true}\n", "tables[0].erase.keep: unknown key 'keep'"),

@@ -211,6 +211,27 @@ struct DeletionServiceTests {
         #expect(try await cheap.requestDeletion(account: "ada", password: "tr0ub4dor&3").outcome == .requested)
     }
 
+    /// A map whose password column lacks `set: argon2id` is an app that sets its own passwords:
+    /// nothing is written to it, and the refusal says which key would allow it.
+    @Test func setPasswordIsRefusedWhereTheMapDoesNotLetLifecycleWriteHashes() async throws {
+        try await setPasswordIsRefusedWhereTheMapDoesNotLetLifecycleWriteHashes(store: try await Backend.sqlite.makeStore())
+    }
+
+    private func setPasswordIsRefusedWhereTheMapDoesNotLetLifecycleWriteHashes(store: some LifecycleStore) async throws {
+        let shipped = try String(contentsOfFile: deletionJobsDirectory + "/account-data.yaml", encoding: .utf8)
+        let map = shipped.replacingOccurrences(of: "password: {column: password_hash, set: argon2id}", with: "password: {column: password_hash}")
+        #expect(map != shipped)
+        let fixture = try await DeletionFixture(store: store, dataMap: map)
+        try await fixture.addAccount("ada", passwordHash: "unknown-scheme")
+        let refusal = await lifecycleError { _ = try await fixture.deletion.setPassword(account: "ada", password: "tr0ub4dor&3") }
+        #expect(refusal?.message.contains("add `set: argon2id` to `subject.password`") == true)
+        #expect(try await fixture.account("ada")?.passwordHash == "unknown-scheme")
+        // The unverifiable hash's advice no longer offers set-password either.
+        let request = await lifecycleError { _ = try await fixture.deletion.requestDeletion(account: "ada", password: "x") }
+        #expect(request?.message.contains("set-password") == false)
+        #expect(request?.message.contains("a format lifecycle checks") == true)
+    }
+
     @Test(arguments: Backend.allCases)
     func restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(_ backend: Backend) async throws { try await restoreBeforeThePurgeDateCancelsThePurgeAndKeepsSessionsRevoked(store: try await backend.makeStore()) }
 

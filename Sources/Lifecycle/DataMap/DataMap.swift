@@ -107,6 +107,10 @@ public struct DataMap: Sendable, Equatable {
         public var table: TableName?
         public var key: String?
         public var column: String
+        /// `set: argon2id`: the app reads argon2id's PHC strings (`$argon2id$v=19$…`), so
+        /// `accounts set-password` may store a new one here, for a hash nothing can check.
+        /// Without it lifecycle never writes the column: the app sets its own passwords.
+        public var settable = false
     }
 
     /// The user table: one row per account.

@@ -302,13 +302,20 @@ extension DataMap {
         ])
         var password: Password?
         if let passwordField = fields["password"] {
-            let parts = try passwordField.mapping(allowed: ["table", "key", "column"])
+            let parts = try passwordField.mapping(allowed: ["table", "key", "column", "set"])
             let table = try parts["table"]?.tableName()
             let key = try parts["key"]?.identifier()
             guard (table == nil) == (key == nil) else {
                 throw parts.error("`table:` and `key:` go together: the table holding the hashes and its column holding the subject's key")
             }
             password = Password(table: table, key: key, column: try parts.required("column").identifier())
+            if let set = parts["set"] {
+                // The one format lifecycle writes, named so a map says what its app reads.
+                guard try set.identifier() == "argon2id" else {
+                    throw set.error("`set:` names the hash format `accounts set-password` writes, and the app reads: argon2id (PHC string)")
+                }
+                password?.settable = true
+            }
         }
         let (erase, keep) = try fields["erase"].map { try eraseKeeping($0, allowsKeep: true) } ?? (.delete, nil)
         if case .deleteUnlessReferenced = erase {

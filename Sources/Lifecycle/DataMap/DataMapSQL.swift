@@ -375,6 +375,18 @@ public struct DataMapSQL: Sendable {
         return builder.statement([.text])
     }
 
+    /// Stores a new password hash where the map says hashes live; nil when the map names none.
+    public func setPasswordHash(key: String, hash: String) -> SQLStatement? {
+        guard let password = plan.subject.password else { return nil }
+        var builder = SQLBuilder(dialect)
+        let table = password.table ?? plan.subject.table
+        let keyName = password.key ?? plan.subject.key
+        let keyColumn = column(table, keyName)
+        let value = builder.bind(.text(hash))
+        builder.append("UPDATE \(dialect.table(table)) SET \(q(password.column)) = \(value) WHERE \(q(keyName)) = \(builder.bind(keyValue(key, for: keyColumn), as: keyColumn))")
+        return builder.statement([])
+    }
+
     // MARK: Counting and reading
 
     /// How many of the table's rows are the subject's.

@@ -178,7 +178,7 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
             if error == .hashingFailed {
                 throw LifecycleError(.unavailable, "the password of account \(id) could not be checked right now (\(error.detail)); try again")
             }
-            let remedy = directory.isReferenceApp
+            let remedy = directory.data.plan.subject.password?.settable == true
                 ? "Set a new one with `lifecycle accounts set-password \(id) --password-stdin`"
                 : "The app must store a hash in a format lifecycle checks (bcrypt, argon2, scrypt, PBKDF2)"
             throw LifecycleError(.badInput, """
@@ -400,8 +400,12 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
     @discardableResult
     public func setPassword(account reference: AccountReference, password: String, actor: String = "operator") async throws -> String {
         guard !password.isEmpty else { throw LifecycleError(.badInput, "the new password is empty") }
-        guard directory.isReferenceApp else {
-            throw LifecycleError(.badInput, "the app's own users keep their passwords in the app's tables: set it through the app, not lifecycle")
+        let sql = directory.data.sql
+        guard let place = directory.data.plan.subject.password, place.settable else {
+            throw LifecycleError(.badInput, """
+                the data map (\(directory.data.map.source)) does not let lifecycle set passwords: the app sets its users' passwords. \
+                If the app reads argon2id hashes, add `set: argon2id` to `subject.password`
+                """)
         }
         let id = try await existingAccount(reference).id
         let hash: String
@@ -415,7 +419,9 @@ public struct DeletionService<Store: LifecycleStore>: Sendable {
         try await services.store.write { [self] tx in
             guard let account = try directory.entry(id: id, in: tx, locking: true, now: now) else { throw LifecycleError.noSuchAccount(reference) }
             guard account.state == .active || account.state == .pendingDeletion else { throw purgedError(account) }
-            try tx.setPasswordHash(accountID: id, hash: hash, now: now)
+            guard let statement = sql.setPasswordHash(key: id, hash: hash), try tx.execute(statement) == 1 else {
+                throw LifecycleError(.noSuchAccount, "account \(id) has no row in \(place.table.map(\.description) ?? "the user table") to hold its password")
+            }
             try tx.recordAudit(event(id, actor: actor, action: DeletionAudit.setPassword, outcome: "set", at: now, detail: ["hash_format": .string(format)]))
         }
         return format

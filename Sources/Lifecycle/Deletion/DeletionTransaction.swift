@@ -4,10 +4,6 @@ import JobRunner
 /// What deletion, restore and purge read and write inside one database transaction,
 /// besides the account's deletion state (SubjectTransaction.swift).
 extension OwnStateTransaction {
-    public func setPasswordHash(accountID: String, hash: String, now: Date) throws {
-        try change("UPDATE \(table: .accounts) SET password_hash = \(hash), updated_at = \(now) WHERE id = \(accountID)")
-    }
-
     /// When `action` ended in `outcome` for the account since `since` (the lockout reads wrong passwords).
     public func auditTimes(accountID: String, action: String, outcome: String, since: Date) throws -> [Date] {
         try select("""
