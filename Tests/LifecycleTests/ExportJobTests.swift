@@ -64,6 +64,8 @@ struct ExportJobTests {
         // The user's notification, once.
         let messages = try await bed.store.read { tx in try tx.outboxMessages(accountID: "zoe") }
         #expect(messages.count == 1)
+        // The map's `greeting: [display_name, first_name]`: she has no display name.
+        #expect(messages.first?.body.hasPrefix("Hi Zoë,\n") == true, "\(messages.first?.body ?? "")")
         #expect(messages.first?.body.contains("Your data export is ready. We've sent a download link to your email.") == true)
         #expect(messages.first?.body.contains("https://example.invalid/exports/\(export.id)?expires=") == true)
         #expect(messages.first?.state == .pending)

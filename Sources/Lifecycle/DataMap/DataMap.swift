@@ -127,6 +127,9 @@ public struct DataMap: Sendable, Equatable {
         /// The column holding the address the export-ready message goes to; without it the
         /// message waits in the outbox with no recipient, for the app to deliver.
         public var email: String?
+        /// `greeting:`: columns of the user row the export-ready message greets her by, the
+        /// first that is not empty ("Hi Ada,"); without one it says "Hello,".
+        public var greeting: [String] = []
         public var exportFile: String?
         public var columns: [String]
         public var timestamps: [String]

@@ -297,7 +297,7 @@ extension DataMap {
 
     private static func subject(_ field: YAMLField) throws -> Subject {
         let fields = try field.mapping(allowed: [
-            "table", "key", "lookup", "ignore_case", "password", "email", "export_file", "columns", "timestamps", "blobs", "erase",
+            "table", "key", "lookup", "ignore_case", "password", "email", "greeting", "export_file", "columns", "timestamps", "blobs", "erase",
             "blob_prefixes",
         ])
         var password: Password?
@@ -331,6 +331,7 @@ extension DataMap {
             exportFile: exportFile, columns: columns,
             timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
         subject.keep = keep
+        subject.greeting = try fields["greeting"]?.identifiers() ?? []
         if let ignoreCase = fields["ignore_case"] {
             subject.ignoreCase = try ignoreCase.identifiers()
             if let stray = subject.ignoreCase.first(where: { !subject.lookup.contains($0) }) {

@@ -599,6 +599,12 @@ private struct Checker {
             }
         }
         for name in subject.columns + subject.blobs { _ = try column(name, of: table, line: line, role: "column") }
+        for name in subject.greeting {
+            let column = try column(name, of: table, line: line, role: "greeting column")
+            guard column.kind == .text || column.kind == .other else {
+                throw fail(line, "greeting column \(table.name).\(name) is \(column.declaredType); it must hold text")
+            }
+        }
         if let email = subject.email {
             let column = try column(email, of: table, line: line, role: "email column")
             guard column.kind == .text || column.kind == .other else {

@@ -42,9 +42,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             JobStep("publish", external: { try await self.publish($0) }),
             JobStep("mark-ready", database: { try self.markReady($0, $1) }),
             JobStep("sign-link", external: { try await self.signLink($0) }),
-            !servesApp
-                ? JobStep("notify", database: { try self.notify($0, $1) })
-                : JobStep("notify", external: { try await self.notifyAppUser($0) }),
+            JobStep("notify", external: { try await self.notify($0) }),
             JobStep("deliver", external: { try await self.deliver($0) }),
         ])
     }
@@ -295,26 +293,10 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
 
     // MARK: 7. notify
 
-    /// The outbox row commits with this step's done-mark, under a unique key: one message per export.
-    private func notify(_ context: StepContext, _ tx: Store.Transaction) throws -> StepResult {
-        let (payload, snapshot, _) = try inputs(context)
-        let written = try output(context, "write-archive", Written.self)
-        let signed = try output(context, "sign-link", Signed.self)
-        let settings = try ExportSettings(policies: services.policies)
-        guard let account = try tx.account(id: payload.accountID) else {
-            throw PermanentJobFailure("account \(payload.accountID) no longer exists")
-        }
-        let stored = try tx.insertOutboxMessage(ExportNotification.message(
-            accountID: account.id, recipient: account.email, greetingName: account.displayName ?? account.firstName,
-            exportID: snapshot.exportID, link: signed.link, expiresAt: written.expiresAt, lifetimeDays: settings.linkLifetimeDays,
-            now: context.now))
-        return try .output(Notified(outboxID: stored.id ?? 0))
-    }
-
-    /// The app's user row names the recipient (the map's `email:` column); without one the
-    /// message waits in the outbox for the app. Repeated after a crash, the insert finds the
-    /// message already there by its unique key.
-    private func notifyAppUser(_ context: StepContext) async throws -> StepResult {
+    /// The user row names the recipient (the map's `email:` column) and the name it greets
+    /// (`greeting:`); without an address the message waits in the outbox for the app.
+    /// Repeated after a crash, the insert finds the message already there by its unique key.
+    private func notify(_ context: StepContext) async throws -> StepResult {
         let (payload, snapshot, _) = try inputs(context)
         let written = try output(context, "write-archive", Written.self)
         let signed = try output(context, "sign-link", Signed.self)
@@ -325,7 +307,8 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let stored = try await services.store.write { tx in
             guard try data.exists(key: key, in: tx) else { throw PermanentJobFailure("account \(key) no longer exists") }
             return try tx.insertOutboxMessage(ExportNotification.message(
-                accountID: key, recipient: try data.email(key: key, in: tx), greetingName: nil, exportID: snapshot.exportID,
+                accountID: key, recipient: try data.email(key: key, in: tx), greetingName: try data.greetingName(key: key, in: tx),
+                exportID: snapshot.exportID,
                 link: signed.link, expiresAt: written.expiresAt, lifetimeDays: settings.linkLifetimeDays, now: now))
         }
         return try .output(Notified(outboxID: stored.id ?? 0))

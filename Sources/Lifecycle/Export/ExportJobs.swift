@@ -114,8 +114,9 @@ extension LifecycleServices {
         } else {
             _ = try linkSigner()
         }
+        // Loading it checks the map against the database: a table holding the user's rows that
+        // the map neither exports nor ignores refuses the export here, before a job is queued.
         let directory = try await self.directory(cache: cache)
-        if directory.isReferenceApp { _ = try await dataMap() }
         // An app's blob store is the app's (its MEDIA_ROOT, its Storage bucket), which it may
         // serve to anyone: an archive there is handed out past its link's signature and
         // expiry. A folder of its own is the default on a disk; on S3 there is none to take.

@@ -56,6 +56,17 @@ public struct AppData: Sendable {
         return try tx.rows(sql.subjectValue(column: column, key: key)).first?.first?.text
     }
 
+    /// The name the export-ready message greets her by: the first `greeting:` column that holds one.
+    public func greetingName<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
+        for column in plan.subject.greeting {
+            if let name = try tx.rows(sql.subjectValue(column: column, key: key)).first?.first?.text,
+               !name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                return name
+            }
+        }
+        return nil
+    }
+
     public func passwordHash<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
         guard let statement = sql.passwordHash(key: key) else { return nil }
         return try tx.rows(statement).first?.first?.text
