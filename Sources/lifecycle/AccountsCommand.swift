@@ -73,35 +73,20 @@ struct ImportAccounts: AsyncParsableCommand, StoreCommand {
     }
 }
 
+/// An account as the map finds it: lifecycle's record of its deletion, the values an
+/// operator names it by (its lookup columns; none once erased) and its rows per mapped table.
 struct AccountSummary: Codable {
-    var account: Account
-    /// Lifecycle's record of its deletion, as for an app's account (`account.state` is what the app shows).
-    var state: AccountState
-    var deletionRequestedAt: Date?
-    var purgeAfter: Date?
-    var purgedAt: Date?
-    var preferences: Preferences?
-    var rows: [String: Int]
-    var photos: [PhotoRecord]
-    var openSessions: Int
-
-    enum CodingKeys: String, CodingKey {
-        case account, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at"
-        case preferences, rows, photos, openSessions = "open_sessions"
-    }
-}
-
-/// An account of an app's own database: lifecycle's record of it and its rows per mapped table.
-struct AppAccountSummary: Codable {
     var key: String
+    var table: String
     var state: AccountState
     var deletionRequestedAt: Date?
     var purgeAfter: Date?
     var purgedAt: Date?
+    var lookup: [String: String]
     var rows: [String: Int]
 
     enum CodingKeys: String, CodingKey {
-        case key, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at", rows
+        case key, table, state, deletionRequestedAt = "deletion_requested_at", purgeAfter = "purge_after", purgedAt = "purged_at", lookup, rows
     }
 }
 
@@ -119,52 +104,33 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let directory = try await services.directory()
-        guard directory.isReferenceApp else { return try await showAppAccount(directory.data, services: services) }
-        guard var account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
-        let id = account.id
-        // The stored hash is a secret: never printed, not even in JSON.
-        account.passwordHash = account.passwordHash == nil ? nil : "(set)"
-        let shown = account
-        let rows = try await services.rowCounts(accountID: id)
-        let summary = try await services.store.read { tx in
-            let record = try tx.subject(key: id)
-            return AccountSummary(
-                account: shown, state: record?.state ?? .active, deletionRequestedAt: record?.deletionRequestedAt,
-                purgeAfter: record?.purgeAfter, purgedAt: record?.purgedAt, preferences: try tx.preferences(accountID: id), rows: rows,
-                photos: try tx.photos(accountID: id),
-                openSessions: try tx.sessions(accountID: id).filter { $0.revokedAt == nil }.count)
-        }
-        if options.json {
-            try Terminal.printJSON(summary)
-            return .ok
-        }
-        Terminal.line("account \(account.id) <\(account.email ?? "-")>  state: \(summary.state.rawValue)")
-        Terminal.line("  name: \(account.firstName ?? "") \(account.lastName ?? "")  display: \(account.displayName ?? "-")")
-        Terminal.line("  timezone: \(account.timezone ?? "-")  subscription: \(account.subscriptionStatus ?? "-")  created: \(ISO8601.format(account.createdAt))")
-        if let purgeAfter = summary.purgeAfter, summary.state != .purged { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
-        if let purgedAt = summary.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
-        Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
-        Terminal.line("  photos: \(summary.photos.count) (\(summary.photos.reduce(0) { $0 + $1.byteSize }) bytes)  open sessions: \(summary.openSessions)")
-        return .ok
-    }
-
-    private func showAppAccount<Store: LifecycleStore>(_ data: AppData, services: LifecycleServices<Store>) async throws -> ExitStatus {
+        let data = try await services.directory().data
         let reference = self.reference
-        let found = try await services.store.read { tx -> AppAccountSummary? in
+        let found = try await services.store.read { tx -> AccountSummary? in
             // A purged user whose row the map deletes is found by its key in lifecycle's record.
             guard let key = try data.resolve(.operator(reference), in: tx) ?? tx.subject(key: reference)?.key else { return nil }
             let record = try tx.subject(key: key)
-            return AppAccountSummary(
-                key: key, state: record?.state ?? .active, deletionRequestedAt: record?.deletionRequestedAt,
-                purgeAfter: record?.purgeAfter, purgedAt: record?.purgedAt, rows: try data.rowCounts(key: key, in: tx))
+            var lookup: [String: String] = [:]
+            for column in data.plan.subject.lookup {
+                if let value = try tx.rows(data.sql.subjectValue(column: column, key: key)).first?.first?.text { lookup[column] = value }
+            }
+            return AccountSummary(
+                key: key, table: data.displayName(data.plan.subject.table), state: record?.state ?? .active,
+                deletionRequestedAt: record?.deletionRequestedAt, purgeAfter: record?.purgeAfter, purgedAt: record?.purgedAt,
+                lookup: lookup, rows: try data.rowCounts(key: key, in: tx))
         }
         guard let summary = found else { throw LifecycleError.noSuchAccount(reference) }
         if options.json {
             try Terminal.printJSON(summary)
             return .ok
         }
-        Terminal.line("account \(summary.key) (\(data.displayName(data.plan.subject.table)))  state: \(summary.state.rawValue)")
+        Terminal.line("account \(summary.key) (\(summary.table))  state: \(summary.state.rawValue)")
+        for column in data.plan.subject.lookup {
+            // The app's text: a control character in it would be the terminal's to obey.
+            guard let value = summary.lookup[column] else { continue }
+            let escaped = value.unicodeScalars.contains { $0.properties.generalCategory == .control }
+            Terminal.line("  \(column): \(escaped ? String(reflecting: value) : value)")
+        }
         if let purgeAfter = summary.purgeAfter, summary.state != .purged { Terminal.line("  deletion requested; purge after \(ISO8601.format(purgeAfter))") }
         if let purgedAt = summary.purgedAt { Terminal.line("  purged at \(ISO8601.format(purgedAt))") }
         Terminal.line("  rows: " + summary.rows.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))

@@ -284,8 +284,9 @@ struct OperationsTests {
     // MARK: Rows edited by hand
 
     /// A row edited by hand into values lifecycle never writes (a date that is none, a count
-    /// that is text) is refused with the table, the row and the column named and exit 65,
-    /// where GRDB's typed reads stopped the process; mended, it reads again.
+    /// that is text) is refused with the table, the row and the column named and exit 65 where
+    /// the reference app's typed model reads it, where GRDB's typed reads stopped the process;
+    /// mended, it reads again. `accounts show` reads through the map, as text, and shows it.
     @Test func anAccountRowEditedByHandIsNamedNotACrash() async throws {
         let workspace = try await Workspace.make(.sqlite)
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
@@ -293,7 +294,9 @@ struct OperationsTests {
         try await workspace.execute("UPDATE accounts SET updated_at = 'soon' WHERE id = 'bob'")
         for (account, named) in [("ada", #"the accounts row with id "ada" has created_at "last tuesday""#),
                                  ("bob", #"the accounts row with id "bob" has updated_at "soon""#)] {
-            for command in [["accounts", "show", account], ["accounts", "show", account, "--json"]] {
+            let shown = try await workspace.run(["accounts", "show", account])
+            #expect(shown.status == 0 && shown.stdout.contains("account \(account) (accounts)  state: active"), "\(shown.stdout) \(shown.stderr)")
+            for command in [["photos", "list", "--account", account], ["photos", "list", "--account", account, "--json"]] {
                 let result = try await workspace.run(command)
                 #expect(result.status == 65, "\(command): \(result.stderr)")
                 #expect(result.stderr.contains(named), "\(command): \(result.stderr)")
@@ -303,7 +306,7 @@ struct OperationsTests {
         try await workspace.execute("UPDATE accounts SET created_at = updated_at WHERE id = 'ada'")
         try await workspace.execute("UPDATE accounts SET updated_at = created_at WHERE id = 'bob'")
         for account in ["ada", "bob"] {
-            let result = try await workspace.run(["accounts", "show", account])
+            let result = try await workspace.run(["photos", "list", "--account", account])
             #expect(result.status == 0, "\(result.stderr)")
         }
     }
