@@ -371,7 +371,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     /// user row still exists).
     private func state(of accountID: String, in tx: Store.Transaction) throws -> AccountState? {
         if !servesApp, try tx.account(id: accountID) == nil { return nil }
-        return try tx.subject(key: accountID)?.state ?? .active
+        return try tx.deletionState(key: accountID)
     }
 
     /// Purge may start while an export runs. Then the export stops (withdrawn: the purge

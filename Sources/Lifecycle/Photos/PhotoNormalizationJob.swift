@@ -244,7 +244,7 @@ struct PhotoNormalizationJob<Store: LifecycleStore>: Sendable {
     /// Whether the photo still exists and its account is not in its purge.
     private func photoIsLive(_ photoID: String, accountID: String) async throws -> Bool {
         try await services.store.read { tx in
-            try tx.photo(id: photoID) != nil && [.active, .pendingDeletion].contains(try tx.subject(key: accountID)?.state ?? .active)
+            try tx.photo(id: photoID) != nil && [.active, .pendingDeletion].contains(try tx.deletionState(key: accountID))
         }
     }
 

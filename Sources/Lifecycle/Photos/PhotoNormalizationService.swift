@@ -35,7 +35,7 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
         var accountID: String?
         if let reference {
             guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
-            let state = try await services.store.read { tx in try tx.subject(key: account.id)?.state } ?? .active
+            let state = try await services.store.read { tx in try tx.deletionState(key: account.id) }
             guard state == .active || state == .pendingDeletion else {
                 throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(state.rawValue)); its photos are gone with it")
             }

@@ -183,7 +183,7 @@ struct AppPurgeJob<Store: LifecycleStore>: Sendable {
             return try finish(.held, stopped: HoldCheck.purgeWithheld(key, hold))
         }
         if try !tx.beginSubjectPurge(key: key, now: context.now) {
-            switch try tx.subject(key: key)?.state ?? .active {
+            switch try tx.deletionState(key: key) {
             case .purged: return try finish(.alreadyPurged)
             case .active: return try finish(.restored)
             case .pendingDeletion: return try finish(.notDue)

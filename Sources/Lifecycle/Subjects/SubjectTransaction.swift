@@ -45,6 +45,11 @@ extension OwnStateTransaction {
         try subjectRecord(key: key, locking: false)
     }
 
+    /// Where the account stands in deletion, by lifecycle's record: active when there is none.
+    public func deletionState(key: String) throws -> AccountState {
+        try subject(key: key)?.state ?? .active
+    }
+
     private func subjectRecord(key: String, locking: Bool) throws -> SubjectRecord? {
         let lock: OwnSQL = locking ? "\(rowLock: ())" : ""
         return try select("""
