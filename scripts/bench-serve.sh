@@ -24,7 +24,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-export LIFECYCLE_DATABASE="$WORK/l.sqlite" LIFECYCLE_BLOBS="$WORK/blobs" LIFECYCLE_JOBS_DIR="$PWD/Jobs"
+# Archives go to a folder of their own (as by default, beside the database), named here so nginx can serve it.
+export LIFECYCLE_DATABASE="$WORK/l.sqlite" LIFECYCLE_BLOBS="$WORK/blobs" LIFECYCLE_EXPORTS="$WORK/exports" LIFECYCLE_JOBS_DIR="$PWD/Jobs"
 export LIFECYCLE_SIGNING_KEY=$(python3 -c "import secrets; print(secrets.token_hex(32))")
 free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 
@@ -36,7 +37,8 @@ read -r link archive < <(python3 -c "import json,sys; r=json.loads(sys.argv[1]);
 head -c "$((SIZE_MB * 1048576))" /dev/urandom > "$archive.tmp" && mv "$archive.tmp" "$archive"
 query=${link#*\?}
 id=$(basename "${link%%\?*}")
-relative=${archive#"$LIFECYCLE_BLOBS"/}
+relative=${archive#"$LIFECYCLE_EXPORTS"/}
+[ "$relative" != "$archive" ] || { echo "bench-serve: the archive $archive is not under $LIFECYCLE_EXPORTS" >&2; exit 1; }
 
 port=$(free_port)
 "$BIN" serve --listen "127.0.0.1:$port" --log-level warning > "$WORK/serve.out" 2>&1 &
@@ -60,7 +62,7 @@ http {
   sendfile on; tcp_nopush on;
   client_body_temp_path $WORK/nginx/tmp; proxy_temp_path $WORK/nginx/tmp; fastcgi_temp_path $WORK/nginx/tmp;
   uwsgi_temp_path $WORK/nginx/tmp; scgi_temp_path $WORK/nginx/tmp;
-  server { listen 127.0.0.1:$nginx_port; root $LIFECYCLE_BLOBS; }
+  server { listen 127.0.0.1:$nginx_port; root $LIFECYCLE_EXPORTS; }
 }
 CONF
 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" -e "$WORK/nginx/error.log"
