@@ -318,6 +318,8 @@ struct ErasureGuaranteeTests {
         #expect(hidden.status == 77, "\(hidden.stdout) \(hidden.stderr)")
         #expect(hidden.stderr.contains("members has row level security") && !hidden.stderr.contains("no account with"), "\(hidden.stderr)")
         #expect(try await everything(workspace) == before)
+        let shown = try await asRole.run(["accounts", "show", "bob"])
+        #expect(shown.status == 77 && shown.stderr.contains("members has row level security"), "\(shown.stdout) \(shown.stderr)")
         // The account it can see is found as before.
         let seen = try await asRole.run(["accounts", "show", "cy", "--json"])
         #expect(seen.status == 0, "\(seen.stdout) \(seen.stderr)")
