@@ -272,13 +272,16 @@ public struct ResidueScan: Sendable {
         // Each list is bound when a condition first uses it: SQLite refuses a statement given
         // more values than its placeholders take.
         var slots: [String: [String]] = [:]
+        // SQLite: one JSON array for a whole list, its parser looking each `?NNN` up in a list:
+        // a pass's thousands of values, named again in every column's condition, cost more to
+        // prepare than the scan costs to run. Only ever inside `IN (…)`.
+        func jsonList(_ values: [SQLValue]) -> String {
+            "SELECT value FROM json_each(\(builder.bind(.text(Self.jsonArray(values)))))"
+        }
         func bound(_ name: String, _ values: @autoclosure () -> [SQLValue], lower: Bool = false) -> [String] {
             if let existing = slots[name] { return existing }
             if dialect == .sqlite {
-                // One JSON array per list: SQLite's parser looks each `?NNN` up in a list, so a
-                // pass's thousands of values, named again in every column's condition, cost
-                // more to prepare than the scan costs to run. Only ever inside `IN (…)`.
-                let made = ["SELECT value FROM json_each(\(builder.bind(.text(Self.jsonArray(values())))))"]
+                let made = [jsonList(values())]
                 slots[name] = made
                 return made
             }
@@ -405,7 +408,7 @@ public struct ResidueScan: Sendable {
         if isSubject, !sought.keys.isEmpty, let keyColumn = table.column(plan.subject.key) {
             let values = sought.keys.map { key in keyColumn.kind == .integer ? Int64(key).map(SQLValue.integer) ?? .text(key) : .text(key) }
             let keys = dialect == .sqlite
-                ? ["SELECT value FROM json_each(\(builder.bind(.text(Self.jsonArray(values)))))"]
+                ? [jsonList(values)]
                 : values.map { builder.bind($0, as: keyColumn) }
             builder.append(" WHERE t.\(dialect.quote(plan.subject.key)) NOT IN (\(list(keys)))")
         }

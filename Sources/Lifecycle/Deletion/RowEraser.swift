@@ -5,10 +5,9 @@ import JobRunner
 /// table after table in the plan's order (children first), in bounded batches, each its
 /// own transaction together with its counts (purge progress) and the files the erased
 /// rows named (recorded for the job to delete once the rows are gone), so a rerun after a
-/// crash carries on with what is left
-/// and counts every row once. The transaction that finds nothing more to erase also runs
-/// the purge's last writes (the user row), so an account of at most one batch of rows,
-/// most of them, is erased in one commit.
+/// crash carries on with what is left and counts every row once. The transaction that
+/// finds nothing more to erase also runs the purge's last writes (the user row), so an
+/// account of at most one batch of rows, most of them, is erased in one commit.
 ///
 /// A refusal by the database (a foreign key, a trigger, a missing privilege, a check
 /// constraint) rolls the batch back and fails the attempt naming the table, the action
