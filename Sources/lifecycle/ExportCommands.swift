@@ -5,7 +5,7 @@ import LifecycleRuntime
 struct ExportCommand: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export one account's data: JSON and CSV of every table, account.json and the photos in one archive, with a signed download link.",
+        abstract: "Export one account's data: JSON and CSV of the user row and every table, and the files they name, in one archive, with a signed download link.",
         usage: """
             lifecycle export <account> [--format <format>] [--wait] [--allow-pending --operator <name>] [--skip-missing-photos]
                              [--signing-key-file <path>] \(GlobalOptions.usage)
@@ -158,7 +158,7 @@ func printReadyExport<Store: LifecycleStore>(
         try Terminal.printJSON(report)
         return
     }
-    let omitted = export.omittedPhotos > 0 ? "; \(export.omittedPhotos) photo(s) left out, listed in manifest.json" : ""
+    let omitted = export.omittedPhotos > 0 ? "; \(export.omittedPhotos) file(s) left out, listed in manifest.json" : ""
     say("export \(export.id) of account \(export.accountID) is \(export.state.rawValue) (\(export.format), \(export.byteSize ?? 0) bytes\(omitted))")
     say("  archive: \(path ?? export.blobKey ?? "-")")
     say("  link:    \(link ?? "-")")

@@ -687,7 +687,7 @@ struct RunbookWalkthroughTests {
         try FileManager.default.removeItem(atPath: workspace.blobs + "/accounts/ada/photos/ada-p1")
         let key = ["LIFECYCLE_SIGNING_KEY": (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "")]
         let failed = try await workspace.run(["export", "ada@example.com", "--wait"], environment: key)
-        try #require(failed.status == 65 && failed.stderr.contains("is missing"), "\(failed.stderr)")
+        try #require(failed.status == 65 && failed.stderr.contains("which is not in the blob store"), "\(failed.stderr)")
         let job = try #require(failed.stderr.range(of: #"export job #[0-9]+"#, options: .regularExpression).map { failed.stderr[$0].dropFirst("export job #".count) })
 
         var block = try Self.block("Jobs/runbooks/export.md", "stuck")

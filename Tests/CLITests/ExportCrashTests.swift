@@ -91,7 +91,7 @@ struct ExportCrashTests {
         let unzip = try await ExportCLI.tool("/usr/bin/unzip", ["-t", archive])
         #expect(unzip.status == 0, "\(unzip.output)")
         let report = try await ExportCLI.checkWithPython(archive, format: "zip")
-        #expect(report.names.contains("\(report.root)/photos/2025/03/01/u1-p1.jpg"))
+        #expect(report.names.contains("\(report.root)/files/photos/2025/03/01/u1-p1.jpg"))
     }
 }
 

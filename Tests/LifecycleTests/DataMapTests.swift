@@ -109,6 +109,12 @@ struct DataMapParserTests {
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {session_replication_role: replica}}\n",
          "`session_replication_role` is not a namespaced setting"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, erase_settings: {storage.allow: [x]}}\n", "is one scalar"),
+        // What a row records of its file describes one of the table's file columns, with a column.
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, blobs: [f], recorded: {g: {sha256: s}}}\n",
+         "tables[0].recorded.g: 'g' is not one of this table's `blobs:` columns"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, blobs: [f], recorded: {f: {}}}\n", "recorded.f: names no column"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, blobs: [f], recorded: {f: {md5: m}}}\n", "recorded.f.md5: unknown key 'md5'"),
+        ("version: 2\nsubject: {table: users, key: id, timezone: [tz]}\ntables: []\n", "subject.timezone: must be text"),
     ])
     func aMalformedMapIsRefusedNamingLineAndKey(_ yaml: String, _ expected: String) {
         let error = #expect(throws: LifecycleError.self) { try DataMap(yaml: yaml, source: "m.yaml") }
@@ -209,6 +215,10 @@ struct DataMapPlanTests {
          ""),
         ("  - {table: posts, owner: user_id, cascade: [comments.body]}\n  - {table: comments, owner: user_id}\n  - {table: likes, owner: user_id}\n",
          "cascade: main.comments.body has no foreign key to main.posts"),
+        ("  - {table: posts, owner: user_id, blobs: [body], recorded: {body: {bytes: created_at}}, cascade: [comments.post_id, likes.post_id]}\n  - {table: comments, owner: user_id}\n  - {table: likes, owner: user_id}\n",
+         "recorded.body.bytes: main.posts.created_at is timestamp; it must hold the size in bytes, an integer"),
+        ("  - {table: posts, owner: user_id, blobs: [body], recorded: {body: {sha256: digest}}, cascade: [comments.post_id, likes.post_id]}\n  - {table: comments, owner: user_id}\n  - {table: likes, owner: user_id}\n",
+         "recorded column 'digest' is not a column of main.posts"),
     ])
     func aMapThatDoesNotFitTheDatabaseIsRefused(_ tables: String, _ expected: String) throws {
         if expected.isEmpty {
@@ -218,6 +228,14 @@ struct DataMapPlanTests {
         }
         let error = #expect(throws: LifecycleError.self) { try Self.plan(tables) }
         #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
+    }
+
+    /// Her time zone is text the export reads; a column of another type is refused at load.
+    @Test func theTimezoneColumnMustHoldText() throws {
+        let error = #expect(throws: LifecycleError.self) { try Self.plan(Self.goodTables, subject: "{table: users, key: id, timezone: id}") }
+        #expect(error?.message.contains("timezone column main.users.id is integer; it must hold text") == true, "\(error?.message ?? "no error")")
+        let plan = try Self.plan(Self.goodTables, subject: "{table: users, key: id, timezone: name}")
+        #expect(plan.subject.timeZone == "name")
     }
 
     /// Rows owned through a parent find themselves through the parent's rows: they are

@@ -89,12 +89,14 @@ struct ExportFormatTests {
         for id in ["ada-p1", "café-東京-🏃", "Zoë_Ångström.2", "my holiday photo.jpg", "Ελληνικά 😀.png", "cafe\u{301}.jpg", "caf\u{E9}.jpg"] {
             #expect(ExportNames.segment(id, fallback: "photo").isExactly(id))
         }
-        // Dates follow the account's time zone: 23:55 UTC on 1 March is 2 March in Tokyo.
-        let photo = PhotoRecord(
-            id: "p", accountID: "a", entryID: nil, role: .entry, blobKey: "accounts/a/photos/p", contentType: "image/heic",
-            byteSize: 1, sha256: "", takenAt: Date(timeIntervalSince1970: 1_740_873_300), createdAt: Date(timeIntervalSince1970: 0))
-        #expect(ExportNames.photoPath(photo, timeZone: TimeZone(identifier: "Asia/Tokyo")!) == "photos/2025/03/02/p.heic")
-        #expect(ExportNames.photoPath(photo, timeZone: TimeZone(identifier: "UTC")!) == "photos/2025/03/01/p.heic")
+        // A key without an extension is named by the media type its row records; a type that
+        // names none plainly adds nothing rather than a made-up extension.
+        #expect(ExportNames.fileExtension(contentType: "image/heic") == "heic")
+        #expect(ExportNames.fileExtension(contentType: "IMAGE/JPEG") == "jpg")
+        #expect(ExportNames.fileExtension(contentType: "application/pdf; charset=binary") == "pdf")
+        #expect(ExportNames.fileExtension(contentType: "application/vnd.openxmlformats-officedocument") == nil)
+        #expect(ExportNames.fileExtension(contentType: "a/;") == nil)
+        #expect(ExportNames.fileExtension(contentType: "") == nil)
     }
 
     @Test func signedLinksVerifyAndAnyAlterationIsInvalid() {

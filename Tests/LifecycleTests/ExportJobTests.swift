@@ -8,9 +8,9 @@ import Testing
 @Suite(.serialized)
 struct ExportJobTests {
     @Test(arguments: Backend.allCases)
-    func anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate(_ backend: Backend) async throws { try await anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate(store: try await backend.makeStore()) }
+    func anExportHoldsEveryTableTheUserRowAndThePhotosByLocalDate(_ backend: Backend) async throws { try await anExportHoldsEveryTableTheUserRowAndThePhotosByLocalDate(store: try await backend.makeStore()) }
 
-    private func anExportHoldsEveryTableAccountJSONAndThePhotosByLocalDate(store: some LifecycleStore) async throws {
+    private func anExportHoldsEveryTableTheUserRowAndThePhotosByLocalDate(store: some LifecycleStore) async throws {
         let bed = try ExportTestbed(store: store, policy: ["batch_rows: 1"])
         try await bed.importAccounts([ExportFixture.account(id: "zoe", entries: [("zoe-e1", "first"), ("zoe-e2", "second"), ("zoe-e3", "third")])])
         let export = try await bed.export("zoe@example.com")
@@ -21,13 +21,17 @@ struct ExportJobTests {
         let folder = try await bed.unpack(export)
         #expect(folder.hasSuffix("/export-zoe-20260101T000000Z"))
         let files = Set(FileManager.default.enumerator(atPath: folder)!.allObjects.compactMap { $0 as? String })
-        for name in ["README.txt", "manifest.json", "account.json", "journal_entries.json", "journal_entries.csv", "photos.json",
-                     "photos.csv", "mesocycles.csv", "meditation_sessions.json", "photos/2025/03/02/zoe-p1.jpg"] {
+        for name in ["README.txt", "manifest.json", "account.json", "account.csv", "preferences.json", "journal_entries.json",
+                     "journal_entries.csv", "photos.json", "photos.csv", "mesocycles.csv", "meditation_sessions.json",
+                     "files/photos/2025/03/02/zoe-p1.jpg"] {
             #expect(files.contains(name), "\(name) missing from \(files.sorted())")
         }
-        // Taken 23:55 UTC on 1 March is 2 March in the account's zone (Asia/Tokyo); undated photos go by upload day.
-        #expect(files.contains("photos/2026/01/01/zoe-p2.jpg"))
-        #expect(files.contains("photos/2026/01/01/zoe.profile.heic"))
+        // Taken 23:55 UTC on 1 March is 2 March in the account's zone (the map's `timezone:`,
+        // Asia/Tokyo); undated photos go by upload day. Keys without an extension get the one
+        // of the type the row records (`recorded:`), an id's dot notwithstanding.
+        #expect(files.contains("files/photos/2026/01/01/zoe-p2.jpg"))
+        #expect(files.contains("files/photos/2026/01/01/zoe.profile.heic"))
+        #expect(try String(contentsOfFile: folder + "/README.txt", encoding: .utf8).contains("time zone (Asia/Tokyo)"))
         #expect(!files.contains { $0.contains("sessions.") && !$0.contains("meditation") }, "sign-in sessions are credentials")
 
         // Batches of one row still give every row once, in order.
@@ -38,21 +42,20 @@ struct ExportJobTests {
         #expect(photoRows.first { $0["id"] as? String == "zoe-p1" }?["taken_at"] as? String == "2025-03-01T23:55:00Z")
         #expect(photoRows.first { $0["id"] as? String == "zoe-p2" }?["taken_at"] is NSNull)
         #expect(photoRows.allSatisfy { $0["created_at"] as? String == "2026-01-01T00:00:00Z" })
-        let account = try #require(try bed.json(folder + "/account.json") as? [String: Any])
-        let profile = try #require(account["profile"] as? [String: Any])
+        // The user row, as the map's subject `columns:` list it: never the password hash.
+        let accountRows = try #require(try bed.json(folder + "/account.json") as? [[String: Any]])
+        let profile = try #require(accountRows.first)
+        #expect(accountRows.count == 1)
         #expect(profile["first_name"] as? String == "Zoë")
-        #expect(profile["profile_photo"] as? String == "photos/2026/01/01/zoe.profile.heic")
-        #expect(profile["password_hash"] == nil)
-        let statistics = try #require(account["statistics"] as? [String: Any])
-        #expect(statistics["mesocycles_completed"] as? Int == 1)
-        #expect(statistics["mesocycles_total"] as? Int == 2)
-        #expect(statistics["meditation_sessions"] as? Int == 2)
-        #expect(statistics["meditation_minutes_total"] as? Double == 25.5)
-        #expect((account["preferences"] as? [String: Any])?["font_size_offset"] as? Int == -2)
+        #expect(profile["profile_photo_id"] as? String == "zoe.profile")
+        #expect(profile["password_hash"] == nil && profile["state"] == nil)
+        #expect((try bed.json(folder + "/preferences.json") as? [[String: Any]])?.first?["font_size_offset"] as? Int == -2)
 
         let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
         #expect(manifest["export_id"] as? String == export.id)
-        #expect((manifest["row_counts"] as? [String: Int]) == ["journal_entries": 3, "photos": 3, "mesocycles": 2, "meditation_sessions": 2])
+        #expect((manifest["row_counts"] as? [String: Int]) == [
+            "account": 1, "preferences": 1, "journal_entries": 3, "photos": 3, "mesocycles": 2, "meditation_sessions": 2,
+        ])
         let listed = try #require(manifest["files"] as? [[String: Any]])
         #expect(Set(listed.compactMap { $0["path"] as? String }) == files.filter { !$0.hasSuffix("/") && $0 != "manifest.json" && (try? FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.type] as? FileAttributeType) == .typeRegular })
         for file in listed {
@@ -61,6 +64,8 @@ struct ExportJobTests {
             #expect(digest.hex == file["sha256"] as? String, "\(path)")
             #expect(digest.size == (file["bytes"] as? NSNumber)?.int64Value, "\(path)")
         }
+        // The profile photo's file, found by the key its row names.
+        #expect(listed.first { $0["blob_key"] as? String == "accounts/zoe/photos/zoe.profile" }?["path"] as? String == "files/photos/2026/01/01/zoe.profile.heic")
         // The user's notification, once.
         let messages = try await bed.store.read { tx in try tx.outboxMessages(accountID: "zoe") }
         #expect(messages.count == 1)
@@ -188,7 +193,7 @@ struct ExportJobTests {
         try await bed.runWorker()
         let dead = try #require(try await bed.store.job(id: failing.job.id))
         #expect(dead.state == .dead)
-        #expect(dead.lastError?.contains("photo lee-p2: its blob accounts/lee/photos/lee-p2 is missing") == true, "\(dead.lastError ?? "")")
+        #expect(dead.lastError?.contains("photos.blob_key names accounts/lee/photos/lee-p2, which is not in the blob store") == true, "\(dead.lastError ?? "")")
         #expect(dead.lastError?.contains("--skip-missing-photos") == true)
 
         // The corrupt photo is only found while it is copied: named, not skipped silently.
@@ -198,20 +203,22 @@ struct ExportJobTests {
         try await bed.runWorker()
         let corruptDead = try #require(try await bed.store.job(id: failing.job.id))
         #expect(corruptDead.state == .dead)
-        #expect(corruptDead.lastError?.contains("photo lee-p1") == true && corruptDead.lastError?.contains("SHA-256") == true, "\(corruptDead.lastError ?? "")")
+        #expect(corruptDead.lastError?.contains("photos.blob_key names accounts/lee/photos/lee-p1, whose SHA-256 is") == true, "\(corruptDead.lastError ?? "")")
+        #expect(corruptDead.lastError?.contains("but the row records") == true && corruptDead.lastError?.contains("(corrupted)") == true)
 
         try await bed.blobs.delete(keys: ["accounts/lee/photos/lee-p2"])
         let export = try await bed.export("lee", ExportRequest(account: "lee", skipMissingPhotos: true))
         #expect(export.omittedPhotos == 2)
         let folder = try await bed.unpack(export)
         let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
-        let omitted = try #require(manifest["omitted_photos"] as? [[String: String]])
-        #expect(omitted.map { $0["photo_id"] } == ["lee-p2", "lee-p1"] || omitted.map { $0["photo_id"] } == ["lee-p1", "lee-p2"])
-        #expect(omitted.first { $0["photo_id"] == "lee-p1" }?["reason"]?.contains("SHA-256") == true)
-        #expect(omitted.first { $0["photo_id"] == "lee-p2" }?["reason"]?.contains("missing") == true)
+        let omitted = try #require(manifest["omitted_files"] as? [[String: String]])
+        #expect(Set(omitted.compactMap { $0["blob_key"] }) == ["accounts/lee/photos/lee-p1", "accounts/lee/photos/lee-p2"])
+        #expect(omitted.allSatisfy { $0["source"] == "photos.blob_key" })
+        #expect(omitted.first { $0["blob_key"] == "accounts/lee/photos/lee-p1" }?["reason"]?.contains("SHA-256") == true)
+        #expect(omitted.first { $0["blob_key"] == "accounts/lee/photos/lee-p2" }?["reason"]?.contains("not in the blob store") == true)
         let files = try #require(manifest["files"] as? [[String: Any]])
-        #expect(files.compactMap { $0["photo_id"] as? String } == ["lee.profile"])
-        #expect(!FileManager.default.fileExists(atPath: folder + "/photos/2025/03/02/lee-p1.jpg"))
+        #expect(files.compactMap { $0["blob_key"] as? String } == ["accounts/lee/photos/lee.profile"])
+        #expect(!FileManager.default.fileExists(atPath: folder + "/files/photos/2025/03/02/lee-p1.jpg"))
     }
 
     @Test(arguments: Backend.allCases)

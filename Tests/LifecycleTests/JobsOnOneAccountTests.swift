@@ -47,11 +47,13 @@ struct JobsOnOneAccountTests {
         #expect(job.state == .succeeded, "\(job.lastError ?? "")")
         #expect(job.attempt == 1)
 
-        // The archive holds the rendered photo, byte for byte, where account.json says it is.
+        // The archive holds the rendered photo, byte for byte, where the manifest says its key went.
         let export = try #require(try await store.read { tx in try tx.export(jobID: requested.job.id) })
         let unpacked = try await testbed.unpack(export)
-        let account = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: unpacked + "/account.json"))) as? [String: Any]
-        let profilePath = try #require((account?["profile"] as? [String: Any])?["profile_photo"] as? String)
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: unpacked + "/manifest.json"))) as? [String: Any]
+        let listed = try #require(manifest?["files"] as? [[String: Any]])
+        #expect(!listed.contains { $0["blob_key"] as? String == profile.blobKey }, "the upload the normalisation replaced")
+        let profilePath = try #require(listed.first { $0["blob_key"] as? String == rendered.blobKey }?["path"] as? String)
         let archived = try Data(contentsOf: URL(fileURLWithPath: unpacked + "/" + profilePath))
         #expect(photoSHA256(archived) == rendered.sha256.lowercased())
         #expect(Int64(archived.count) == rendered.byteSize)

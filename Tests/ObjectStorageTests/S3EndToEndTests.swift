@@ -146,7 +146,7 @@ extension S3Tests {
             let local = installation.root + "/download.zip"
             try downloaded.write(to: URL(fileURLWithPath: local))
             let listing = try await runTool("/usr/bin/bsdtar", ["-tf", local])
-            #expect(listing.contains("/manifest.json") && listing.contains("/photos/2025/03/01/ada-p1.jpg"), "\(listing)")
+            #expect(listing.contains("/manifest.json") && listing.contains("/files/photos/2025/03/01/ada-p1.jpg"), "\(listing)")
 
             let listed = try await installation.run(["exports", "list", "ada"])
             #expect(listed.status == 0, "\(listed.stderr)")

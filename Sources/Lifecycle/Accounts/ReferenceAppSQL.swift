@@ -109,13 +109,6 @@ extension OwnStateTransaction {
         try selectPhotos("SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE account_id = \(accountID) ORDER BY id")
     }
 
-    /// The account's photos in id order, starting after `afterID` (the export's pages).
-    public func exportPhotos(accountID: String, afterID: String?, limit: Int) throws -> [PhotoRecord] {
-        try selectPhotos("""
-            SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE account_id = \(accountID) AND id > \(afterID ?? "") ORDER BY id LIMIT \(limit)
-            """)
-    }
-
     public func sessions(accountID: String) throws -> [SignInSession] {
         try select("""
             SELECT id, account_id, created_at, revoked_at FROM \(table: .sessions) WHERE account_id = \(accountID) ORDER BY id

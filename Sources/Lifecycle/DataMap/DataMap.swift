@@ -130,6 +130,9 @@ public struct DataMap: Sendable, Equatable {
         /// `greeting:`: columns of the user row the export-ready message greets her by, the
         /// first that is not empty ("Hi Ada,"); without one it says "Hello,".
         public var greeting: [String] = []
+        /// `timezone:`: the column holding her IANA time zone (`Asia/Tokyo`): the export files
+        /// her files by their date there, as she would; without it, or when it names no zone, UTC.
+        public var timeZone: String?
         public var exportFile: String?
         public var columns: [String]
         public var timestamps: [String]
@@ -144,6 +147,15 @@ public struct DataMap: Sendable, Equatable {
         /// plan adds it to the mask from the catalog), so a new personal column cannot
         /// outlive a purge by being forgotten in the map. nil: only the mask's columns change.
         public var keep: [String]?
+    }
+
+    /// The columns of a row that record the file its blob column names: the export checks
+    /// its copy against the SHA-256 (hex) and the size, and names a key without an extension
+    /// by the media type (`photos/…/p1` becomes `p1.jpg`).
+    public struct RecordedFile: Sendable, Equatable {
+        public var sha256: String?
+        public var bytes: String?
+        public var contentType: String?
     }
 
     /// How a table's rows belong to a subject.
@@ -233,6 +245,9 @@ public struct DataMap: Sendable, Equatable {
         public var timestamps: [String]
         public var orderBy: [String]
         public var blobs: [String]
+        /// `recorded:`: what the row records of the file a blob column names, per column; the
+        /// export checks its copy against it and calls a file that differs corrupt.
+        public var recordedFiles: [String: RecordedFile] = [:]
         public var erase: Erase
         /// Other users' rows that reference a row of this table (`favourites.status_id`) and
         /// are deleted with it.

@@ -297,8 +297,8 @@ extension DataMap {
 
     private static func subject(_ field: YAMLField) throws -> Subject {
         let fields = try field.mapping(allowed: [
-            "table", "key", "lookup", "ignore_case", "password", "email", "greeting", "export_file", "columns", "timestamps", "blobs", "erase",
-            "blob_prefixes",
+            "table", "key", "lookup", "ignore_case", "password", "email", "greeting", "timezone", "export_file", "columns", "timestamps", "blobs",
+            "erase", "blob_prefixes",
         ])
         var password: Password?
         if let passwordField = fields["password"] {
@@ -332,6 +332,7 @@ extension DataMap {
             timestamps: timestamps, blobs: try fields["blobs"]?.identifiers() ?? [], erase: erase, line: field.line)
         subject.keep = keep
         subject.greeting = try fields["greeting"]?.identifiers() ?? []
+        subject.timeZone = try fields["timezone"]?.identifier()
         if let ignoreCase = fields["ignore_case"] {
             subject.ignoreCase = try ignoreCase.identifiers()
             if let stray = subject.ignoreCase.first(where: { !subject.lookup.contains($0) }) {
@@ -350,7 +351,7 @@ extension DataMap {
 
     private static func table(_ field: YAMLField) throws -> Table {
         let fields = try field.mapping(allowed: [
-            "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "erase", "cascade",
+            "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "recorded", "erase", "cascade",
             "erase_settings", "file_key", "decide",
         ])
         let name = try fields.required("table").tableName()
@@ -406,6 +407,7 @@ extension DataMap {
             name: name, ownership: ownership, key: try fields["key"]?.identifiers(), exportFile: exportFile,
             columns: columns, timestamps: timestamps, orderBy: orderBy, blobs: try fields["blobs"]?.identifiers() ?? [],
             erase: erase, cascade: [], line: field.line)
+        if let recorded = fields["recorded"] { table.recordedFiles = try recordedFiles(recorded, blobs: table.blobs) }
         for item in try fields["cascade"]?.sequence() ?? [] {
             let reference: ColumnReference
             if item.isMapping {
@@ -496,6 +498,27 @@ extension DataMap {
             throw parts.error("a value is inside a JSON column (`json:`) or a generic relation (`type:`), not both")
         }
         return OwnerValue(column: column, json: json, type: type)
+    }
+
+    /// `recorded: {blob_key: {sha256: sha256, bytes: byte_size, content_type: content_type}}`:
+    /// per blob column, the columns recording its file's digest, size and media type.
+    private static func recordedFiles(_ field: YAMLField, blobs: [String]) throws -> [String: DataMap.RecordedFile] {
+        var result: [String: DataMap.RecordedFile] = [:]
+        for (key, value) in try field.pairs() {
+            let column = try key.identifier()
+            guard blobs.contains(column) else {
+                throw key.error("'\(column)' is not one of this table's `blobs:` columns; `recorded:` describes the file a blob column names")
+            }
+            let parts = try value.mapping(allowed: ["sha256", "bytes", "content_type"])
+            let recorded = DataMap.RecordedFile(
+                sha256: try parts["sha256"]?.identifier(), bytes: try parts["bytes"]?.identifier(),
+                contentType: try parts["content_type"]?.identifier())
+            guard recorded != DataMap.RecordedFile() else {
+                throw value.error("names no column: give `sha256:` (the hex digest's column), `bytes:` (the size's), `content_type:`, or several")
+            }
+            result[column] = recorded
+        }
+        return result
     }
 
     private static func checkExported(_ fields: YAMLMapping, exportFile: String?, columns: [String], timestamps: [String]) throws {

@@ -599,6 +599,12 @@ private struct Checker {
             }
         }
         for name in subject.columns + subject.blobs { _ = try column(name, of: table, line: line, role: "column") }
+        if let zone = subject.timeZone {
+            let column = try column(zone, of: table, line: line, role: "timezone column")
+            guard column.kind == .text || column.kind == .other else {
+                throw fail(line, "timezone column \(table.name).\(zone) is \(column.declaredType); it must hold text (an IANA zone such as Europe/Paris)")
+            }
+        }
         for name in subject.greeting {
             let column = try column(name, of: table, line: line, role: "greeting column")
             guard column.kind == .text || column.kind == .other else {
@@ -708,6 +714,18 @@ private struct Checker {
                 }
                 for name in entry.blobs + entry.fileKey where ![.text, .other].contains(info.column(name)?.kind) {
                     throw fail(entry.line, "blob column \(table.name).\(name) is \(info.column(name)?.declaredType ?? "?"); it must hold text (blob keys)")
+                }
+                for (blob, recorded) in entry.recordedFiles.sorted(by: { $0.key < $1.key }) {
+                    for (role, name) in [("sha256", recorded.sha256), ("content_type", recorded.contentType)] {
+                        guard let name else { continue }
+                        let kind = try column(name, of: info, line: entry.line, role: "recorded column").kind
+                        guard kind == .text || kind == .other else {
+                            throw fail(entry.line, "recorded.\(blob).\(role): \(table.name).\(name) is \(info.column(name)?.declaredType ?? "?"); it must hold text")
+                        }
+                    }
+                    if let size = recorded.bytes, try column(size, of: info, line: entry.line, role: "recorded column").kind != .integer {
+                        throw fail(entry.line, "recorded.\(blob).bytes: \(table.name).\(size) is \(info.column(size)?.declaredType ?? "?"); it must hold the size in bytes, an integer")
+                    }
                 }
                 if let mask = entry.erase.mask { try self.mask(mask, of: info, key: key, line: entry.line) }
                 if !entry.eraseSettings.isEmpty && !catalog.hasTransactionSettings {

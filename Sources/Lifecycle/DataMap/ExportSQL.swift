@@ -9,6 +9,8 @@ public struct ExportedTable: Sendable {
     public var columns: [String]
     public var timestamps: [String]
     public var blobs: [String]
+    /// What the rows record of the files their blob columns name (`recorded:`).
+    public var recordedFiles: [String: DataMap.RecordedFile] = [:]
     /// `order_by`, then the key columns it leaves out: a page starts after the last row
     /// of the one before, so every row comes once however the table changes meanwhile.
     public var pageKey: [String]
@@ -30,8 +32,8 @@ extension DataMapSQL {
             let order = table.table.orderBy
             tables.append(ExportedTable(
                 name: table.table.name, exportFile: table.table.exportFile, columns: table.table.columns,
-                timestamps: table.table.timestamps, blobs: table.table.blobs, pageKey: order + table.key.filter { !order.contains($0) },
-                owner: table.owner))
+                timestamps: table.table.timestamps, blobs: table.table.blobs, recordedFiles: table.table.recordedFiles,
+                pageKey: order + table.key.filter { !order.contains($0) }, owner: table.owner))
         }
         return tables
     }
@@ -150,17 +152,28 @@ extension DataMapSQL {
         var dated = "NULL"
         var kinds: [SchemaCatalog.ColumnKind] = [.text, .text]
         if let timestamp = table.timestamps.first {
-            dated = "MIN(t.\(q(timestamp)))"
+            // The first of the row's timestamps that is set (taken, else uploaded), among
+            // those of the first one's type, which COALESCE can mix.
             let kind = column(table.name, timestamp)
+            let alike = table.timestamps.filter { column(table.name, $0).declaredType == kind.declaredType }
+            let value = alike.count == 1 ? "t.\(q(timestamp))" : "COALESCE(\(alike.map { "t.\(q($0))" }.joined(separator: ", ")))"
+            dated = "MIN(\(value))"
             kinds[1] = dialect == .sqlite || kind.declaredType.lowercased().hasPrefix("timestamp") ? .timestamp : .other
             if dialect == .postgres, kinds[1] == .other {
-                dated = "MIN(CAST(t.\(q(timestamp)) AS text))"
+                dated = "MIN(CAST(\(value) AS text))"
                 kinds[1] = .text
             }
         }
         let blobText = dialect == .postgres ? "CAST(\(blob) AS text)" : blob
+        // What the row records of the file, when the map names it (NULL else): rows naming the
+        // same file record the same file.
+        let recorded = table.recordedFiles[name]
+        let recordedColumns = [recorded?.sha256, recorded?.bytes, recorded?.contentType].map { column in
+            column.map { dialect == .postgres && $0 != recorded?.bytes ? "MIN(CAST(t.\(q($0)) AS text))" : "MIN(t.\(q($0)))" } ?? "NULL"
+        }
+        kinds += [.text, .integer, .text]
         builder.append("""
-            SELECT \(blobText), \(dated) FROM \(dialect.table(table.name)) t WHERE \(condition) \
+            SELECT \(blobText), \(dated), \(recordedColumns.joined(separator: ", ")) FROM \(dialect.table(table.name)) t WHERE \(condition) \
             GROUP BY \(blob) ORDER BY \(blob) LIMIT \(limit)
             """)
         return builder.statement(kinds)

@@ -1,17 +1,7 @@
 import Archiving
-import Crypto
 import Foundation
 import JobRunner
 import Logging
-
-/// A photo that cannot go into the archive as the photos row describes it.
-struct PhotoProblem: Error, CustomStringConvertible {
-    var photoID: String
-    var reason: String
-    /// The blob the plan named, when the problem came up copying it.
-    var plannedKey: String?
-    var description: String { "photo \(photoID): \(reason)" }
-}
 
 /// A complete archive on local disk, before it goes to the blob store.
 struct BuiltArchive: Sendable {
@@ -20,7 +10,8 @@ struct BuiltArchive: Sendable {
     var bytes: Int64
     var entries: Int
     var rowCounts: [String: Int]
-    var omittedPhotos: [ExportManifest.OmittedPhoto]
+    /// Files the manifest lists as left out (missing, corrupt, or never handed out).
+    var omittedFiles: Int
     var photos: Int
     var photoBytes: Int64
     /// Wall-clock seconds spent streaming the tables into the archive (JSON) and a file
@@ -67,267 +58,401 @@ enum ExportScratch {
     }
 }
 
-/// Writes one export archive: each exported table streamed from the database into
-/// JSON and CSV files, account.json, README.txt, manifest.json, then the photos copied
-/// in chunks. Memory stays bounded whatever the account's size: rows come in batches,
-/// the photo list goes through a file, and every copy uses the same two 256 KiB buffers.
+/// Writes the export archive of one account of an app's own database, from its data map:
+/// README.txt, one JSON and one CSV file per `export_file` (the user row, every table
+/// the user's rows are in, both sides of rows naming two users), every file a `blobs:`
+/// column of those rows names under `files/<table>/`, and manifest.json last, since the
+/// files' checksums are known only once they are copied.
+///
+/// Memory stays bounded by the page size: rows come page by page, and the file lists go
+/// through files in the work directory; only the set of names already used is held.
 struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     let settings: ExportSettings
-    let map: AccountDataMap
-    /// The same map, checked against the catalog: the tables are read through its generated SQL.
     let appData: AppData
     let exportID: String
-    let accountID: String
+    let subjectKey: String
     let format: ArchiveFormat
     let cutoff: Date
     let expiresAt: Date
-    let skipMissingPhotos: Bool
+    let skipMissingFiles: Bool
     let logger: Logger
     let progress: @Sendable (String) -> Void
 
-    var root: String { ExportNames.rootFolder(accountID: accountID, cutoff: cutoff) }
+    var root: String { ExportNames.rootFolder(accountID: subjectKey, cutoff: cutoff) }
 
-    /// With `skipMissingPhotos`, a photo found corrupt half-way through is left out and
-    /// the archive written again from the start: its partly written entry cannot be
-    /// taken back. Without it, the first bad photo fails the export, naming the photo.
+    /// A file that changes under the export (the app replaced it, or deleted it) ends
+    /// the archive: it is planned and written again from the start once; a second change
+    /// fails the attempt, and the job retries later.
     ///
-    /// A photo that another job replaced while it was being copied (normalisation renders
-    /// the upload, switches the row to the rendered blob and deletes the upload) is not a
-    /// bad photo: the archive is planned and written again with the newer version. A photo
-    /// replaced again on the next pass fails the attempt as retryable (Jobs/README.md,
-    /// "Jobs on one account").
+    /// A file whose copy differs from the digest its row records is read again from a new
+    /// plan first (the row may have moved on to a new file meanwhile); differing again, it
+    /// is corrupt: the export fails naming it, or, with `skipMissingFiles`, the archive is
+    /// written again without it (its partly written entry cannot be taken back) and the
+    /// manifest lists it among the omitted files.
     func build() async throws -> BuiltArchive {
         var corrupt: [String: String] = [:]
-        var replaced = 0
+        var suspected = Set<RecordedMismatch>()
+        var changed = 0
         while true {
             do {
-                return try await buildOnce(knownBad: corrupt)
-            } catch let problem as PhotoProblem {
-                if let plannedKey = problem.plannedKey, try await photo(problem.photoID, movedFrom: plannedKey) {
-                    replaced += 1
-                    guard replaced <= 2 else {
-                        throw LifecycleError(.tryLater, "\(problem) (replaced again while the export copied it; the export tries again later)")
+                return try await buildOnce(corrupt: corrupt)
+            } catch let problem as BlobProblem {
+                changed += 1
+                guard changed < 2 else {
+                    throw LifecycleError(.tryLater, "\(problem.reason) (a file of account \(subjectKey) changed twice during its export; the export tries again later)")
+                }
+                logger.notice("a file changed during the export; writing the archive again", metadata: ["blob_key": "\(problem.key)"])
+            } catch let mismatch as RecordedMismatch {
+                if suspected.insert(mismatch).inserted {
+                    guard suspected.count <= 10 else {
+                        throw LifecycleError(.tryLater, "\(mismatch.reason) (the files of account \(subjectKey) kept changing during its export; the export tries again later)")
                     }
-                    logger.notice("a photo was replaced during the export; writing the archive again", metadata: ["photo": "\(problem.photoID)"])
+                    logger.notice("a file differs from what its row records; planning the archive again", metadata: ["blob_key": "\(mismatch.key)"])
                     continue
                 }
-                guard skipMissingPhotos else {
+                guard skipMissingFiles else {
                     throw PermanentJobFailure(
-                        "\(problem); restore the photo's blob or run the export again with --skip-missing-photos to leave it out (it is then listed in manifest.json)")
+                        "\(mismatch.reason); restore the file, or run the export again with --skip-missing-photos to leave it out (it is then listed in manifest.json)")
                 }
-                logger.warning("photo left out of the export; writing the archive again without it", metadata: ["photo": "\(problem.photoID)", "reason": "\(problem.reason)"])
-                corrupt[problem.photoID] = problem.reason
+                logger.warning("file left out of the export; writing the archive again without it", metadata: ["blob_key": "\(mismatch.key)", "reason": "\(mismatch.reason)"])
+                corrupt[mismatch.key] = mismatch.reason
             }
         }
     }
 
-    private func buildOnce(knownBad: [String: String]) async throws -> BuiltArchive {
-        let work = try ExportEntries.freshWorkDirectory(blobs: services.exports, exportID: exportID)
-
-        let (account, preferences, statistics) = try await services.store.read { [accountID] tx in
-            (try tx.account(id: accountID), try tx.preferences(accountID: accountID), try tx.exportStatistics(accountID: accountID))
-        }
-        guard let account else { throw PermanentJobFailure("account \(accountID) no longer exists") }
-        let timeZone = account.timezone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
-
-        // The photos are planned first: account.json names the profile photo's file.
-        let plan = try await planPhotos(account: account, timeZone: timeZone, knownBad: knownBad, planPath: work + "/photos.plan")
-        let clock = ContinuousClock()
-        let entries = try ExportEntries(root: root, cutoff: cutoff, work: work, format: format, settings: settings, blobs: services.blobs)
-
-        // Entry order: README.txt, account.json, the tables, manifest.json, the photos. The
-        // manifest needs every table file's hash, so it follows them; it precedes the
-        // photos (whose hashes the photos rows give), so a reader checking the archive
-        // against it holds at most the few files before it, never a list of every photo.
-        let readme = try entries.addText(
-            ExportDocuments.readme(
-                accountID: account.id, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: map.exportedTables.compactMap(\.exportFile),
-                timeZone: timeZone.identifier, rateLimitHours: settings.rateLimitHours),
-            name: "README.txt")
-        let accountFile = try entries.addText(
-            ExportDocuments.accountJSON(
-                account: account, preferences: preferences, statistics: statistics, profilePhotoPath: plan.profilePhotoPath,
-                profilePhotoOmitted: plan.profilePhotoOmitted),
-            name: "account.json")
-
-        let tablesStarted = clock.now
-        progress("writing tables")
-        var rowCounts: [String: Int] = [:]
-        var tableFiles: [WrittenFile] = []
-        for table in map.exportedTables {
-            let (files, count) = try await writeTable(table, entries: entries)
-            tableFiles += files
-            rowCounts[table.name] = count
-        }
-        let tablesSeconds = (clock.now - tablesStarted).seconds
-
-        let manifestFile = try await writeManifest(
-            to: work + "/manifest.json", files: [readme, accountFile] + tableFiles, planPath: plan.path, rowCounts: rowCounts,
-            omitted: plan.omitted)
-        try await entries.addLocalFile(manifestFile, from: work + "/manifest.json")
-
-        progress("writing photos: \(plan.count) photo(s), \(plan.bytes) bytes")
-        var photosWritten = 0
-        try await JSONLines.forEach(PlannedPhoto.self, at: plan.path) { photo in
-            try await addPhoto(photo, entries: entries)
-            photosWritten += 1
-            if photosWritten % 100 == 0 { progress("photos \(photosWritten)/\(plan.count)") }
-        }
-        let closed = try entries.close()
-        return BuiltArchive(
-            path: entries.archivePath, workDirectory: work, bytes: closed.bytes, entries: closed.entries, rowCounts: rowCounts,
-            omittedPhotos: plan.omitted, photos: plan.count, photoBytes: plan.bytes, tablesSeconds: tablesSeconds,
-            archiveSeconds: closed.seconds, archiveCPUSeconds: closed.cpuSeconds, finalSyncSeconds: closed.finalSyncSeconds,
-            comparedFile: closed.comparedFile)
+    /// A copied file whose SHA-256 is not the one its row records.
+    struct RecordedMismatch: Error, Hashable {
+        var key: String
+        var recorded: String
+        var reason: String
     }
 
-    // MARK: Tables
-
-    /// Keyset pages over (order_by, id), each read in its own short transaction.
-    private func writeTable(_ table: AccountDataMap.Table, entries: ExportEntries) async throws -> ([WrittenFile], Int) {
-        guard let mapped = appData.sql.exportedTables().first(where: { appData.displayName($0.name) == table.name }) else {
-            throw PermanentJobFailure("\(map.source): table \(table.name) is not in the checked map")
-        }
-        guard let stem = table.exportFile else { return ([], 0) }
-        guard !["account", "manifest"].contains(stem.lowercased()) else {
-            throw PermanentJobFailure("\(map.source): table \(table.name) has export_file '\(stem)', which would replace the archive's own \(stem).json; choose another name")
-        }
-        return try await entries.writeMappedTable(
-            mapped, stem: stem, appData: appData, store: services.store, key: accountID, limit: settings.batchRows)
+    struct PlannedFile: Codable {
+        var name: String
+        var key: String
+        var bytes: Int64
+        var modified: Date
+        var source: String
+        /// The SHA-256 the row records, lowercased; nil when the map names no column for it.
+        var sha256: String?
     }
 
-    // MARK: Photos
-
-    struct PlannedPhoto: Codable {
+    struct CopiedFile: Codable {
         var name: String
         var key: String
         var bytes: Int64
         var sha256: String
-        var photoID: String
-        var modified: Date
+        var source: String
     }
 
-    struct PhotoPlan {
+    struct Omitted: Codable {
+        var key: String
+        var source: String
+        var reason: String
+    }
+
+    private func buildOnce(corrupt: [String: String]) async throws -> BuiltArchive {
+        let work = try ExportEntries.freshWorkDirectory(blobs: services.exports, exportID: exportID)
+        let appData = self.appData
+        let key = subjectKey
+        // Row level security this role does not bypass would hand out part of the account.
+        try await AppErasure.requireAccess(appData, store: services.store, exportOnly: true)
+        guard let timeZone = try await services.store.read({ tx in try appData.exists(key: key, in: tx) ? try appData.timeZone(key: key, in: tx) : nil }) else {
+            throw PermanentJobFailure("account \(key) no longer exists in \(appData.displayName(appData.plan.subject.table))")
+        }
+        let tables = appData.sql.exportedTables()
+        let plan = try await planFiles(tables, planPath: work + "/files.plan", timeZone: timeZone, corrupt: corrupt)
+
+        let clock = ContinuousClock()
+        let entries = try ExportEntries(root: root, cutoff: cutoff, work: work, format: format, settings: settings, blobs: services.blobs)
+
+        let stems = tables.compactMap { table in stem(of: table).map { (appData.displayName(table.name), $0) } }
+        let readme = try entries.addText(
+            ExportDocuments.appReadme(
+                accountID: subjectKey, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: stems, timeZone: timeZone,
+                rateLimitHours: settings.rateLimitHours),
+            name: "README.txt")
+
+        let tablesStarted = clock.now
+        progress("writing tables")
+        var rowCounts: [(String, Int)] = []
+        var written = [readme]
+        for table in tables {
+            guard let stem = stem(of: table) else { continue }
+            let (files, count) = try await writeTable(table, stem: stem, entries: entries)
+            written += files
+            rowCounts.append((stem, count))
+        }
+        let tablesSeconds = (clock.now - tablesStarted).seconds
+
+        progress("writing files: \(plan.count) file(s), \(plan.bytes) bytes")
+        let copiedPath = work + "/files.copied"
+        let copiedList = try HashingFileOutput(path: copiedPath)
+        let encoder = JSONEncoder()
+        var copiedCount = 0
+        try await JSONLines.forEach(PlannedFile.self, at: plan.path) { file in
+            let copied = try await entries.addBlob(
+                key: file.key, name: file.name, bytes: file.bytes, recorded: "it had when the export listed it", modified: file.modified)
+            if let recorded = file.sha256, copied.sha256 != recorded {
+                throw RecordedMismatch(
+                    key: file.key, recorded: recorded,
+                    reason: "\(file.source) names \(file.key), whose SHA-256 is \(copied.sha256) but the row records \(recorded) (corrupted)")
+            }
+            try JSONLines.append(CopiedFile(name: file.name, key: file.key, bytes: copied.bytes, sha256: copied.sha256, source: file.source), to: copiedList, with: encoder)
+            copiedCount += 1
+            if copiedCount % 100 == 0 { progress("files \(copiedCount)/\(plan.count)") }
+        }
+        _ = try copiedList.finish(archivePath: "")
+
+        let manifest = try await writeManifest(to: work + "/manifest.json", files: written, copiedPath: copiedPath, rowCounts: rowCounts, omitted: plan.omitted)
+        try await entries.addLocalFile(manifest, from: work + "/manifest.json")
+
+        let closed = try entries.close()
+        return BuiltArchive(
+            path: entries.archivePath, workDirectory: work, bytes: closed.bytes, entries: closed.entries,
+            rowCounts: Dictionary(rowCounts, uniquingKeysWith: +),
+            omittedFiles: plan.omitted.count, photos: plan.count, photoBytes: plan.bytes,
+            tablesSeconds: tablesSeconds, archiveSeconds: closed.seconds, archiveCPUSeconds: closed.cpuSeconds,
+            finalSyncSeconds: closed.finalSyncSeconds, comparedFile: closed.comparedFile)
+    }
+
+    private func stem(of table: ExportedTable) -> String? {
+        table.owner == nil ? (table.exportFile ?? ExportNames.appSubjectFile) : table.exportFile
+    }
+
+    // MARK: Tables
+
+    private func writeTable(_ table: ExportedTable, stem: String, entries: ExportEntries) async throws -> ([WrittenFile], Int) {
+        guard stem.lowercased() != "manifest" else {
+            throw PermanentJobFailure("\(appData.map.source): export_file 'manifest' would replace the archive's own manifest.json; choose another name")
+        }
+        return try await entries.writeMappedTable(
+            table, stem: stem, appData: appData, store: services.store, key: subjectKey, limit: settings.batchRows)
+    }
+
+    // MARK: Files
+
+    struct FilePlan {
         var path: String
         var count = 0
         var bytes: Int64 = 0
-        var omitted: [ExportManifest.OmittedPhoto] = []
-        var profilePhotoPath: String?
-        var profilePhotoOmitted = false
+        var omitted: [Omitted] = []
     }
 
-    /// Checks every photo's blob before anything is archived (present, inside the
-    /// account's storage, the recorded size), so missing photos are reported together
-    /// and up front. The list goes to a file, one JSON line per photo.
-    private func planPhotos(account: Account, timeZone: TimeZone, knownBad: [String: String], planPath: String) async throws -> PhotoPlan {
-        var plan = PhotoPlan(path: planPath)
-        var problems: [PhotoProblem] = []
+    /// Lists every file the user's rows name, each once, and checks each is there before
+    /// anything is archived, so missing files are reported together and up front.
+    /// `corrupt`: files found to differ from their row's digest, left out with the reason.
+    private func planFiles(_ tables: [ExportedTable], planPath: String, timeZone: TimeZone, corrupt: [String: String]) async throws -> FilePlan {
+        var plan = FilePlan(path: planPath)
+        var problems: [Omitted] = []
+        // Keys as bytes: an NFC and an NFD spelling are two files of the store.
+        var seenKeys = Set<ExactText>()
+        var lifecycleOwn: [Omitted] = []
+        var refused: [Omitted] = []
+        var usedNames = Set<String>()
         let output = try HashingFileOutput(path: planPath)
         let encoder = JSONEncoder()
-        var after: String?
+        let store = services.store
+        let sql = appData.sql
         let limit = settings.batchRows
-        let accountID = self.accountID
-        repeat {
-            let from = after
-            let batch = try await services.store.read { tx in try tx.exportPhotos(accountID: accountID, afterID: from, limit: limit) }
-            for listed in batch {
-                var photo = listed
-                var reason = knownBad[photo.id]
-                if reason == nil { reason = try await blobProblem(photo) }
-                // Replaced between the listing and the check: plan the row as it is now (or
-                // nothing, if the photo went). Another replacement meanwhile is left to the copy.
-                if reason != nil, knownBad[photo.id] == nil {
-                    let id = photo.id
-                    guard let current = try await services.store.read({ tx in try tx.photo(id: id) }) else { continue }
-                    if current.blobKey != photo.blobKey {
-                        photo = current
-                        reason = try await blobProblem(photo)
+        let key = subjectKey
+        for table in tables {
+            let folder = "files/" + ExportNames.segment(appData.displayName(table.name), fallback: "table")
+            // A file catalog's rows are her files (Storage's objects): those the store holds go
+            // in, as the purge deletes them; a row whose file this store does not hold (laid
+            // out otherwise) names none here.
+            if let catalog = sql.plan.plan(for: table.name), !catalog.table.fileKey.isEmpty {
+                let source = "\(appData.displayName(table.name)).\(catalog.table.fileKey.joined(separator: "/"))"
+                var after: String?
+                while true {
+                    let from = after
+                    let page = try await store.read { tx in try tx.rows(sql.catalogFileKeys(catalog, key: key, after: from, limit: limit)) }
+                    for row in page {
+                        guard let blobKey = row.first?.text, seenKeys.insert(ExactText(blobKey)).inserted else { continue }
+                        guard !BlobKey.isLifecycleOwn(blobKey) else {
+                            lifecycleOwn.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), one of lifecycle's own files, which no export hands out"))
+                            continue
+                        }
+                        guard services.blobs.keyProblem(blobKey) == nil else { continue }
+                        guard case .found(let info) = try await lookUp(blobKey, source: source, refused: &refused) else { continue }
+                        let name = uniqueName(folder: folder, key: blobKey, date: nil, timeZone: timeZone, contentType: nil, used: &usedNames)
+                        try JSONLines.append(PlannedFile(name: name, key: blobKey, bytes: info.size, modified: cutoff, source: source), to: output, with: encoder)
+                        plan.count += 1
+                        plan.bytes += info.size
                     }
+                    guard page.count == limit, let last = page.last?.first?.text else { break }
+                    after = last
                 }
-                let name = ExportNames.photoPath(photo, timeZone: timeZone)
-                if let reason {
-                    if photo.id == account.profilePhotoID { plan.profilePhotoOmitted = true }
-                    if skipMissingPhotos {
-                        plan.omitted.append(.init(photoID: photo.id, reason: reason))
-                    } else {
-                        problems.append(PhotoProblem(photoID: photo.id, reason: reason))
-                    }
-                    continue
-                }
-                let planned = PlannedPhoto(
-                    name: name, key: photo.blobKey, bytes: photo.byteSize, sha256: photo.sha256.lowercased(), photoID: photo.id,
-                    modified: photo.takenAt ?? photo.createdAt)
-                try JSONLines.append(planned, to: output, with: encoder)
-                plan.count += 1
-                plan.bytes += photo.byteSize
-                if photo.id == account.profilePhotoID { plan.profilePhotoPath = name }
             }
-            after = batch.last?.id
-            if batch.count < limit { break }
-        } while true
+            for column in table.blobs {
+                let source = "\(appData.displayName(table.name)).\(column)"
+                var after: String?
+                while true {
+                    let from = after
+                    let page = try await store.read { tx in try tx.rows(sql.exportFiles(table, column: column, key: key, after: from, limit: limit)) }
+                    for row in page {
+                        guard let blobKey = row.first?.text, seenKeys.insert(ExactText(blobKey)).inserted else { continue }
+                        // Never one of lifecycle's own files (another account's archive), whatever a row says.
+                        guard !BlobKey.isLifecycleOwn(blobKey) else {
+                            lifecycleOwn.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), one of lifecycle's own files, which no export hands out"))
+                            continue
+                        }
+                        if let problem = services.blobs.keyProblem(blobKey) {
+                            problems.append(Omitted(
+                                key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which this blob store cannot hold: \(problem)"))
+                            continue
+                        }
+                        let looked = try await lookUp(blobKey, source: source, refused: &refused)
+                        if looked == .refused { continue }
+                        guard case .found(let info) = looked else {
+                            problems.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(blobKey), which is not in the blob store"))
+                            continue
+                        }
+                        if let reason = corrupt[blobKey] {
+                            problems.append(Omitted(key: blobKey, source: source, reason: reason))
+                            continue
+                        }
+                        if case .integer(let recordedSize) = row[3], recordedSize != info.size {
+                            problems.append(Omitted(
+                                key: blobKey, source: source, reason: "\(source) names \(blobKey), which has \(info.size) bytes but the row records \(recordedSize) (corrupted)"))
+                            continue
+                        }
+                        var date: Date?
+                        if case .timestamp(let value) = row[1] { date = value }
+                        if case .text(let text) = row[1] { date = ISO8601.parse(text) }
+                        let name = uniqueName(folder: folder, key: blobKey, date: date, timeZone: timeZone, contentType: row[4].text, used: &usedNames)
+                        try JSONLines.append(
+                            PlannedFile(name: name, key: blobKey, bytes: info.size, modified: date ?? cutoff, source: source, sha256: row[2].text?.lowercased()),
+                            to: output, with: encoder)
+                        plan.count += 1
+                        plan.bytes += info.size
+                    }
+                    guard page.count == limit, let last = page.last?.first?.text else { break }
+                    after = last
+                }
+            }
+        }
         _ = try output.finish(archivePath: "")
+        // Never handed out, never a reason to fail the export: named in the manifest instead.
+        plan.omitted = lifecycleOwn + refused
         if !problems.isEmpty {
-            let shown = problems.prefix(10).map(\.description).joined(separator: "; ")
-            let more = problems.count > 10 ? " (and \(problems.count - 10) more)" : ""
-            throw PermanentJobFailure(
-                "\(problems.count) photo(s) cannot be exported: \(shown)\(more). Restore the blobs, or run the export again with --skip-missing-photos to leave them out (each is then listed in manifest.json)")
+            guard skipMissingFiles else {
+                let shown = problems.prefix(10).map(\.reason).joined(separator: "; ")
+                let more = problems.count > 10 ? " (and \(problems.count - 10) more)" : ""
+                throw PermanentJobFailure(
+                    "\(problems.count) file(s) cannot be exported: \(shown)\(more). Restore them, or run the export again with --skip-missing-photos to leave them out (each is then listed in manifest.json)")
+            }
+            plan.omitted += problems
         }
         return plan
     }
 
-    /// Whether the photos row no longer names `key`: the photo was replaced (or deleted) since it was planned.
-    private func photo(_ photoID: String, movedFrom key: String) async throws -> Bool {
-        try await services.store.read { tx in try tx.photo(id: photoID)?.blobKey } != key
+    private enum LookedUp: Equatable {
+        case found(BlobInfo)
+        case absent
+        /// Its path crosses a symbolic link: left out, named in `refused`.
+        case refused
     }
 
-    private func blobProblem(_ photo: PhotoRecord) async throws -> String? {
-        // A key outside the account's prefix would copy someone else's file into this archive.
-        guard BlobKey.isSafe(photo.blobKey), photo.blobKey.hasExactPrefix(BlobKey.accountPrefix(accountID)) else {
-            return "its blob key '\(photo.blobKey)' is not inside this account's storage"
-        }
-        guard let info = try await services.blobs.info(key: photo.blobKey) else {
-            return "its blob \(photo.blobKey) is missing"
-        }
-        guard info.size == photo.byteSize else {
-            return "its blob \(photo.blobKey) has \(info.size) bytes but the photos row says \(photo.byteSize) (corrupted)"
-        }
-        return nil
-    }
-
-    /// Copies the blob, hashing it on the way: a blob whose bytes no longer match the
-    /// photos row fails here, naming the photo.
-    private func addPhoto(_ photo: PlannedPhoto, entries: ExportEntries) async throws {
-        let copied: (bytes: Int64, sha256: String)
+    /// A file a row names, as the store has it; one reached only through a symbolic link
+    /// is never handed out, and is named with the reason in the manifest's omitted files.
+    private func lookUp(_ blobKey: String, source: String, refused: inout [Omitted]) async throws -> LookedUp {
         do {
-            copied = try await entries.addBlob(key: photo.key, name: photo.name, bytes: photo.bytes, recorded: "the photos row says", modified: photo.modified)
-        } catch let problem as BlobProblem {
-            throw PhotoProblem(photoID: photo.photoID, reason: problem.reason, plannedKey: photo.key)
+            return try await services.blobs.info(key: blobKey).map(LookedUp.found) ?? .absent
+        } catch let error as BlobStoreError where error.isUnsafePath {
+            refused.append(Omitted(key: blobKey, source: source, reason: "\(source) names \(BlobKey.quoted(blobKey)), which is not a safe path: \(error)"))
+            return .refused
         }
-        guard copied.sha256 == photo.sha256 else {
-            throw PhotoProblem(
-                photoID: photo.photoID, reason: "its blob \(photo.key) has SHA-256 \(copied.sha256) but the photos row says \(photo.sha256) (corrupted)",
-                plannedKey: photo.key)
+    }
+
+    /// `files/<table>/YYYY/MM/DD/<last part of the key>` (the date from the row's first
+    /// timestamp that is set, in her time zone), the recorded media type's extension added
+    /// to a key without one, a number added when two keys end alike. Alike as `String`
+    /// compares, case and Unicode normalisation aside: an NFC and an NFD name would be one
+    /// file once unpacked on a Mac, so the second gets a number.
+    private func uniqueName(folder: String, key: String, date: Date?, timeZone: TimeZone, contentType: String?, used: inout Set<String>) -> String {
+        var directory = folder
+        if let date {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            let day = calendar.dateComponents([.year, .month, .day], from: date)
+            directory += String(format: "/%04d/%02d/%02d", day.year ?? 1970, day.month ?? 1, day.day ?? 1)
         }
+        let lastSegment = key.utf8.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? key
+        var last = ExportNames.segment(lastSegment, fallback: "file")
+        // `zoe.profile` is an id with a dot, not a file type: the recorded type decides.
+        if let ext = contentType.flatMap(ExportNames.fileExtension(contentType:)),
+           !ExportNames.extensions(meaning: ext).contains((last as NSString).pathExtension.lowercased()) {
+            last += "." + ext
+        }
+        var name = directory + "/" + last
+        var number = 2
+        while !used.insert(name.lowercased()).inserted {
+            let stem = (last as NSString).deletingPathExtension
+            let ext = (last as NSString).pathExtension
+            name = directory + "/" + stem + "-\(number)" + (ext.isEmpty ? "" : "." + ext)
+            number += 1
+        }
+        return name
     }
 
     // MARK: Manifest
 
-    /// Streamed to a file like the tables: one line per file, however many photos there are.
     private func writeManifest(
-        to path: String, files: [WrittenFile], planPath: String, rowCounts: [String: Int], omitted: [ExportManifest.OmittedPhoto]
+        to path: String, files: [WrittenFile], copiedPath: String, rowCounts: [(String, Int)], omitted: [Omitted]
     ) async throws -> WrittenFile {
         let header = ManifestOutput.header(
-            exportID: exportID, accountID: accountID, root: root, cutoff: cutoff, expiresAt: expiresAt,
-            rowCounts: map.exportedTables.map { ($0.name, rowCounts[$0.name] ?? 0) })
-        let omittedJSON = OrderedJSON.array(omitted.map { .object([("photo_id", .string($0.photoID)), ("reason", .string($0.reason))]) })
+            exportID: exportID, accountID: subjectKey, root: root, cutoff: cutoff, expiresAt: expiresAt, rowCounts: rowCounts)
+        let omittedJSON = OrderedJSON.array(omitted.map {
+            .object([("blob_key", .string($0.key)), ("source", .string($0.source)), ("reason", .string($0.reason))])
+        })
         return try await ManifestOutput.write(to: path, header: header, files: files, more: { line in
-            try await JSONLines.forEach(PlannedPhoto.self, at: planPath) { photo in
+            try await JSONLines.forEach(CopiedFile.self, at: copiedPath) { file in
                 try line(.object([
-                    ("path", .string(photo.name)), ("bytes", .integer(photo.bytes)), ("sha256", .string(photo.sha256)),
-                    ("photo_id", .string(photo.photoID)),
+                    ("path", .string(file.name)), ("bytes", .integer(file.bytes)), ("sha256", .string(file.sha256)),
+                    ("source", .string(file.source)), ("blob_key", .string(file.key)),
                 ]))
             }
-        }, closing: ("omitted_photos", omittedJSON))
+        }, closing: ("omitted_files", omittedJSON))
+    }
+}
+
+extension ExportValue {
+    /// A value read from an app's table; text in a column the map lists under
+    /// `timestamps:` becomes a timestamp when it is one (else it stays as stored).
+    public init(_ value: SQLValue, timestamp: Bool) {
+        switch value {
+        case .null: self = .null
+        case .integer(let number): self = .integer(number)
+        case .real(let number): self = .real(number)
+        case .boolean(let flag): self = .boolean(flag)
+        case .timestamp(let date): self = .timestamp(date)
+        case .bytes(let data): self = .bytes(data)
+        case .text(let text): self = timestamp ? ISO8601.parse(text).map(ExportValue.timestamp) ?? .text(text) : .text(text)
+        }
+    }
+}
+
+/// Lists too long to hold, one JSON object per line in a file of the export's work directory.
+enum JSONLines {
+    /// One encoder serves a whole list: a plan may hold a line per photo of the account.
+    static func append(_ value: some Encodable, to output: HashingFileOutput, with encoder: JSONEncoder) throws {
+        output.append(Array(try encoder.encode(value)))
+        output.append(0x0A)
+        try output.flushIfFull()
+    }
+
+    static func forEach<T: Decodable>(_ type: T.Type, at path: String, _ body: (T) async throws -> Void) async throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw LifecycleError(.unavailable, "cannot read the list \(path)")
+        }
+        defer { try? handle.close() }
+        var reader = LineReader(handle: handle)
+        let decoder = JSONDecoder()
+        while let line = try reader.next() {
+            guard !line.isEmpty else { continue }
+            try await body(try decoder.decode(T.self, from: Data(line.utf8)))
+        }
     }
 }

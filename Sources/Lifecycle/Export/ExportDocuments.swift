@@ -49,20 +49,6 @@ struct ExportManifest: Codable {
         var path: String
         var bytes: Int64
         var sha256: String
-        var photoID: String?
-
-        enum CodingKeys: String, CodingKey {
-            case path, bytes, sha256, photoID = "photo_id"
-        }
-    }
-
-    struct OmittedPhoto: Codable, Equatable {
-        var photoID: String
-        var reason: String
-
-        enum CodingKeys: String, CodingKey {
-            case photoID = "photo_id", reason
-        }
     }
 
     var formatVersion: Int
@@ -73,13 +59,10 @@ struct ExportManifest: Codable {
     var expiresAt: String
     var rowCounts: [String: Int]
     var files: [File]
-    /// Absent from an app export's manifest, which lists `omitted_files` instead.
-    var omittedPhotos: [OmittedPhoto]?
 
     enum CodingKeys: String, CodingKey {
         case formatVersion = "format_version", exportID = "export_id", accountID = "account_id", archiveRoot = "archive_root"
         case generatedAt = "generated_at", expiresAt = "expires_at", rowCounts = "row_counts", files
-        case omittedPhotos = "omitted_photos"
     }
 
     static let formatVersion = 1
@@ -129,62 +112,11 @@ enum ManifestOutput {
 }
 
 enum ExportDocuments {
-    static func accountJSON(
-        account: Account, preferences: Preferences?, statistics: ExportStatistics, profilePhotoPath: String?,
-        profilePhotoOmitted: Bool
-    ) -> String {
-        let minutes = Double(statistics.meditationSeconds) / 60
-        let profile: OrderedJSON = .object([
-            ("id", .string(account.id)),
-            ("email", .optional(account.email)),
-            ("first_name", .optional(account.firstName)),
-            ("last_name", .optional(account.lastName)),
-            ("display_name", .optional(account.displayName)),
-            ("bio", .optional(account.bio)),
-            ("primary_sport", .optional(account.primarySport)),
-            ("morning_reminder_time", .optional(account.morningReminderTime)),
-            ("timezone", .optional(account.timezone)),
-            // The archive path of the photo, or null; omitted photos are listed in manifest.json.
-            ("profile_photo", profilePhotoOmitted ? .null : .optional(profilePhotoPath)),
-            ("created_at", .timestamp(account.createdAt)),
-        ])
-        let preferencesJSON: OrderedJSON = preferences.map { prefs in
-            .object([
-                ("theme", .string(prefs.theme.rawValue)),
-                ("font_size_offset", .integer(Int64(prefs.fontSizeOffset))),
-                ("notifications_enabled", .bool(prefs.notificationsEnabled)),
-                ("daily_reminder_time", .optional(prefs.dailyReminderTime)),
-            ])
-        } ?? .null
-        let document: OrderedJSON = .object([
-            ("profile", profile),
-            ("preferences", preferencesJSON),
-            ("subscription", .object([("status", .optional(account.subscriptionStatus))])),
-            ("integrations", .object([
-                ("whoop", .bool(account.integrations.whoop)),
-                ("strava", .bool(account.integrations.strava)),
-                ("apple_health", .bool(account.integrations.appleHealth)),
-                ("fitness", .bool(account.integrations.fitness)),
-            ])),
-            ("statistics", .object([
-                ("mesocycles_completed", .integer(Int64(statistics.mesocyclesCompleted))),
-                ("mesocycles_total", .integer(Int64(statistics.mesocyclesTotal))),
-                ("meditation_sessions", .integer(Int64(statistics.meditationSessions))),
-                ("meditation_minutes_total", minutes.rounded() == minutes ? .integer(Int64(minutes)) : .number((minutes * 10).rounded() / 10)),
-            ])),
-        ])
-        return document.rendered() + "\n"
-    }
-
-    static let tableDescriptions: [String: String] = [
-        "journal_entries": "your journal entries",
-        "photos": "the list of your photos: ids, dates, sizes and checksums (the pictures are in photos/)",
-        "mesocycles": "your training blocks (mesocycles) and their status",
-        "meditation_sessions": "your meditation sessions and how long each lasted",
-    ]
-
     /// The README of an app's export: the app's tables by the file names its map gives.
-    static func appReadme(accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [(table: String, stem: String)], rateLimitHours: Int) -> String {
+    static func appReadme(
+        accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [(table: String, stem: String)], timeZone: TimeZone,
+        rateLimitHours: Int
+    ) -> String {
         let row = rowFormat(stems: tableFiles.map(\.stem))
         var lines = introduction(accountID: accountID, generatedAt: generatedAt, expiresAt: expiresAt, rateLimitHours: rateLimitHours) + [
             row("README.txt", "this file"),
@@ -194,7 +126,8 @@ enum ExportDocuments {
         }
         lines += [
             row("files/", "every file your rows name (photos, attachments), byte for byte as stored, in"),
-            row("", "files/TABLE/YEAR/MONTH/DAY/ by the date of the row (UTC) where it has one"),
+            row("", "files/TABLE/YEAR/MONTH/DAY/ by the date of the row where it has one, in your"),
+            row("", "time zone (\(timeZone.identifier))"),
             row("manifest.json", "every file with its size in bytes and SHA-256 checksum, the storage key it"),
             row("", "came from, the number of rows per file, and any file that could not be"),
             row("", "included (\"omitted_files\")"),
@@ -244,27 +177,4 @@ enum ExportDocuments {
         "`sha256sum FILE` prints the checksum manifest.json lists for FILE.",
         "",
     ]
-
-    static func readme(
-        accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [String], timeZone: String,
-        rateLimitHours: Int
-    ) -> String {
-        let row = rowFormat(stems: tableFiles)
-        var lines = introduction(accountID: accountID, generatedAt: generatedAt, expiresAt: expiresAt, rateLimitHours: rateLimitHours) + [
-            row("README.txt", "this file"),
-            row("manifest.json", "every file with its size in bytes and SHA-256 checksum, the number of"),
-            row("", "rows per table, and any photo that could not be included (\"omitted_photos\")"),
-            row("account.json", "your profile, preferences, subscription, connected integrations and statistics"),
-        ]
-        for stem in tableFiles {
-            lines.append(row("\(stem).json/.csv", tableDescriptions[stem] ?? "your \(stem.replacingOccurrences(of: "_", with: " "))"))
-        }
-        lines += [
-            row("photos/", "your photos in original resolution, byte for byte as uploaded, in folders"),
-            row("", "photos/YEAR/MONTH/DAY/ by the day each was taken (else uploaded), in your time"),
-            row("", "zone (\(timeZone))"),
-            "",
-        ] + formatNotes
-        return lines.joined(separator: "\n")
-    }
 }

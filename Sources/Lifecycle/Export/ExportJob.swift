@@ -21,17 +21,15 @@ struct ExportPayload: Codable, Sendable {
 /// the export id (scratch folder, temporary key, final key), so a rerun overwrites or
 /// finds what the killed run left; the notification is an outbox row under a unique key.
 ///
-/// On an app's own database (`servesApp`) the archive is written from the data map and
-/// the account's state is lifecycle's record of it; the notification's recipient is read
-/// from the app's user row, so that step reads through the map outside the step's
-/// transaction and relies on the outbox's unique key for its one message.
+/// The archive is written from the data map and the account's state is lifecycle's record
+/// of it; the notification's recipient is read from the app's user row, so that step reads
+/// through the map outside the step's transaction and relies on the outbox's unique key for
+/// its one message.
 struct ExportJob<Store: LifecycleStore>: Sendable {
     let services: LifecycleServices<Store>
     /// The data map checked against the catalog, read once per worker: every table is
-    /// read through SQL generated from it, on the reference app's schema too.
+    /// read through SQL generated from it.
     let appData: AppDataCache
-    /// An app's own database, not the reference app's schema.
-    let servesApp: Bool
 
     var kind: JobKind<Store.Transaction> {
         JobKind(name: ExportJobs.exportKind, steps: [
@@ -113,10 +111,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         guard ArchiveFormat(rawValue: payload.format) != nil else {
             throw PermanentJobFailure("unknown archive format '\(payload.format)' (zip or tar.gz)")
         }
-        guard let state = try state(of: payload.accountID, in: tx) else {
-            throw PermanentJobFailure("account \(payload.accountID) does not exist")
-        }
-        try Self.requireExportable(accountID: payload.accountID, state: state, allowPending: payload.allowPending)
+        try Self.requireExportable(accountID: payload.accountID, state: try tx.deletionState(key: payload.accountID), allowPending: payload.allowPending)
         let cutoff = Date(timeIntervalSince1970: context.now.timeIntervalSince1970.rounded(.down))
         let exportID = UUID().uuidString.lowercased()
         try tx.insertExport(ExportRecord(
@@ -136,7 +131,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         let (built, key, readBackFile) = try await buildAndStore(context, payload, snapshot, format, settings, expiresAt)
         return try .output(Written(
             temporaryKey: key, bytes: built.bytes, entries: built.entries, expiresAt: expiresAt, rowCounts: built.rowCounts,
-            photos: built.photos, omittedPhotos: built.omittedPhotos.count,
+            photos: built.photos, omittedPhotos: built.omittedFiles,
             tablesSeconds: milliseconds(built.tablesSeconds), archiveSeconds: milliseconds(built.archiveSeconds),
             archiveCPUSeconds: milliseconds(built.archiveCPUSeconds), finalSyncSeconds: milliseconds(built.finalSyncSeconds),
             readBackFile: readBackFile))
@@ -154,21 +149,11 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         // Whatever happens, no copy of the account's data stays in the scratch folder.
         defer { try? FileManager.default.removeItem(atPath: work) }
         try await requireStillExportable(payload, snapshot, format)
-        let built: BuiltArchive
-        if servesApp {
-            built = try await AppExportArchiveBuilder(
-                services: services, settings: settings, appData: try await appData.appData(services), exportID: snapshot.exportID,
-                subjectKey: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
-                skipMissingFiles: payload.skipMissingPhotos, logger: context.logger, progress: context.progress
-            ).build()
-        } else {
-            built = try await ExportArchiveBuilder(
-                services: services, settings: settings, map: try await services.dataMap(),
-                appData: try await appData.appData(services), exportID: snapshot.exportID,
-                accountID: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
-                skipMissingPhotos: payload.skipMissingPhotos, logger: context.logger, progress: context.progress
-            ).build()
-        }
+        let built = try await ExportArchiveBuilder(
+            services: services, settings: settings, appData: try await appData.appData(services), exportID: snapshot.exportID,
+            subjectKey: payload.accountID, format: format, cutoff: snapshot.cutoffAt, expiresAt: expiresAt,
+            skipMissingFiles: payload.skipMissingPhotos, logger: context.logger, progress: context.progress
+        ).build()
         let key = ExportNames.temporaryKey(accountID: payload.accountID, exportID: snapshot.exportID, format: format)
         try await requireStillExportable(payload, snapshot, format)
         _ = try await services.exports.put(key: key, fromFile: built.path, moving: true)
@@ -204,7 +189,7 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
             let (built, key, readBackFile) = try await buildAndStore(context, payload, snapshot, format, settings, written.expiresAt)
             let summary = try await verifyStored(
                 key: key, root: root, exportID: snapshot.exportID, format: format, readBackFile: readBackFile)
-            return try .output(Verified(entries: summary.entries, bytes: built.bytes, omittedPhotos: built.omittedPhotos.count))
+            return try .output(Verified(entries: summary.entries, bytes: built.bytes, omittedPhotos: built.omittedFiles))
         }
     }
 
@@ -366,22 +351,13 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
         }
     }
 
-    /// The account's deletion state; nil when the reference app has no such account. An
-    /// account lifecycle holds no record of is active (the archive builder checks that its
-    /// user row still exists).
-    private func state(of accountID: String, in tx: Store.Transaction) throws -> AccountState? {
-        if !servesApp, try tx.account(id: accountID) == nil { return nil }
-        return try tx.deletionState(key: accountID)
-    }
-
     /// Purge may start while an export runs. Then the export stops (withdrawn: the purge
     /// cancelled it and audited that) and removes its temporary archive rather than leave a
     /// copy of the data behind.
     private func requireStillExportable(_ payload: ExportPayload, _ snapshot: Snapshot, _ format: ArchiveFormat) async throws {
         let accountID = payload.accountID
-        let state = try await services.store.read { tx in try self.state(of: accountID, in: tx) }
+        let state = try await services.store.read { tx in try tx.deletionState(key: accountID) }
         do {
-            guard let state else { throw PermanentJobFailure("account \(accountID) no longer exists") }
             try Self.requireExportable(accountID: accountID, state: state, allowPending: payload.allowPending)
         } catch {
             try? await services.exports.delete(keys: [ExportNames.temporaryKey(accountID: accountID, exportID: snapshot.exportID, format: format)])

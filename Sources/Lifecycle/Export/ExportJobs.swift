@@ -9,11 +9,8 @@ public enum ExportJobs {
     public static let expiryKind = "export-expiry"
 
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
-        // An app's own database is exported from its data map; which one is fixed for the
-        // life of the worker, as the map is.
-        let isReferenceApp = (try? services.dataMapDocument().isReferenceApp) ?? true
-        return [
-            ExportJob(services: services, appData: AppDataCache(), servesApp: !isReferenceApp).kind,
+        [
+            ExportJob(services: services, appData: AppDataCache()).kind,
             ExportExpiryJob(services: services).kind,
         ]
     }
@@ -153,15 +150,6 @@ extension LifecycleServices {
                         message: "account \(account.id) is scheduled for deletion\(after): its data cannot be exported unless it is restored first (signing in again restores it)"))
             case .active, .pendingDeletion:
                 break
-            }
-            // The id names blob keys (accounts/<id>/exports/…); import only admits ids that
-            // can. An app's key that cannot is hashed into its folder name instead.
-            guard !directory.isReferenceApp || BlobKey.isSafeSegment(account.id) else {
-                throw LifecycleError(
-                    .badInput, "account id \(String(reflecting: account.id)) cannot name a storage key; it was not written by `accounts import`",
-                    forApp: .init(
-                        code: "not_exportable",
-                        message: "account \(String(reflecting: account.id)) cannot be exported: its id cannot name the archive's file; the server's operator can correct it"))
             }
             let key = ExportJobs.uniqueKey(accountID: account.id)
             if let live = try store.liveJob(uniqueKey: key, in: tx) {

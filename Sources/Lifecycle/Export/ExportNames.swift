@@ -26,15 +26,24 @@ enum ExportNames {
         "export-\(segment(accountID, fallback: "account"))-\(ExportTime.compact(cutoff))"
     }
 
-    /// `photos/YYYY/MM/DD/<photo-id>.<ext>`, dated by when the photo was taken (else
-    /// uploaded) in the account's own time zone, as the user would file it.
-    static func photoPath(_ photo: PhotoRecord, timeZone: TimeZone) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let day = calendar.dateComponents([.year, .month, .day], from: photo.takenAt ?? photo.createdAt)
-        let date = String(format: "%04d/%02d/%02d", day.year ?? 1970, day.month ?? 1, day.day ?? 1)
-        let fileExtension = ContentSniffer.fileExtension(for: photo.contentType)
-        return "photos/\(date)/\(segment(photo.id, fallback: "photo")).\(fileExtension)"
+    /// The extension a file of this media type is opened by (`image/heic` → `heic`); nil
+    /// for a type that names none plainly.
+    static func fileExtension(contentType: String) -> String? {
+        let known = ContentSniffer.fileExtension(for: contentType.lowercased())
+        if known != "bin" { return known }
+        let subtype = contentType.split(separator: "/").last.flatMap { $0.split(separator: ";").first }.map { $0.lowercased() } ?? ""
+        guard (1...8).contains(subtype.count), subtype.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else { return nil }
+        return subtype
+    }
+
+    /// The spellings of one file type's extension (`jpg`: also `jpeg`).
+    static func extensions(meaning ext: String) -> Set<String> {
+        switch ext {
+        case "jpg": ["jpg", "jpeg", "jpe"]
+        case "heic": ["heic", "heif"]
+        case "tiff": ["tiff", "tif"]
+        default: [ext]
+        }
     }
 
     /// One path component made from an id: letters of any script, digits, emoji and

@@ -125,20 +125,6 @@ extension OwnStateTransaction {
                 lastError: try row.optionalText(8), createdAt: try row.date(9), deliveredAt: try row.optionalDate(10))
         }
     }
-
-    /// The figures account.json shows under "statistics" (the reference app's).
-    public func exportStatistics(accountID: String) throws -> ExportStatistics {
-        let mesocycles = try select("""
-            SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0) AS BIGINT)
-            FROM \(table: .mesocycles) WHERE account_id = \(accountID)
-            """, from: .mesocycles, .integer, .integer).first
-        let meditation = try select("""
-            SELECT COUNT(*), CAST(COALESCE(SUM(duration_seconds), 0) AS BIGINT) FROM \(table: .meditationSessions) WHERE account_id = \(accountID)
-            """, from: .meditationSessions, .integer, .integer).first
-        return ExportStatistics(
-            mesocyclesCompleted: Int(try mesocycles?.integer(1) ?? 0), mesocyclesTotal: Int(try mesocycles?.integer(0) ?? 0),
-            meditationSessions: Int(try meditation?.integer(0) ?? 0), meditationSeconds: Int(try meditation?.integer(1) ?? 0))
-    }
 }
 
 public enum ExportState: String, Sendable, Codable, CaseIterable {
@@ -225,21 +211,6 @@ public struct ExportRowBatch: Sendable, Equatable {
 
     public func row(_ index: Int) -> ArraySlice<ExportValue> {
         values[(index * columnCount)..<((index + 1) * columnCount)]
-    }
-}
-
-/// The figures account.json shows under "statistics".
-public struct ExportStatistics: Sendable, Equatable, Codable {
-    public var mesocyclesCompleted: Int
-    public var mesocyclesTotal: Int
-    public var meditationSessions: Int
-    public var meditationSeconds: Int
-
-    public init(mesocyclesCompleted: Int, mesocyclesTotal: Int, meditationSessions: Int, meditationSeconds: Int) {
-        self.mesocyclesCompleted = mesocyclesCompleted
-        self.mesocyclesTotal = mesocyclesTotal
-        self.meditationSessions = meditationSessions
-        self.meditationSeconds = meditationSeconds
     }
 }
 

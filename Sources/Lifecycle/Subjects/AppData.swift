@@ -67,6 +67,15 @@ public struct AppData: Sendable {
         return nil
     }
 
+    /// The zone her files are dated in (the map's `timezone:` column); UTC without one, or
+    /// when the column holds no zone this machine knows.
+    public func timeZone<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> TimeZone {
+        let utc = TimeZone(identifier: "UTC")!
+        guard let column = plan.subject.timeZone,
+              let name = try tx.rows(sql.subjectValue(column: column, key: key)).first?.first?.text else { return utc }
+        return TimeZone(identifier: name) ?? utc
+    }
+
     public func passwordHash<T: GeneratedSQLTransaction>(key: String, in tx: T) throws -> String? {
         guard let statement = sql.passwordHash(key: key) else { return nil }
         return try tx.rows(statement).first?.first?.text
