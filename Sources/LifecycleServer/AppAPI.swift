@@ -54,11 +54,11 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         do {
             let directory = try await services.directory(cache: cache)
             let now = services.clock.now()
-            let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?, PhotoRecord?)? in
+            let store = services.store
+            let found = try await store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?, ProfilePhotoState?)? in
                 guard let entry = try Self.liveEntry(reference, directory: directory, in: tx, now: now) else { return nil }
                 let id = entry.id
-                // The reference schema's profile photo; an app's own schema keeps its photos itself.
-                let photo = directory.isReferenceApp ? try tx.account(id: id)?.profilePhotoID.flatMap { try tx.photo(id: $0) } : nil
+                let photo = try ProfilePhotoUpload<Store>.state(of: id, directory: directory, store: store, in: tx)
                 return (entry, try tx.openHold(key: id).flatMap { $0.isActive(at: now) ? $0 : nil }, photo)
             }
             guard let (entry, hold, photo) = found else { throw LifecycleError.noSuchAccount(reference) }
@@ -377,10 +377,10 @@ struct ProfilePhotoStatus: Encodable {
     var state: String
     var message: String?
 
-    init(_ photo: PhotoRecord) {
-        photoID = photo.id
-        state = (photo.normalizationState ?? .pending).rawValue
-        message = photo.normalizationState == .rejected ? PhotoRejection.userMessage(forReason: photo.normalizationReason ?? "") : nil
+    init(_ photo: ProfilePhotoState) {
+        photoID = photo.photoID
+        state = photo.state.rawValue
+        message = photo.message
     }
 
     enum CodingKeys: String, CodingKey { case photoID = "photo_id", state, message }

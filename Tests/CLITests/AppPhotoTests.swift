@@ -109,6 +109,14 @@ struct AppPhotoTests {
         #expect(await server.stop() == 0)
     }
 
+    /// `GET /v1/accounts/{account}`'s `profile_photo`: its id, state and message, or nothing.
+    func photoStatus(_ server: ServeTests.Server, _ place: Place) async throws -> [String] {
+        let answer = try await ServeTests.api(server, "GET", "accounts/\(place.account)")
+        try #require(answer.status == 200, "\(answer.json)")
+        guard let photo = answer.json["profile_photo"] as? [String: Any] else { return [] }
+        return [photo["photo_id"], photo["state"], photo["message"]].compactMap { $0 as? String }
+    }
+
     /// `previous`: her avatar before; `untouched`: another user's, which nothing may touch.
     func journey(_ place: Place, previous: String, untouched: String) async throws {
         let workspace = place.workspace
@@ -122,8 +130,11 @@ struct AppPhotoTests {
         #expect(accepted.status == 202 && accepted.json["state"] as? String == "pending", "\(accepted.text)")
         let upload = try await place.current()
         #expect(upload.hasPrefix("avatars/") && upload.contains("/upload-") && files().contains(upload), "\(upload)")
+        let photoID = try #require(accepted.json["photo_id"] as? String)
+        #expect(try await photoStatus(server, place) == [photoID, "pending"])
         let worker = try await workspace.run(["worker", "--once"])
         #expect(worker.status == 0, "\(worker.stdout) \(worker.stderr)")
+        #expect(try await photoStatus(server, place) == [photoID, "normalized"])
         let rendered = try await place.current()
         #expect(rendered.hasPrefix("avatars/") && rendered.hasSuffix(".jpg") && rendered != upload, "\(rendered)")
         try await expectCleanSquareJPEG(atPath: workspace.blobs + "/" + rendered, side: 1024)
@@ -134,13 +145,17 @@ struct AppPhotoTests {
         let broken = workspace.root + "/truncated.jpg"
         let whole = try Data(contentsOf: URL(fileURLWithPath: repositoryRoot + "/Jobs/demo/photos/trail.jpg"))
         try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: broken))
-        #expect(try await ServeTests.upload(server, broken, account: place.account).status == 202)
+        let brokenAnswer = try await ServeTests.upload(server, broken, account: place.account)
+        #expect(brokenAnswer.status == 202)
         let brokenUpload = try await place.current()
         #expect(brokenUpload != rendered)
         #expect(try await workspace.run(["worker", "--once"]).status == 0)
         #expect(try await place.current() == rendered)
+        // The app hears why, in the product's words, as on the reference app.
+        let brokenID = try #require(brokenAnswer.json["photo_id"] as? String)
+        #expect(try await photoStatus(server, place) == [brokenID, "rejected", RefusedPhoto.unreadable])
         #expect(!files().contains(brokenUpload) && files().contains(rendered), "\(files().sorted())")
-        let refusal = try await workspace.auditRows(of: place.account).first { $0.action == "photo.normalize" }
+        let refusal = try await workspace.auditRows(of: place.account).first { $0.action == "photo.normalize" && $0.outcome != "normalized" }
         #expect(refusal?.outcome == "rejected" && refusal?.detail?.contains(RefusedPhoto.unreadable) == true, "\(String(describing: refusal))")
 
         // Remove Photo: the column empty at once, the file gone once its job has run; a
@@ -148,6 +163,7 @@ struct AppPhotoTests {
         let removed = try await ServeTests.api(server, "DELETE", "accounts/\(place.account)/photo")
         #expect(removed.status == 200 && removed.json["removed"] as? Bool == true, "\(removed.json)")
         #expect(try await place.current() == place.empty)
+        #expect(try await photoStatus(server, place) == [], "a removed photo has no status")
         #expect(try await workspace.run(["worker", "--once"]).status == 0)
         #expect(!files().contains(rendered) && files().contains(untouched), "\(files().sorted())")
         let again = try await ServeTests.api(server, "DELETE", "accounts/\(place.account)/photo")

@@ -298,8 +298,11 @@ struct ServeTests {
         #expect(none.headers["www-authenticate"] == "Bearer")
         #expect(try await Self.api(server, "GET", "accounts/ada", token: String(repeating: "5d", count: 32)).status == 401)
 
-        let ada = try await Self.api(server, "GET", "accounts/ada@example.com")
+        let ada = try await Self.api(server, "GET", "accounts/email:ada@example.com")
         #expect(ada.status == 200 && ada.json["account"] as? String == "ada" && ada.json["state"] as? String == "active")
+        // A bare address is not a key: the app names an account by its key, or by a lookup
+        // column it spells out, on the reference app as on any.
+        #expect(try await Self.api(server, "GET", "accounts/ada@example.com").status == 404)
         let nobody = try await Self.api(server, "GET", "accounts/nobody")
         #expect(nobody.status == 404 && Self.errorCode(nobody.json) == "no_such_account")
 

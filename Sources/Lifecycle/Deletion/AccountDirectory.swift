@@ -27,12 +27,6 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     public func find(_ reference: AccountReference, in tx: Store.Transaction) throws -> String? {
         if let problem = AccountReference.controlCharacterProblem(reference.text) { throw LifecycleError(.badInput, problem) }
         if let key = try data.resolve(reference, in: tx) { return key }
-        if data.map.isReferenceApp {
-            // Its ids never hold an '@' and its emails are unique: from the app API too, a
-            // bare address names the account whose email it is, as it always has.
-            guard reference.addressing == .app, reference.text.contains("@") else { return nil }
-            return try data.resolve(.app("email:" + reference.text), in: tx)
-        }
         // Not found by a role that cannot see every user row is not "no account": the
         // row may be there, behind row level security or a missing privilege.
         let table = data.plan.catalog.qualified(data.plan.subject.table)

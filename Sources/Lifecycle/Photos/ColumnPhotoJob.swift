@@ -155,7 +155,10 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
             let restored = live ? try tx.execute(sql.replaceProfilePhoto(key: payload.account, from: .text(payload.upload), to: back)) : 0
             try tx.recordAudit(AuditEvent(
                 at: context.now, actor: "lifecycle", action: "photo.normalize", accountID: payload.account, outcome: "rejected",
-                detail: ["code": .string(refusal.code), "user_message": .string(refusal.userMessage), "job": .int(context.job.id)]))
+                detail: [
+                    "code": .string(refusal.code), "user_message": .string(refusal.userMessage), "job": .int(context.job.id),
+                    "photo": .string(ColumnProfilePhotos<Store>.photoID(ofKey: payload.upload)),
+                ]))
             return try .output(Let(outcome: restored == 1 ? "rejected, previous photo put back" : "rejected", delete: [payload.upload]))
         }
         guard let key = rendered.key else {
@@ -165,6 +168,10 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
             // Replaced, removed or purged meanwhile: whoever changed it owns the upload's fate.
             return try .output(Let(outcome: "abandoned", delete: key == payload.upload ? [] : [key]))
         }
+        // What the app API reports of her photo (ColumnProfilePhotos.state) is read from the trail.
+        try tx.recordAudit(AuditEvent(
+            at: context.now, actor: "lifecycle", action: "photo.normalize", accountID: payload.account, outcome: "normalized",
+            detail: ["job": .int(context.job.id), "photo": .string(ColumnProfilePhotos<Store>.photoID(ofKey: payload.upload)), "side": .int(rendered.side ?? 0)]))
         return try .output(Let(outcome: "normalized", delete: [payload.upload] + (payload.replaces.map { [$0] } ?? []).filter { $0 != key }))
     }
 

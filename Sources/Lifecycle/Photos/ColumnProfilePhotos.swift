@@ -162,10 +162,52 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
     }
 
+    /// An upload's photo id, as the upload's answer gave it: the last part of its key.
+    static func photoID(ofKey key: String) -> String {
+        key.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? key
+    }
+
+    /// The photo uploaded through the app API, as the trail its upload and its job write
+    /// has it: `pending` while the job is to run, then `normalized`, or `rejected` with the
+    /// message the uploader is shown (the column then holds the photo it replaced). nil
+    /// when the latest change was a removal, when no photo was ever uploaded through the
+    /// API, or when the job let the upload go because the app changed the column itself.
+    static func state(of accountID: String, store: Store, in tx: Store.Transaction) throws -> ProfilePhotoState? {
+        let events = try tx.latestAuditEvents(accountID: accountID, actions: ["photo.upload", "photo.remove", "photo.normalize"], limit: 50)
+        guard let latest = events.firstIndex(where: { $0.action != "photo.normalize" }), events[latest].action == "photo.upload",
+              case .string(let photoID)? = Self.member(events[latest], "photo"), case .number(let job)? = Self.member(events[latest], "job")
+        else { return nil }
+        // Newest first: the events before the upload's index came after it.
+        if let settled = events[..<latest].last(where: { $0.action == "photo.normalize" && Self.member($0, "job") == .number(job) }) {
+            switch settled.outcome {
+            case "normalized": return ProfilePhotoState(photoID: photoID, state: .normalized)
+            case "rejected":
+                guard case .string(let message)? = Self.member(settled, "user_message") else { break }
+                return ProfilePhotoState(photoID: photoID, state: .rejected, message: message)
+            default: break
+            }
+        }
+        guard let record = try store.job(id: JobID(job), in: tx), record.state.isLive else { return nil }
+        return ProfilePhotoState(photoID: photoID, state: .pending)
+    }
+
+    private static func member(_ event: AuditEvent, _ name: String) -> JSONValue? {
+        guard case .object(let members)? = event.detailValue else { return nil }
+        return members[name]
+    }
+
     /// Her photo column's value; nil when she has no row holding it.
     static func current(_ key: String, sql: DataMapSQL, in tx: Store.Transaction) throws -> SQLValue? {
         try tx.rows(sql.profilePhotoKey(key: key)).first?.first
     }
+}
+
+/// Where an account's profile photo stands, as the app API shows it.
+public struct ProfilePhotoState: Sendable, Equatable {
+    public var photoID: String
+    public var state: NormalizationState
+    /// The message for the uploader, when it was rejected.
+    public var message: String?
 }
 
 /// A column photo job's payload: the account and blob keys, no personal data.

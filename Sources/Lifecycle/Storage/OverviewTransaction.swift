@@ -20,6 +20,16 @@ extension OwnStateTransaction {
         try selectAudit("SELECT \(columns: auditColumns) FROM \(table: .auditEvents) WHERE action = \(action) ORDER BY id DESC LIMIT \(limit)")
     }
 
+    /// The account's latest audit events with one of these actions, newest first.
+    public func latestAuditEvents(accountID: String, actions: [String], limit: Int) throws -> [AuditEvent] {
+        var actionList: OwnSQL = ""
+        for (index, action) in actions.enumerated() { actionList += index == 0 ? "\(action)" as OwnSQL : ", \(action)" }
+        return try selectAudit("""
+            SELECT \(columns: auditColumns) FROM \(table: .auditEvents) WHERE account_id = \(accountID) AND action IN (\(generated: actionList))
+            ORDER BY id DESC LIMIT \(limit)
+            """)
+    }
+
     private func selectAudit(_ sql: OwnSQL) throws -> [AuditEvent] {
         try select(sql, from: .auditEvents, reading: auditColumns).map { row in
             AuditEvent(
