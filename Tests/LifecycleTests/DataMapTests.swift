@@ -115,6 +115,9 @@ struct DataMapParserTests {
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, blobs: [f], recorded: {f: {}}}\n", "recorded.f: names no column"),
         ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, blobs: [f], recorded: {f: {md5: m}}}\n", "recorded.f.md5: unknown key 'md5'"),
         ("version: 2\nsubject: {table: users, key: id, timezone: [tz]}\ntables: []\n", "subject.timezone: must be text"),
+        // A README line is one line in the user's words, for a file the table is exported to.
+        ("version: 2\nsubject: {table: users, key: id, description: \"your\\u202Eprofile\"}\ntables: []\n", "subject.description: says in one line"),
+        ("version: 2\nsubject: {table: users, key: id}\ntables:\n  - {table: p, owner: a, description: your posts}\n", "give it an `export_file:` too"),
     ])
     func aMalformedMapIsRefusedNamingLineAndKey(_ yaml: String, _ expected: String) {
         let error = #expect(throws: LifecycleError.self) { try DataMap(yaml: yaml, source: "m.yaml") }

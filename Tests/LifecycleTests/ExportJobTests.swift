@@ -31,7 +31,12 @@ struct ExportJobTests {
         // of the type the row records (`recorded:`), an id's dot notwithstanding.
         #expect(files.contains("files/photos/2026/01/01/zoe-p2.jpg"))
         #expect(files.contains("files/photos/2026/01/01/zoe.profile.heic"))
-        #expect(try String(contentsOfFile: folder + "/README.txt", encoding: .utf8).contains("time zone (Asia/Tokyo)"))
+        let readme = try String(contentsOfFile: folder + "/README.txt", encoding: .utf8)
+        let unwrapped = readme.replacingOccurrences(of: "\n +", with: " ", options: .regularExpression)
+        #expect(unwrapped.contains("by the date of the row where it has one, in your time zone (Asia/Tokyo)"), "\(readme)")
+        // Each file in the words of the map's `description:`, wrapped to the README's width.
+        #expect(readme.contains("journal_entries.json/.csv      your journal entries\n"), "\(readme)")
+        #expect(readme.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(readme)")
         #expect(!files.contains { $0.contains("sessions.") && !$0.contains("meditation") }, "sign-in sessions are credentials")
 
         // Batches of one row still give every row once, in order.

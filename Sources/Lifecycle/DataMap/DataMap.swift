@@ -134,6 +134,8 @@ public struct DataMap: Sendable, Equatable {
         /// her files by their date there, as she would; without it, or when it names no zone, UTC.
         public var timeZone: String?
         public var exportFile: String?
+        /// `description:`: what the export's README says the file holds ("your journal entries").
+        public var fileDescription: String? = nil
         public var columns: [String]
         public var timestamps: [String]
         public var blobs: [String]
@@ -241,6 +243,8 @@ public struct DataMap: Sendable, Equatable {
         /// Key columns, for tables without a primary key the catalog can name.
         public var key: [String]?
         public var exportFile: String?
+        /// `description:`: what the export's README says the file holds ("your journal entries").
+        public var fileDescription: String? = nil
         public var columns: [String]
         public var timestamps: [String]
         public var orderBy: [String]

@@ -297,8 +297,8 @@ extension DataMap {
 
     private static func subject(_ field: YAMLField) throws -> Subject {
         let fields = try field.mapping(allowed: [
-            "table", "key", "lookup", "ignore_case", "password", "email", "greeting", "timezone", "export_file", "columns", "timestamps", "blobs",
-            "erase", "blob_prefixes",
+            "table", "key", "lookup", "ignore_case", "password", "email", "greeting", "timezone", "export_file", "description", "columns",
+            "timestamps", "blobs", "erase", "blob_prefixes",
         ])
         var password: Password?
         if let passwordField = fields["password"] {
@@ -333,6 +333,7 @@ extension DataMap {
         subject.keep = keep
         subject.greeting = try fields["greeting"]?.identifiers() ?? []
         subject.timeZone = try fields["timezone"]?.identifier()
+        subject.fileDescription = try fields["description"].map { try fileDescription($0, exportFile: exportFile ?? ExportNames.appSubjectFile) }
         if let ignoreCase = fields["ignore_case"] {
             subject.ignoreCase = try ignoreCase.identifiers()
             if let stray = subject.ignoreCase.first(where: { !subject.lookup.contains($0) }) {
@@ -351,7 +352,8 @@ extension DataMap {
 
     private static func table(_ field: YAMLField) throws -> Table {
         let fields = try field.mapping(allowed: [
-            "table", "owner", "owners", "key", "export_file", "columns", "timestamps", "order_by", "blobs", "recorded", "erase", "cascade",
+            "table", "owner", "owners", "key", "export_file", "description", "columns", "timestamps", "order_by", "blobs", "recorded", "erase",
+            "cascade",
             "erase_settings", "file_key", "decide",
         ])
         let name = try fields.required("table").tableName()
@@ -407,6 +409,10 @@ extension DataMap {
             name: name, ownership: ownership, key: try fields["key"]?.identifiers(), exportFile: exportFile,
             columns: columns, timestamps: timestamps, orderBy: orderBy, blobs: try fields["blobs"]?.identifiers() ?? [],
             erase: erase, cascade: [], line: field.line)
+        if let text = fields["description"] {
+            guard let exportFile else { throw text.error("describes the file the table is exported to: give it an `export_file:` too") }
+            table.fileDescription = try fileDescription(text, exportFile: exportFile)
+        }
         if let recorded = fields["recorded"] { table.recordedFiles = try recordedFiles(recorded, blobs: table.blobs) }
         for item in try fields["cascade"]?.sequence() ?? [] {
             let reference: ColumnReference
@@ -498,6 +504,16 @@ extension DataMap {
             throw parts.error("a value is inside a JSON column (`json:`) or a generic relation (`type:`), not both")
         }
         return OwnerValue(column: column, json: json, type: type)
+    }
+
+    /// One line of the README, in the user's words; never a control character, which would
+    /// lay out the user's README as the map's author did not mean.
+    private static func fileDescription(_ field: YAMLField, exportFile: String) throws -> String {
+        let text = try field.string().trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.count <= 160, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
+            throw field.error("says in one line of at most 160 characters what \(exportFile).json holds (it is the export README's line for it)")
+        }
+        return text
     }
 
     /// `recorded: {blob_key: {sha256: sha256, bytes: byte_size, content_type: content_type}}`:

@@ -6,6 +6,8 @@ public struct ExportedTable: Sendable {
     public var name: DataMap.TableName
     /// nil: the table is read only for the files its rows name.
     public var exportFile: String?
+    /// The README's line for its file (`description:`).
+    public var fileDescription: String?
     public var columns: [String]
     public var timestamps: [String]
     public var blobs: [String]
@@ -25,13 +27,15 @@ extension DataMapSQL {
     public func exportedTables() -> [ExportedTable] {
         let subject = plan.subject
         var tables = [ExportedTable(
-            name: subject.table, exportFile: subject.exportFile, columns: subject.columns, timestamps: subject.timestamps,
+            name: subject.table, exportFile: subject.exportFile, fileDescription: subject.fileDescription, columns: subject.columns,
+            timestamps: subject.timestamps,
             blobs: subject.blobs, pageKey: [subject.key], owner: nil)]
         for entry in plan.map.tables {
             guard let table = plan.plan(for: entry.name) else { continue }
             let order = table.table.orderBy
             tables.append(ExportedTable(
-                name: table.table.name, exportFile: table.table.exportFile, columns: table.table.columns,
+                name: table.table.name, exportFile: table.table.exportFile, fileDescription: table.table.fileDescription,
+                columns: table.table.columns,
                 timestamps: table.table.timestamps, blobs: table.table.blobs, recordedFiles: table.table.recordedFiles,
                 pageKey: order + table.key.filter { !order.contains($0) }, owner: table.owner))
         }

@@ -167,7 +167,9 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let clock = ContinuousClock()
         let entries = try ExportEntries(root: root, cutoff: cutoff, work: work, format: format, settings: settings, blobs: services.blobs)
 
-        let stems = tables.compactMap { table in stem(of: table).map { (appData.displayName(table.name), $0) } }
+        let stems = tables.compactMap { table in
+            stem(of: table).map { (stem: $0, text: table.fileDescription ?? "your rows of \(appData.displayName(table.name))") }
+        }
         let readme = try entries.addText(
             ExportDocuments.appReadme(
                 accountID: subjectKey, generatedAt: cutoff, expiresAt: expiresAt, tableFiles: stems, timeZone: timeZone,

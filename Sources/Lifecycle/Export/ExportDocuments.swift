@@ -114,26 +114,26 @@ enum ManifestOutput {
 enum ExportDocuments {
     /// The README of an app's export: the app's tables by the file names its map gives.
     static func appReadme(
-        accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [(table: String, stem: String)], timeZone: TimeZone,
+        accountID: String, generatedAt: Date, expiresAt: Date, tableFiles: [(stem: String, text: String)], timeZone: TimeZone,
         rateLimitHours: Int
     ) -> String {
         let row = rowFormat(stems: tableFiles.map(\.stem))
         var lines = introduction(accountID: accountID, generatedAt: generatedAt, expiresAt: expiresAt, rateLimitHours: rateLimitHours) + [
             row("README.txt", "this file"),
         ]
-        for file in tableFiles {
-            lines.append(row("\(file.stem).json/.csv", "your rows of \(file.table)"))
+        func entry(_ name: String, _ text: String) {
+            for (index, part) in wrapped(text, width: 64).enumerated() { lines.append(row(index == 0 ? name : "", part)) }
         }
-        lines += [
-            row("files/", "every file your rows name (photos, attachments), byte for byte as stored, in"),
-            row("", "files/TABLE/YEAR/MONTH/DAY/ by the date of the row where it has one, in your"),
-            row("", "time zone (\(timeZone.identifier))"),
-            row("manifest.json", "every file with its size in bytes and SHA-256 checksum, the storage key it"),
-            row("", "came from, the number of rows per file, and any file that could not be"),
-            row("", "included (\"omitted_files\")"),
-            "",
-        ] + formatNotes
-        return lines.joined(separator: "\n")
+        for file in tableFiles { entry("\(file.stem).json/.csv", file.text) }
+        entry("files/", """
+            every file your rows name (photos, attachments), byte for byte as stored, in \
+            files/TABLE/YEAR/MONTH/DAY/ by the date of the row where it has one, in your time zone (\(timeZone.identifier))
+            """)
+        entry("manifest.json", """
+            every file with its size in bytes and SHA-256 checksum, the storage key it came from, the number of rows \
+            per file, and any file that could not be included ("omitted_files")
+            """)
+        return (lines + [""] + formatNotes).joined(separator: "\n")
     }
 
     static func introduction(accountID: String, generatedAt: Date, expiresAt: Date, rateLimitHours: Int) -> [String] {
@@ -152,6 +152,20 @@ enum ExportDocuments {
     }
 
     /// A line of the file list: the name padded to one column wide enough for every table's files.
+    /// Words in lines of at most `width` characters (a longer word on a line of its own).
+    static func wrapped(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        return lines + [line]
+    }
+
     static func rowFormat(stems: [String]) -> (String, String) -> String {
         let width = max(22, (stems.map { $0.count + 12 }.max() ?? 0))
         return { name, text in name.padding(toLength: max(width, name.count + 2), withPad: " ", startingAt: 0) + text }
