@@ -76,7 +76,18 @@ struct AppPhotoTests {
         }
         let again = try await workspace.run(["photos", "normalize", "--all"])
         #expect(again.status == 0 && again.stdout.contains("nothing to normalise"), "\(again.stdout)")
-        #expect(seeded.users["ada"] != nil)
+
+        // The app API reports a photo the app stored itself once its job rendered it, by the
+        // stored file's name; once the app puts another file there, it reports nothing of it.
+        let ada = String(try #require(seeded.users["ada"]))
+        let adasOriginal = try #require(zip(before, originals).first { $0.0.hasPrefix(ada + "|") }?.1)
+        let server = try await ServeTests.Server.start(workspace, environment: ["LIFECYCLE_API_TOKEN": ServeTests.apiToken])
+        let place = Place(workspace: workspace, account: ada, current: { "" }, empty: "")
+        let stored = try #require(adasOriginal.split(separator: "/").last.map(String.init))
+        #expect(try await photoStatus(server, place) == [stored, "normalized"])
+        try await workspace.execute("UPDATE blog_profile SET avatar = 'avatars/elsewhere.png' WHERE user_id = \(ada)")
+        #expect(try await photoStatus(server, place) == [])
+        #expect(await server.stop() == 0)
     }
 
     /// A photo column the export and purge would not take, or a row not found by her key,

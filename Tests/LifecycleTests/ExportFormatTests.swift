@@ -89,14 +89,15 @@ struct ExportFormatTests {
         for id in ["ada-p1", "café-東京-🏃", "Zoë_Ångström.2", "my holiday photo.jpg", "Ελληνικά 😀.png", "cafe\u{301}.jpg", "caf\u{E9}.jpg"] {
             #expect(ExportNames.segment(id, fallback: "photo").isExactly(id))
         }
-        // A key without an extension is named by the media type its row records; a type that
-        // names none plainly adds nothing rather than a made-up extension.
+        // A file is named by the media type its row records, for documents and media only: a
+        // type another user wrote into a row never makes it a page or a program once unpacked.
         #expect(ExportNames.fileExtension(contentType: "image/heic") == "heic")
         #expect(ExportNames.fileExtension(contentType: "IMAGE/JPEG") == "jpg")
+        #expect(ExportNames.fileExtension(contentType: "image/jpeg; charset=x") == "jpg")
         #expect(ExportNames.fileExtension(contentType: "application/pdf; charset=binary") == "pdf")
-        #expect(ExportNames.fileExtension(contentType: "application/vnd.openxmlformats-officedocument") == nil)
-        #expect(ExportNames.fileExtension(contentType: "a/;") == nil)
-        #expect(ExportNames.fileExtension(contentType: "") == nil)
+        for active in ["text/html", "application/hta", "application/x-msdownload", "image/svg+xml", "application/exe", "a/;", ""] {
+            #expect(ExportNames.fileExtension(contentType: active) == nil, "\(active)")
+        }
     }
 
     @Test func signedLinksVerifyAndAnyAlterationIsInvalid() {

@@ -226,6 +226,45 @@ struct ExportJobTests {
         #expect(!FileManager.default.fileExists(atPath: folder + "/files/photos/2025/03/02/lee-p1.jpg"))
     }
 
+    /// Rows recording a size or a digest their files do not have: all of them are read again
+    /// together, then left out together, in one attempt however many there are.
+    @Test(arguments: Backend.allCases)
+    func manyCorruptFilesAreLeftOutTogetherInOneAttempt(_ backend: Backend) async throws { try await manyCorruptFilesAreLeftOutTogetherInOneAttempt(store: try await backend.makeStore()) }
+
+    private func manyCorruptFilesAreLeftOutTogetherInOneAttempt(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "kai")])
+        let now = bed.clock.now()
+        for index in 0..<12 {
+            let key = "accounts/kai/photos/kai-x\(index)"
+            _ = try await bed.blobs.put(key: key, data: Data("x\(index)".utf8))
+            // Even: the right size and a wrong digest; odd: a wrong size.
+            let photo = PhotoRecord(
+                id: "kai-x\(index)", accountID: "kai", entryID: nil, role: .entry, blobKey: key, contentType: "image/jpeg",
+                byteSize: index.isMultiple(of: 2) ? Int64("x\(index)".utf8.count) : 99, sha256: String(repeating: "0", count: 64),
+                takenAt: nil, createdAt: now)
+            try await bed.store.write { tx in _ = try tx.insertPhoto(photo) }
+        }
+        let refused = try await bed.services.requestExport(ExportRequest(account: "kai"))
+        try await bed.runWorker()
+        let dead = try #require(try await bed.store.job(id: refused.job.id))
+        #expect(dead.state == .dead && dead.attempt == 1, "\(dead)")
+        #expect(dead.lastError?.contains("6 file(s) cannot be exported") == true, "\(dead.lastError ?? "")")
+        #expect(dead.lastError?.contains("which has 2 bytes but the row records 99 (corrupted)") == true)
+
+        bed.clock.advance(by: 86_400)
+        let export = try await bed.export("kai", ExportRequest(account: "kai", skipMissingPhotos: true))
+        #expect(export.omittedPhotos == 12)
+        let jobID = try #require(export.jobID)
+        let job = try #require(try await bed.store.job(id: jobID))
+        #expect(job.attempt == 1)
+        let folder = try await bed.unpack(export)
+        let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
+        let omitted = try #require(manifest["omitted_files"] as? [[String: String]])
+        #expect(omitted.count == 12 && omitted.allSatisfy { $0["reason"]?.hasSuffix("(corrupted)") == true }, "\(omitted)")
+        #expect(omitted.filter { $0["reason"]?.contains("SHA-256") == true }.count == 6)
+    }
+
     @Test(arguments: Backend.allCases)
     func theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired(_ backend: Backend) async throws { try await theExpiryJobDeletesArchivesPastTheirLinkOnceAndTheLinkThenReadsExpired(store: try await backend.makeStore()) }
 

@@ -152,8 +152,9 @@ public struct DataMap: Sendable, Equatable {
     }
 
     /// The columns of a row that record the file its blob column names: the export checks
-    /// its copy against the SHA-256 (hex) and the size, and names a key without an extension
-    /// by the media type (`photos/…/p1` becomes `p1.jpg`).
+    /// its copy against the SHA-256 (hex) and the size, and ends the file's name in the
+    /// media type's extension where it does not already (`photos/…/p1` becomes `p1.jpg`;
+    /// documents and media types only, ExportNames.fileExtension).
     public struct RecordedFile: Sendable, Equatable {
         public var sha256: String?
         public var bytes: String?

@@ -145,8 +145,10 @@ extension DataMapSQL {
     }
 
     /// The files one column of the subject's rows names, each once, in key order after
-    /// `after`, with the earliest of the row's first timestamp (which dates the file in
-    /// the archive).
+    /// `after`. Five columns, read by position: the key; the earliest of the rows' first
+    /// timestamp that is set (which dates the file in the archive); then the SHA-256, size
+    /// and media type the rows record of the file (`recorded:`), NULL where the map names
+    /// no column for them.
     public func exportFiles(_ table: ExportedTable, column name: String, key: String, after: String?, limit: Int) -> SQLStatement {
         var builder = SQLBuilder(dialect)
         let blob = "t.\(q(name))"

@@ -85,16 +85,22 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
     /// the archive: it is planned and written again from the start once; a second change
     /// fails the attempt, and the job retries later.
     ///
-    /// A file whose copy differs from the digest its row records is read again from a new
-    /// plan first (the row may have moved on to a new file meanwhile); differing again, it
-    /// is corrupt: the export fails naming it, or, with `skipMissingFiles`, the archive is
-    /// written again without it (its partly written entry cannot be taken back) and the
-    /// manifest lists it among the omitted files.
+    /// Files whose size or SHA-256 is not what their rows record are planned and copied
+    /// again first, all together (a row may have moved on to a new file meanwhile); those
+    /// that differ again are corrupt: the export fails naming them, or, with
+    /// `skipMissingFiles`, the archive is written once more without them (a partly written
+    /// entry cannot be taken back) and the manifest lists them among the omitted files.
+    /// However many files are corrupt, that is at most three archives.
     func build() async throws -> BuiltArchive {
         var corrupt: [String: String] = [:]
-        var suspected = Set<RecordedMismatch>()
+        var suspected = Set<RecordedFile>()
         var changed = 0
+        var rounds = 0
         while true {
+            rounds += 1
+            guard rounds <= 6 else {
+                throw LifecycleError(.tryLater, "the files of account \(subjectKey) kept changing during its export; the export tries again later")
+            }
             do {
                 return try await buildOnce(corrupt: corrupt)
             } catch let problem as BlobProblem {
@@ -103,29 +109,34 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                     throw LifecycleError(.tryLater, "\(problem.reason) (a file of account \(subjectKey) changed twice during its export; the export tries again later)")
                 }
                 logger.notice("a file changed during the export; writing the archive again", metadata: ["blob_key": "\(problem.key)"])
-            } catch let mismatch as RecordedMismatch {
-                if suspected.insert(mismatch).inserted {
-                    guard suspected.count <= 10 else {
-                        throw LifecycleError(.tryLater, "\(mismatch.reason) (the files of account \(subjectKey) kept changing during its export; the export tries again later)")
-                    }
-                    logger.notice("a file differs from what its row records; planning the archive again", metadata: ["blob_key": "\(mismatch.key)"])
+            } catch let mismatches as RecordedMismatches {
+                let fresh = mismatches.files.filter { suspected.insert($0.file).inserted }
+                if !fresh.isEmpty {
+                    logger.notice("files differ from what their rows record; planning the archive again", metadata: ["files": "\(fresh.count)"])
                     continue
                 }
                 guard skipMissingFiles else {
+                    let shown = mismatches.files.prefix(10).map(\.reason).joined(separator: "; ")
+                    let more = mismatches.files.count > 10 ? " (and \(mismatches.files.count - 10) more)" : ""
                     throw PermanentJobFailure(
-                        "\(mismatch.reason); restore the file, or run the export again with --skip-missing-photos to leave it out (it is then listed in manifest.json)")
+                        "\(mismatches.files.count) file(s) cannot be exported: \(shown)\(more). Restore them, or run the export again with --skip-missing-photos to leave them out (each is then listed in manifest.json)")
                 }
-                logger.warning("file left out of the export; writing the archive again without it", metadata: ["blob_key": "\(mismatch.key)", "reason": "\(mismatch.reason)"])
-                corrupt[mismatch.key] = mismatch.reason
+                logger.warning("files left out of the export; writing the archive again without them", metadata: ["files": "\(mismatches.files.count)"])
+                for mismatch in mismatches.files { corrupt[mismatch.file.key] = mismatch.reason }
             }
         }
     }
 
-    /// A copied file whose SHA-256 is not the one its row records.
-    struct RecordedMismatch: Error, Hashable {
+    /// A file as a row records it: its key and the digest and size the row gives.
+    struct RecordedFile: Hashable {
         var key: String
-        var recorded: String
-        var reason: String
+        var sha256: String?
+        var bytes: Int64?
+    }
+
+    /// Files whose size or SHA-256 is not what their rows record, found planning or copying.
+    struct RecordedMismatches: Error {
+        var files: [(file: RecordedFile, reason: String)]
     }
 
     struct PlannedFile: Codable {
@@ -134,8 +145,10 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         var bytes: Int64
         var modified: Date
         var source: String
-        /// The SHA-256 the row records, lowercased; nil when the map names no column for it.
+        /// The SHA-256 the row records, lowercased; nil when the map names no column for it
+        /// or the row holds no digest.
         var sha256: String?
+        var recordedBytes: Int64?
     }
 
     struct CopiedFile: Codable {
@@ -163,6 +176,7 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         }
         let tables = appData.sql.exportedTables()
         let plan = try await planFiles(tables, planPath: work + "/files.plan", timeZone: timeZone, corrupt: corrupt)
+        guard plan.mismatched.isEmpty else { throw RecordedMismatches(files: plan.mismatched) }
 
         let clock = ContinuousClock()
         let entries = try ExportEntries(root: root, cutoff: cutoff, work: work, format: format, settings: settings, blobs: services.blobs)
@@ -193,19 +207,21 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         let copiedList = try HashingFileOutput(path: copiedPath)
         let encoder = JSONEncoder()
         var copiedCount = 0
+        var mismatched: [(file: RecordedFile, reason: String)] = []
         try await JSONLines.forEach(PlannedFile.self, at: plan.path) { file in
             let copied = try await entries.addBlob(
                 key: file.key, name: file.name, bytes: file.bytes, recorded: "it had when the export listed it", modified: file.modified)
             if let recorded = file.sha256, copied.sha256 != recorded {
-                throw RecordedMismatch(
-                    key: file.key, recorded: recorded,
-                    reason: "\(file.source) names \(file.key), whose SHA-256 is \(copied.sha256) but the row records \(recorded) (corrupted)")
+                mismatched.append((
+                    RecordedFile(key: file.key, sha256: recorded, bytes: file.recordedBytes),
+                    "\(file.source) names \(file.key), whose SHA-256 is \(copied.sha256) but the row records \(recorded) (corrupted)"))
             }
             try JSONLines.append(CopiedFile(name: file.name, key: file.key, bytes: copied.bytes, sha256: copied.sha256, source: file.source), to: copiedList, with: encoder)
             copiedCount += 1
             if copiedCount % 100 == 0 { progress("files \(copiedCount)/\(plan.count)") }
         }
         _ = try copiedList.finish(archivePath: "")
+        guard mismatched.isEmpty else { throw RecordedMismatches(files: mismatched) }
 
         let manifest = try await writeManifest(to: work + "/manifest.json", files: written, copiedPath: copiedPath, rowCounts: rowCounts, omitted: plan.omitted)
         try await entries.addLocalFile(manifest, from: work + "/manifest.json")
@@ -240,6 +256,8 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
         var count = 0
         var bytes: Int64 = 0
         var omitted: [Omitted] = []
+        /// Files whose size is not what their rows record.
+        var mismatched: [(file: RecordedFile, reason: String)] = []
     }
 
     /// Lists every file the user's rows name, each once, and checks each is there before
@@ -315,9 +333,14 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                             problems.append(Omitted(key: blobKey, source: source, reason: reason))
                             continue
                         }
-                        if case .integer(let recordedSize) = row[3], recordedSize != info.size {
-                            problems.append(Omitted(
-                                key: blobKey, source: source, reason: "\(source) names \(blobKey), which has \(info.size) bytes but the row records \(recordedSize) (corrupted)"))
+                        var recordedSize: Int64?
+                        if case .integer(let size) = row[3] { recordedSize = size }
+                        // A digest the row cannot mean (empty, not hex) checks nothing.
+                        let recordedDigest = row[2].text.map { $0.lowercased() }.flatMap { FileDigest.isHexSHA256($0) ? $0 : nil }
+                        if let recordedSize, recordedSize != info.size {
+                            plan.mismatched.append((
+                                RecordedFile(key: blobKey, sha256: recordedDigest, bytes: recordedSize),
+                                "\(source) names \(blobKey), which has \(info.size) bytes but the row records \(recordedSize) (corrupted)"))
                             continue
                         }
                         var date: Date?
@@ -325,7 +348,9 @@ struct ExportArchiveBuilder<Store: LifecycleStore>: Sendable {
                         if case .text(let text) = row[1] { date = ISO8601.parse(text) }
                         let name = uniqueName(folder: folder, key: blobKey, date: date, timeZone: timeZone, contentType: row[4].text, used: &usedNames)
                         try JSONLines.append(
-                            PlannedFile(name: name, key: blobKey, bytes: info.size, modified: date ?? cutoff, source: source, sha256: row[2].text?.lowercased()),
+                            PlannedFile(
+                                name: name, key: blobKey, bytes: info.size, modified: date ?? cutoff, source: source, sha256: recordedDigest,
+                                recordedBytes: recordedSize),
                             to: output, with: encoder)
                         plan.count += 1
                         plan.bytes += info.size

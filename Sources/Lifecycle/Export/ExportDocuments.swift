@@ -151,7 +151,6 @@ enum ExportDocuments {
         ]
     }
 
-    /// A line of the file list: the name padded to one column wide enough for every table's files.
     /// Words in lines of at most `width` characters (a longer word on a line of its own).
     static func wrapped(_ text: String, width: Int) -> [String] {
         var lines: [String] = []
@@ -166,6 +165,7 @@ enum ExportDocuments {
         return lines + [line]
     }
 
+    /// A line of the file list: the name padded to one column wide enough for every table's files.
     static func rowFormat(stems: [String]) -> (String, String) -> String {
         let width = max(22, (stems.map { $0.count + 12 }.max() ?? 0))
         return { name, text in name.padding(toLength: max(width, name.count + 2), withPad: " ", startingAt: 0) + text }

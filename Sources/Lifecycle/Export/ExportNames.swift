@@ -26,22 +26,32 @@ enum ExportNames {
         "export-\(segment(accountID, fallback: "account"))-\(ExportTime.compact(cutoff))"
     }
 
-    /// The extension a file of this media type is opened by (`image/heic` → `heic`); nil
-    /// for a type that names none plainly.
+    /// The extension a file of this media type is opened by (`image/heic` → `heic`), for
+    /// types that are documents or media only: a type another user may have written into a
+    /// row (`text/html`, `application/x-msdownload`) never makes an exported file one a
+    /// click runs or renders. nil for any other type.
     static func fileExtension(contentType: String) -> String? {
-        let known = ContentSniffer.fileExtension(for: contentType.lowercased())
-        if known != "bin" { return known }
-        let subtype = contentType.split(separator: "/").last.flatMap { $0.split(separator: ";").first }.map { $0.lowercased() } ?? ""
-        guard (1...8).contains(subtype.count), subtype.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else { return nil }
-        return subtype
+        let type = contentType.split(separator: ";", omittingEmptySubsequences: false).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        } ?? ""
+        return safeExtensions[type]
     }
+
+    private static let safeExtensions: [String: String] = [
+        "image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp", "image/heic": "heic",
+        "image/heif": "heif", "image/avif": "avif", "image/tiff": "tiff", "image/bmp": "bmp",
+        "application/pdf": "pdf", "text/plain": "txt", "text/csv": "csv",
+        "video/mp4": "mp4", "video/quicktime": "mov", "video/webm": "webm",
+        "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/ogg": "ogg", "audio/wav": "wav", "audio/webm": "weba",
+    ]
 
     /// The spellings of one file type's extension (`jpg`: also `jpeg`).
     static func extensions(meaning ext: String) -> Set<String> {
         switch ext {
         case "jpg": ["jpg", "jpeg", "jpe"]
-        case "heic": ["heic", "heif"]
+        case "heic", "heif": ["heic", "heif"]
         case "tiff": ["tiff", "tif"]
+        case "txt": ["txt", "text"]
         default: [ext]
         }
     }

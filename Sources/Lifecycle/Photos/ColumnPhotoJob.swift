@@ -158,6 +158,8 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
                 detail: [
                     "code": .string(refusal.code), "user_message": .string(refusal.userMessage), "job": .int(context.job.id),
                     "photo": .string(ColumnProfilePhotos<Store>.photoID(ofKey: payload.upload)),
+                    // What her column holds now: the app API reports this refusal while it does.
+                    "key": .string(restored == 1 ? back.text ?? "" : ""),
                 ]))
             return try .output(Let(outcome: restored == 1 ? "rejected, previous photo put back" : "rejected", delete: [payload.upload]))
         }
@@ -171,7 +173,10 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         // What the app API reports of her photo (ColumnProfilePhotos.state) is read from the trail.
         try tx.recordAudit(AuditEvent(
             at: context.now, actor: "lifecycle", action: "photo.normalize", accountID: payload.account, outcome: "normalized",
-            detail: ["job": .int(context.job.id), "photo": .string(ColumnProfilePhotos<Store>.photoID(ofKey: payload.upload)), "side": .int(rendered.side ?? 0)]))
+            detail: [
+                "job": .int(context.job.id), "photo": .string(ColumnProfilePhotos<Store>.photoID(ofKey: payload.upload)), "key": .string(key),
+                "side": .int(rendered.side ?? 0),
+            ]))
         return try .output(Let(outcome: "normalized", delete: [payload.upload] + (payload.replaces.map { [$0] } ?? []).filter { $0 != key }))
     }
 

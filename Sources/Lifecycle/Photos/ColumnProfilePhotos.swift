@@ -79,7 +79,10 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                     policy: jobPolicy, now: now, in: tx).job
                 try tx.recordAudit(AuditEvent(
                     at: now, actor: "app", action: "photo.upload", accountID: accountID, outcome: "queued",
-                    detail: ["photo": .string(upload), "bytes": .int(Int(stored.size)), "content_type": .string(staged.contentType), "job": .int(job.id)]))
+                    detail: [
+                        "photo": .string(upload), "key": .string(key), "bytes": .int(Int(stored.size)), "content_type": .string(staged.contentType),
+                        "job": .int(job.id),
+                    ]))
                 return .init(
                     account: accountID, photoID: upload, jobID: job.id, bytes: stored.size, contentType: staged.contentType,
                     state: NormalizationState.pending.rawValue)
@@ -167,28 +170,42 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         key.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? key
     }
 
-    /// The photo uploaded through the app API, as the trail its upload and its job write
-    /// has it: `pending` while the job is to run, then `normalized`, or `rejected` with the
-    /// message the uploader is shown (the column then holds the photo it replaced). nil
-    /// when the latest change was a removal, when no photo was ever uploaded through the
-    /// API, or when the job let the upload go because the app changed the column itself.
-    static func state(of accountID: String, store: Store, in tx: Store.Transaction) throws -> ProfilePhotoState? {
-        let events = try tx.latestAuditEvents(accountID: accountID, actions: ["photo.upload", "photo.remove", "photo.normalize"], limit: 50)
-        guard let latest = events.firstIndex(where: { $0.action != "photo.normalize" }), events[latest].action == "photo.upload",
-              case .string(let photoID)? = Self.member(events[latest], "photo"), case .number(let job)? = Self.member(events[latest], "job")
-        else { return nil }
-        // Newest first: the events before the upload's index came after it.
-        if let settled = events[..<latest].last(where: { $0.action == "photo.normalize" && Self.member($0, "job") == .number(job) }) {
-            switch settled.outcome {
-            case "normalized": return ProfilePhotoState(photoID: photoID, state: .normalized)
-            case "rejected":
-                guard case .string(let message)? = Self.member(settled, "user_message") else { break }
-                return ProfilePhotoState(photoID: photoID, state: .rejected, message: message)
-            default: break
+    /// Her photo as the trail of its upload and its job has it: `pending` while her column
+    /// names the upload, then `normalized`, or `rejected` with the message the uploader is
+    /// shown, while her column holds what the job left there (the JPEG, or the photo the
+    /// upload replaced). A photo the app stored itself is `normalized` once a `photos
+    /// normalize` job rendered what her column holds. nil after a removal, for a photo no
+    /// job has rendered, or once anything else changed the column (the app itself, a part
+    /// deletion): the trail no longer speaks for what is there.
+    static func state(of accountID: String, data: AppData, in tx: Store.Transaction) throws -> ProfilePhotoState? {
+        guard data.plan.profilePhoto != nil else { return nil }
+        let current = try Self.current(accountID, sql: data.sql, in: tx)?.text ?? ""
+        let latest = try tx.latestAuditEvents(accountID: accountID, actions: ["photo.upload", "photo.remove"], limit: 1).first
+        if let latest, latest.action == "photo.upload", let latestID = latest.id,
+           case .string(let photoID)? = member(latest, "photo"), case .number(let job)? = member(latest, "job"),
+           case .string(let uploadKey)? = member(latest, "key") {
+            // Its job's one settling event comes soon after the upload, whatever runs beside it.
+            let settled = try tx.auditEvents(accountID: accountID, action: "photo.normalize", afterID: latestID, limit: 100)
+                .first { member($0, "job") == .number(job) }
+            if settled == nil, current == uploadKey { return ProfilePhotoState(photoID: photoID, state: .pending) }
+            if let settled, case .string(let left)? = member(settled, "key"), left == current {
+                switch settled.outcome {
+                case "normalized": return ProfilePhotoState(photoID: photoID, state: .normalized)
+                case "rejected":
+                    if case .string(let message)? = member(settled, "user_message") {
+                        return ProfilePhotoState(photoID: photoID, state: .rejected, message: message)
+                    }
+                default: break
+                }
             }
         }
-        guard let record = try store.job(id: JobID(job), in: tx), record.state.isLive else { return nil }
-        return ProfilePhotoState(photoID: photoID, state: .pending)
+        // Rendered by a later job than the upload's (`photos normalize` after a recipe change,
+        // or over a photo the app stored itself).
+        guard !current.isEmpty, let rendered = try tx.latestAuditEvents(accountID: accountID, actions: ["photo.normalize"], limit: 1).first,
+              rendered.outcome == "normalized", (rendered.id ?? 0) > (latest?.id ?? 0),
+              member(rendered, "key") == .string(current), case .string(let photoID)? = member(rendered, "photo")
+        else { return nil }
+        return ProfilePhotoState(photoID: photoID, state: .normalized)
     }
 
     private static func member(_ event: AuditEvent, _ name: String) -> JSONValue? {

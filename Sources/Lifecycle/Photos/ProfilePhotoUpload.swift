@@ -129,8 +129,8 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
 
     /// The account's profile photo as the app API shows it: the reference app's photo row,
     /// or what the trail says of the latest upload to the map's column.
-    public static func state(of accountID: String, directory: AccountDirectory<Store>, store: Store, in tx: Store.Transaction) throws -> ProfilePhotoState? {
-        guard directory.isReferenceApp else { return try ColumnProfilePhotos<Store>.state(of: accountID, store: store, in: tx) }
+    public static func state(of accountID: String, directory: AccountDirectory<Store>, in tx: Store.Transaction) throws -> ProfilePhotoState? {
+        guard directory.isReferenceApp else { return try ColumnProfilePhotos<Store>.state(of: accountID, data: directory.data, in: tx) }
         guard let photo = try tx.account(id: accountID)?.profilePhotoID.flatMap({ try tx.photo(id: $0) }) else { return nil }
         let state = photo.normalizationState ?? .pending
         return ProfilePhotoState(

@@ -382,6 +382,11 @@ public struct FileSystemBlobStore: BlobStore {
 }
 
 public enum FileDigest {
+    /// A SHA-256 as lowercase hex: 64 of 0-9a-f.
+    public static func isHexSHA256(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     /// SHA-256 (hex) and size of a file, read in 256 KiB chunks into one buffer: the
     /// floor `make bench` holds the export's archive writing against runs exactly this.
     public static func sha256(ofFile path: String) throws -> (hex: String, size: Int64) {

@@ -30,6 +30,14 @@ extension OwnStateTransaction {
             """)
     }
 
+    /// The account's audit events with this action after the event `afterID`, oldest first.
+    public func auditEvents(accountID: String, action: String, afterID: Int64, limit: Int) throws -> [AuditEvent] {
+        try selectAudit("""
+            SELECT \(columns: auditColumns) FROM \(table: .auditEvents) WHERE account_id = \(accountID) AND action = \(action) AND id > \(afterID)
+            ORDER BY id LIMIT \(limit)
+            """)
+    }
+
     private func selectAudit(_ sql: OwnSQL) throws -> [AuditEvent] {
         try select(sql, from: .auditEvents, reading: auditColumns).map { row in
             AuditEvent(
