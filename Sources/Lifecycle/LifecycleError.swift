@@ -57,7 +57,11 @@ public struct LifecycleError: Error, CustomStringConvertible, Sendable {
         .init(.noSuchAccount, "no account with id or email '\(reference)'")
     }
 
-    public static func noSuchAccount(_ reference: AccountReference) -> Self { noSuchAccount(reference.text) }
+    public static func noSuchAccount(_ reference: AccountReference) -> Self {
+        guard reference.addressing == .app else { return noSuchAccount(reference.text) }
+        // An app that sent a bare address or username learns how to name one.
+        return .init(.noSuchAccount, "no account '\(reference.text)': an account is named by its key, or COLUMN:VALUE for one lookup column of the data map (email:ada@example.com)")
+    }
 
     /// A failed file-system call, in the category its cause calls for: a full disk or a
     /// disk error is temporary (free space, run again: every step is safe to repeat), a

@@ -125,7 +125,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
         let wrong = await lifecycleError { _ = try await configuration.withInstallation(RequestDeletion(account: "ada", password: "guess")) }
         #expect(wrong?.category == .permissionDenied)
 
-        let request = try await configuration.withInstallation(RequestDeletion(account: "ada@example.com", password: password))
+        let request = try await configuration.withInstallation(RequestDeletion(account: "email:ada@example.com", password: password))
         #expect(request.outcome == .requested && request.accountID == "ada")
         #expect(request.purgeAfter == epoch.addingTimeInterval(30 * day))
 
