@@ -54,10 +54,11 @@ struct AppAPI<Store: LifecycleStore>: Sendable {
         do {
             let directory = try await services.directory(cache: cache)
             let now = services.clock.now()
+            let photos = ProfilePhotoUpload(services: services, cache: cache)
             let found = try await services.store.read { tx -> (AccountDirectory<Store>.Entry, AccountHold?, ProfilePhotoState?)? in
                 guard let entry = try Self.liveEntry(reference, directory: directory, in: tx, now: now) else { return nil }
                 let id = entry.id
-                let photo = try ProfilePhotoUpload<Store>.state(of: id, directory: directory, in: tx)
+                let photo = try photos.state(of: id, directory: directory, in: tx)
                 return (entry, try tx.openHold(key: id).flatMap { $0.isActive(at: now) ? $0 : nil }, photo)
             }
             guard let (entry, hold, photo) = found else { throw LifecycleError.noSuchAccount(reference) }

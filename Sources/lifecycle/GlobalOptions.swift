@@ -21,7 +21,7 @@ struct GlobalOptions: ParsableArguments {
     var database: String?
 
     @Option(help: ArgumentHelp(
-        "Where photos and export archives live: a directory, or s3://bucket/prefix?endpoint=URL&region=NAME with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set (env LIFECYCLE_BLOBS).",
+        "Where the files the rows name (photos, uploads) live: a directory, or s3://bucket/prefix?endpoint=URL&region=NAME with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set (env LIFECYCLE_BLOBS).",
         valueName: "dir|s3-url"))
     var blobs: String?
 
