@@ -149,18 +149,6 @@ public final class PostgresStore: Sendable {
             throw failure
         }
     }
-
-    public func accountTables() async throws -> [String] {
-        try await read { tx in
-            // The app's tables only: lifecycle's own (the `lifecycle` schema) are not for the
-            // data map; the purge removes their rows itself, and the audit trail outlives the account.
-            try tx.query("""
-                SELECT table_name::text FROM information_schema.columns
-                WHERE table_schema = current_schema() AND table_schema <> 'lifecycle' AND column_name = 'account_id'
-                ORDER BY table_name
-                """).map { try $0.decode(String.self) }
-        }
-    }
 }
 
 extension PostgresStore: LifecycleStore {}

@@ -218,17 +218,6 @@ public final class SQLiteStore: LifecycleStore, Sendable {
         try pool.write { db in try body(SQLiteTransaction(db: db)) }
     }
 
-    public func accountTables() async throws -> [String] {
-        try await pool.read { db in
-            // Lifecycle's own tables are not the app's: the purge removes their rows itself,
-            // and the audit trail outlives the account on purpose.
-            try String.fetchAll(db, sql: """
-                SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c
-                WHERE m.type = 'table' AND c.name = 'account_id' AND m.name NOT LIKE 'lifecycle\\_%' ESCAPE '\\' ORDER BY m.name
-                """)
-        }
-    }
-
     public func checkpoint() throws {
         try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }

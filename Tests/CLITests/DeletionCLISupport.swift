@@ -81,19 +81,25 @@ extension Workspace {
 
     /// Rows of the account in every table the shipped data map lists.
     func rowCount(of id: String) async throws -> Int {
-        let map = try AccountDataMap(jobsDirectory: repositoryRoot + "/Jobs")
         var total = 0
-        for table in map.tables {
-            total += try await int("SELECT COUNT(*) FROM \(table.name) WHERE \(table.accountColumn) = ?", [.text(id)])
+        for (table, owner) in try Self.ownedTables() {
+            total += try await int("SELECT COUNT(*) FROM \(table) WHERE \(owner) = ?", [.text(id)])
         }
         return total
+    }
+
+    /// The shipped map's tables and the column naming the account in each.
+    static func ownedTables() throws -> [(table: String, owner: String)] {
+        try DataMap(jobsDirectory: repositoryRoot + "/Jobs").tables.compactMap { table in
+            guard case .column(let owner) = table.ownership else { return nil }
+            return (table.name.name, owner)
+        }
     }
 
     /// The same count in one statement through `integerNow`, for a poll from the kill
     /// watcher's own thread. `id` is a test's own constant, written into the SQL.
     func rowCountNow(of id: String) throws -> Int {
-        let map = try AccountDataMap(jobsDirectory: repositoryRoot + "/Jobs")
-        return try integerNow("SELECT " + map.tables.map { "(SELECT COUNT(*) FROM \($0.name) WHERE \($0.accountColumn) = '\(id)')" }
+        try integerNow("SELECT " + Self.ownedTables().map { "(SELECT COUNT(*) FROM \($0.table) WHERE \($0.owner) = '\(id)')" }
             .joined(separator: " + "))
     }
 

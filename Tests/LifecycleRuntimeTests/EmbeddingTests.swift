@@ -159,7 +159,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
                 try FileManager.default.removeItem(atPath: jobs + "/account-data.yaml")
                 try "deletion: [not, a, section".write(toFile: jobs + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
                 #expect(try services.dataMapDocument().isReferenceApp)
-                _ = try await services.dataMap()
+                _ = try await services.directory()
                 return try await RequestDeletion(account: "ada", password: password).run(services: services)
             }
         }
@@ -181,8 +181,8 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
 
     @Test func aMapThatCannotBeReadFailsWhereItIsNeededWithItsOwnMessage() async throws {
         struct CheckMap: InstallationBody {
-            func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> AccountDataMap {
-                try await services.dataMap()
+            func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> Bool {
+                try await services.directory().isReferenceApp
             }
         }
         let workspace = try Workspace()

@@ -59,7 +59,6 @@ struct DeletionFixture<Store: LifecycleStore> {
     let clock: ManualTimeSource
     let services: LifecycleServices<Store>
     let deletion: DeletionService<Store>
-    let dataMap: AccountDataMap
     /// The map and the catalog `rows` counts with, read once: the schema does not change
     /// under a fixture, and reading the catalog for every count was most of a timeline's time.
     let appData = AppDataCache()
@@ -95,7 +94,6 @@ struct DeletionFixture<Store: LifecycleStore> {
             store: store, blobs: blobStore(blobs), policies: try PolicyBook(jobsDirectory: jobs), jobsDirectory: jobs, clock: clock,
             logger: .init(label: "test"))
         deletion = try DeletionService(services: services, directory: try await services.directory())
-        self.dataMap = try AccountDataMap(jobsDirectory: jobs)
     }
 
     /// An account with rows in every table of the shipped schema and blobs under its

@@ -8,9 +8,7 @@ struct ExportFormatTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("export-format-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let table = AccountDataMap.Table(
-            name: "things", accountColumn: "account_id", exportFile: "things", columns: columns, orderBy: "id", timestampColumns: [])
-        let writer = try TableFileWriter(directory: directory, columns: table.columns, fileStem: "things")
+        let writer = try TableFileWriter(directory: directory, columns: columns, fileStem: "things")
         for row in rows { try writer.write(row[...]) }
         let files = try writer.finish()
         let json = try String(contentsOfFile: directory + "/things.json", encoding: .utf8)

@@ -74,31 +74,6 @@ struct FileSystemBlobStoreTests {
     }
 }
 
-struct AccountDataMapTests {
-    @Test func aTableMissingFromTheMapIsRefused() throws {
-        let map = try AccountDataMap(yaml: "version: 2\nsubject: {table: accounts, key: id}\ntables:\n  - {table: photos, owner: account_id}\n", source: "test.yaml")
-        #expect {
-            try map.requireCovers(accountTables: ["photos", "journal_entries"])
-        } throws: { error in
-            "\(error)".contains("journal_entries") && "\(error)".contains("not in the map")
-        }
-    }
-
-    @Test func theReferenceEngineNamesATableOwnedThroughAParent() {
-        #expect {
-            try AccountDataMap(yaml: """
-                version: 2
-                subject: {table: accounts, key: id}
-                tables:
-                  - {table: journal_entries, owner: account_id}
-                  - {table: photos, owner: {via: entry_id, parent: journal_entries}}
-                """, source: "test.yaml")
-        } throws: { error in
-            "\(error)".contains("test.yaml:5: table photos is owned through a parent")
-        }
-    }
-}
-
 struct ProfileRulesTests {
     @Test func namesAllowLettersOfAnyScriptSpacesAndHyphens() throws {
         #expect(try ProfileRules.name("  Jean-Luc ", field: "first_name") == "Jean-Luc")

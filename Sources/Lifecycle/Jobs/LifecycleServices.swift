@@ -77,22 +77,6 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
         }
     }
 
-    /// The reference app's data map, checked against the tables the database really has.
-    /// An app's own database (a map without `app: reference`) is refused with a clear error
-    /// by what needs the reference schema (photo normalisation), rather than failing in SQL.
-    public func dataMap() async throws -> AccountDataMap {
-        let document = try dataMapDocument()
-        guard document.isReferenceApp else {
-            throw LifecycleError(.badInput, """
-                \(document.source) describes an app's own database: export, deletion, restore and purge run on it, \
-                but photo normalisation runs only on the reference app's schema (its photos table) so far
-                """)
-        }
-        let map = try AccountDataMap(document)
-        try map.requireCovers(accountTables: try await store.accountTables())
-        return map
-    }
-
     /// The account's rows in each table of the data map, counted by the statements generated from it.
     /// A caller counting several accounts passes one `cache`: without it each call reads the
     /// map and the database's catalog again.

@@ -17,8 +17,6 @@ where Transaction: OwnStateTransaction {
     func read<T: Sendable>(_ body: @escaping @Sendable (Transaction) throws -> T) async throws -> T
     /// Where the data lives, for messages ("SQLite file ./lifecycle.sqlite").
     var location: String { get }
-    /// Tables with an account id column that the account data map must cover.
-    func accountTables() async throws -> [String]
     /// The database's tables, columns and foreign keys, for checking an app's data map.
     func catalog() async throws -> SchemaCatalog
     /// The SQL dialect statements generated from the data map are written in.
