@@ -2,27 +2,6 @@ import Foundation
 import Imaging
 import JobRunner
 
-/// Where an account's profile photo goes when it arrives through the app API, and how it
-/// is removed: the column the map's `profile_photo:` names (ColumnProfilePhotos), or the
-/// reference app's photos table (ReferenceProfilePhotos).
-protocol ProfilePhotoPlace<Store>: Sendable {
-    associatedtype Store: LifecycleStore
-    func accept(account accountID: String, staged: StagedPhotoUpload) async throws -> ProfilePhotoUpload<Store>.Accepted
-    func remove(account reference: AccountReference) async throws -> ColumnProfilePhotos<Store>.Removed
-    /// Where her photo stands, as the app API shows it.
-    func state(of accountID: String, data: AppData, in tx: Store.Transaction) throws -> ProfilePhotoState?
-    /// Refuses, naming what the map lacks, before a byte of an upload is read.
-    func requireReady() async throws
-}
-
-extension ColumnProfilePhotos: ProfilePhotoPlace {
-    func state(of accountID: String, data: AppData, in tx: Store.Transaction) throws -> ProfilePhotoState? {
-        try Self.state(of: accountID, data: data, in: tx)
-    }
-
-    func requireReady() async throws { _ = try await place() }
-}
-
 /// The reference app's profile photo: a row of its photos table that `accounts.profile_photo_id`
 /// names, normalised by PhotoNormalizationJob, which also retires the photo it replaced.
 struct ReferenceProfilePhotos<Store: LifecycleStore>: ProfilePhotoPlace {
