@@ -507,6 +507,42 @@ enum Migrations {
             $move$
             """,
         ], referenceSchemaOnly: true),
+        // The reference app's profile photo in a column: see the SQLite backend's v18-reference-profile-photo-column.
+        Migration(name: "v15-reference-profile-photo-column", statements: [
+            """
+            DO $move$
+            BEGIN
+                IF EXISTS (SELECT 1 FROM information_schema.columns
+                           WHERE table_schema = current_schema() AND table_name = 'accounts' AND column_name = 'profile_photo_id') THEN
+                    ALTER TABLE accounts ADD COLUMN profile_photo_key TEXT;
+                    UPDATE accounts SET profile_photo_key = p.blob_key
+                    FROM photos p WHERE p.id = accounts.profile_photo_id AND p.account_id = accounts.id;
+                    CREATE TEMP TABLE moved_photo_jobs ON COMMIT DROP AS
+                        SELECT j.id AS job_id, p.account_id, p.blob_key,
+                               (a.id IS NOT NULL AND COALESCE(p.normalization_state, 'pending') = 'pending') AS converted
+                        FROM lifecycle.jobs j
+                        LEFT JOIN photos p ON p.id = (j.payload::jsonb ->> 'photo')
+                        LEFT JOIN accounts a ON a.id = p.account_id AND a.profile_photo_id = p.id
+                        WHERE j.kind = 'photos.normalize' AND j.state IN ('queued', 'running', 'retrying');
+                    DELETE FROM lifecycle.job_steps WHERE job_id IN (SELECT job_id FROM moved_photo_jobs WHERE converted);
+                    UPDATE lifecycle.jobs j SET
+                        kind = 'photos.normalize-column', state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
+                        payload = json_build_object('account', m.account_id, 'upload', m.blob_key)::text,
+                        unique_key = 'photo:' || m.blob_key
+                    FROM moved_photo_jobs m WHERE m.job_id = j.id AND m.converted;
+                    UPDATE lifecycle.jobs j SET
+                        state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now(),
+                        last_error = 'its photo is no longer the profile photo of its account (profile photos moved to accounts.profile_photo_key)'
+                    FROM moved_photo_jobs m WHERE m.job_id = j.id AND NOT m.converted;
+                    DELETE FROM photos p USING accounts a WHERE a.profile_photo_id = p.id AND a.id = p.account_id;
+                    ALTER TABLE accounts DROP COLUMN profile_photo_id;
+                    DROP INDEX IF EXISTS photos_pending;
+                    ALTER TABLE photos DROP COLUMN normalization_state, DROP COLUMN normalization_reason, DROP COLUMN recipe_version;
+                END IF;
+            END
+            $move$
+            """,
+        ], referenceSchemaOnly: true),
     ]
 
     /// What a database with none of the migrations gets instead of all of them up to

@@ -163,10 +163,9 @@ enum Migrations {
                 """)
         }
         // Later schema changes, one named migration each, registered in order by the
-        // file that owns the feature (ExportQueries, DeletionQueries, PhotoQueries).
+        // file that owns the feature (ExportQueries, DeletionQueries).
         ExportSchema.register(in: &migrator)
         DeletionSchema.register(in: &migrator)
-        PhotoSchema.register(in: &migrator)
         DeletionSchema.registerAttempts(in: &migrator)
 
         // Every migration above put lifecycle's own tables among the app's; from here on
@@ -440,6 +439,55 @@ enum Migrations {
                 ALTER TABLE accounts DROP COLUMN deletion_requested_at;
                 ALTER TABLE accounts DROP COLUMN purge_after;
                 ALTER TABLE accounts DROP COLUMN purged_at;
+                """)
+        }
+        // The reference app's profile photo is a blob key in a column of the account row, as
+        // in any app whose map says `profile_photo:`, where it was a row of the photos table
+        // that `profile_photo_id` named: the row's key moves into `profile_photo_key` and the
+        // row goes (a replaced photo's row, its file not yet retired, stays a photo of hers
+        // until the photos part or the purge takes it); the normalisation state the rows kept
+        // is the audit trail's now. A queued normalisation of the photo she has becomes the
+        // column's job, started afresh; one of a photo she no longer has is cancelled.
+        migrator.registerMigration("v18-reference-profile-photo-column") { db in
+            let accounts = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('accounts')"))
+            let photos = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('photos')"))
+            guard referenceSchema, accounts.contains("profile_photo_id"), photos.isSuperset(of: ReferenceSchema.photoColumns) else { return }
+            try db.execute(sql: """
+                ALTER TABLE accounts ADD COLUMN profile_photo_key TEXT;
+                UPDATE accounts SET profile_photo_key =
+                    (SELECT blob_key FROM photos WHERE photos.id = accounts.profile_photo_id AND photos.account_id = accounts.id)
+                WHERE profile_photo_id IS NOT NULL;
+                CREATE TEMP TABLE moved_photo_jobs AS
+                    SELECT j.id AS job_id, p.account_id, p.blob_key,
+                           CASE WHEN a.id IS NOT NULL AND COALESCE(p.normalization_state, 'pending') = 'pending' THEN 1 ELSE 0 END AS converted
+                    FROM lifecycle_jobs j
+                    LEFT JOIN photos p ON p.id = json_extract(j.payload, '$.photo')
+                    LEFT JOIN accounts a ON a.id = p.account_id AND a.profile_photo_id = p.id
+                    WHERE j.kind = 'photos.normalize' AND j.state IN ('queued', 'running', 'retrying');
+                DELETE FROM lifecycle_job_steps WHERE job_id IN (SELECT job_id FROM moved_photo_jobs WHERE converted = 1);
+                """)
+            let now = Date()
+            try db.execute(sql: """
+                UPDATE lifecycle_jobs SET
+                    kind = 'photos.normalize-column', state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+                    payload = (SELECT json_object('account', m.account_id, 'upload', m.blob_key) FROM moved_photo_jobs m WHERE m.job_id = lifecycle_jobs.id),
+                    unique_key = (SELECT 'photo:' || m.blob_key FROM moved_photo_jobs m WHERE m.job_id = lifecycle_jobs.id)
+                WHERE id IN (SELECT job_id FROM moved_photo_jobs WHERE converted = 1)
+                """, arguments: [now])
+            try db.execute(sql: """
+                UPDATE lifecycle_jobs SET
+                    state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?,
+                    last_error = 'its photo is no longer the profile photo of its account (profile photos moved to accounts.profile_photo_key)'
+                WHERE id IN (SELECT job_id FROM moved_photo_jobs WHERE converted = 0)
+                """, arguments: [now, now])
+            try db.execute(sql: """
+                DROP TABLE moved_photo_jobs;
+                DELETE FROM photos WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.profile_photo_id = photos.id AND a.id = photos.account_id);
+                ALTER TABLE accounts DROP COLUMN profile_photo_id;
+                DROP INDEX IF EXISTS photos_pending;
+                ALTER TABLE photos DROP COLUMN normalization_state;
+                ALTER TABLE photos DROP COLUMN normalization_reason;
+                ALTER TABLE photos DROP COLUMN recipe_version;
                 """)
         }
         return migrator

@@ -19,7 +19,7 @@ extension DemoTour {
             export = latest
         }
         try await printReadyExport(export, services: services, json: false, say: say)
-        say("  inside: README.txt, account.json + .csv (the user row), <table>.json + .csv, files/photos/YYYY/MM/DD/<file>, manifest.json (size + SHA-256 of every file)")
+        say("  inside: README.txt, account.json + .csv (the user row), <table>.json + .csv, files/<table>/YYYY/MM/DD/<file> (her profile photo under files/accounts/), manifest.json (size + SHA-256 of every file)")
         if let link = try services.exportLink(for: export) {
             let genuine = try await services.checkExportLink(link)
             say("exports verify-link <link>: \(genuine.summary)")

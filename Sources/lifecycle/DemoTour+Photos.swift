@@ -12,28 +12,27 @@ extension DemoTour {
             say("the import queued one normalisation job per profile photo, and the worker above ran them (recipe \(queued.recipe)):")
         } else {
             say("lifecycle photos normalize --all: \(queued.jobIDs.count) profile photo(s) to normalise under recipe \(queued.recipe), jobs queued by the import")
-            _ = try await runWorker(services: services, once: true, concurrency: 2, kinds: [PhotoJobs.normalizeKind])
+            _ = try await runWorker(services: services, once: true, concurrency: 2, kinds: [PhotoJobs.normalizeColumnKind])
         }
 
         let normalizer = PhotoNormalizer(policy: service.policy)
         for (accountID, upload) in try demoProfileUploads() {
-            guard let account = try await services.store.read({ tx in try tx.account(id: accountID) }),
-                  let photoID = account.profilePhotoID,
-                  let photo = try await services.store.read({ tx in try tx.photo(id: photoID) }) else { continue }
-            let job = try await services.store.jobs(matching: JobFilter(
-                kinds: [PhotoJobs.normalizeKind], uniqueKey: PhotoJobs.uniqueKey(photoID: photoID), limit: 1)).first
-            var result: PhotoJobResult?
-            if let job { result = try await service.result(ofJob: job.id) }
+            // The import's upload event names the job that normalised it.
+            let (account, uploaded) = try await services.store.read { tx in
+                (try tx.account(id: accountID), try tx.latestAuditEvents(accountID: accountID, actions: ["photo.upload"], limit: 1).first)
+            }
+            guard let account, case .object(let detail)? = uploaded?.detailValue, case .number(let job)? = detail["job"] else { continue }
+            let result = try await service.result(ofJob: JobID(job))
 
             let before = try Data(contentsOf: URL(fileURLWithPath: upload))
-            say("\(accountID)  \((upload as NSString).lastPathComponent)  (job #\(job.map { "\($0.id)" } ?? "-"): \(result?.outcome.rawValue ?? "not run"))")
+            say("\(accountID)  \((upload as NSString).lastPathComponent)  (job #\(Int(job)): \(result?.outcome.rawValue ?? "not run"))")
             say("    before: \(describe(before, normalizer))")
-            guard photo.normalizationState == .normalized else {
-                say("    \(photo.normalizationState?.rawValue ?? "pending"): \(result?.userMessage ?? photo.normalizationReason ?? "")")
+            guard result?.outcome == .normalized, let key = account.profilePhotoKey else {
+                say("    \(result?.outcome.rawValue ?? "pending"): \(result?.userMessage ?? result?.reason ?? "")")
                 continue
             }
-            let after = try await services.blobs.readAll(key: photo.blobKey)
-            say("    after:  \(describe(after, normalizer))  → \(photo.blobKey)")
+            let after = try await services.blobs.readAll(key: key)
+            say("    after:  \(describe(after, normalizer))  → \(key)")
             var uploadLeft = false
             if let key = result?.original?.blobKey { uploadLeft = try await services.blobs.info(key: key) != nil }
             say("    upload deleted: \(uploadLeft ? "no" : "yes")")

@@ -18,14 +18,15 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
         commandName: "normalize",
         abstract: "Normalise profile photos not yet normalised under the current recipe version, as jobs.",
         usage: """
-            lifecycle photos normalize [--account <id>] [--all] [--retry-rejected] [--queue-only] [--concurrency <concurrency>]
+            lifecycle photos normalize [--account <id>] [--all] [--queue-only] [--concurrency <concurrency>]
                                        \(GlobalOptions.usage)
             """,
         discussion: """
-            Queues one job per photo (a photo whose job is already queued or running keeps that job), then runs \
-            every due photo job in this process, two at a time (import queues them too), and prints a summary of \
-            this run's photos that lists every rejected one with the message its uploader sees. Running it again \
-            renders nothing already done.
+            Queues one job per profile photo that is not yet a JPEG of the current recipe (in the column the data \
+            map's `profile_photo:` names; a photo whose job is already queued or running keeps that job), then runs \
+            every due photo job in this process, two at a time (uploads and import queue them too), and prints a \
+            summary of this run's photos that lists every rejected one with the message its uploader sees. Running \
+            it again renders nothing already done.
             A rejected photo is an outcome, not a failure: exit 0 when every job finished (rejections included), \
             75 when some are retrying, dead or still running elsewhere, 67 for an unknown account, 65 for a bad \
             photo policy.
@@ -35,8 +36,6 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
     @Option(help: ArgumentHelp("Only this account's profile photo (id or email).", valueName: "id"))
     var account: String?
     @Flag(help: "Every account's profile photos.") var all = false
-    @Flag(name: .customLong("retry-rejected"), help: "Also take photos an earlier run rejected (after raising a limit).")
-    var retryRejected = false
     @Flag(name: .customLong("queue-only"), help: "Only queue the jobs; a running `lifecycle worker` does them.")
     var queueOnly = false
     @Option(help: "Photos normalised at once in this process (the job policy caps it too).") var concurrency: Int = 2
@@ -55,13 +54,13 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let service = try PhotoNormalizationService(services: services)
-        let queued = try await service.queue(account: account, includeRejected: retryRejected)
+        let queued = try await service.queue(account: account)
         let scope = account.map { "account \($0)" } ?? "all accounts"
         if queued.jobIDs.isEmpty {
             if options.json {
                 try Terminal.printJSON(NormalizeReport(queue: queued, summary: nil))
             } else {
-                Terminal.line("nothing to normalise for \(scope): every profile photo is normalised under recipe \(queued.recipe) or was rejected (`lifecycle photos list --state rejected`)")
+                Terminal.line("nothing to normalise for \(scope): every profile photo is a JPEG of recipe \(queued.recipe)")
             }
             return .ok
         }
@@ -74,7 +73,7 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
             return .ok
         }
         let started = Date()
-        _ = try await runWorker(services: services, once: true, concurrency: concurrency, kinds: [PhotoJobs.normalizeKind, PhotoJobs.normalizeColumnKind])
+        _ = try await runWorker(services: services, once: true, concurrency: concurrency, kinds: [PhotoJobs.normalizeColumnKind])
         let summary = try await service.summarize(jobIDs: queued.jobIDs)
         if options.json {
             try Terminal.printJSON(NormalizeReport(queue: queued, summary: summary))
@@ -86,7 +85,6 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
 
     private func printSummary(_ summary: PhotoRunSummary, seconds: TimeInterval) {
         var counts = ["normalised \(summary.normalized)", "rejected \(summary.rejected)"]
-        if summary.upToDate > 0 { counts.append("already done \(summary.upToDate)") }
         if summary.gone > 0 { counts.append("account deleted meanwhile \(summary.gone)") }
         for (label, count) in [("retrying", summary.retrying), ("failed", summary.failed), ("still running elsewhere", summary.waiting)] where count > 0 {
             counts.append("\(label) \(count)")
@@ -223,7 +221,7 @@ struct FileNormalizedReport: Codable {
 struct ListPhotos: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "Profile photos with their normalisation state, recipe version and, for rejected ones, the reason.")
+        abstract: "Profile photos: each account's file, whether it is normalised under the current recipe and, after a refused upload, the message its uploader saw.")
 
     @OptionGroup var options: GlobalOptions
     @Option(help: "pending, normalized or rejected.") var state: NormalizationState?
@@ -237,25 +235,14 @@ struct ListPhotos: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        var accountID: String?
-        if let account {
-            guard let found = try await services.account(account) else { throw LifecycleError.noSuchAccount(account) }
-            accountID = found.id
-        }
-        let (state, count, filter) = (self.state, max(1, limit), accountID)
-        let photos = try await services.store.read { tx in
-            try tx.profilePhotos(state: state, accountID: filter, after: nil, limit: count)
-        }
+        let photos = try await ColumnProfilePhotos(services: services).list(account: account, state: state, after: nil, limit: max(1, limit))
         if options.json {
             try Terminal.printJSON(photos)
             return .ok
         }
         if photos.isEmpty { Terminal.line("no profile photos" + (state.map { " in state \($0.rawValue)" } ?? "")) }
         for photo in photos {
-            var line = "\(photo.id)  account \(photo.accountID)  \(photo.normalizationState?.rawValue ?? "pending")  \(photo.contentType)  \(photo.byteSize) bytes"
-            if let version = photo.recipeVersion { line += "  recipe v\(version)" }
-            if let reason = photo.normalizationReason { line += "  reason: \(reason)" }
-            Terminal.line(line)
+            Terminal.line("account \(photo.account)  \(photo.state.rawValue)  \(photo.file)" + (photo.message.map { "  \"\($0)\"" } ?? ""))
         }
         return .ok
     }

@@ -31,7 +31,8 @@ public struct Account: Sendable, Codable, Equatable {
     public var lastName: String?
     public var displayName: String?
     public var bio: String?
-    public var profilePhotoID: String?
+    /// Her profile photo's blob key (the data map's `profile_photo:` column).
+    public var profilePhotoKey: String?
     public var primarySport: String?
     public var morningReminderTime: String?
     public var timezone: String?
@@ -46,7 +47,7 @@ public struct Account: Sendable, Codable, Equatable {
 
     public init(
         id: String, email: String?, passwordHash: String?, firstName: String?, lastName: String?, displayName: String?,
-        bio: String?, profilePhotoID: String?, primarySport: String?, morningReminderTime: String?, timezone: String?,
+        bio: String?, profilePhotoKey: String?, primarySport: String?, morningReminderTime: String?, timezone: String?,
         subscriptionStatus: String?, integrations: Integrations, state: AccountState, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
@@ -56,7 +57,7 @@ public struct Account: Sendable, Codable, Equatable {
         self.lastName = lastName
         self.displayName = displayName
         self.bio = bio
-        self.profilePhotoID = profilePhotoID
+        self.profilePhotoKey = profilePhotoKey
         self.primarySport = primarySport
         self.morningReminderTime = morningReminderTime
         self.timezone = timezone
@@ -68,7 +69,7 @@ public struct Account: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, email, passwordHash = "password_hash", firstName = "first_name", lastName = "last_name", displayName = "display_name", bio, profilePhotoID = "profile_photo_id", primarySport = "primary_sport", morningReminderTime = "morning_reminder_time", timezone, subscriptionStatus = "subscription_status", integrations, state, createdAt = "created_at", updatedAt = "updated_at"
+        case id, email, passwordHash = "password_hash", firstName = "first_name", lastName = "last_name", displayName = "display_name", bio, profilePhotoKey = "profile_photo_key", primarySport = "primary_sport", morningReminderTime = "morning_reminder_time", timezone, subscriptionStatus = "subscription_status", integrations, state, createdAt = "created_at", updatedAt = "updated_at"
     }
 }
 
@@ -96,7 +97,7 @@ public struct Preferences: Sendable, Codable, Equatable {
 
 public enum PhotoRole: String, Sendable, Codable { case entry, profile }
 
-/// Where a profile photo stands in normalisation (entry photos are kept as uploaded).
+/// Where a profile photo stands in normalisation (journal photos are kept as uploaded).
 public enum NormalizationState: String, Sendable, Codable { case pending, normalized, rejected }
 
 public struct PhotoRecord: Sendable, Codable, Equatable {
@@ -110,14 +111,10 @@ public struct PhotoRecord: Sendable, Codable, Equatable {
     public var sha256: String
     public var takenAt: Date?
     public var createdAt: Date
-    public var normalizationState: NormalizationState?
-    public var normalizationReason: String?
-    public var recipeVersion: Int?
 
     public init(
         id: String, accountID: String, entryID: String?, role: PhotoRole, blobKey: String, contentType: String,
-        byteSize: Int64, sha256: String, takenAt: Date?, createdAt: Date,
-        normalizationState: NormalizationState? = nil, normalizationReason: String? = nil, recipeVersion: Int? = nil
+        byteSize: Int64, sha256: String, takenAt: Date?, createdAt: Date
     ) {
         self.id = id
         self.accountID = accountID
@@ -129,13 +126,10 @@ public struct PhotoRecord: Sendable, Codable, Equatable {
         self.sha256 = sha256
         self.takenAt = takenAt
         self.createdAt = createdAt
-        self.normalizationState = normalizationState
-        self.normalizationReason = normalizationReason
-        self.recipeVersion = recipeVersion
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, accountID = "account_id", entryID = "entry_id", role, blobKey = "blob_key", contentType = "content_type", byteSize = "byte_size", sha256, takenAt = "taken_at", createdAt = "created_at", normalizationState = "normalization_state", normalizationReason = "normalization_reason", recipeVersion = "recipe_version"
+        case id, accountID = "account_id", entryID = "entry_id", role, blobKey = "blob_key", contentType = "content_type", byteSize = "byte_size", sha256, takenAt = "taken_at", createdAt = "created_at"
     }
 }
 

@@ -40,7 +40,7 @@ extension OwnStateTransaction {
         let outcome = try insertIfAbsent("""
             INSERT INTO \(table: .accounts) (\(columns: accountColumns))
             VALUES (\(account.id), \(account.email), \(account.passwordHash), \(account.firstName), \(account.lastName),
-              \(account.displayName), \(account.bio), \(account.profilePhotoID), \(account.primarySport),
+              \(account.displayName), \(account.bio), \(account.profilePhotoKey), \(account.primarySport),
               \(account.morningReminderTime), \(account.timezone), \(account.subscriptionStatus), \(.boolean(account.integrations.whoop)),
               \(.boolean(account.integrations.strava)), \(.boolean(account.integrations.appleHealth)), \(.boolean(account.integrations.fitness)),
               \(account.state.rawValue), \(account.createdAt), \(account.updatedAt))
@@ -67,8 +67,7 @@ extension OwnStateTransaction {
         try insertIfAbsent("""
             INSERT INTO \(table: .photos) (\(columns: photoColumns))
             VALUES (\(photo.id), \(photo.accountID), \(photo.entryID), \(photo.role.rawValue), \(photo.blobKey), \(photo.contentType),
-              \(photo.byteSize), \(photo.sha256), \(photo.takenAt), \(photo.createdAt), \(photo.normalizationState?.rawValue),
-              \(photo.normalizationReason), \(photo.recipeVersion.map { SQLValue.integer(Int64($0)) } ?? .null))
+              \(photo.byteSize), \(photo.sha256), \(photo.takenAt), \(photo.createdAt))
             ON CONFLICT (id) DO NOTHING
             """, table: .photos, id: photo.id, accountID: photo.accountID)
     }
@@ -97,10 +96,6 @@ extension OwnStateTransaction {
             """, table: .sessions, id: session.id, accountID: session.accountID)
     }
 
-    public func setProfilePhoto(accountID: String, photoID: String?, now: Date) throws {
-        try change("UPDATE \(table: .accounts) SET profile_photo_id = \(photoID), updated_at = \(now) WHERE id = \(accountID)")
-    }
-
     public func photo(id: String) throws -> PhotoRecord? {
         try selectPhotos("SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE id = \(id)").first
     }
@@ -116,63 +111,12 @@ extension OwnStateTransaction {
         ).map { SignInSession(id: try $0.text(0), accountID: try $0.text(1), createdAt: try $0.date(2), revokedAt: try $0.optionalDate(3)) }
     }
 
-    /// Profile photos still to normalise under `selection`, in id order after `after`. A
-    /// profile photo written before states existed (NULL) counts as pending.
-    public func profilePhotosToNormalize(_ selection: PhotoSelection, after: String?, limit: Int) throws -> [PhotoRecord] {
-        var filters: OwnSQL = ""
-        if selection.includeRejected { filters += " OR p.normalization_state = 'rejected'" }
-        var scope: OwnSQL = ""
-        if let accountID = selection.accountID { scope += " AND p.account_id = \(accountID)" }
-        if let after { scope += " AND p.id > \(after)" }
-        return try selectPhotos("""
-            SELECT \(columns: photoColumns, prefix: "p.") FROM \(table: .photos) p LEFT JOIN \(table: .subjects) s ON s.subject_key = p.account_id
-            WHERE p.role = 'profile' AND COALESCE(s.state, 'active') IN ('active', 'pendingDeletion')
-              AND (COALESCE(p.normalization_state, 'pending') = 'pending'
-                   OR (p.normalization_state = 'normalized' AND COALESCE(p.recipe_version, 0) < \(selection.recipeVersion))\(generated: filters))\(generated: scope)
-            ORDER BY p.id LIMIT \(limit)
-            """)
-    }
-
-    /// Profile photos by state (every state when nil), in id order after `after`.
-    public func profilePhotos(state: NormalizationState?, accountID: String?, after: String?, limit: Int) throws -> [PhotoRecord] {
-        var scope: OwnSQL = ""
-        if let state {
-            scope += state == .pending ? " AND COALESCE(normalization_state, 'pending') = \(state.rawValue)" : " AND normalization_state = \(state.rawValue)"
-        }
-        if let accountID { scope += " AND account_id = \(accountID)" }
-        if let after { scope += " AND id > \(after)" }
-        return try selectPhotos("""
-            SELECT \(columns: photoColumns) FROM \(table: .photos) WHERE role = 'profile'\(generated: scope) ORDER BY id LIMIT \(limit)
-            """)
-    }
-
-    /// Points the photo row at its rendered JPEG and marks it normalised under the
-    /// rendered recipe version. The photo keeps its id, so the account's
-    /// `profile_photo_id` stays as it is.
-    public func switchToRendered(photoID: String, rendered: RenderedPhoto) throws {
-        try change("""
-            UPDATE \(table: .photos) SET blob_key = \(rendered.blobKey), content_type = 'image/jpeg', byte_size = \(rendered.byteSize),
-              sha256 = \(rendered.sha256), normalization_state = 'normalized', normalization_reason = NULL, recipe_version = \(rendered.recipeVersion)
-            WHERE id = \(photoID)
-            """)
-    }
-
-    /// Marks the photo rejected with the reason operators read; its blob stays as uploaded.
-    public func markRejected(photoID: String, reason: String) throws {
-        try change("UPDATE \(table: .photos) SET normalization_state = 'rejected', normalization_reason = \(reason) WHERE id = \(photoID)")
-    }
-
-    /// Removes photo rows (a profile photo replaced by a newer one); their blobs are the caller's.
-    public func deletePhotos(ids: [String]) throws {
-        for id in ids { try change("DELETE FROM \(table: .photos) WHERE id = \(id)") }
-    }
-
     private func selectAccounts(_ sql: OwnSQL) throws -> [Account] {
         try select(sql, from: .accounts, reading: accountColumns).map { r in
             Account(
                 id: try r.text(0), email: try r.optionalText(1), passwordHash: try r.optionalText(2), firstName: try r.optionalText(3),
                 lastName: try r.optionalText(4), displayName: try r.optionalText(5), bio: try r.optionalText(6),
-                profilePhotoID: try r.optionalText(7), primarySport: try r.optionalText(8), morningReminderTime: try r.optionalText(9),
+                profilePhotoKey: try r.optionalText(7), primarySport: try r.optionalText(8), morningReminderTime: try r.optionalText(9),
                 timezone: try r.optionalText(10), subscriptionStatus: try r.optionalText(11),
                 integrations: Integrations(whoop: try r.boolean(12), strava: try r.boolean(13), appleHealth: try r.boolean(14), fitness: try r.boolean(15)),
                 state: try r.state(16), createdAt: try r.date(17), updatedAt: try r.date(18))
@@ -184,21 +128,19 @@ extension OwnStateTransaction {
             PhotoRecord(
                 id: try r.text(0), accountID: try r.text(1), entryID: try r.optionalText(2), role: try r.one(3), blobKey: try r.text(4),
                 contentType: try r.text(5), byteSize: try r.integer(6), sha256: try r.text(7), takenAt: try r.optionalDate(8),
-                createdAt: try r.date(9), normalizationState: try r.optionalOne(10), normalizationReason: try r.optionalText(11),
-                recipeVersion: try r.optionalInteger(12).map(Int.init))
+                createdAt: try r.date(9))
         }
     }
 }
 
 private let accountColumns = OwnColumns([
     "id": .text, "email": .text, "password_hash": .text, "first_name": .text, "last_name": .text, "display_name": .text, "bio": .text,
-    "profile_photo_id": .text, "primary_sport": .text, "morning_reminder_time": .text, "timezone": .text, "subscription_status": .text,
+    "profile_photo_key": .text, "primary_sport": .text, "morning_reminder_time": .text, "timezone": .text, "subscription_status": .text,
     "integration_whoop": .boolean, "integration_strava": .boolean, "integration_apple_health": .boolean, "integration_fitness": .boolean,
     "state": .text, "created_at": .timestamp, "updated_at": .timestamp,
 ])
 
 private let photoColumns = OwnColumns([
     "id": .text, "account_id": .text, "entry_id": .text, "role": .text, "blob_key": .text, "content_type": .text, "byte_size": .integer,
-    "sha256": .text, "taken_at": .timestamp, "created_at": .timestamp, "normalization_state": .text, "normalization_reason": .text,
-    "recipe_version": .integer,
+    "sha256": .text, "taken_at": .timestamp, "created_at": .timestamp,
 ])

@@ -49,6 +49,8 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
     let directory: AccountDirectory<Store>
     /// How photo paths are resolved beneath their folder; tests pin the fallback.
     let photoResolution: PhotoFolder.Resolution?
+    /// The name an imported profile photo's upload gets in her folder of the map's photo prefix.
+    static var profileUpload: String { "upload-import" }
 
     /// Imports into the reference app's tables of `services`' database; fails unless its
     /// data map (`app: reference`) checks against them.
@@ -148,7 +150,22 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
             throw ValidationFailure("id", "account \(accountID) was deleted (\(existing.rawValue)); a deleted account is never re-imported")
         }
 
-        var staged: [(record: PhotoRecord, path: String)] = []
+        // Her profile photo goes where the map keeps it (`profile_photo:`), as an upload through
+        // the app API would; only for an account this import creates: an existing one's
+        // photo is the app's (normalisation deleted the upload on purpose, and storing it
+        // again would bring back what it removed).
+        let isNew = try await store.read { tx in try tx.account(id: accountID) == nil }
+        let profileKey: String?
+        if parsed.photos.contains(where: { $0.role == .profile }) {
+            guard let place = directory.data.plan.profilePhoto else {
+                throw ValidationFailure("profile_photo", "the data map says nowhere where a profile photo lives (`profile_photo:`), so it cannot be imported")
+            }
+            profileKey = isNew ? place.prefix + BlobKey.segment(forID: accountID) + "/" + Self.profileUpload : nil
+        } else {
+            profileKey = nil
+        }
+
+        var staged: [(key: String, record: PhotoRecord?, path: String, bytes: Int64, contentType: String)] = []
         defer { for photo in staged { unlink(photo.path) } }
         for reference in parsed.photos {
             let copy: PhotoStaging.StagedPhoto
@@ -158,36 +175,40 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
             } catch let refusal as PhotoFolder.Refusal {
                 throw ValidationFailure(reference.field, "photo file \(ProfileRules.quoted(reference.file)) \(refusal.reason)")
             }
-            staged.append((PhotoRecord(
-                id: reference.id, accountID: accountID, entryID: reference.entryID, role: reference.role,
-                blobKey: BlobKey.photo(accountID: accountID, photoID: reference.id), contentType: copy.contentType,
-                byteSize: copy.size, sha256: copy.sha256, takenAt: reference.takenAt, createdAt: now,
-                normalizationState: reference.role == .profile ? .pending : nil), copy.path))
+            guard reference.role == .entry else {
+                if let profileKey { staged.append((profileKey, nil, copy.path, copy.size, copy.contentType)) } else { unlink(copy.path) }
+                continue
+            }
+            let key = BlobKey.photo(accountID: accountID, photoID: reference.id)
+            staged.append((key, PhotoRecord(
+                id: reference.id, accountID: accountID, entryID: reference.entryID, role: .entry, blobKey: key, contentType: copy.contentType,
+                byteSize: copy.size, sha256: copy.sha256, takenAt: reference.takenAt, createdAt: now), copy.path, copy.size, copy.contentType))
         }
 
         // Blobs first, under keys derived from the ids: running this again rewrites the
         // same keys. Only blobs this line created are removed if its rows are refused.
-        // A photo row that points elsewhere was normalised and its upload deleted on
-        // purpose: storing the upload again would bring back what normalisation removed.
-        let photoIDs = staged.map(\.record.id)
-        let storedKeys = try await store.read { tx in try photoIDs.map { try tx.photo(id: $0)?.blobKey } }
+        // A photo row that points elsewhere was changed by the app on purpose.
+        let photoIDs = staged.compactMap { $0.record?.id }
+        let storedKeys = try await store.read { tx in try Dictionary(uniqueKeysWithValues: photoIDs.map { ($0, try tx.photo(id: $0)?.blobKey) }) }
         var written: [String] = []
         do {
-            for (photo, storedKey) in zip(staged, storedKeys) where (storedKey ?? photo.record.blobKey) == photo.record.blobKey {
-                guard try await blobs.info(key: photo.record.blobKey) == nil else { continue }
-                _ = try await blobs.put(key: photo.record.blobKey, fromFile: photo.path, moving: true)
-                written.append(photo.record.blobKey)
+            for photo in staged where (photo.record.flatMap { storedKeys[$0.id] ?? nil } ?? photo.key) == photo.key {
+                guard try await blobs.info(key: photo.key) == nil else { continue }
+                _ = try await blobs.put(key: photo.key, fromFile: photo.path, moving: true)
+                written.append(photo.key)
             }
         } catch {
             try? await blobs.delete(keys: written)
             throw error
         }
 
-        let photoJobPolicy = try policies.policy(for: PhotoJobs.normalizeKind)
-        let records = staged.map(\.record)
+        let photoJobPolicy = try policies.policy(for: PhotoJobs.normalizeColumnKind)
+        let records = staged.compactMap(\.record)
+        let profile = staged.first { $0.record == nil }
         do {
             let created: Bool = try await store.write { tx in
-                let account = parsed.account
+                var account = parsed.account
+                account.profilePhotoKey = profile?.key
                 if let other = try tx.account(email: account.email ?? ""), other.id != account.id {
                     throw ValidationFailure("email", "\(account.email ?? "") already belongs to account \(other.id)")
                 }
@@ -197,15 +218,20 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                         throw ValidationFailure(what, "id already belongs to account \(owner)")
                     }
                 }
-                for row in parsed.entries { try check(try tx.insertEntry(row), "entries(\(row.id))") }
-                for row in records {
-                    let outcome = try tx.insertPhoto(row)
-                    try check(outcome, "photos(\(row.id))")
-                    // Queued with the rows, so a profile photo is never stored without its job.
-                    if outcome == .inserted, row.role == .profile {
-                        _ = try store.enqueue(try PhotoJobs.normalizeRequest(photoID: row.id), policy: photoJobPolicy, now: now, in: tx)
-                    }
+                // Queued with the row, so a profile photo is never stored without its job; the
+                // trail records it as the app API's upload does, for the state the API reports.
+                if accountOutcome == .inserted, let profile {
+                    let job = try store.enqueue(
+                        try PhotoJobs.normalizeRequest(account: account.id, upload: profile.key, replaces: nil), policy: photoJobPolicy, now: now, in: tx).job
+                    try tx.recordAudit(AuditEvent(
+                        at: now, actor: "import", action: "photo.upload", accountID: account.id, outcome: "queued",
+                        detail: [
+                            "photo": .string(Self.profileUpload), "key": .string(profile.key), "bytes": .int(Int(profile.bytes)),
+                            "content_type": .string(profile.contentType), "job": .int(job.id),
+                        ]))
                 }
+                for row in parsed.entries { try check(try tx.insertEntry(row), "entries(\(row.id))") }
+                for row in records { try check(try tx.insertPhoto(row), "photos(\(row.id))") }
                 for row in parsed.mesocycles { try check(try tx.insertMesocycle(row), "mesocycles(\(row.id))") }
                 for row in parsed.meditationSessions { try check(try tx.insertMeditationSession(row), "meditation_sessions(\(row.id))") }
                 for row in parsed.sessions { try check(try tx.insertSession(row), "sessions(\(row.id))") }

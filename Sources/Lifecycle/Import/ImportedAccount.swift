@@ -64,7 +64,7 @@ public struct ImportedAccount: Sendable, Equatable {
             lastName: try fields.optionalString("last_name").map { (v) throws(ValidationFailure) in try ProfileRules.name(v, field: "last_name") },
             displayName: try fields.optionalString("display_name").map { (v) throws(ValidationFailure) in try ProfileRules.displayName(v) },
             bio: try fields.optionalText("bio").map { (v) throws(ValidationFailure) in try ProfileRules.bio(v) },
-            profilePhotoID: nil, primarySport: try fields.optionalString("primary_sport"),
+            profilePhotoKey: nil, primarySport: try fields.optionalString("primary_sport"),
             morningReminderTime: try fields.optionalString("morning_reminder_time").map { (v) throws(ValidationFailure) in
                 try ProfileRules.timeOfDay(v, field: "morning_reminder_time")
             },
@@ -133,7 +133,6 @@ public struct ImportedAccount: Sendable, Equatable {
             result.photos.append(PhotoReference(
                 id: id, field: "profile_photo", file: try PhotoPath.check(profileFile, field: "profile_photo"), entryID: nil,
                 role: .profile, takenAt: nil))
-            result.account.profilePhotoID = id
         }
         for entry in try fields.array("entries") {
             try entry.requireOnly(["id", "created_at", "text", "photos"])

@@ -4,9 +4,10 @@ import Foundation
 import Imaging
 import JobRunner
 
-/// Normalises a profile photo an app keeps in a column (the map's `profile_photo:`) with
-/// the same recipe as the reference app's: square, at most 1024², sRGB JPEG q85, no
-/// metadata. Steps, each safe to run again after a crash:
+/// Normalises the profile photo an app keeps in a column (the map's `profile_photo:`; the
+/// reference app's `accounts.profile_photo_key`) with the product's recipe: square, at most
+/// 1024², sRGB JPEG q85, no metadata. One photo per job keeps memory bounded however many
+/// are queued. Steps, each safe to run again after a crash:
 ///
 /// 1. `load-map` — reads the map and the catalog in every attempt, for the database step.
 /// 2. `validate` — checks the upload's size and header without decoding pixels; a refusal
@@ -51,12 +52,17 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         /// Her column no longer names the upload (replaced or removed since), or her account is being purged.
         var gone: Bool?
         var bytes: Int64?
+        /// The upload's format and size, from its header.
+        var format: String?
+        var width: Int?
+        var height: Int?
     }
 
     struct Rendered: Codable, Sendable {
         var refusal: Refusal?
         var key: String?
         var side: Int?
+        var bytes: Int64?
         var gone: Bool?
     }
 
@@ -96,12 +102,13 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         }
         let bytes = try await services.blobs.readAll(key: payload.upload)
         try PhotoNormalizer.requireLibrary(for: bytes)
+        let header: PhotoInfo
         do {
-            _ = try PhotoNormalizer(policy: policy).inspect(bytes)
+            header = try PhotoNormalizer(policy: policy).inspect(bytes)
         } catch {
             return try .output(Checked(refusal: Self.refusal(error), bytes: stored.size))
         }
-        return try .output(Checked(bytes: stored.size))
+        return try .output(Checked(bytes: stored.size, format: header.format.rawValue, width: header.width, height: header.height))
     }
 
     // MARK: 3. render
@@ -133,7 +140,7 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         let key = place.prefix + BlobKey.segment(forID: payload.account) + "/\(policy.recipeIdentifier)-\(digest.prefix(16)).jpg"
         _ = try await services.blobs.put(key: key, data: normalized.jpegData)
         context.progress("\(payload.account) rendered \(normalized.width)×\(normalized.height)")
-        return try .output(Rendered(key: key, side: normalized.width))
+        return try .output(Rendered(key: key, side: normalized.width, bytes: Int64(normalized.jpegData.count)))
     }
 
     // MARK: 4. switch
@@ -224,4 +231,12 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         let rejection = error as? PhotoRejection ?? .corrupt("\(error)")
         return Refusal(code: "\(rejection.code)", userMessage: rejection.userMessage, detail: rejection.operatorDetail)
     }
+}
+
+/// A refused upload, as a step records it: the code, the message the uploader is shown and
+/// the detail for operators.
+struct Refusal: Codable, Sendable {
+    var code: String
+    var userMessage: String
+    var detail: String
 }

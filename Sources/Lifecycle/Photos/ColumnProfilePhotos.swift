@@ -73,10 +73,8 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                         """)
                 }
                 let replaces = current.flatMap { $0.text }.flatMap { $0.isEmpty ? nil : $0 }
-                let payload = ColumnPhotoPayload(account: accountID, upload: key, replaces: replaces)
                 let job = try store.enqueue(
-                    try EnqueueRequest(kind: PhotoJobs.normalizeColumnKind, payload: payload, uniqueKey: "photo:\(key)"),
-                    policy: jobPolicy, now: now, in: tx).job
+                    try PhotoJobs.normalizeRequest(account: accountID, upload: key, replaces: replaces), policy: jobPolicy, now: now, in: tx).job
                 try tx.recordAudit(AuditEvent(
                     at: now, actor: "app", action: "photo.upload", accountID: accountID, outcome: "queued",
                     detail: [
@@ -147,17 +145,59 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         let only = chosen
         let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
         let (store, sql, limit) = (services.store, data.sql, 500)
-        // What `render` names a JPEG: PREFIX<account>/<recipe>-<digest>.jpg.
-        let rendered = Self.likeEscaped(place.prefix) + "%/" + Self.likeEscaped(policy.recipeIdentifier) + "-%.jpg"
+        let rendered = Self.renderedPattern(place, policy: policy)
         return try await PhotoNormalizationService<Store>.queuePages(policy: policy, limit: limit, clock: services.clock) { start, now in
             try await store.write { tx in
-                try tx.rows(sql.profilePhotosToNormalize(notLike: rendered, only: only, after: start, limit: limit)).compactMap { row in
+                try tx.rows(sql.profilePhotoFiles(notLike: rendered, only: only, after: start, limit: limit)).compactMap { row in
                     guard let key = row.first?.text, let file = row.last?.text else { return nil }
-                    let payload = ColumnPhotoPayload(account: key, upload: file, replaces: nil)
-                    let request = try EnqueueRequest(kind: PhotoJobs.normalizeColumnKind, payload: payload, uniqueKey: "photo:\(file)")
+                    let request = try PhotoJobs.normalizeRequest(account: key, upload: file, replaces: nil)
                     return (key, try store.enqueue(request, policy: jobPolicy, now: now, in: tx))
                 }
             }
+        }
+    }
+
+    /// What `render` names a JPEG, as a LIKE pattern: PREFIX<account>/<recipe>-<digest>.jpg.
+    private static func renderedPattern(_ place: DataMapPlan.ProfilePhotoPlace, policy: PhotoPolicy) -> String {
+        likeEscaped(place.prefix) + "%/" + likeEscaped(policy.recipeIdentifier) + "-%.jpg"
+    }
+
+    /// `photos list`: every account whose photo column names a file, in key order after
+    /// `after`, with where the photo stands (`ProfilePhotoListing.state`).
+    public func list(account reference: String?, state: NormalizationState?, after: String?, limit: Int) async throws -> [ProfilePhotoListing] {
+        let (data, place) = try await place()
+        let policy = try PhotoPolicy(policies: services.policies)
+        let directory = AccountDirectory<Store>(data: data)
+        let rendered = "/" + policy.recipeIdentifier + "-"
+        let (sql, now, page) = (data.sql, services.clock.now(), min(max(limit, 1), 500))
+        return try await services.store.read { tx in
+            var only: String?
+            if let reference {
+                guard let id = try directory.find(.operator(reference), in: tx) else { throw LifecycleError.noSuchAccount(reference) }
+                only = id
+            }
+            var listed: [ProfilePhotoListing] = []
+            var cursor = after
+            while listed.count < limit {
+                let rows = try tx.rows(sql.profilePhotoFiles(notLike: nil, only: only, after: cursor, limit: page))
+                for row in rows {
+                    guard let key = row.first?.text, let file = row.last?.text else { continue }
+                    cursor = key
+                    let lifecycleState = try directory.entry(id: key, in: tx, locking: false, now: now)?.state
+                    guard lifecycleState == .active || lifecycleState == .pendingDeletion else { continue }
+                    var listing = ProfilePhotoListing(account: key, file: file, state: .pending)
+                    if let known = try Self.state(of: key, data: data, in: tx), known.state == .rejected {
+                        listing.state = .rejected
+                        listing.message = known.message
+                    } else if file.hasPrefix(place.prefix), file.hasSuffix(".jpg"), file.dropFirst(place.prefix.count).contains(rendered) {
+                        listing.state = .normalized
+                    }
+                    if state == nil || listing.state == state { listed.append(listing) }
+                    if listed.count == limit { break }
+                }
+                if rows.count < page { break }
+            }
+            return listed
         }
     }
 
@@ -227,6 +267,18 @@ public struct ProfilePhotoState: Sendable, Equatable {
     public var message: String?
 }
 
+/// One account's profile photo, as `photos list` shows it.
+public struct ProfilePhotoListing: Sendable, Encodable, Equatable {
+    public var account: String
+    /// The blob key her photo column holds.
+    public var file: String
+    /// pending: not yet a JPEG of the current recipe (`photos normalize` takes it); rejected:
+    /// her latest upload was refused, and her column holds what the job left.
+    public var state: NormalizationState
+    /// For a rejection: the message the uploader was shown.
+    public var message: String?
+}
+
 /// A column photo job's payload: the account and blob keys, no personal data.
 struct ColumnPhotoPayload: Codable, Sendable, Equatable {
     var account: String
@@ -252,16 +304,17 @@ extension DataMapSQL {
         return builder.statement([.text])
     }
 
-    /// Users whose photo column names a file that is not `notLike` (a LIKE pattern, `\`
-    /// escaping), in key order after `after`: their key and the file, as text.
-    public func profilePhotosToNormalize(notLike pattern: String, only: String?, after: String?, limit: Int) -> SQLStatement {
+    /// Users whose photo column names a file (one that is not `notLike`, a LIKE pattern with
+    /// `\` escaping, when given), in key order after `after`: their key and the file, as text.
+    public func profilePhotoFiles(notLike pattern: String?, only: String?, after: String?, limit: Int) -> SQLStatement {
         let place = photoPlace
         var builder = SQLBuilder(dialect)
         let keyColumn = column(place.table, place.keyColumn)
         let (key, photo) = (q(place.keyColumn), q(place.column))
         let asText = { (name: String) in self.dialect == .postgres ? "CAST(\(name) AS text)" : name }
         builder.append("SELECT \(asText(key)), \(asText(photo)) FROM \(dialect.table(place.table))")
-        builder.append(" WHERE \(photo) IS NOT NULL AND \(photo) <> '' AND \(photo) NOT LIKE \(builder.bind(.text(pattern))) ESCAPE '\\'")
+        builder.append(" WHERE \(photo) IS NOT NULL AND \(photo) <> ''")
+        if let pattern { builder.append(" AND \(photo) NOT LIKE \(builder.bind(.text(pattern))) ESCAPE '\\'") }
         if let only { builder.append(" AND \(key) = \(builder.bind(keyValue(only, for: keyColumn), as: keyColumn))") }
         if let after { builder.append(" AND \(key) > \(builder.bind(keyValue(after, for: keyColumn), as: keyColumn))") }
         builder.append(" ORDER BY \(key) LIMIT \(limit)")

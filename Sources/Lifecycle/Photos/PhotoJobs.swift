@@ -4,9 +4,7 @@ import Imaging
 import JobRunner
 
 public enum PhotoJobs {
-    /// Normalises one profile photo (PhotoNormalizationJob.swift).
-    public static let normalizeKind = "photos.normalize"
-    /// Normalises a profile photo an app keeps in a column (ColumnPhotoJob.swift).
+    /// Normalises a profile photo in the column the data map names (ColumnPhotoJob.swift).
     public static let normalizeColumnKind = "photos.normalize-column"
     /// Deletes a removed profile photo's file once no row names it (ColumnPhotoJob.swift).
     public static let deleteFileKind = "photos.delete-file"
@@ -14,25 +12,15 @@ public enum PhotoJobs {
     public static func kinds<Store: LifecycleStore>(for services: LifecycleServices<Store>) -> [JobKind<Store.Transaction>] {
         let policy = Result { try PhotoPolicy(policies: services.policies) }
         let column = ColumnPhotoJob(services: services, policy: policy, appData: AppDataCache())
-        return [PhotoNormalizationJob(services: services, policy: policy).kind, column.normalizeKind, column.deleteFileKind]
+        return [column.normalizeKind, column.deleteFileKind]
     }
 
-    /// One live job per photo, whatever the recipe version: the job reads the recipe
-    /// when it runs, so a job queued before a recipe change renders under the new one,
-    /// and import, `photos normalize` and overlapping runs all find the same job.
-    public static func uniqueKey(photoID: String) -> String { "photo:\(photoID)" }
-
-    public static func normalizeRequest(photoID: String) throws -> EnqueueRequest {
-        try EnqueueRequest(kind: normalizeKind, payload: PhotoPayload(photo: photoID), uniqueKey: uniqueKey(photoID: photoID))
-    }
-
-    /// Where the rendered JPEG of a photo lives: under the account's prefix (purge
-    /// removes it with the rest), named by the recipe and the SHA-256 of the bytes it
-    /// was rendered from. The same input under the same recipe always lands on the
-    /// same key, so a render repeated after a crash rewrites the same blob. A folder
-    /// per photo keeps every segment short, however long the photo id.
-    public static func renderedKey(accountID: String, photoID: String, recipe: PhotoPolicy, inputSHA256: String) -> String {
-        "accounts/\(accountID)/profile-photos/\(BlobKey.segment(forID: photoID))/\(recipe.recipeIdentifier)-\(inputSHA256.prefix(16)).jpg"
+    /// One live job per upload, whatever the recipe version: the job reads the recipe when
+    /// it runs, so a job queued before a recipe change renders under the new one, and the
+    /// upload, import, `photos normalize` and overlapping runs all find the same job.
+    static func normalizeRequest(account: String, upload: String, replaces: String?) throws -> EnqueueRequest {
+        try EnqueueRequest(
+            kind: normalizeColumnKind, payload: ColumnPhotoPayload(account: account, upload: upload, replaces: replaces), uniqueKey: "photo:\(upload)")
     }
 }
 
@@ -43,13 +31,6 @@ func offTheCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) asy
     await withCheckedContinuation { continuation in
         DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: body()) }
     }
-}
-
-/// A normalisation job's payload: only the photo id, so the queue holds no personal data.
-public struct PhotoPayload: Codable, Sendable, Equatable {
-    public var photo: String
-
-    public init(photo: String) { self.photo = photo }
 }
 
 extension PhotoPolicy {

@@ -22,36 +22,13 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
 
     // MARK: - Queue
 
-    /// Enqueues one job per profile photo still to do: `pending`, or `normalized` under
-    /// an older recipe version (and `rejected` with `includeRejected`), for one account
-    /// (id or email) or for all when `account` is nil. A photo whose job is already
+    /// Enqueues one job per profile photo still to do (a file in the map's photo column
+    /// that is not a JPEG rendered under the current recipe: an upload not yet normalised,
+    /// a photo the app stored itself, or one rendered under an older recipe), for one
+    /// account (id or email) or for all when `account` is nil. A photo whose job is already
     /// queued or running gets that job back, not a second one.
-    public func queue(account reference: String?, includeRejected: Bool = false) async throws -> PhotoQueueReport {
-        // An app's own database: the photos in the column its map names (a rejected one
-        // keeps its file in the column, so every run takes it again).
-        if !(try await services.directory().isReferenceApp) {
-            return try await ColumnProfilePhotos(services: services).queue(account: reference, policy: policy)
-        }
-        var accountID: String?
-        if let reference {
-            guard let account = try await services.account(reference) else { throw LifecycleError.noSuchAccount(reference) }
-            let state = try await services.store.read { tx in try tx.deletionState(key: account.id) }
-            guard state == .active || state == .pendingDeletion else {
-                throw LifecycleError(.noSuchAccount, "account \(account.id) is deleted (\(state.rawValue)); its photos are gone with it")
-            }
-            accountID = account.id
-        }
-        let selection = PhotoSelection(accountID: accountID, recipeVersion: policy.recipeVersion, includeRejected: includeRejected)
-        let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeKind)
-        let store = services.store
-        let limit = pageSize
-        return try await Self.queuePages(policy: policy, limit: limit, clock: services.clock) { start, now in
-            try await store.write { tx in
-                try tx.profilePhotosToNormalize(selection, after: start, limit: limit).map { photo in
-                    (photo.id, try store.enqueue(try PhotoJobs.normalizeRequest(photoID: photo.id), policy: jobPolicy, now: now, in: tx))
-                }
-            }
-        }
+    public func queue(account reference: String?) async throws -> PhotoQueueReport {
+        try await ColumnProfilePhotos(services: services).queue(account: reference, policy: policy)
     }
 
     /// Enqueues page after page (`page` gets the cursor to start after and the time, and
@@ -83,7 +60,7 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
         return try Self.result(job: job, steps: steps)
     }
 
-    /// Counts for many jobs; every photo that did not end normalised or up to date is
+    /// Counts for many jobs; every photo that did not end normalised or gone is
     /// listed, so the summary names each rejection.
     public func summarize(jobIDs: [JobID]) async throws -> PhotoRunSummary {
         var summary = PhotoRunSummary()
@@ -95,50 +72,6 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
     }
 
     static func result(job: JobRecord, steps: [StepRecord]) throws -> PhotoJobResult {
-        if job.kind == PhotoJobs.normalizeColumnKind { return try columnResult(job: job, steps: steps) }
-        let photoID = (try? JobJSON.decode(PhotoPayload.self, from: job.payload).photo) ?? "?"
-        var result = PhotoJobResult(jobID: job.id, photoID: photoID, outcome: .waiting)
-        let outputs = Dictionary(steps.map { ($0.step, $0.output) }, uniquingKeysWith: { first, _ in first })
-        func output<T: Decodable>(_ step: String, _ type: T.Type) throws -> T? {
-            guard let stored = outputs[step], let text = stored else { return nil }
-            return try JobJSON.decode(type, from: text)
-        }
-        let validation = try output("validate", Validation.self)
-        let rendering = try output("render", Rendering.self)
-        if let original = validation?.original {
-            result.accountID = original.accountID
-            result.original = PhotoSummary(
-                format: original.format, width: original.width, height: original.height, bytes: original.bytes, blobKey: original.key)
-        }
-        if let rendered = rendering?.rendered {
-            result.rendered = PhotoSummary(
-                format: "jpeg", width: rendering?.side, height: rendering?.side, bytes: rendered.byteSize, blobKey: rendered.blobKey)
-        }
-        switch job.state {
-        case .succeeded:
-            if let end = validation?.end ?? rendering?.end {
-                switch end.reason {
-                case .rejected: result.outcome = .rejected
-                case .upToDate: result.outcome = .upToDate
-                case .gone: result.outcome = .gone
-                }
-                result.userMessage = end.refusal?.userMessage
-                result.reason = end.refusal.map { "\($0.code): \($0.detail)" }
-            } else if try output("switch", Switch.self)?.abandoned == true {
-                result.outcome = .gone
-            } else {
-                result.outcome = .normalized
-            }
-        default:
-            result.setUnfinished(job)
-        }
-        return result
-    }
-}
-
-extension PhotoNormalizationService {
-    /// A column photo job's end (ColumnPhotoJob.swift), in the reference job's terms.
-    static func columnResult(job: JobRecord, steps: [StepRecord]) throws -> PhotoJobResult {
         typealias Column = ColumnPhotoJob<Store>
         let payload = try? JobJSON.decode(ColumnPhotoPayload.self, from: job.payload)
         var result = PhotoJobResult(jobID: job.id, photoID: payload?.upload ?? "?", outcome: .waiting)
@@ -150,7 +83,9 @@ extension PhotoNormalizationService {
         }
         let checked = try output("validate", Column.Checked.self)
         let rendered = try output("render", Column.Rendered.self)
-        if let payload, let bytes = checked?.bytes { result.original = PhotoSummary(format: nil, width: nil, height: nil, bytes: bytes, blobKey: payload.upload) }
+        if let payload, let bytes = checked?.bytes {
+            result.original = PhotoSummary(format: checked?.format, width: checked?.width, height: checked?.height, bytes: bytes, blobKey: payload.upload)
+        }
         switch job.state {
         case .succeeded:
             if let refusal = rendered?.refusal ?? checked?.refusal {
@@ -162,7 +97,7 @@ extension PhotoNormalizationService {
             } else {
                 result.outcome = .normalized
                 if let key = rendered?.key {
-                    result.rendered = PhotoSummary(format: "jpeg", width: rendered?.side, height: rendered?.side, bytes: 0, blobKey: key)
+                    result.rendered = PhotoSummary(format: "jpeg", width: rendered?.side, height: rendered?.side, bytes: rendered?.bytes ?? 0, blobKey: key)
                 }
             }
         default:
@@ -227,11 +162,10 @@ public struct PhotoJobResult: Sendable, Codable, Equatable {
     public enum Outcome: String, Sendable, Codable {
         /// Rendered and switched; the upload is deleted.
         case normalized
-        /// Refused; the photo row says why, the upload is kept for investigation.
+        /// Refused: the column gets back the photo the upload replaced (or none), the upload
+        /// is deleted, and the audit trail and the job's steps keep the reason.
         case rejected
-        /// Already normalised under the current recipe version: nothing rendered.
-        case upToDate = "up-to-date"
-        /// The photo or its account was deleted meanwhile.
+        /// Replaced, removed or purged meanwhile: the job left her column alone.
         case gone
         /// The job failed this attempt and will try again.
         case retrying
@@ -262,14 +196,13 @@ public struct PhotoJobResult: Sendable, Codable, Equatable {
 public struct PhotoRunSummary: Sendable, Codable, Equatable {
     public var normalized = 0
     public var rejected = 0
-    public var upToDate = 0
     public var gone = 0
     public var retrying = 0
     public var failed = 0
     public var waiting = 0
     public var bytesBefore: Int64 = 0
     public var bytesAfter: Int64 = 0
-    /// Every job that did not end normalised, up to date or gone.
+    /// Every job that did not end normalised or gone.
     public var problems: [PhotoJobResult] = []
 
     public init() {}
@@ -284,12 +217,11 @@ public struct PhotoRunSummary: Sendable, Codable, Equatable {
             bytesBefore += result.original?.bytes ?? 0
             bytesAfter += result.rendered?.bytes ?? 0
         case .rejected: rejected += 1
-        case .upToDate: upToDate += 1
         case .gone: gone += 1
         case .retrying: retrying += 1
         case .failed: failed += 1
         case .waiting: waiting += 1
         }
-        if ![.normalized, .upToDate, .gone].contains(result.outcome) { problems.append(result) }
+        if ![.normalized, .gone].contains(result.outcome) { problems.append(result) }
     }
 }

@@ -5,7 +5,7 @@ import JobRunner
 /// A new profile photo from the app (the API's upload), its removal and its state. The
 /// bytes arrive already checked for size and type by content (the two refusals the
 /// uploader sees at once) and staged in a private file; here they are stored where the
-/// map keeps her photo (ProfilePhotoPlace), in one transaction with the job that
+/// column the map's `profile_photo:` names (ColumnProfilePhotos), in one transaction with the job that
 /// normalises them, so a photo is never stored without its job. The photo it replaces is
 /// removed by that job once the new one is settled, never before: until then the app
 /// still has a picture, and an export running meanwhile re-reads what changed.
@@ -39,7 +39,7 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
     public func checkAccount(_ reference: AccountReference) async throws -> String {
         let directory = try await services.directory(cache: cache)
         // The map must say where the photo goes before a byte of it is read.
-        try await place(directory).requireReady()
+        _ = try await photos.place()
         let now = services.clock.now()
         return try await services.store.read { tx in
             guard let id = try directory.find(reference, in: tx), let entry = try directory.entry(id: id, in: tx, locking: false, now: now) else {
@@ -50,13 +50,8 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
         }
     }
 
-    /// Where the map keeps her photo: the column `profile_photo:` names, or the reference
-    /// app's photos table (its own module at the edge, ReferenceProfilePhotos).
-    private func place(_ directory: AccountDirectory<Store>) -> any ProfilePhotoPlace<Store> {
-        directory.isReferenceApp
-            ? ReferenceProfilePhotos(services: services, directory: directory)
-            : ColumnProfilePhotos(services: services, cache: cache)
-    }
+    /// Where the map keeps her photo: the column `profile_photo:` names.
+    private var photos: ColumnProfilePhotos<Store> { ColumnProfilePhotos(services: services, cache: cache) }
 
     /// Stores the staged file (moving it) and makes it her photo, with its normalisation job,
     /// in one transaction. A failure after the file was stored removes it again: nothing
@@ -65,19 +60,19 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
         guard StagedPhotoUpload.acceptedContentTypes.contains(staged.contentType) else {
             throw PhotoRejection.unsupportedType("content is \(staged.contentType)")
         }
-        return try await place(try await services.directory(cache: cache)).accept(account: accountID, staged: staged)
+        return try await photos.accept(account: accountID, staged: staged)
     }
 
     /// "Remove Photo": the account has no profile photo from this commit on, and the
     /// file's deletion is queued with it (a job per file, so a crash never leaves one).
     public func remove(account reference: AccountReference) async throws -> ColumnProfilePhotos<Store>.Removed {
-        try await place(try await services.directory(cache: cache)).remove(account: reference)
+        try await photos.remove(account: reference)
     }
 
     /// The account's profile photo as the app API shows it: `pending`, `normalized`, or
     /// `rejected` with the message for the uploader; nil when there is none to speak of.
     public func state(of accountID: String, directory: AccountDirectory<Store>, in tx: Store.Transaction) throws -> ProfilePhotoState? {
-        try place(directory).state(of: accountID, data: directory.data, in: tx)
+        try ColumnProfilePhotos<Store>.state(of: accountID, data: directory.data, in: tx)
     }
 
     static func refuseUnlessActive(_ id: String, _ state: AccountState) throws {
@@ -89,27 +84,6 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
             throw LifecycleError(.noSuchAccount, "account \(id) is deleted (\(state.rawValue))")
         }
     }
-}
-
-/// Where an account's profile photo goes when it arrives through the app API, and how it
-/// is removed: the column the map's `profile_photo:` names (ColumnProfilePhotos), or the
-/// reference app's photos table (ReferenceProfilePhotos).
-protocol ProfilePhotoPlace<Store>: Sendable {
-    associatedtype Store: LifecycleStore
-    func accept(account accountID: String, staged: StagedPhotoUpload) async throws -> ProfilePhotoUpload<Store>.Accepted
-    func remove(account reference: AccountReference) async throws -> ColumnProfilePhotos<Store>.Removed
-    /// Where her photo stands, as the app API shows it.
-    func state(of accountID: String, data: AppData, in tx: Store.Transaction) throws -> ProfilePhotoState?
-    /// Refuses, naming what the map lacks, before a byte of an upload is read.
-    func requireReady() async throws
-}
-
-extension ColumnProfilePhotos: ProfilePhotoPlace {
-    func state(of accountID: String, data: AppData, in tx: Store.Transaction) throws -> ProfilePhotoState? {
-        try Self.state(of: accountID, data: data, in: tx)
-    }
-
-    func requireReady() async throws { _ = try await place() }
 }
 
 /// An upload's bytes in a private file, with what was learnt while writing it.
