@@ -164,10 +164,10 @@ batch_run() {  # name concurrency [env...]: prints seconds and peak MB
     --database "$WORK/$name/l.sqlite" --blobs "$WORK/$name/blobs" --jobs-dir "$JOBS_DIR" --log-level warning >/dev/null
   end=$(date +%s.%N)
   local done_count
-  done_count=$(sqlite3 "$WORK/$name/l.sqlite" "SELECT COUNT(*) FROM photos WHERE role='profile' AND normalization_state='normalized'")
+  done_count=$(sqlite3 "$WORK/$name/l.sqlite" "SELECT COUNT(*) FROM accounts WHERE profile_photo_key LIKE 'accounts/%/v%.jpg'")
   [ "$done_count" = "$BATCH" ] || { echo "$name: only $done_count of $BATCH photos normalised" >&2; exit 1; }
   local left
-  left=$(find "$WORK/$name/blobs/accounts" -path '*/photos/*' | wc -l)
+  left=$(find "$WORK/$name/blobs/accounts" -name 'upload-*' | wc -l)
   [ "$left" = 0 ] || { echo "$name: $left uploads left behind" >&2; exit 1; }
   local kb
   kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/$name.time")

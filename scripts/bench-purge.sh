@@ -103,7 +103,7 @@ for a in range(int(sys.argv[1])):
     for table in ["photos", "journal_entries", "mesocycles", "meditation_sessions", "sessions", "preferences"]:
         print(f"DELETE FROM {table} WHERE account_id = '{aid}';")
     print(f"""UPDATE accounts SET state = 'purged', email = NULL, password_hash = NULL,
- first_name = NULL, last_name = NULL, display_name = NULL, bio = NULL, profile_photo_id = NULL, primary_sport = NULL,
+ first_name = NULL, last_name = NULL, display_name = NULL, bio = NULL, profile_photo_key = NULL, primary_sport = NULL,
  morning_reminder_time = NULL, timezone = NULL, subscription_status = NULL
  WHERE id = '{aid}';""")
     print(f"UPDATE lifecycle_subjects SET state = 'purged', purged_at = '2026-01-01 00:00:00.000' WHERE subject_key = '{aid}';")

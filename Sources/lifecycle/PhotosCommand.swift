@@ -85,6 +85,7 @@ struct NormalizePhotos: AsyncParsableCommand, StoreCommand {
 
     private func printSummary(_ summary: PhotoRunSummary, seconds: TimeInterval) {
         var counts = ["normalised \(summary.normalized)", "rejected \(summary.rejected)"]
+        if summary.upToDate > 0 { counts.append("already done \(summary.upToDate)") }
         if summary.gone > 0 { counts.append("account deleted meanwhile \(summary.gone)") }
         for (label, count) in [("retrying", summary.retrying), ("failed", summary.failed), ("still running elsewhere", summary.waiting)] where count > 0 {
             counts.append("\(label) \(count)")

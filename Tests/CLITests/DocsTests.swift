@@ -605,7 +605,8 @@ struct RunbookWalkthroughTests {
         defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
         let imported = try await workspace.run(["accounts", "import", fixture.path])
         try #require(imported.status == 0, "\(imported.stderr)")
-        try #require(try await workspace.photos(of: "u-1").count == 2)
+        try #require(try await workspace.photos(of: "u-1").count == 1)
+        try #require(try await workspace.account(id: "u-1")?.profilePhotoKey != nil)
         var block = try Self.block("Jobs/runbooks/deletion-and-purge.md", "part")
         try #require(block.contains("KEY"), "deletion-and-purge.md's part block no longer names KEY, which this test puts its own in place of")
         block = block.replacingOccurrences(of: "KEY", with: "u-1")
@@ -613,7 +614,10 @@ struct RunbookWalkthroughTests {
         #expect(walk.status == 0, "\(walk)")
         Self.expectStatedOutputs(of: block, in: walk)
         #expect(try await workspace.photos(of: "u-1").isEmpty)
-        #expect(try await workspace.photos(of: "u-2").count == 2)
+        #expect(try await workspace.account(id: "u-1")?.profilePhotoKey == nil)
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/u-1/upload-import"))
+        #expect(try await workspace.photos(of: "u-2").count == 1)
+        #expect(try await workspace.account(id: "u-2")?.profilePhotoKey != nil)
         #expect(try await workspace.state(of: "u-1") == "active")
     }
 
@@ -721,8 +725,9 @@ struct RunbookWalkthroughTests {
     }
 
     /// photos.md's investigation of a rejected upload, on an installation whose one profile
-    /// photo is a GIF named .jpg, rejected by `photos normalize --all`: the runbook's account,
-    /// job and photo stand for that account's, its photo job's and its upload's.
+    /// photo is a GIF named .jpg: the upload is looked at while it waits (the runbook's file is
+    /// its key), then refused by `photos normalize --all` (the runbook's account and job are
+    /// that account and its photo job).
     @Test(arguments: Backend.allCases)
     func photosRunbooksRejectedUploadInvestigationRunsAsWritten(_ backend: Backend) async throws {
         let workspace = try await Workspace.make(backend)
@@ -733,31 +738,34 @@ struct RunbookWalkthroughTests {
         try Data(base64Encoded: "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")!.write(to: URL(fileURLWithPath: fixture.directory + "/photos/upload.jpg"))
         let imported = try await workspace.run(["accounts", "import", fixture.path])
         try #require(imported.status == 0, "\(imported.stderr)")
-        let normalised = try await workspace.run(["photos", "normalize", "--all"])
-        try #require(normalised.status == 0 && normalised.stdout.contains("rejected 1"), "\(normalised.stdout)\(normalised.stderr)")
-        let jobs = try await workspace.run(["jobs", "list", "--kind", "photos.normalize"])
-        let job = try #require(jobs.stdout.split(separator: "\n").first { $0.hasSuffix("key photo:bob.profile") }?.dropFirst().prefix { $0.isNumber }, "\(jobs.stdout)")
-        let upload = workspace.blobs + "/accounts/bob/photos/bob.profile"
-        try #require(FileManager.default.fileExists(atPath: upload))
         let environment = ["LIFECYCLE_DATABASE": workspace.database, "LIFECYCLE_BLOBS": workspace.blobs]
-
-        var rejected = try Self.block("Jobs/runbooks/photos.md", "rejected")
-        try #require(rejected.contains("<job id>"), "photos.md's rejected block no longer uses <job id>, which this test puts its own in place of")
-        rejected = rejected.replacingOccurrences(of: "<job id>", with: String(job))
-        let walk = try await Self.run(rejected, environment: environment)
-        #expect(walk.status == 0, "\(walk)")
-        Self.expectStatedOutputs(of: rejected, in: walk)
-        #expect(walk.output.contains("unsupportedType"), "\(walk)")
+        let pending = try #require(try await workspace.profilePhotos()["bob"])
+        try #require(pending.state == "pending")
 
         var look = try Self.block("Jobs/runbooks/photos.md", "upload")
-        let placeholder = "blobs/accounts/<account>/photos/<photo id>"
+        let placeholder = "blobs/<file>"
         try #require(look.contains(placeholder), "photos.md's upload block no longer uses \(placeholder), which this test puts its own in place of")
-        look = look.replacingOccurrences(of: placeholder, with: upload)
+        look = look.replacingOccurrences(of: placeholder, with: workspace.blobs + "/" + pending.file)
         let looked = try await Self.run(look, environment: environment)
         #expect(looked.status == 0, "\(looked)")
         Self.expectStatedOutputs(of: look, in: looked)
         #expect(looked.output.contains("GIF image data"), "\(looked)")
         #expect(looked.errors.contains("unsupportedType: content is GIF"), "\(looked)")
+
+        let normalised = try await workspace.run(["photos", "normalize", "--all"])
+        try #require(normalised.status == 0 && normalised.stdout.contains("rejected 1"), "\(normalised.stdout)\(normalised.stderr)")
+        let jobs = try await workspace.run(["jobs", "list", "--kind", "photos.normalize-column"])
+        let job = try #require(jobs.stdout.split(separator: "\n").first { $0.hasSuffix("key photo:\(pending.file)") }?.dropFirst().prefix { $0.isNumber }, "\(jobs.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/" + pending.file), "a refused upload is deleted")
+
+        var rejected = try Self.block("Jobs/runbooks/photos.md", "rejected")
+        try #require(rejected.contains("<job id>") && rejected.contains("<account>"), "photos.md's rejected block no longer uses <job id> and <account>, which this test puts its own in place of")
+        rejected = rejected.replacingOccurrences(of: "<job id>", with: String(job)).replacingOccurrences(of: "<account>", with: "bob")
+        let walk = try await Self.run(rejected, environment: environment)
+        #expect(walk.status == 0, "\(walk)")
+        Self.expectStatedOutputs(of: rejected, in: walk)
+        #expect(walk.output.contains("unsupportedType"), "\(walk)")
+        #expect(walk.output.contains("This file type is not supported. Please use JPG, PNG, or HEIC."), "\(walk)")
     }
 
     /// install.md's "Check it works", on an installation made as its step 3 makes one.

@@ -164,16 +164,15 @@ struct ImportHardeningTests {
         let result = try await workspace.run(["accounts", "import", fixture.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("imported 3 account(s)"))
-        let profile = try #require(try await workspace.photos(of: longest).first { $0.role == .profile })
-        #expect(profile.id == longest + ".profile")
-        #expect(BlobKey.isSafe(profile.blobKey))
-        #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + profile.blobKey))
+        let upload = try #require(try await workspace.account(id: longest)?.profilePhotoKey)
+        #expect(BlobKey.isSafe(upload))
+        #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + upload))
 
         let worker = try await workspace.run(["worker", "--once"])
         #expect(worker.status == 0, "\(worker.stderr)")
-        let normalised = try #require(try await workspace.photos(of: longest).first { $0.role == .profile })
-        #expect(normalised.normalizationState == .normalized)
-        #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + normalised.blobKey))
+        let normalised = try #require(try await workspace.profilePhotos()[longest])
+        #expect(normalised.state == "normalized" && normalised.file != upload)
+        #expect(FileManager.default.fileExists(atPath: workspace.blobs + "/" + normalised.file))
     }
 
     @Test func anEmailWithACommaOrADisplayNameIsRefused() async throws {

@@ -113,11 +113,16 @@ enum RefusedPhoto {
 }
 
 extension Workspace {
-    func photoRows() async throws -> [PhotoRecord] {
-        switch backend {
-        case .sqlite: try await store().read { tx in try tx.profilePhotos(state: nil, accountID: nil, after: nil, limit: 100_000) }
-        case .postgres: try await postgres().read { tx in try tx.profilePhotos(state: nil, accountID: nil, after: nil, limit: 100_000) }
-        }
+    /// Each account's profile photo file, as `photos list --json` shows it: her column's
+    /// key and where it stands.
+    func profilePhotos() async throws -> [String: (file: String, state: String)] {
+        let listed = try await run(["photos", "list", "--json", "--limit", "100000"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let rows = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]] ?? []
+        return Dictionary(rows.compactMap { row in
+            guard let account = row["account"] as? String, let file = row["file"] as? String, let state = row["state"] as? String else { return nil }
+            return (account, (file, state))
+        }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Every file under blobs/accounts with its size and modification time.
@@ -135,7 +140,7 @@ extension Workspace {
 
     /// Through `integerNow`, on a thread of its own: for PostgreSQL that is a psql process.
     func photoJobCount() async throws -> Int {
-        let sql = "SELECT COUNT(*) FROM \(ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeKind)'"
+        let sql = "SELECT COUNT(*) FROM \(ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeColumnKind)'"
         return try await onThreadOfItsOwn { [self] in try integerNow(sql) }
     }
 }

@@ -21,11 +21,11 @@ struct PhotoCrashTests {
         try await photoTool("vips", "resize", repositoryRoot + "/Jobs/demo/photos/run.jpg", fixture.directory + "/photos/big.jpg", "2.5")
         #expect(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
         @Sendable func normalizedCount() throws -> Int {
-            try workspace.integerNow("SELECT COUNT(*) FROM photos WHERE role = 'profile' AND normalization_state = 'normalized'")
+            try workspace.integerNow("SELECT COUNT(*) FROM accounts WHERE profile_photo_key LIKE 'accounts/%/v2-s1024-q85-%.jpg'")
         }
 
         @Sendable func claimedCount() throws -> Int {
-            try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeKind)' AND state = 'running'")
+            try workspace.integerNow("SELECT COUNT(*) FROM \(workspace.ownTable("jobs")) WHERE kind = '\(PhotoJobs.normalizeColumnKind)' AND state = 'running'")
         }
 
         let (process, _, _) = try workspace.process(["photos", "normalize", "--all"])
@@ -41,13 +41,11 @@ struct PhotoCrashTests {
         // A finished photo never keeps its upload, even when the process died right after.
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
         let succeeded = try await workspace.query(
-            "SELECT unique_key FROM \(workspace.ownTable("jobs")) WHERE kind = ? AND state = 'succeeded'", [.text(PhotoJobs.normalizeKind)]
+            "SELECT unique_key FROM \(workspace.ownTable("jobs")) WHERE kind = ? AND state = 'succeeded'", [.text(PhotoJobs.normalizeColumnKind)]
         ).compactMap { $0.first ?? nil }
         #expect(!succeeded.isEmpty)
         for key in succeeded {
-            let photoID = String(key.dropFirst("photo:".count))
-            let accountID = String(photoID.dropLast(".profile".count))
-            #expect(try await blobs.info(key: BlobKey.photo(accountID: accountID, photoID: photoID)) == nil, "\(photoID)")
+            #expect(try await blobs.info(key: String(key.dropFirst("photo:".count))) == nil, "\(key)")
         }
 
         // Rerun once the dead process's leases have run out.
@@ -56,28 +54,26 @@ struct PhotoCrashTests {
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(rerun.stdout.contains("normalised \(count - atKill), rejected 0"), "\(rerun.stdout)")
 
-        let photos = try await workspace.photoRows()
+        let photos = try await workspace.profilePhotos()
         #expect(photos.count == count)
-        for photo in photos {
-            #expect(photo.normalizationState == .normalized && photo.recipeVersion == 2)
-            // Exactly one rendering under the photo's folder, the one its row points at; the upload is gone.
-            let folder = "accounts/\(photo.accountID)/profile-photos/\(photo.id)/"
-            #expect(try await blobs.list(prefix: folder, after: nil, limit: 10).map(\.key) == [photo.blobKey])
-            #expect(try await blobs.info(key: BlobKey.photo(accountID: photo.accountID, photoID: photo.id)) == nil)
-            try #require(try FileDigest.sha256(ofFile: try blobs.path(for: photo.blobKey)).hex == photo.sha256)
+        for (account, photo) in photos {
+            #expect(photo.state == "normalized")
+            // Exactly one file left in her folder, the rendering her column names; the upload is gone.
+            let files = try await blobs.list(prefix: "accounts/\(account)/", after: nil, limit: 10).map(\.key).filter { !$0.contains("/photos/") }
+            #expect(files == [photo.file])
         }
         // One job per photo, each switched exactly once; the interrupted ones were resumed, not redone.
         let perJob = try await workspace.query("""
             SELECT j.unique_key, j.state, j.attempt,
                    (SELECT COUNT(*) FROM \(workspace.ownTable("job_steps")) s WHERE s.job_id = j.id AND s.step = 'switch')
             FROM \(workspace.ownTable("jobs")) j WHERE j.kind = ?
-            """, [.text(PhotoJobs.normalizeKind)])
+            """, [.text(PhotoJobs.normalizeColumnKind)])
         #expect(perJob.count == count)
         #expect(Set(perJob.map { $0[0] }).count == count)
         #expect(perJob.allSatisfy { $0[1] == "succeeded" && $0[3] == "1" })
         #expect(perJob.contains { $0[2] == "2" }, "no job was caught in flight by the kill")
 
-        try await expectCleanSquareJPEG(atPath: try blobs.path(for: photos[0].blobKey), side: 1024)
+        try await expectCleanSquareJPEG(atPath: try blobs.path(for: try #require(photos["u0"]).file), side: 1024)
         let again = try await workspace.run(["photos", "normalize", "--all"], environment: ["LIFECYCLE_NOW": later])
         #expect(again.stdout.contains("nothing to normalise"))
     }

@@ -97,7 +97,7 @@ struct DeletionFixture<Store: LifecycleStore> {
     }
 
     /// An account with rows in every table of the shipped schema and blobs under its
-    /// prefix: entry photos, a profile photo, and an export archive. With `purgeAfter`, its
+    /// prefix: journal photos, a profile photo, and an export archive. With `purgeAfter`, its
     /// deletion was asked for at the clock's time (`state` pendingDeletion, or purging: a
     /// purge started), as a request does it; its `sessions` were signed in after that.
     @discardableResult
@@ -108,12 +108,10 @@ struct DeletionFixture<Store: LifecycleStore> {
         let now = clock.now()
         let account = Account(
             id: id, email: "\(id)@example.com", passwordHash: passwordHash, firstName: "Ada", lastName: "Lovelace",
-            displayName: "Ada", bio: "Runs at dawn", profilePhotoID: "\(id).profile", primarySport: "running",
+            displayName: "Ada", bio: "Runs at dawn", profilePhotoKey: "accounts/\(id)/v2-s1024-q85-0123456789abcdef.jpg", primarySport: "running",
             morningReminderTime: "07:30:00", timezone: "Europe/London", subscriptionStatus: "premium",
             integrations: Integrations(strava: true), state: .active, createdAt: now, updatedAt: now)
-        var photos = [PhotoRecord(
-            id: "\(id).profile", accountID: id, entryID: nil, role: .profile, blobKey: BlobKey.photo(accountID: id, photoID: "\(id).profile"),
-            contentType: "image/jpeg", byteSize: 4, sha256: "x", takenAt: nil, createdAt: now)]
+        var photos: [PhotoRecord] = []
         for index in 0..<entries {
             photos.append(PhotoRecord(
                 id: "\(id)-p\(index)", accountID: id, entryID: "\(id)-e\(index)", role: .entry,
@@ -142,9 +140,9 @@ struct DeletionFixture<Store: LifecycleStore> {
                 _ = try tx.insertSession(SignInSession(id: "\(id)-s\(index)", accountID: id, createdAt: now))
             }
         }
-        for record in records { _ = try await blobs.put(key: record.blobKey, data: Data([0xFF, 0xD8, 0xFF, 0xD9])) }
+        for key in records.map(\.blobKey) + [account.profilePhotoKey!] { _ = try await blobs.put(key: key, data: Data([0xFF, 0xD8, 0xFF, 0xD9])) }
         _ = try await blobs.put(key: "accounts/\(id)/exports/export-\(id).zip", data: Data(repeating: 0x50, count: 100))
-        return records.count + 1
+        return records.count + 2
     }
 
     /// The nightly run in-process: the sweep, then every due purge job.

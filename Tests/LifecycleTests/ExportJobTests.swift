@@ -28,9 +28,10 @@ struct ExportJobTests {
         }
         // Taken 23:55 UTC on 1 March is 2 March in the account's zone (the map's `timezone:`,
         // Asia/Tokyo); undated photos go by upload day. Keys without an extension get the one
-        // of the type the row records (`recorded:`), an id's dot notwithstanding.
+        // of the type the row records (`recorded:`). Her profile photo (the user row's file
+        // column) goes by the day the account was created, in her zone too.
         #expect(files.contains("files/photos/2026/01/01/zoe-p2.jpg"))
-        #expect(files.contains("files/photos/2026/01/01/zoe.profile.heic"))
+        #expect(files.contains("files/accounts/2025/01/02/upload-import"))
         let readme = try String(contentsOfFile: folder + "/README.txt", encoding: .utf8)
         let unwrapped = readme.replacingOccurrences(of: "\n +", with: " ", options: .regularExpression)
         #expect(unwrapped.contains("by the date of the row where it has one, in your time zone (Asia/Tokyo)"), "\(readme)")
@@ -52,14 +53,14 @@ struct ExportJobTests {
         let profile = try #require(accountRows.first)
         #expect(accountRows.count == 1)
         #expect(profile["first_name"] as? String == "Zoë")
-        #expect(profile["profile_photo_id"] as? String == "zoe.profile")
+        #expect(profile["profile_photo_key"] == nil, "a storage key is not hers to read")
         #expect(profile["password_hash"] == nil && profile["state"] == nil)
         #expect((try bed.json(folder + "/preferences.json") as? [[String: Any]])?.first?["font_size_offset"] as? Int == -2)
 
         let manifest = try #require(try bed.json(folder + "/manifest.json") as? [String: Any])
         #expect(manifest["export_id"] as? String == export.id)
         #expect((manifest["row_counts"] as? [String: Int]) == [
-            "account": 1, "preferences": 1, "journal_entries": 3, "photos": 3, "mesocycles": 2, "meditation_sessions": 2,
+            "account": 1, "preferences": 1, "journal_entries": 3, "photos": 2, "mesocycles": 2, "meditation_sessions": 2,
         ])
         let listed = try #require(manifest["files"] as? [[String: Any]])
         #expect(Set(listed.compactMap { $0["path"] as? String }) == files.filter { !$0.hasSuffix("/") && $0 != "manifest.json" && (try? FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.type] as? FileAttributeType) == .typeRegular })
@@ -69,8 +70,8 @@ struct ExportJobTests {
             #expect(digest.hex == file["sha256"] as? String, "\(path)")
             #expect(digest.size == (file["bytes"] as? NSNumber)?.int64Value, "\(path)")
         }
-        // The profile photo's file, found by the key its row names.
-        #expect(listed.first { $0["blob_key"] as? String == "accounts/zoe/photos/zoe.profile" }?["path"] as? String == "files/photos/2026/01/01/zoe.profile.heic")
+        // The profile photo's file, found by the key her column names.
+        #expect(listed.first { $0["blob_key"] as? String == "accounts/zoe/upload-import" }?["path"] as? String == "files/accounts/2025/01/02/upload-import")
         // The user's notification, once.
         let messages = try await bed.store.read { tx in try tx.outboxMessages(accountID: "zoe") }
         #expect(messages.count == 1)
@@ -222,7 +223,7 @@ struct ExportJobTests {
         #expect(omitted.first { $0["blob_key"] == "accounts/lee/photos/lee-p1" }?["reason"]?.contains("SHA-256") == true)
         #expect(omitted.first { $0["blob_key"] == "accounts/lee/photos/lee-p2" }?["reason"]?.contains("not in the blob store") == true)
         let files = try #require(manifest["files"] as? [[String: Any]])
-        #expect(files.compactMap { $0["blob_key"] as? String } == ["accounts/lee/photos/lee.profile"])
+        #expect(files.compactMap { $0["blob_key"] as? String } == ["accounts/lee/upload-import"])
         #expect(!FileManager.default.fileExists(atPath: folder + "/files/photos/2025/03/02/lee-p1.jpg"))
     }
 

@@ -160,7 +160,7 @@ struct IntakeTests {
         // As an older row might hold it: imported before today's checks.
         var account = Account(
             id: "u-1", email: "ada@example.com", passwordHash: nil, firstName: nil, lastName: nil,
-            displayName: "Ada\r\nBcc: everyone@example.com\r\n\r\nClick http://evil.test", bio: nil, profilePhotoID: nil,
+            displayName: "Ada\r\nBcc: everyone@example.com\r\n\r\nClick http://evil.test", bio: nil, profilePhotoKey: nil,
             primarySport: nil, morningReminderTime: nil, timezone: nil, subscriptionStatus: nil, integrations: Integrations(),
             state: .active, createdAt: now, updatedAt: now)
         let message = ExportNotification.message(

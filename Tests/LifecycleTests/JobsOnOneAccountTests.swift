@@ -24,24 +24,24 @@ struct JobsOnOneAccountTests {
         let photos = try PhotoFixture(store: store, directory: testbed.root)
         let upload = try PhotoUpload.heic
         try await photos.addAccount("ada", upload: upload)
-        let profile = try await photos.photo("ada.profile")
+        let uploadKey = importedUploadKey("ada")
 
         // The export's services read and write the same files through a store that runs the
         // normalisation to its end when the export first reads the upload.
-        let staged = StagedBlobStore(inner: photos.blobs, key: profile.blobKey)
+        let staged = StagedBlobStore(inner: photos.blobs, key: uploadKey)
         let services = try testbed.services(over: staged)
         let normalisation = try PhotoNormalizationService(services: services)
         let queued = try await normalisation.queue(account: "ada")
         #expect(queued.jobIDs.count == 1)
-        staged.before = { _ = try await drain(services, clock: testbed.clock, kind: PhotoJobs.normalizeKind) }
+        staged.before = { _ = try await drain(services, clock: testbed.clock, kind: PhotoJobs.normalizeColumnKind) }
 
         let requested = try await services.requestExport(ExportRequest(account: "ada"))
         _ = try await drain(services, clock: testbed.clock, kind: ExportJobs.exportKind)
 
         #expect(staged.fired == 1)
-        let rendered = try await photos.photo("ada.profile")
-        #expect(rendered.blobKey != profile.blobKey && rendered.contentType == "image/jpeg")
-        #expect(try await photos.blobs.info(key: profile.blobKey) == nil)
+        let rendered = try #require(try await photos.profileKey("ada"))
+        #expect(rendered != uploadKey && rendered.hasSuffix(".jpg"))
+        #expect(try await photos.blobs.info(key: uploadKey) == nil)
         #expect(try await store.job(id: try #require(queued.jobIDs.first))?.state == .succeeded)
         let job = try #require(try await store.job(id: requested.job.id))
         #expect(job.state == .succeeded, "\(job.lastError ?? "")")
@@ -52,11 +52,10 @@ struct JobsOnOneAccountTests {
         let unpacked = try await testbed.unpack(export)
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: unpacked + "/manifest.json"))) as? [String: Any]
         let listed = try #require(manifest?["files"] as? [[String: Any]])
-        #expect(!listed.contains { $0["blob_key"] as? String == profile.blobKey }, "the upload the normalisation replaced")
-        let profilePath = try #require(listed.first { $0["blob_key"] as? String == rendered.blobKey }?["path"] as? String)
+        #expect(!listed.contains { $0["blob_key"] as? String == uploadKey }, "the upload the normalisation replaced")
+        let profilePath = try #require(listed.first { $0["blob_key"] as? String == rendered }?["path"] as? String)
         let archived = try Data(contentsOf: URL(fileURLWithPath: unpacked + "/" + profilePath))
-        #expect(photoSHA256(archived) == rendered.sha256.lowercased())
-        #expect(Int64(archived.count) == rendered.byteSize)
+        #expect(archived == (try await photos.blobs.readAll(key: rendered)))
     }
 
     /// The account's purge begins and ends while its export copies the photos: the purge
@@ -251,8 +250,8 @@ final class StagedBlobStore: BlobStore, @unchecked Sendable {
 
 /// Profile photos uploaded one over another (the API's `PUT …/photo`), their jobs run
 /// together in whatever order the workers take them: the newest is the profile photo, a
-/// rejected newest leaves the one before in storage, and once a newer one succeeds
-/// every replaced row and file is gone.
+/// rejected newest gives back the normalised one before it (none, when that was an upload
+/// no job had settled), and every replaced upload and rendering is deleted.
 struct ProfilePhotoReplacementTests {
     @Test(arguments: Backend.allCases)
     func uploadsOverEachOtherLeaveTheNewestAndNothingElse(_ backend: Backend) async throws {
@@ -269,32 +268,49 @@ struct ProfilePhotoReplacementTests {
             let staged = StagedPhotoUpload(path: path, size: Int64(data.count), sha256: photoSHA256(data), contentType: ContentSniffer.contentType(of: data))
             return try await upload.accept(account: try await upload.checkAccount("ada@example.com"), staged: staged).photoID
         }
-        func profiles() async throws -> [PhotoRecord] {
-            try await store.read { tx in try tx.photos(accountID: "ada").filter { $0.role == .profile } }
+        let directory = try await fixture.services.directory()
+        func state() async throws -> ProfilePhotoState? {
+            try await store.read { tx in try upload.state(of: "ada", directory: directory, in: tx) }
         }
-        func current() async throws -> String? { try await store.read { tx in try tx.account(id: "ada")?.profilePhotoID } }
+        func files() throws -> Set<String> { Set(try fixture.blobStamps("ada").keys) }
 
-        // A good one, then a damaged one over it: the damaged one is current and rejected,
-        // the good one (and the imported one) stay in storage.
-        let good = try await put(try PhotoUpload.png)
+        // A good one, then a damaged one over it before any job ran: the damaged one is
+        // refused, and as the one before it was an upload no job had settled either, she is
+        // left with no photo and the refusal's message; every upload is deleted.
+        _ = try await put(try PhotoUpload.png)
         let damaged = try await put(try PhotoUpload.truncatedJPEG)
-        #expect(try await current() == damaged)
+        #expect(try await fixture.profileKey("ada")?.hasSuffix("/" + damaged) == true)
         let first = try await fixture.drain()
-        #expect(first.dead == 0)
-        #expect(try await fixture.photo(damaged).normalizationState == .rejected)
-        #expect(try await fixture.photo(good).normalizationState == .normalized)
-        #expect(Set(try await profiles().map(\.id)) == ["ada.profile", good, damaged])
+        #expect(first.dead == 0 && first.retrying == 0)
+        #expect(try await fixture.profileKey("ada") == nil)
+        let refused = try await state()
+        #expect(refused?.photoID == damaged && refused?.state == .rejected && refused?.message == "This photo could not be read. Please choose another photo.")
+        let afterFirst = try files()
+        #expect(afterFirst == ["photos/ada-p1"], "\(afterFirst.sorted())")
+
+        // A good one over a normalised one that is refused gives the normalised one back.
+        let good = try PhotoUpload.png
+        _ = try await put(good)
+        #expect(try await fixture.drain().succeeded == 1)
+        let back = PhotoJobTests.renderedKey("ada", from: good)
+        #expect(try await fixture.profileKey("ada") == back)
+        _ = try await put(try PhotoUpload.truncatedJPEG)
+        #expect(try await fixture.drain().succeeded == 1)
+        #expect(try await fixture.profileKey("ada") == back)
+        let afterRefusal = try files()
+        #expect(afterRefusal == [String(back.dropFirst("accounts/ada/".count)), "photos/ada-p1"], "\(afterRefusal.sorted())")
 
         // Two good ones at once: whichever job runs first, only the newest is left.
         _ = try await put(try PhotoUpload.heic)
-        let newest = try await put(try PhotoUpload.jpegWithGPS)
+        let newest = try PhotoUpload.jpegWithGPS
+        let newestID = try await put(newest)
         let second = try await fixture.drain()
         #expect(second.dead == 0 && second.succeeded == 2)
-        let left = try await profiles()
-        #expect(left.map(\.id) == [newest] && left.first?.normalizationState == .normalized)
-        #expect(try await current() == newest)
-        let files = Set(try fixture.blobStamps("ada").keys)
-        let rendered = try #require(left.first?.blobKey).dropFirst("accounts/ada/".count)
-        #expect(files == [String(rendered), "photos/ada-p1"], "replaced uploads and renders are deleted: \(files.sorted())")
+        let rendered = PhotoJobTests.renderedKey("ada", from: newest)
+        #expect(try await fixture.profileKey("ada") == rendered)
+        let settled = try await state()
+        #expect(settled?.photoID == newestID && settled?.state == .normalized)
+        let afterSecond = try files()
+        #expect(afterSecond == [String(rendered.dropFirst("accounts/ada/".count)), "photos/ada-p1"], "replaced uploads and renders are deleted: \(afterSecond.sorted())")
     }
 }

@@ -72,31 +72,24 @@ struct PhotoFixture<Store: LifecycleStore> {
 
     var service: PhotoNormalizationService<Store> { get throws { try PhotoNormalizationService(services: services) } }
 
-    /// An account whose profile photo was uploaded as `upload` (pending, as import
-    /// leaves it), plus one entry photo that normalisation must leave alone.
+    /// An account whose profile photo was uploaded as `upload` (in her photo column, not yet
+    /// normalised, as import leaves it), plus one journal photo that normalisation must leave alone.
     func addAccount(_ id: String, upload: Data, state: AccountState = .active) async throws {
         let now = clock.now()
-        let profileID = "\(id).profile"
         let account = Account(
             id: id, email: "\(id)@example.com", passwordHash: "x", firstName: "Ada", lastName: nil, displayName: nil, bio: nil,
-            profilePhotoID: profileID, primarySport: nil, morningReminderTime: nil, timezone: nil, subscriptionStatus: nil,
+            profilePhotoKey: importedUploadKey(id), primarySport: nil, morningReminderTime: nil, timezone: nil, subscriptionStatus: nil,
             integrations: Integrations(), state: state == .active ? .active : .pendingDeletion, createdAt: now, updatedAt: now)
         let entryPhoto = try PhotoUpload.jpegWithGPS
-        let photos = [
-            PhotoRecord(
-                id: profileID, accountID: id, entryID: nil, role: .profile, blobKey: BlobKey.photo(accountID: id, photoID: profileID),
-                contentType: ContentSniffer.contentType(of: upload), byteSize: Int64(upload.count), sha256: photoSHA256(upload),
-                takenAt: nil, createdAt: now, normalizationState: .pending),
-            PhotoRecord(
-                id: "\(id)-p1", accountID: id, entryID: "\(id)-e1", role: .entry, blobKey: BlobKey.photo(accountID: id, photoID: "\(id)-p1"),
-                contentType: "image/jpeg", byteSize: Int64(entryPhoto.count), sha256: photoSHA256(entryPhoto), takenAt: now, createdAt: now),
-        ]
-        _ = try await blobs.put(key: photos[0].blobKey, data: upload)
-        _ = try await blobs.put(key: photos[1].blobKey, data: entryPhoto)
+        let photo = PhotoRecord(
+            id: "\(id)-p1", accountID: id, entryID: "\(id)-e1", role: .entry, blobKey: BlobKey.photo(accountID: id, photoID: "\(id)-p1"),
+            contentType: "image/jpeg", byteSize: Int64(entryPhoto.count), sha256: photoSHA256(entryPhoto), takenAt: now, createdAt: now)
+        _ = try await blobs.put(key: importedUploadKey(id), data: upload)
+        _ = try await blobs.put(key: photo.blobKey, data: entryPhoto)
         try await store.write { tx in
             _ = try tx.insertAccount(account, preferences: nil)
             _ = try tx.insertEntry(JournalEntry(id: "\(id)-e1", accountID: id, createdAt: now, text: "entry"))
-            for photo in photos { _ = try tx.insertPhoto(photo) }
+            _ = try tx.insertPhoto(photo)
             // Lifecycle's record of a deletion (`state` past active): requested, and its purge begun when purging.
             let moved = try tx.moveDeletion(key: id, to: state, at: now)
             #expect(moved)
@@ -115,20 +108,26 @@ struct PhotoFixture<Store: LifecycleStore> {
     func drain() async throws -> DrainSummary {
         try await Worker(
             store: store, registry: services.registry, policies: services.policies, clock: clock,
-            options: WorkerOptions(concurrency: 2, kinds: [PhotoJobs.normalizeKind])
+            options: WorkerOptions(concurrency: 2, kinds: [PhotoJobs.normalizeColumnKind])
         ).drain()
+    }
+
+    /// What her photo column holds.
+    func profileKey(_ id: String) async throws -> String? {
+        try await store.read { tx in try tx.account(id: id)?.profilePhotoKey }
     }
 
     func photo(_ id: String) async throws -> PhotoRecord {
         try #require(try await store.read { tx in try tx.photo(id: id) })
     }
 
-    func jobs(photo id: String) async throws -> [JobRecord] {
-        try await store.jobs(matching: JobFilter(kinds: [PhotoJobs.normalizeKind], uniqueKey: PhotoJobs.uniqueKey(photoID: id)))
+    /// The normalisation jobs of one file.
+    func jobs(upload key: String) async throws -> [JobRecord] {
+        try await store.jobs(matching: JobFilter(kinds: [PhotoJobs.normalizeColumnKind], uniqueKey: "photo:\(key)"))
     }
 
     func stepNames(ofJob id: JobID) async throws -> [String] {
-        let order = ["validate", "render", "switch", "delete-original", "retire-replaced", "delete-replaced"]
+        let order = ["validate", "render", "switch", "delete-files"]
         return try await store.steps(of: id).map(\.step).sorted { order.firstIndex(of: $0)! < order.firstIndex(of: $1)! }
     }
 
@@ -152,6 +151,9 @@ extension PhotoFixture where Store == SQLiteStore {
         try self.init(store: try SQLiteStore(path: directory + "/lifecycle.sqlite"), directory: directory, photosSection: photosSection)
     }
 }
+
+/// Where the import stores an account's profile photo upload (her folder of the map's photo prefix).
+func importedUploadKey(_ id: String) -> String { "accounts/\(id)/upload-import" }
 
 func photoSHA256(_ data: Data) -> String { FileDigest.hex(SHA256.hash(data: data)) }
 

@@ -35,7 +35,7 @@ struct PurgeJobTests {
         let record = try #require(try await fixture.deletionRecord("ada"))
         #expect(record.state == .purged && record.purgedAt == fixture.clock.now())
         #expect(tombstone.email == nil && tombstone.passwordHash == nil && tombstone.firstName == nil && tombstone.lastName == nil)
-        #expect(tombstone.displayName == nil && tombstone.bio == nil && tombstone.profilePhotoID == nil && tombstone.timezone == nil)
+        #expect(tombstone.displayName == nil && tombstone.bio == nil && tombstone.profilePhotoKey == nil && tombstone.timezone == nil)
         #expect(tombstone.primarySport == nil && tombstone.morningReminderTime == nil && tombstone.subscriptionStatus == nil)
         #expect(tombstone.integrations == Integrations())
         #expect(try await fixture.rows("ada").values.allSatisfy { $0 == 0 })

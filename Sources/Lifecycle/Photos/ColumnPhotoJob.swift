@@ -51,6 +51,8 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         var refusal: Refusal?
         /// Her column no longer names the upload (replaced or removed since), or her account is being purged.
         var gone: Bool?
+        /// The file is already a JPEG of this recipe version or a later one: nothing to render.
+        var upToDate: Bool?
         var bytes: Int64?
         /// The upload's format and size, from its header.
         var format: String?
@@ -92,10 +94,13 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
     private func validate(_ context: StepContext) async throws -> StepResult {
         let policy = try policy.get()
         let payload = try context.payload(ColumnPhotoPayload.self)
-        guard try await isCurrent(payload, now: context.now) else { return try .output(Checked(gone: true), finishesJob: true) }
+        guard try await isCurrent(payload, now: context.now) else { return try await gone(payload, Checked(gone: true), context: context) }
+        if ColumnProfilePhotos<Store>.isRendered(payload.upload, prefix: try data().plan.profilePhoto!.prefix, policy: policy) {
+            return try .output(Checked(upToDate: true), finishesJob: true)
+        }
         guard let stored = try await services.blobs.info(key: payload.upload) else {
             throw PermanentJobFailure(
-                "account \(payload.account)'s photo upload \(BlobKey.quoted(payload.upload)) is missing from the blob store, so there is nothing to normalise (Jobs/runbooks/photos.md)")
+                "account \(payload.account)'s photo upload \(BlobKey.quoted(payload.upload)) is missing from the blob store, so there is nothing to normalise; restore it and `lifecycle jobs retry \(context.job.id)` (Jobs/runbooks/photos.md)")
         }
         if stored.size > Int64(policy.maxInputBytes) {
             return try .output(Checked(refusal: Self.refusal(PhotoRejection.tooLarge(byteCount: Int(clamping: stored.size), limit: policy.maxInputBytes)), bytes: stored.size))
@@ -118,7 +123,7 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         let payload = try context.payload(ColumnPhotoPayload.self)
         if let refusal = try context.output(of: "validate", as: Checked.self)?.refusal { return try .output(Rendered(refusal: refusal)) }
         guard try await services.blobs.info(key: payload.upload) != nil else {
-            guard try await isCurrent(payload, now: context.now) else { return try .output(Rendered(gone: true), finishesJob: true) }
+            guard try await isCurrent(payload, now: context.now) else { return try await gone(payload, Rendered(gone: true), context: context) }
             throw PermanentJobFailure(
                 "account \(payload.account)'s photo upload \(BlobKey.quoted(payload.upload)) disappeared after validation; restore it and `lifecycle jobs retry \(context.job.id)`")
         }
@@ -134,7 +139,7 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         }
         // Looked at just before the write: a JPEG written for an account whose purge began
         // would land after the purge took her files.
-        guard try await isCurrent(payload, now: context.now) else { return try .output(Rendered(gone: true), finishesJob: true) }
+        guard try await isCurrent(payload, now: context.now) else { return try await gone(payload, Rendered(gone: true), context: context) }
         let place = try data().plan.profilePhoto!
         let digest = FileDigest.hex(SHA256.hash(data: bytes))
         let key = place.prefix + BlobKey.segment(forID: payload.account) + "/\(policy.recipeIdentifier)-\(digest.prefix(16)).jpg"
@@ -158,7 +163,12 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
         let sql = data.sql
         if let refusal = rendered.refusal {
             context.logger.notice("profile photo rejected", metadata: ["account": "\(payload.account)", "reason": "\(refusal.code): \(refusal.detail)"])
-            let back: SQLValue = payload.replaces.map(SQLValue.text) ?? data.plan.profilePhoto!.empty.sqlValue
+            // The photo the upload replaced comes back, unless it is itself an upload no job
+            // has settled (uploads sent one over another): its job found itself replaced and
+            // ended, so it goes with this one, and she is left with no photo.
+            let place = data.plan.profilePhoto!
+            let previousUpload = payload.replaces.map { ColumnProfilePhotos<Store>.isUpload($0, prefix: place.prefix) } ?? false
+            let back: SQLValue = previousUpload ? place.empty.sqlValue : payload.replaces.map(SQLValue.text) ?? place.empty.sqlValue
             let restored = live ? try tx.execute(sql.replaceProfilePhoto(key: payload.account, from: .text(payload.upload), to: back)) : 0
             try tx.recordAudit(AuditEvent(
                 at: context.now, actor: "lifecycle", action: "photo.normalize", accountID: payload.account, outcome: "rejected",
@@ -168,7 +178,8 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
                     // What her column holds now: the app API reports this refusal while it does.
                     "key": .string(restored == 1 ? back.text ?? "" : ""),
                 ]))
-            return try .output(Let(outcome: restored == 1 ? "rejected, previous photo put back" : "rejected", delete: [payload.upload]))
+            let letGo = [payload.upload] + (previousUpload && restored == 1 ? [payload.replaces!] : [])
+            return try .output(Let(outcome: restored == 1 && back != place.empty.sqlValue ? "rejected, previous photo put back" : "rejected", delete: letGo))
         }
         guard let key = rendered.key else {
             throw PermanentJobFailure("job \(context.job.id): render recorded no JPEG; `lifecycle jobs show \(context.job.id)`")
@@ -214,6 +225,14 @@ struct ColumnPhotoJob<Store: LifecycleStore>: Sendable {
             throw BlobStoreError("the blob store still has \(BlobKey.quoted(key)) after deleting it; the job will try again")
         }
         return doomed
+    }
+
+    /// Ends a job whose upload her column no longer names (replaced, removed, or her account
+    /// purged): the photo the upload replaced goes all the same, unless a row names it, since
+    /// nobody else will take it (a newer upload replaced this one, not that).
+    private func gone<Output: Encodable>(_ payload: ColumnPhotoPayload, _ output: Output, context: StepContext) async throws -> StepResult {
+        if let replaced = payload.replaces { _ = try await deleteUnnamed([replaced], context: context) }
+        return try .output(output, finishesJob: true)
     }
 
     /// Her column still names the upload, and her account is not being purged.

@@ -126,7 +126,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
     /// `photos normalize` on an app's own database: one job per photo column holding a file
     /// that is not yet a JPEG of the current recipe (photos the app stored itself, or
     /// rendered under an older recipe), for one account or for all.
-    public func queue(account reference: String?, policy: PhotoPolicy) async throws -> PhotoQueueReport {
+    public func queue(account reference: String?, policy: PhotoPolicy, pageSize: Int = 500) async throws -> PhotoQueueReport {
         let (data, place) = try await place()
         let directory = AccountDirectory<Store>(data: data)
         var chosen: String?
@@ -144,7 +144,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         }
         let only = chosen
         let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
-        let (store, sql, limit) = (services.store, data.sql, 500)
+        let (store, sql, limit) = (services.store, data.sql, max(1, pageSize))
         let rendered = Self.renderedPattern(place, policy: policy)
         return try await PhotoNormalizationService<Store>.queuePages(policy: policy, limit: limit, clock: services.clock) { start, now in
             try await store.write { tx in
@@ -155,6 +155,21 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether `key` is a JPEG `render` made (PREFIX<account>/v<version>-…-<digest>.jpg) under
+    /// the current recipe version or a later one: a worker not yet upgraded to a new recipe
+    /// leaves the newer rendering alone rather than render a JPEG of it again.
+    static func isRendered(_ key: String, prefix: String, policy: PhotoPolicy) -> Bool {
+        guard key.hasPrefix(prefix), key.hasSuffix(".jpg"), let name = key.split(separator: "/").last, name.first == "v" else { return false }
+        guard let version = Int(name.dropFirst().prefix { $0.isNumber }), name.dropFirst().drop(while: { $0.isNumber }).first == "-" else { return false }
+        return version >= policy.recipeVersion
+    }
+
+    /// Whether `key` is an upload lifecycle stored (PREFIX<account>/upload-…) and no job has
+    /// turned into a JPEG yet.
+    static func isUpload(_ key: String, prefix: String) -> Bool {
+        key.hasPrefix(prefix) && key.split(separator: "/").last?.hasPrefix("upload-") == true
     }
 
     /// What `render` names a JPEG, as a LIKE pattern: PREFIX<account>/<recipe>-<digest>.jpg.
@@ -168,7 +183,6 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         let (data, place) = try await place()
         let policy = try PhotoPolicy(policies: services.policies)
         let directory = AccountDirectory<Store>(data: data)
-        let rendered = "/" + policy.recipeIdentifier + "-"
         let (sql, now, page) = (data.sql, services.clock.now(), min(max(limit, 1), 500))
         return try await services.store.read { tx in
             var only: String?
@@ -189,7 +203,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                     if let known = try Self.state(of: key, data: data, in: tx), known.state == .rejected {
                         listing.state = .rejected
                         listing.message = known.message
-                    } else if file.hasPrefix(place.prefix), file.hasSuffix(".jpg"), file.dropFirst(place.prefix.count).contains(rendered) {
+                    } else if Self.isRendered(file, prefix: place.prefix, policy: policy) {
                         listing.state = .normalized
                     }
                     if state == nil || listing.state == state { listed.append(listing) }

@@ -18,7 +18,7 @@ public enum PhotoJobs {
     /// One live job per upload, whatever the recipe version: the job reads the recipe when
     /// it runs, so a job queued before a recipe change renders under the new one, and the
     /// upload, import, `photos normalize` and overlapping runs all find the same job.
-    static func normalizeRequest(account: String, upload: String, replaces: String?) throws -> EnqueueRequest {
+    public static func normalizeRequest(account: String, upload: String, replaces: String?) throws -> EnqueueRequest {
         try EnqueueRequest(
             kind: normalizeColumnKind, payload: ColumnPhotoPayload(account: account, upload: upload, replaces: replaces), uniqueKey: "photo:\(upload)")
     }

@@ -28,7 +28,7 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
     /// account (id or email) or for all when `account` is nil. A photo whose job is already
     /// queued or running gets that job back, not a second one.
     public func queue(account reference: String?) async throws -> PhotoQueueReport {
-        try await ColumnProfilePhotos(services: services).queue(account: reference, policy: policy)
+        try await ColumnProfilePhotos(services: services).queue(account: reference, policy: policy, pageSize: pageSize)
     }
 
     /// Enqueues page after page (`page` gets the cursor to start after and the time, and
@@ -60,7 +60,7 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
         return try Self.result(job: job, steps: steps)
     }
 
-    /// Counts for many jobs; every photo that did not end normalised or gone is
+    /// Counts for many jobs; every photo that did not end normalised, up to date or gone is
     /// listed, so the summary names each rejection.
     public func summarize(jobIDs: [JobID]) async throws -> PhotoRunSummary {
         var summary = PhotoRunSummary()
@@ -92,6 +92,8 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
                 result.outcome = .rejected
                 result.userMessage = refusal.userMessage
                 result.reason = "\(refusal.code): \(refusal.detail)"
+            } else if checked?.upToDate == true {
+                result.outcome = .upToDate
             } else if try checked?.gone == true || rendered?.gone == true || output("switch", Column.Let.self)?.outcome == "abandoned" {
                 result.outcome = .gone
             } else {
@@ -165,6 +167,8 @@ public struct PhotoJobResult: Sendable, Codable, Equatable {
         /// Refused: the column gets back the photo the upload replaced (or none), the upload
         /// is deleted, and the audit trail and the job's steps keep the reason.
         case rejected
+        /// Already a JPEG of the current recipe version (or a later one): nothing rendered.
+        case upToDate = "up-to-date"
         /// Replaced, removed or purged meanwhile: the job left her column alone.
         case gone
         /// The job failed this attempt and will try again.
@@ -196,13 +200,14 @@ public struct PhotoJobResult: Sendable, Codable, Equatable {
 public struct PhotoRunSummary: Sendable, Codable, Equatable {
     public var normalized = 0
     public var rejected = 0
+    public var upToDate = 0
     public var gone = 0
     public var retrying = 0
     public var failed = 0
     public var waiting = 0
     public var bytesBefore: Int64 = 0
     public var bytesAfter: Int64 = 0
-    /// Every job that did not end normalised or gone.
+    /// Every job that did not end normalised, up to date or gone.
     public var problems: [PhotoJobResult] = []
 
     public init() {}
@@ -217,11 +222,12 @@ public struct PhotoRunSummary: Sendable, Codable, Equatable {
             bytesBefore += result.original?.bytes ?? 0
             bytesAfter += result.rendered?.bytes ?? 0
         case .rejected: rejected += 1
+        case .upToDate: upToDate += 1
         case .gone: gone += 1
         case .retrying: retrying += 1
         case .failed: failed += 1
         case .waiting: waiting += 1
         }
-        if ![.normalized, .gone].contains(result.outcome) { problems.append(result) }
+        if ![.normalized, .upToDate, .gone].contains(result.outcome) { problems.append(result) }
     }
 }
