@@ -27,8 +27,8 @@ struct NamespaceTests {
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
         ] + (store is SQLiteStore
-            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops", "v17-reference-deletion-state"]
-            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners", "v13-unreported-stops", "v14-reference-deletion-state"])
+            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops", "v17-reference-deletion-state", "v18-reference-profile-photo-column"]
+            : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners", "v13-unreported-stops", "v14-reference-deletion-state", "v15-reference-profile-photo-column"])
     }
     /// The reference tables with an account_id column: what the data map must cover.
 
