@@ -601,9 +601,10 @@ enum Migrations {
             Index(
                 name: "photos_blob_key", definition: "photos(blob_key)",
                 applies: """
-                    SELECT count(*) = 6 FROM information_schema.columns
-                    WHERE table_schema = current_schema() AND table_name = 'photos'
-                      AND column_name IN ('account_id', 'entry_id', 'role', 'blob_key', 'normalization_state', 'recipe_version')
+                    SELECT count(*) = 5 FROM information_schema.columns
+                    WHERE table_schema = current_schema()
+                      AND ((table_name = 'photos' AND column_name IN ('account_id', 'entry_id', 'role', 'blob_key'))
+                           OR (table_name = 'accounts' AND column_name = 'profile_photo_key'))
                     """),
         ]
 

@@ -139,7 +139,11 @@ struct APIErrorTests {
     @Test func aRowEditedByHandIsTheServersTroubleNotTheRequests() async throws {
         let workspace = try Workspace()
         try await DeletionLines.importAccounts([DeletionLines.account(id: "ada"), DeletionLines.account(id: "bob")], into: workspace)
-        try await workspace.execute("UPDATE accounts SET created_at = 'frozen' WHERE id = 'bob'")
+        // Lifecycle's record of bob's deletion, which every answer about him reads.
+        try await workspace.execute("""
+            INSERT INTO \(workspace.ownTable("subjects")) (subject_key, state, deletion_requested_at, purge_after, updated_at)
+            VALUES ('bob', 'pendingDeletion', 'frozen', 'frozen', '2026-01-01 00:00:00.000')
+            """)
         try await workspace.execute("""
             INSERT INTO accounts (id, email, password_hash, state, created_at, updated_at)
             SELECT 'ada lovelace', 'lovelace@example.com', password_hash, state, created_at, updated_at FROM accounts WHERE id = 'ada'

@@ -293,7 +293,7 @@ struct DeletionPageTests {
         #expect(PartDeletionTests.files(workspace, of: "ada").isEmpty)
         #expect(try await workspace.run(["accounts", "show", "ada"]).stdout.contains("state: active"))
         let receipt = try #require(try await PartDeletionTests.receipts(workspace, of: "ada").first)
-        #expect(receipt.parts == ["photos"] && receipt.rows["photos"]?.deleted == 3 && receipt.blobs == 3 && receipt.verification.result == "verified", "\(receipt)")
+        #expect(receipt.parts == ["photos"] && receipt.rows["photos"]?.deleted == 2 && receipt.blobs == 3 && receipt.verification.result == "verified", "\(receipt)")
         let actor = try await workspace.auditRows(of: "ada").first { $0.action == "deletion.part" }?.actor
         #expect(actor == "user:email-link")
     }

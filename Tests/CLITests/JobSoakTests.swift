@@ -241,8 +241,10 @@ final class Soak {
         }
 
         // No orphan file: every file under the accounts' folders is a photo or a ready export
-        // of a row that names it; purged accounts have none. No temporary file anywhere.
+        // of a row that names it (a photo row, her profile photo column, an export); purged
+        // accounts have none. No temporary file anywhere.
         let named = Set(try await workspace.query("SELECT blob_key FROM photos").compactMap { $0[0] })
+            .union(try await workspace.query("SELECT profile_photo_key FROM accounts").compactMap { $0[0] })
             .union(try await workspace.query("SELECT blob_key FROM \(workspace.ownTable("exports")) WHERE state = 'ready'").compactMap { $0[0] })
         let files = (FileManager.default.enumerator(atPath: workspace.blobs)?.allObjects as? [String] ?? []).filter { relative in
             var isDirectory: ObjCBool = false

@@ -296,12 +296,14 @@ struct OperationsTests {
                                  ("bob", #"the accounts row with id "bob" has updated_at "soon""#)] {
             let shown = try await workspace.run(["accounts", "show", account])
             #expect(shown.status == 0 && shown.stdout.contains("account \(account) (accounts)  state: active"), "\(shown.stdout) \(shown.stderr)")
-            for command in [["photos", "list", "--account", account], ["photos", "list", "--account", account, "--json"]] {
-                let result = try await workspace.run(command)
-                #expect(result.status == 65, "\(command): \(result.stderr)")
-                #expect(result.stderr.contains(named), "\(command): \(result.stderr)")
-                #expect(result.stderr.contains("correct that column or delete the row"), "\(command): \(result.stderr)")
-            }
+            // The import reads the reference app's row whole, to tell a present account from a new one.
+            let again = try ImportFixture(lines: [DeletionLines.account(id: account)])
+            let result = try await workspace.run(["accounts", "import", again.path])
+            #expect(result.status == 65, "\(result.stderr)")
+            #expect(result.stderr.contains(named), "\(result.stderr)")
+            #expect(result.stderr.contains("correct that column or delete the row"), "\(result.stderr)")
+            // The photo list reads only the map's photo column.
+            #expect(try await workspace.run(["photos", "list", "--account", account]).status == 0)
         }
         try await workspace.execute("UPDATE accounts SET created_at = updated_at WHERE id = 'ada'")
         try await workspace.execute("UPDATE accounts SET updated_at = created_at WHERE id = 'bob'")
