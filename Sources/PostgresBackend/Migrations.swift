@@ -606,6 +606,14 @@ enum Migrations {
                       AND ((table_name = 'photos' AND column_name IN ('account_id', 'entry_id', 'role', 'blob_key'))
                            OR (table_name = 'accounts' AND column_name = 'profile_photo_key'))
                     """),
+            // A purge asks whether a kept row still names each file it deletes, the profile
+            // photo's column among the map's file columns.
+            Index(
+                name: "accounts_profile_photo_key", definition: "accounts(profile_photo_key)",
+                applies: """
+                    SELECT count(*) = 2 FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = 'accounts' AND column_name IN ('profile_photo_key', 'integration_whoop')
+                    """),
         ]
 
         /// nil: the index is not there; else whether it is valid.

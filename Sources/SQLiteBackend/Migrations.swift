@@ -490,6 +490,14 @@ enum Migrations {
                 ALTER TABLE photos DROP COLUMN recipe_version;
                 """)
         }
+        // A purge asks whether a kept row still names each file it deletes, in every file
+        // column of the map: the profile photo's column among them, which without this is read
+        // whole for every account purged.
+        migrator.registerMigration("v19-profile-photo-key-index") { db in
+            let accounts = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('accounts')"))
+            guard referenceSchema, accounts.contains("profile_photo_key") else { return }
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS accounts_profile_photo_key ON accounts(profile_photo_key)")
+        }
         return migrator
     }
 }

@@ -27,7 +27,7 @@ struct NamespaceTests {
             "v1-job-runner", "v1-reference-schema", "v2-exports", "v2-deletion", "v3-deletion-attempts", "v4-lifecycle-namespace",
             "v5-app-subjects", "v6-operations",
         ] + (store is SQLiteStore
-            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops", "v17-reference-deletion-state", "v18-reference-profile-photo-column"]
+            ? ["v7-ready-by-kind", "v8-unique-key-index-without-state", "v9-kind-state-index-settled-only", "v10-job-state-tests-without-in-lists", "v11-purge-files", "v12-grace-values", "v13-photos-by-blob-key", "v14-part-deletion-rows", "v15-encoded-owners", "v16-unreported-stops", "v17-reference-deletion-state", "v18-reference-profile-photo-column", "v19-profile-photo-key-index"]
             : ["v7-purge-files", "v8-grace-values", "v9-sign-in-restore", "v10-photos-by-blob-key", "v11-part-deletion-rows", "v12-encoded-owners", "v13-unreported-stops", "v14-reference-deletion-state", "v15-reference-profile-photo-column"])
     }
     /// The reference tables with an account_id column: what the data map must cover.
@@ -105,6 +105,7 @@ struct NamespaceTests {
         let app: any LifecycleStore
         let upgraded: () async throws -> any LifecycleStore
         let indexes: String
+        let photoKeyIndexes: String
         switch backend {
         case .sqlite:
             reference = try await Backend.sqlite.makeStore()
@@ -116,6 +117,7 @@ struct NamespaceTests {
             try await Catalog.execute(app, "DELETE FROM lifecycle_migrations WHERE name = 'v13-photos-by-blob-key'")
             upgraded = { try SQLiteStore(path: path, referenceSchema: true) }
             indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'photos' AND sql LIKE '%blob_key%'"
+            photoKeyIndexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'accounts' AND sql LIKE '%profile_photo_key%'"
         case .postgres:
             reference = try await Backend.postgres.makeStore()
             let url = try await emptyPostgresDatabase()
@@ -124,8 +126,11 @@ struct NamespaceTests {
             try await Catalog.execute(app, "DELETE FROM lifecycle.schema_migrations WHERE name = 'v10-photos-by-blob-key'")
             upgraded = { try await PostgresStore(url: url, referenceSchema: true) }
             indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'photos' AND indexdef LIKE '%blob_key%' AND schemaname <> 'lifecycle'"
+            photoKeyIndexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'accounts' AND indexdef LIKE '%profile_photo_key%' AND schemaname <> 'lifecycle'"
         }
         #expect(try await Catalog.texts(reference, indexes) == ["photos_blob_key"])
+        // A purge asks whether a kept row still names a file in every file column, hers among them.
+        #expect(try await Catalog.texts(reference, photoKeyIndexes) == ["accounts_profile_photo_key"])
         #expect(try await Catalog.texts(app, indexes) == [])
         let reopened = try await upgraded()
         #expect(try await Catalog.texts(reopened, indexes) == [])
