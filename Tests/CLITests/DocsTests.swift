@@ -615,7 +615,7 @@ struct RunbookWalkthroughTests {
         Self.expectStatedOutputs(of: block, in: walk)
         #expect(try await workspace.photos(of: "u-1").isEmpty)
         #expect(try await workspace.account(id: "u-1")?.profilePhotoKey == nil)
-        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/u-1/upload-import"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/u-1/upload-import.heic"))
         #expect(try await workspace.photos(of: "u-2").count == 1)
         #expect(try await workspace.account(id: "u-2")?.profilePhotoKey != nil)
         #expect(try await workspace.state(of: "u-1") == "active")

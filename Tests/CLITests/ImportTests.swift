@@ -51,8 +51,8 @@ struct ImportTests {
         #expect(summary.1 == ["journal_entries": 1, "mesocycles": 1, "meditation_sessions": 1, "sessions": 1, "photos": 1, "preferences": 1])
         // Her profile photo is in her column, as an upload through the app API leaves it, its job queued.
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
-        #expect(account.profilePhotoKey == "accounts/u-1/upload-import")
-        let upload = try Data(contentsOf: URL(fileURLWithPath: try blobs.path(for: "accounts/u-1/upload-import")))
+        #expect(account.profilePhotoKey == "accounts/u-1/upload-import.heic")
+        let upload = try Data(contentsOf: URL(fileURLWithPath: try blobs.path(for: "accounts/u-1/upload-import.heic")))
         #expect(ContentSniffer.contentType(of: upload) == "image/heic")
         #expect(try await workspace.profilePhotos()["u-1"]?.state == "pending")
         // Journal photos are stored byte for byte, with the SHA-256 recorded.
@@ -84,8 +84,8 @@ struct ImportTests {
         #expect(try await rows() == rowsBefore)
         #expect(try await workspace.account(id: "u-1")?.updatedAt == updatedBefore)
         let blobFiles = FileManager.default.enumerator(atPath: workspace.blobs + "/accounts")?.allObjects.compactMap { $0 as? String }
-            .filter { $0.contains("/photos/") || $0.hasSuffix("/upload-import") } ?? []
-        #expect(blobFiles.sorted() == ["u-1/photos/u-1-p1", "u-1/upload-import", "u-2/photos/u-2-p1", "u-2/upload-import"])
+            .filter { $0.contains("/photos/") || $0.contains("/upload-import.") } ?? []
+        #expect(blobFiles.sorted() == ["u-1/photos/u-1-p1", "u-1/upload-import.heic", "u-2/photos/u-2-p1", "u-2/upload-import.heic"])
     }
 
     @Test(arguments: Backend.allCases)

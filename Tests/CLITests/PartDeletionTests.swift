@@ -50,7 +50,7 @@ struct PartDeletionTests {
         #expect(twice.status == 65 && twice.stderr.contains("is already under way"), "\(twice.stderr)")
         // Nothing is deleted until the job runs, and then all of it.
         #expect(try await workspace.int("SELECT COUNT(*) FROM photos WHERE account_id = 'ada'") == 2)
-        #expect(try await workspace.query("SELECT profile_photo_key FROM accounts WHERE id = 'ada'") == [["accounts/ada/upload-import"]])
+        #expect(try await workspace.query("SELECT profile_photo_key FROM accounts WHERE id = 'ada'") == [["accounts/ada/upload-import.jpg"]])
         let worker = try await workspace.run(["worker", "--once", "--kind", "deletion.erase-parts"])
         #expect(worker.status == 0 && (worker.stdout + worker.stderr).contains("1 succeeded"), "\(worker.stdout) \(worker.stderr)")
 

@@ -9,6 +9,10 @@ import Testing
 /// queues a job per profile photo, the jobs normalise or reject, a second run renders nothing.
 @Suite(.serialized)
 struct PhotoNormalizeCommandTests {
+    /// Where the import stores each account's upload: named by what its bytes are (mallory's
+    /// GIF named .jpg is a .gif).
+    static let uploads = ["ada": "upload-import.heic", "grace": "upload-import.png", "linus": "upload-import.jpg", "mallory": "upload-import.gif"]
+
     /// ada HEIC, grace PNG with alpha, linus JPEG, mallory a GIF named .jpg.
     func importFourAccounts(_ workspace: Workspace) async throws -> ImportFixture {
         let fixture = try ImportFixture(lines: [
@@ -31,7 +35,7 @@ struct PhotoNormalizeCommandTests {
         let listed = try ListedJobs.from(try await workspace.run(["jobs", "list", "--json"]).stdout).jobs
         let photoJobs = listed.filter { $0.kind == PhotoJobs.normalizeColumnKind }
         #expect(photoJobs.count == 4 && photoJobs.allSatisfy { $0.state == .queued })
-        #expect(Set(photoJobs.compactMap(\.uniqueKey)) == Set(["ada", "grace", "linus", "mallory"].map { "photo:accounts/\($0)/upload-import" }))
+        #expect(Set(photoJobs.compactMap(\.uniqueKey)) == Set(Self.uploads.map { "photo:accounts/\($0.key)/\($0.value)" }))
         #expect(try await workspace.profilePhotos().mapValues(\.state) == ["ada": "pending", "grace": "pending", "linus": "pending", "mallory": "pending"])
 
         let worker = try await workspace.run(["worker", "--once"])
@@ -53,7 +57,7 @@ struct PhotoNormalizeCommandTests {
         #expect(first.stdout.contains("4 profile photo(s) of all accounts to normalise under recipe v2-s1024-q85 (4 already queued)"))
         #expect(first.stdout.contains("normalised 3, rejected 1"))
         #expect(first.stdout.contains(
-            "rejected accounts/mallory/upload-import (account mallory): This file type is not supported. Please use JPG, PNG, or HEIC. [unsupportedType: content is GIF]"))
+            "rejected accounts/mallory/upload-import.gif (account mallory): This file type is not supported. Please use JPG, PNG, or HEIC. [unsupportedType: content is GIF]"))
 
         let blobs = try FileSystemBlobStore(root: workspace.blobs)
         let sides = ["ada": 1024, "grace": 480, "linus": 768]
@@ -62,11 +66,11 @@ struct PhotoNormalizeCommandTests {
         for (account, photo) in photos {
             #expect(photo.state == "normalized" && photo.file.hasPrefix("accounts/\(account)/v2-s1024-q85-") && photo.file.hasSuffix(".jpg"))
             try await expectCleanSquareJPEG(atPath: try blobs.path(for: photo.file), side: try #require(sides[account]))
-            #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/\(account)/upload-import"))
+            #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/\(account)/" + (Self.uploads[account] ?? "?")))
         }
         // The refused upload is deleted (its uploader was told why and may send another); the
         // audit trail keeps the code and the message.
-        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/mallory/upload-import"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.blobs + "/accounts/mallory/upload-import.gif"))
         let trail = try await workspace.query(
             "SELECT outcome, detail FROM \(workspace.ownTable("audit_events")) WHERE account_id = 'mallory' AND action = 'photo.normalize'")
         #expect(trail.count == 1 && trail.first?[0] == "rejected")

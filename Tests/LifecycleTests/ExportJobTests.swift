@@ -31,7 +31,7 @@ struct ExportJobTests {
         // of the type the row records (`recorded:`). Her profile photo (the user row's file
         // column) goes by the day the account was created, in her zone too.
         #expect(files.contains("files/photos/2026/01/01/zoe-p2.jpg"))
-        #expect(files.contains("files/accounts/2025/01/02/upload-import"))
+        #expect(files.contains("files/accounts/2025/01/02/upload-import.heic"))
         let readme = try String(contentsOfFile: folder + "/README.txt", encoding: .utf8)
         let unwrapped = readme.replacingOccurrences(of: "\n +", with: " ", options: .regularExpression)
         #expect(unwrapped.contains("by the date of the row where it has one, in your time zone (Asia/Tokyo)"), "\(readme)")
@@ -71,7 +71,7 @@ struct ExportJobTests {
             #expect(digest.size == (file["bytes"] as? NSNumber)?.int64Value, "\(path)")
         }
         // The profile photo's file, found by the key her column names.
-        #expect(listed.first { $0["blob_key"] as? String == "accounts/zoe/upload-import" }?["path"] as? String == "files/accounts/2025/01/02/upload-import")
+        #expect(listed.first { $0["blob_key"] as? String == "accounts/zoe/upload-import.heic" }?["path"] as? String == "files/accounts/2025/01/02/upload-import.heic")
         // The user's notification, once.
         let messages = try await bed.store.read { tx in try tx.outboxMessages(accountID: "zoe") }
         #expect(messages.count == 1)
@@ -223,7 +223,7 @@ struct ExportJobTests {
         #expect(omitted.first { $0["blob_key"] == "accounts/lee/photos/lee-p1" }?["reason"]?.contains("SHA-256") == true)
         #expect(omitted.first { $0["blob_key"] == "accounts/lee/photos/lee-p2" }?["reason"]?.contains("not in the blob store") == true)
         let files = try #require(manifest["files"] as? [[String: Any]])
-        #expect(files.compactMap { $0["blob_key"] as? String } == ["accounts/lee/upload-import"])
+        #expect(files.compactMap { $0["blob_key"] as? String } == ["accounts/lee/upload-import.heic"])
         #expect(!FileManager.default.fileExists(atPath: folder + "/files/photos/2025/03/02/lee-p1.jpg"))
     }
 

@@ -152,7 +152,8 @@ extension PhotoFixture where Store == SQLiteStore {
     }
 }
 
-/// Where the import stores an account's profile photo upload (her folder of the map's photo prefix).
+/// An upload in her folder of the map's photo prefix, where the import and the app API put
+/// one (the fixture stores each type under this one name).
 func importedUploadKey(_ id: String) -> String { "accounts/\(id)/upload-import" }
 
 func photoSHA256(_ data: Data) -> String { FileDigest.hex(SHA256.hash(data: data)) }

@@ -116,7 +116,7 @@ extension S3Tests {
             #expect(imported.status == 0, "\(imported.stderr)")
             let photos = try await store.list(prefix: "accounts/ada/photos/", after: nil, limit: 100).map(\.key)
             #expect(photos.count == 2, "\(photos)")
-            #expect(try await store.info(key: "accounts/ada/upload-import") != nil, "her profile photo, where the map keeps it")
+            #expect(try await store.info(key: "accounts/ada/upload-import.heic") != nil, "her profile photo, where the map keeps it")
             // The queued photo job reads the HEIC from S3 and writes the normalised JPEG back.
             let worker = try await installation.run(["worker", "--once"])
             #expect(worker.status == 0, "\(worker.stderr)")

@@ -49,8 +49,10 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
     let directory: AccountDirectory<Store>
     /// How photo paths are resolved beneath their folder; tests pin the fallback.
     let photoResolution: PhotoFolder.Resolution?
-    /// The name an imported profile photo's upload gets in her folder of the map's photo prefix.
-    static var profileUpload: String { "upload-import" }
+    /// The name an imported profile photo's upload gets in her folder of the map's photo
+    /// prefix: one per account, so a rerun finds it, with its type's extension, so an export
+    /// taken before its job has run hands it out as a photo.
+    static func profileUpload(contentType: String) -> String { "upload-import." + ContentSniffer.fileExtension(for: contentType) }
 
     /// Imports into the reference app's tables of `services`' database; fails unless its
     /// data map (`app: reference`) checks against them.
@@ -155,14 +157,15 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
         // photo is the app's (normalisation deleted the upload on purpose, and storing it
         // again would bring back what it removed).
         let isNew = try await store.read { tx in try tx.account(id: accountID) == nil }
-        let profileKey: String?
+        // Her folder under the map's photo prefix, for an account this import creates.
+        let profileFolder: String?
         if parsed.photos.contains(where: { $0.role == .profile }) {
             guard let place = directory.data.plan.profilePhoto else {
                 throw ValidationFailure("profile_photo", "the data map says nowhere where a profile photo lives (`profile_photo:`), so it cannot be imported")
             }
-            profileKey = isNew ? place.prefix + BlobKey.segment(forID: accountID) + "/" + Self.profileUpload : nil
+            profileFolder = isNew ? place.prefix + BlobKey.segment(forID: accountID) + "/" : nil
         } else {
-            profileKey = nil
+            profileFolder = nil
         }
 
         var staged: [(key: String, record: PhotoRecord?, path: String, bytes: Int64, contentType: String)] = []
@@ -176,7 +179,11 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                 throw ValidationFailure(reference.field, "photo file \(ProfileRules.quoted(reference.file)) \(refusal.reason)")
             }
             guard reference.role == .entry else {
-                if let profileKey { staged.append((profileKey, nil, copy.path, copy.size, copy.contentType)) } else { unlink(copy.path) }
+                if let folder = profileFolder {
+                    staged.append((folder + Self.profileUpload(contentType: copy.contentType), nil, copy.path, copy.size, copy.contentType))
+                } else {
+                    unlink(copy.path)
+                }
                 continue
             }
             let key = BlobKey.photo(accountID: accountID, photoID: reference.id)
@@ -226,7 +233,7 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
                     try tx.recordAudit(AuditEvent(
                         at: now, actor: "import", action: "photo.upload", accountID: account.id, outcome: "queued",
                         detail: [
-                            "photo": .string(Self.profileUpload), "key": .string(profile.key), "bytes": .int(Int(profile.bytes)),
+                            "photo": .string(Self.profileUpload(contentType: profile.contentType)), "key": .string(profile.key), "bytes": .int(Int(profile.bytes)),
                             "content_type": .string(profile.contentType), "job": .int(job.id),
                         ]))
                 }

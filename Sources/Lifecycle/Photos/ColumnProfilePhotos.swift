@@ -52,7 +52,8 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         let (data, place) = try await place()
         let directory = try await services.directory(cache: cache)
         let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
-        let upload = "upload-" + UUID().uuidString.lowercased()
+        // Named with its type's extension: an export taken before its job has run hands it out as a photo.
+        let upload = "upload-" + UUID().uuidString.lowercased() + "." + ContentSniffer.fileExtension(for: staged.contentType)
         let key = place.prefix + BlobKey.segment(forID: accountID) + "/" + upload
         let stored = try await services.blobs.put(key: key, fromFile: staged.path, moving: true)
         let now = services.clock.now()
