@@ -373,7 +373,7 @@ enum Migrations {
         // installation whose map cannot be read is opened as the reference app's, so the
         // table must also have the reference app's columns.
         migrator.registerMigration("v13-photos-by-blob-key") { db in
-            let columns = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('photos')"))
+            let columns = try columns(of: "photos", in: db)
             guard referenceSchema, columns.isSuperset(of: ReferenceSchema.photoColumns) else { return }
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS photos_blob_key ON photos(blob_key)")
         }
@@ -426,7 +426,7 @@ enum Migrations {
         // `on_deletion: set:` and the purge's mask write), and a pending account's `active`
         // is kept for a restore to put back, as a deletion request keeps it.
         migrator.registerMigration("v17-reference-deletion-state") { db in
-            let columns = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('accounts')"))
+            let columns = try columns(of: "accounts", in: db)
             guard referenceSchema, columns.isSuperset(of: ["id", "state", "deletion_requested_at", "purge_after", "purged_at"]) else { return }
             try db.execute(sql: """
                 INSERT INTO lifecycle_subjects (subject_key, state, deletion_requested_at, purge_after, purged_at, updated_at)
@@ -449,8 +449,8 @@ enum Migrations {
         // is the audit trail's now. A queued normalisation of the photo she has becomes the
         // column's job, started afresh; one of a photo she no longer has is cancelled.
         migrator.registerMigration("v18-reference-profile-photo-column") { db in
-            let accounts = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('accounts')"))
-            let photos = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('photos')"))
+            let accounts = try columns(of: "accounts", in: db)
+            let photos = try columns(of: "photos", in: db)
             guard referenceSchema, accounts.contains("profile_photo_id"), photos.isSuperset(of: ReferenceSchema.photoColumns) else { return }
             try db.execute(sql: """
                 ALTER TABLE accounts ADD COLUMN profile_photo_key TEXT;
@@ -494,11 +494,17 @@ enum Migrations {
         // column of the map: the profile photo's column among them, which without this is read
         // whole for every account purged.
         migrator.registerMigration("v19-profile-photo-key-index") { db in
-            let accounts = try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('accounts')"))
+            let accounts = try columns(of: "accounts", in: db)
             guard referenceSchema, accounts.contains("profile_photo_key") else { return }
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS accounts_profile_photo_key ON accounts(profile_photo_key)")
         }
         return migrator
+    }
+
+    /// The columns a table has now (none when it does not exist): what tells the reference
+    /// app's tables, as a migration finds them, from an app's own of the same name.
+    private static func columns(of table: String, in db: Database) throws -> Set<String> {
+        try Set(String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table]))
     }
 }
 

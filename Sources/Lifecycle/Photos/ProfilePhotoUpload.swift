@@ -54,13 +54,10 @@ public struct ProfilePhotoUpload<Store: LifecycleStore>: Sendable {
     private var photos: ColumnProfilePhotos<Store> { ColumnProfilePhotos(services: services, cache: cache) }
 
     /// Stores the staged file (moving it) and makes it her photo, with its normalisation job,
-    /// in one transaction. A failure after the file was stored removes it again: nothing
-    /// half-done stays.
+    /// in one transaction; a type the product does not take is refused there. A failure after
+    /// the file was stored removes it again: nothing half-done stays.
     public func accept(account accountID: String, staged: StagedPhotoUpload) async throws -> Accepted {
-        guard StagedPhotoUpload.acceptedContentTypes.contains(staged.contentType) else {
-            throw PhotoRejection.unsupportedType("content is \(staged.contentType)")
-        }
-        return try await photos.accept(account: accountID, staged: staged)
+        try await photos.accept(account: accountID, staged: staged)
     }
 
     /// "Remove Photo": the account has no profile photo from this commit on, and the
