@@ -34,9 +34,8 @@ extension DemoTour {
         say("delete linus, right password   → pending; \(blobsBefore) blob(s) under \(BlobKey.accountPrefix("linus")) until \(ISO8601.format(purgeAfter))")
 
         // The nightly run, a minute past the grace period, as `LIFECYCLE_NOW=… lifecycle purge` would see it.
-        let later = LifecycleServices(
-            store: services.store, blobs: services.blobs, policies: services.policies, jobsDirectory: services.jobsDirectory,
-            clock: ShiftedTimeSource(startingAt: purgeAfter.addingTimeInterval(60)), logger: services.logger)
+        var later = services
+        later.clock = ShiftedTimeSource(startingAt: purgeAfter.addingTimeInterval(60))
         let preview = try await PurgeSweep(services: later, directory: try await later.directory()).preview(limit: nil)
         for item in preview {
             say("purge --dry-run at \(ISO8601.format(purgeAfter.addingTimeInterval(60))): \(item.accountID) would lose \(item.rowsTotal) rows and \(item.blobs) blobs (\(item.blobBytes) bytes)")

@@ -81,8 +81,8 @@ struct ExportJobTests {
         #expect(messages.first?.body.contains("https://example.invalid/exports/\(export.id)?expires=") == true)
         #expect(messages.first?.state == .pending)
         // Nothing left in the scratch folder, no temporary key.
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: bed.blobs.root + "/.incoming/exports"))?.isEmpty ?? true)
-        #expect(try await bed.blobs.list(prefix: "accounts/zoe/exports/", after: nil, limit: 10).map(\.key) == [export.blobKey!])
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: bed.exports.root + "/.incoming/exports"))?.isEmpty ?? true)
+        #expect(try await bed.exports.list(prefix: "accounts/zoe/exports/", after: nil, limit: 10).map(\.key) == [export.blobKey!])
         // The ZIP was read back from the disk block by block as it was written, and the
         // archive published is that very file (renamed twice, never copied).
         let jobID = try #require(export.jobID)
@@ -179,7 +179,7 @@ struct ExportJobTests {
         // Withdrawn, not failed: nothing for an operator to retry.
         #expect(job.state == .cancelled)
         #expect(job.lastError?.contains("account kim is purging") == true)
-        #expect(try await bed.blobs.list(prefix: "accounts/kim/exports/", after: nil, limit: 10).isEmpty)
+        #expect(try await bed.exports.list(prefix: "accounts/kim/exports/", after: nil, limit: 10).isEmpty)
     }
 
     @Test(arguments: Backend.allCases)
@@ -282,8 +282,8 @@ struct ExportJobTests {
         #expect(try await bed.services.checkExportLink(oldLink) == .expired(exportID: old.id, expiresAt: old.expiresAt!))
         let first = try await runExpiry(bed)
         #expect(first == [old.id])
-        #expect(try await bed.blobs.info(key: old.blobKey!) == nil)
-        #expect(try await bed.blobs.info(key: recent.blobKey!) != nil)
+        #expect(try await bed.exports.info(key: old.blobKey!) == nil)
+        #expect(try await bed.exports.info(key: recent.blobKey!) != nil)
         let expired = try #require(try await bed.store.read { tx in try tx.export(id: old.id) })
         #expect(expired.state == .expired)
         #expect(expired.expiredAt == bed.clock.now())
@@ -308,7 +308,7 @@ struct ExportJobTests {
             return
         }
         #expect(reason.contains("revoked"))
-        #expect(try await bed.blobs.info(key: export.blobKey!) == nil)
+        #expect(try await bed.exports.info(key: export.blobKey!) == nil)
         // Revoked exports do not count against the rate limit: support can send a fresh one.
         _ = try await bed.services.requestExport(ExportRequest(account: "rev"))
         let audit = try await bed.store.read { tx in try tx.auditEvents(accountID: "rev") }

@@ -13,6 +13,8 @@ struct ExportTestbed<Store: LifecycleStore> {
     let root: String
     let store: Store
     let blobs: FileSystemBlobStore
+    /// Where archives go: a folder apart from the blobs, as an installation's `--exports`.
+    let exports: FileSystemBlobStore
     let clock: ManualTimeSource
     let jobsDirectory: String
     let services: LifecycleServices<Store>
@@ -35,10 +37,11 @@ struct ExportTestbed<Store: LifecycleStore> {
         try (section.joined(separator: "\n") + "\n").write(toFile: jobsDirectory + "/policies/export.yaml", atomically: true, encoding: .utf8)
         self.store = store
         blobs = try FileSystemBlobStore(root: root + "/blobs")
+        exports = try FileSystemBlobStore(root: root + "/exports")
         clock = ManualTimeSource(ExportFixture.start)
         services = LifecycleServices(
             store: store, blobs: blobs, policies: try PolicyBook(jobsDirectory: jobsDirectory), jobsDirectory: jobsDirectory,
-            clock: clock, logger: Logger(label: "export-tests"))
+            clock: clock, logger: Logger(label: "export-tests"), exports: exports)
     }
 
     /// Imports accounts the way operators do (JSONL plus photo files), with the demo photos.
@@ -72,7 +75,7 @@ struct ExportTestbed<Store: LifecycleStore> {
     }
 
     func archivePath(_ export: ExportRecord) throws -> String {
-        try blobs.path(for: try #require(export.blobKey))
+        try exports.path(for: try #require(export.blobKey))
     }
 
     /// Unpacks an archive with bsdtar, an independent reader, and returns the archive root folder.

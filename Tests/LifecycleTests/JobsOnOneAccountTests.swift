@@ -99,11 +99,13 @@ struct JobsOnOneAccountTests {
         #expect(cancel.outcome == "cancelled" && cancel.detail?.contains("\"export_job\":\(requested.job.id)") == true)
         #expect(try await photos.blobs.list(prefix: BlobKey.accountPrefix("ada"), after: nil, limit: 10).isEmpty)
         #expect(try await store.read { tx in try tx.exports(accountID: "ada") }.isEmpty)
-        // The export's scratch folder (a store other than the file system's builds in the
-        // temporary directory, a folder per export id) is gone.
+        // The export's scratch folder (beside the export folder, a folder per export id) is
+        // gone, and nothing of hers was published there.
         let snapshot = try #require(try await store.steps(of: requested.job.id).first { $0.step == "snapshot" }?.output)
         let exportID = try #require((try JSONSerialization.jsonObject(with: Data(snapshot.utf8)) as? [String: Any])?["exportID"] as? String)
-        #expect(!FileManager.default.fileExists(atPath: NSTemporaryDirectory() + "/lifecycle-exports/" + exportID))
+        #expect(FileManager.default.fileExists(atPath: testbed.exports.root + "/.incoming/exports"), "where the build's scratch folder was")
+        #expect(!FileManager.default.fileExists(atPath: testbed.exports.root + "/.incoming/exports/" + exportID))
+        #expect(try await testbed.exports.list(prefix: BlobKey.accountPrefix("ada"), after: nil, limit: 10).isEmpty)
         // Bob's account was never touched.
         #expect(try await photos.blobs.list(prefix: BlobKey.accountPrefix("bob"), after: nil, limit: 10).count == 2)
     }
@@ -151,27 +153,27 @@ struct JobsOnOneAccountTests {
                     id: id, accountID: account, jobID: job.id, format: "zip", state: .building, requestedBy: "user", cutoffAt: now))
             }
             if cancelled { _ = try await store.cancel(jobID: job.id, now: now) }
-            let folder = testbed.blobs.root + "/.incoming/exports/" + id
+            let folder = testbed.exports.root + "/.incoming/exports/" + id
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             #expect(FileManager.default.createFile(atPath: folder + "/photos.plan", contents: Data("{}".utf8)))
             leftovers.append((id, folder))
         }
-        let stray = testbed.blobs.root + "/.incoming/exports/no-such-export"
+        let stray = testbed.exports.root + "/.incoming/exports/no-such-export"
         try FileManager.default.createDirectory(atPath: stray, withIntermediateDirectories: true)
         // Where an export's archive waits until it is verified (ExportNames.temporaryKey).
         let temporaryKeys = ["ada", "bob"].map { "accounts/\($0)/exports/\($0)-build.partial.zip" }
-        for key in temporaryKeys { _ = try await testbed.blobs.put(key: key, data: Data("half an archive".utf8)) }
+        for key in temporaryKeys { _ = try await testbed.exports.put(key: key, data: Data("half an archive".utf8)) }
 
         _ = try await testbed.services.enqueue(EnqueueRequest(kind: ExportJobs.expiryKind))
         #expect(try await testbed.runWorker(kinds: [ExportJobs.expiryKind]).succeeded == 1)
 
         #expect(try await store.read { tx in try tx.export(id: "ada-build") }?.state == .expired)
-        #expect(try await testbed.blobs.info(key: temporaryKeys[0]) == nil)
+        #expect(try await testbed.exports.info(key: temporaryKeys[0]) == nil)
         #expect(!FileManager.default.fileExists(atPath: leftovers[0].folder))
         #expect(!FileManager.default.fileExists(atPath: stray))
         // Bob's build is still live (its job queued): everything of it stays.
         #expect(try await store.read { tx in try tx.export(id: "bob-build") }?.state == .building)
-        #expect(try await testbed.blobs.info(key: temporaryKeys[1]) != nil)
+        #expect(try await testbed.exports.info(key: temporaryKeys[1]) != nil)
         #expect(FileManager.default.fileExists(atPath: leftovers[1].folder))
     }
 }
@@ -185,11 +187,11 @@ private func drain<Store: LifecycleStore>(_ services: LifecycleServices<Store>, 
 }
 
 extension ExportTestbed {
-    /// The testbed's installation with its files read and written through `blobs`.
+    /// The testbed's installation with its files read and written through `blobs`, its archives in its export folder.
     func services(over blobs: any BlobStore) throws -> LifecycleServices<Store> {
         LifecycleServices(
             store: store, blobs: blobs, policies: try PolicyBook(jobsDirectory: jobsDirectory), jobsDirectory: jobsDirectory,
-            clock: clock, logger: Logger(label: "jobs-on-one-account"))
+            clock: clock, logger: Logger(label: "jobs-on-one-account"), exports: exports)
     }
 }
 

@@ -144,10 +144,11 @@ final class MotoServer: Sendable {
     }
 
     /// A new bucket of its own for one test, so tests running in parallel never see each other's keys.
-    func makeStore(prefix: String = "lifecycle", options: S3BlobStore.Options = S3Tests.smallPartOptions) async throws -> S3BlobStore {
-        let bucket = "t-" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(24)
+    /// `bucket`: another prefix of a bucket an earlier call made.
+    func makeStore(bucket: String? = nil, prefix: String = "lifecycle", options: S3BlobStore.Options = S3Tests.smallPartOptions) async throws -> S3BlobStore {
+        let bucket = bucket ?? String("t-" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(24))
         let store = try S3BlobStore(
-            location: S3Location(bucket: String(bucket), prefix: prefix, region: "us-east-1", endpoint: endpoint),
+            location: S3Location(bucket: bucket, prefix: prefix, region: "us-east-1", endpoint: endpoint),
             credentials: Self.credentials, options: options)
         try await store.createBucketIfMissing()
         return store

@@ -121,21 +121,29 @@ extension S3Tests {
             let worker = try await installation.run(["worker", "--once"])
             #expect(worker.status == 0, "\(worker.stderr)")
 
+            // Without a place of their own the archives would sit among the files the app serves.
+            let refused = try await installation.run(["export", "ada", "--wait", "--json"])
+            #expect(refused.status == 64 && refused.stderr.contains("LIFECYCLE_EXPORTS"), "\(refused.stderr)")
+            // Another prefix of the same bucket, which the app does not serve.
+            let server = try MotoServer.require()
+            let exportStore = try await server.makeStore(bucket: store.location.bucket, prefix: "exports")
+            let exportsApart = ["LIFECYCLE_EXPORTS": "s3://\(store.location.bucket)/exports?endpoint=\(server.endpoint.absoluteString)&region=us-east-1"]
             let started = Date()
-            let exported = try await installation.run(["export", "ada", "--wait", "--json"])
+            let exported = try await installation.run(["export", "ada", "--wait", "--json"], environment: exportsApart)
             #expect(exported.status == 0, "\(exported.stderr)")
             let ready = try Self.decoder.decode(ReadyExport.self, from: Data(exported.stdout.utf8))
             #expect(ready.state == "ready")
             let archiveKey = try #require(ready.archiveKey)
             #expect(archiveKey == "accounts/ada/exports/\(ready.exportID).zip")
-            #expect(ready.archivePath == "s3://\(store.location.bucket)/installation/\(archiveKey)")
-            let archive = try await store.readAll(key: archiveKey)
+            #expect(ready.archivePath == "s3://\(store.location.bucket)/exports/\(archiveKey)")
+            let archive = try await exportStore.readAll(key: archiveKey)
             #expect(archive.prefix(4) == Data([0x50, 0x4B, 0x03, 0x04]))
-            // Nothing half-written is left beside the published archive.
-            #expect(try await store.list(prefix: "accounts/ada/exports/", after: nil, limit: 10).map(\.key) == [archiveKey])
+            // Nothing half-written is left beside the published archive, and nothing among her files.
+            #expect(try await exportStore.list(prefix: "accounts/ada/exports/", after: nil, limit: 10).map(\.key) == [archiveKey])
+            #expect(try await store.list(prefix: "accounts/ada/exports/", after: nil, limit: 10).isEmpty)
 
             let link = try #require(ready.link)
-            #expect(link.hasPrefix("\(MotoServer.current!.endpoint.absoluteString)/\(store.location.bucket)/installation/\(archiveKey)?"))
+            #expect(link.hasPrefix("\(server.endpoint.absoluteString)/\(store.location.bucket)/exports/\(archiveKey)?"))
             #expect(link.contains("X-Amz-Expires=604800") && link.contains("X-Amz-Signature="))
             let expiresAt = try #require(ready.expiresAt)
             #expect(abs(expiresAt.timeIntervalSince(started) - 7 * 86_400) < 120)
@@ -149,20 +157,21 @@ extension S3Tests {
             let listing = try await runTool("/usr/bin/bsdtar", ["-tf", local])
             #expect(listing.contains("/manifest.json") && listing.contains("/files/photos/2025/03/01/ada-p1.jpg"), "\(listing)")
 
-            let listed = try await installation.run(["exports", "list", "ada"])
+            let listed = try await installation.run(["exports", "list", "ada"], environment: exportsApart)
             #expect(listed.status == 0, "\(listed.stderr)")
             #expect(listed.stdout.contains("    link: \(link)"))
-            let verified = try await installation.run(["exports", "verify-link", link])
+            let verified = try await installation.run(["exports", "verify-link", link], environment: exportsApart)
             #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
             let tampered = link.replacingOccurrences(of: "X-Amz-Expires=604800", with: "X-Amz-Expires=604799")
-            #expect(try await installation.run(["exports", "verify-link", tampered]).status == 77)
+            #expect(try await installation.run(["exports", "verify-link", tampered], environment: exportsApart).status == 77)
 
             let deleted = try await installation.run(["delete", "ada", "--operator", "ops", "--reason", "ticket 1", "--immediately"])
             #expect(deleted.status == 0, "\(deleted.stderr)")
-            let purged = try await installation.run(["purge"])
+            let purged = try await installation.run(["purge"], environment: exportsApart)
             #expect(purged.status == 0, "\(purged.stdout)\(purged.stderr)")
             #expect(purged.stdout.contains("purge: 1 purged"), "\(purged.stdout)")
             #expect(try await store.list(prefix: "accounts/ada/", after: nil, limit: 10).isEmpty)
+            #expect(try await exportStore.list(prefix: "accounts/ada/", after: nil, limit: 10).isEmpty)
             #expect(try await store.pendingMultipartUploads().isEmpty)
             // The link now leads nowhere: the archive went with the account.
             let (_, gone) = try await URLSession.shared.data(from: try #require(URL(string: link)))

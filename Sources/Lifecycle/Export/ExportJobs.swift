@@ -114,14 +114,14 @@ extension LifecycleServices {
         // Loading it checks the map against the database: a table holding the user's rows that
         // the map neither exports nor ignores refuses the export here, before a job is queued.
         let directory = try await self.directory(cache: cache)
-        // An app's blob store is the app's (its MEDIA_ROOT, its Storage bucket), which it may
-        // serve to anyone: an archive there is handed out past its link's signature and
+        // The blob store holds the app's files (its MEDIA_ROOT, its Storage bucket), which it
+        // may serve to anyone: an archive there is handed out past its link's signature and
         // expiry. A folder of its own is the default on a disk; on S3 there is none to take.
-        if !directory.isReferenceApp && !exportsApart {
+        if !exportsApart {
             throw LifecycleError(.badConfiguration, """
-                export archives of an app's accounts need a place of their own: the blob store is the app's, which may \
-                serve its files to anyone. Set --exports / LIFECYCLE_EXPORTS to a folder, or to an S3 prefix of a private \
-                bucket; nothing was queued
+                export archives need a place of their own: the blob store holds the app's files, which it may serve to \
+                anyone. Set --exports / LIFECYCLE_EXPORTS to a folder, or to an S3 prefix of a private bucket; nothing \
+                was queued
                 """)
         }
         if request.allowPending, (request.operatorName ?? "").isEmpty {

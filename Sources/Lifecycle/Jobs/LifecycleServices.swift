@@ -16,7 +16,9 @@ public struct LifecycleServices<Store: LifecycleStore>: Sendable {
     public let policies: PolicyBook
     /// Where policies, the data map and demo files live.
     public let jobsDirectory: String
-    public let clock: any TimeSource
+    /// A variable so that a copy can look at the installation from another moment (the
+    /// demo's purge a month on) with everything else, the export store included, the same.
+    public var clock: any TimeSource
     public let logger: Logger
     /// The link-signing key file a command line named (`--signing-key-file`), over
     /// LIFECYCLE_SIGNING_KEY_FILE; read by every job of this process that signs a link.
