@@ -26,7 +26,7 @@ extension LifecycleConfiguration {
         try validateLocations()
         let dataMap = Result { try DataMap(jobsDirectory: jobsDirectory) }
         // A map that cannot be read counts as the reference app's: what needs the map reports it.
-        let referenceSchema = (try? dataMap.get().isReferenceApp) ?? true
+        let referenceSchema = (try? dataMap.get().lifecycleOwnsSchema) ?? true
         guard usesPostgres else {
             try refuseSharedSQLiteFile()
             let services: LifecycleServices<SQLiteStore>
@@ -75,7 +75,7 @@ extension LifecycleConfiguration {
     public func initialize() async throws -> InitializeReport {
         try validateLocations()
         let dataMap = try DataMap(jobsDirectory: jobsDirectory)
-        let referenceSchema = dataMap.isReferenceApp
+        let referenceSchema = dataMap.lifecycleOwnsSchema
         if !usesPostgres { try refuseSharedSQLiteFile() }
         if !referenceSchema {
             // Checked before lifecycle's own tables are added, against the app's tables alone.

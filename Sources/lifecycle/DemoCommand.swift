@@ -123,7 +123,7 @@ struct DemoTour {
         say("worker --once: \(first.succeeded) succeeded, \(first.retrying) retrying → exit 75 tells cron to look")
         if let job = try await services.store.job(id: probe.job.id), job.state == .retrying {
             // Jump past the backoff as an operator would with `jobs retry`.
-            _ = try await services.store.retry(jobID: job.id, now: services.clock.now())
+            _ = try await OperatorJobActions(services: services, operatorName: "demo").retry(job.id)
             let second = try await runWorker(services: services, once: true, concurrency: 2)
             say("jobs retry \(job.id); worker --once: \(second.succeeded) succeeded → exit 0")
         }

@@ -142,7 +142,7 @@ struct Workspace {
     /// gets lifecycle's tables only, never the reference app's.
     func store() throws -> SQLiteStore { try SQLiteStore(path: database, referenceSchema: servesReferenceApp) }
 
-    var servesReferenceApp: Bool { (try? DataMap(jobsDirectory: jobsDirectory).isReferenceApp) ?? true }
+    var servesReferenceApp: Bool { (try? DataMap(jobsDirectory: jobsDirectory).lifecycleOwnsSchema) ?? true }
 }
 
 /// The databases a test process has initialised, shared by a workspace's copies.

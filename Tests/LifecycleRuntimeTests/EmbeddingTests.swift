@@ -158,7 +158,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
             func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> DeletionRequestResult {
                 try FileManager.default.removeItem(atPath: jobs + "/account-data.yaml")
                 try "deletion: [not, a, section".write(toFile: jobs + "/policies/deletion.yaml", atomically: true, encoding: .utf8)
-                #expect(try services.dataMapDocument().isReferenceApp)
+                #expect(try services.dataMapDocument().lifecycleOwnsSchema)
                 _ = try await services.directory()
                 return try await RequestDeletion(account: "ada", password: password).run(services: services)
             }
@@ -182,7 +182,7 @@ func lifecycleError(_ body: () async throws -> Void) async -> LifecycleError? {
     @Test func aMapThatCannotBeReadFailsWhereItIsNeededWithItsOwnMessage() async throws {
         struct CheckMap: InstallationBody {
             func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> Bool {
-                try await services.directory().isReferenceApp
+                try await services.directory().lifecycleOwnsSchema
             }
         }
         let workspace = try Workspace()

@@ -417,10 +417,11 @@ public struct DataMap: Sendable, Equatable {
     public var presets: [String] = []
     /// `residue:`: what the scan after erasure may leave, and why (see `ResidueScan`).
     public var residue = Residue()
-    /// `app: reference`: the map of the reference app whose schema lifecycle itself creates
-    /// (`lifecycle demo`) and whose import format it reads (`accounts import`).
+    /// `app: reference`: the schema is lifecycle's own, the reference app's, which `init`
+    /// creates and `accounts import` loads; nothing else reads this flag, so the reference
+    /// app's accounts are deleted, exported, purged and given photos as any app's are.
     /// Any other map describes an app's own database, which lifecycle never alters.
-    public var isReferenceApp: Bool = false
+    public var lifecycleOwnsSchema: Bool = false
     /// The file it was read from, for messages.
     public var source: String
 

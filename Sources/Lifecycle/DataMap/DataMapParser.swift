@@ -89,12 +89,12 @@ extension DataMap {
         if let twice = Dictionary(grouping: files, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
             throw LifecycleError(.badInput, "\(source): two tables share export_file '\(twice)'")
         }
-        var isReferenceApp = false
+        var lifecycleOwnsSchema = false
         if let app = top["app"] {
             guard try app.string() == "reference" else {
                 throw app.error("the only value is `reference` (the reference app whose schema lifecycle creates); leave it out for your own database")
             }
-            isReferenceApp = true
+            lifecycleOwnsSchema = true
         }
         var parts: [Part] = []
         for item in try top["parts"]?.sequence() ?? [] {
@@ -106,7 +106,7 @@ extension DataMap {
         }
         self.init(
             subject: subject, tables: tables, ignored: ignored, onDeletion: onDeletion, parts: parts, presets: presets,
-            isReferenceApp: isReferenceApp, source: source)
+            lifecycleOwnsSchema: lifecycleOwnsSchema, source: source)
         if let field = top["residue"] { residue = try Self.residue(field) }
         if let field = top["profile_photo"] { profilePhoto = try Self.profilePhoto(field) }
     }

@@ -89,7 +89,7 @@ public struct AccountDirectory<Store: LifecycleStore>: Sendable {
     /// The columns `COLUMN:VALUE` may name.
     public var lookupColumns: [String] { data.plan.subject.lookup }
 
-    public var isReferenceApp: Bool { data.map.isReferenceApp }
+    public var lifecycleOwnsSchema: Bool { data.map.lifecycleOwnsSchema }
 }
 
 extension AccountDirectory.Entry {

@@ -62,7 +62,7 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
 
     init(services: LifecycleServices<Store>, photoResolution: PhotoFolder.Resolution?) async throws {
         let directory = try await services.directory()
-        guard directory.isReferenceApp else {
+        guard directory.lifecycleOwnsSchema else {
             throw LifecycleError(.badInput, "`accounts import` loads the reference app's accounts; this installation's data map describes the app's own database (leave out `app:` only for your own schema)")
         }
         store = services.store
