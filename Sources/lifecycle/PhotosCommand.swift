@@ -222,7 +222,11 @@ struct FileNormalizedReport: Codable {
 struct ListPhotos: AsyncParsableCommand, StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "Profile photos: each account's file, whether it is normalised under the current recipe and, after a refused upload, the message its uploader saw.")
+        abstract: "Profile photos: each account's file, whether it is normalised under the current recipe and, after a refused upload, the message its uploader saw.",
+        discussion: """
+            An account whose refused upload replaced no photo has none (`(no photo)`, no `file` with --json): she \
+            is listed as rejected all the same, after the accounts with a photo.
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Option(help: "pending, normalized or rejected.") var state: NormalizationState?
@@ -243,7 +247,7 @@ struct ListPhotos: AsyncParsableCommand, StoreCommand {
         }
         if photos.isEmpty { Terminal.line("no profile photos" + (state.map { " in state \($0.rawValue)" } ?? "")) }
         for photo in photos {
-            Terminal.line("account \(photo.account)  \(photo.state.rawValue)  \(photo.file)" + (photo.message.map { "  \"\($0)\"" } ?? ""))
+            Terminal.line("account \(photo.account)  \(photo.state.rawValue)  \(photo.file ?? "(no photo)")" + (photo.message.map { "  \"\($0)\"" } ?? ""))
         }
         return .ok
     }

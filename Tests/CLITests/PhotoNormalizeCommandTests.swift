@@ -75,6 +75,17 @@ struct PhotoNormalizeCommandTests {
             "SELECT outcome, detail FROM \(workspace.ownTable("audit_events")) WHERE account_id = 'mallory' AND action = 'photo.normalize'")
         #expect(trail.count == 1 && trail.first?[0] == "rejected")
         #expect((trail.first?[1] ?? nil)?.contains("\"code\":\"unsupportedType\"") == true)
+        // She has no photo, and the on-call engineer still finds her refusal and its message.
+        let rejected = try await workspace.run(["photos", "list", "--state", "rejected", "--json"])
+        #expect(rejected.status == 0, "\(rejected.stderr)")
+        let rejectedRows = try JSONSerialization.jsonObject(with: Data(rejected.stdout.utf8)) as? [[String: String]]
+        #expect(rejectedRows == [["account": "mallory", "state": "rejected", "message": "This file type is not supported. Please use JPG, PNG, or HEIC."]])
+        let hers = try await workspace.run(["photos", "list", "--account", "mallory"])
+        #expect(hers.stdout == "account mallory  rejected  (no photo)  \"This file type is not supported. Please use JPG, PNG, or HEIC.\"\n", "\(hers.stdout)")
+        let everyone = try await workspace.run(["photos", "list", "--json"])
+        let everyoneRows = try JSONSerialization.jsonObject(with: Data(everyone.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(everyoneRows.compactMap { $0["account"] as? String } == ["ada", "grace", "linus", "mallory"])
+        #expect(try await workspace.run(["photos", "list", "--state", "normalized", "--account", "mallory"]).stdout == "no profile photos in state normalized\n")
 
         let tree = try workspace.blobTree()
         let jobs = try await workspace.photoJobCount()

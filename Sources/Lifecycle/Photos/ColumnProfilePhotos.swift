@@ -191,15 +191,19 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                 guard let id = try directory.find(.operator(reference), in: tx) else { throw LifecycleError.noSuchAccount(reference) }
                 only = id
             }
+            func isListed(_ key: String) throws -> Bool {
+                let lifecycleState = try directory.entry(id: key, in: tx, locking: false, now: now)?.state
+                return lifecycleState == .active || lifecycleState == .pendingDeletion
+            }
             var listed: [ProfilePhotoListing] = []
+            // Every photo her column holds, unless only the rejected are asked for.
             var cursor = after
-            while listed.count < limit {
+            while state != .rejected, listed.count < limit {
                 let rows = try tx.rows(sql.profilePhotoFiles(notLike: nil, only: only, after: cursor, limit: page))
                 for row in rows {
                     guard let key = row.first?.text, let file = row.last?.text else { continue }
                     cursor = key
-                    let lifecycleState = try directory.entry(id: key, in: tx, locking: false, now: now)?.state
-                    guard lifecycleState == .active || lifecycleState == .pendingDeletion else { continue }
+                    guard try isListed(key) else { continue }
                     var listing = ProfilePhotoListing(account: key, file: file, state: .pending)
                     if let known = try Self.state(of: key, data: data, in: tx), known.state == .rejected {
                         listing.state = .rejected
@@ -211,6 +215,24 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
                     if listed.count == limit { break }
                 }
                 if rows.count < page { break }
+            }
+            guard state == nil || state == .rejected else { return listed }
+            // A refused upload that replaced no photo leaves her column empty: only the audit
+            // trail knows of it, and the uploader still needs an answer.
+            cursor = state == .rejected ? after : nil
+            while listed.count < limit {
+                let candidates = try only.map { [$0] }
+                    ?? tx.accountsWithAuditEvent(action: "photo.normalize", outcome: "rejected", after: cursor, limit: page)
+                for key in candidates {
+                    cursor = key
+                    let file = try Self.current(key, sql: sql, in: tx)?.text.flatMap { $0.isEmpty ? nil : $0 }
+                    // Listed above with the file her column holds.
+                    if state == nil, file != nil { continue }
+                    guard try isListed(key), let known = try Self.state(of: key, data: data, in: tx), known.state == .rejected else { continue }
+                    listed.append(ProfilePhotoListing(account: key, file: file, state: .rejected, message: known.message))
+                    if listed.count == limit { break }
+                }
+                if only != nil || candidates.count < page { break }
             }
             return listed
         }
@@ -285,10 +307,11 @@ public struct ProfilePhotoState: Sendable, Equatable {
 /// One account's profile photo, as `photos list` shows it.
 public struct ProfilePhotoListing: Sendable, Encodable, Equatable {
     public var account: String
-    /// The blob key her photo column holds.
-    public var file: String
+    /// The blob key her photo column holds; nil when a refused upload left it empty.
+    public var file: String?
     /// pending: not yet a JPEG of the current recipe (`photos normalize` takes it); rejected:
-    /// her latest upload was refused, and her column holds what the job left.
+    /// her latest upload was refused, and her column holds what the job left (the photo
+    /// the upload would have replaced, or none).
     public var state: NormalizationState
     /// For a rejection: the message the uploader was shown.
     public var message: String?

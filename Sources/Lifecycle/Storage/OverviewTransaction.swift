@@ -38,6 +38,16 @@ extension OwnStateTransaction {
             """)
     }
 
+    /// The accounts with an audit event of this action and outcome, in account id order
+    /// after `after` (from the start when nil).
+    public func accountsWithAuditEvent(action: String, outcome: String, after: String?, limit: Int) throws -> [String] {
+        let start: OwnSQL = after.map { " AND account_id > \($0)" } ?? ""
+        return try select("""
+            SELECT DISTINCT account_id FROM \(table: .auditEvents)
+            WHERE action = \(action) AND outcome = \(outcome) AND account_id IS NOT NULL\(generated: start) ORDER BY account_id LIMIT \(limit)
+            """, from: .auditEvents, .text).map { try $0.text(0) }
+    }
+
     private func selectAudit(_ sql: OwnSQL) throws -> [AuditEvent] {
         try select(sql, from: .auditEvents, reading: auditColumns).map { row in
             AuditEvent(
