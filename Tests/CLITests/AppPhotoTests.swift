@@ -6,8 +6,9 @@ import Testing
 /// The profile photo of an app whose map says where it lives (`profile_photo:`), through
 /// the app API as a Settings screen uses it: upload, normalise, replace, a refused upload
 /// that gives the last photo back, remove, then export and purge take what is left. On
-/// the Supabase example (avatar key in the user row) and the real Django site (an
-/// ImageField of the profile row, "" for none), with the shipped maps (Django on both backends).
+/// the reference app and the Supabase example (a key in the user row) and the real Django
+/// site (an ImageField of the profile row, "" for none), with the shipped maps (the
+/// reference app and Django on both backends; Supabase's schemas exist on PostgreSQL only).
 @Suite(.serialized)
 struct AppPhotoTests {
     let app = AppPurgeTests()
@@ -18,6 +19,33 @@ struct AppPhotoTests {
         /// Her photo column's value, read directly.
         var current: () async throws -> String
         var empty: String
+        /// The folder of the blob store the map's `profile_photo:` keeps photos in.
+        var prefix = "avatars/"
+    }
+
+    /// The reference app is one more map (`profile_photo: {column: profile_photo_key, prefix:
+    /// accounts/}`): the same journey, with photos an import gave and the worker rendered.
+    @Test(arguments: Backend.allCases)
+    func theReferenceAppsProfilePhotoTakesTheWholePhotoJourney(_ backend: Backend) async throws {
+        let workspace = try await Workspace.make(backend)
+        let fixture = try ImportFixture(lines: [
+            // Not a photo the journey uploads: the same pixels render to the same name.
+            ImportFixture.account(id: "ada", profilePhoto: "photos/avatar-alpha.png"),
+            ImportFixture.account(id: "bob", profilePhoto: "photos/trail.jpg"),
+        ])
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        let imported = try await workspace.run(["accounts", "import", fixture.path])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        let rendered = try await workspace.run(["worker", "--once"])
+        try #require(rendered.status == 0, "\(rendered.stderr)")
+        let key = { (account: String) in
+            try await self.app.rows(workspace, "SELECT profile_photo_key FROM accounts WHERE id = '\(account)'").joined()
+        }
+        let (previous, untouched) = (try await key("ada"), try await key("bob"))
+        #expect(previous.hasPrefix("accounts/ada/v") && untouched.hasPrefix("accounts/bob/v"), "\(previous) \(untouched)")
+        try await journey(
+            Place(workspace: workspace, account: "ada", current: { try await key("ada") }, empty: "∅", prefix: "accounts/ada/"),
+            previous: previous, untouched: untouched)
     }
 
     /// Supabase is PostgreSQL: its platform schemas (GoTrue's auth, Storage) exist there only.
@@ -140,14 +168,14 @@ struct AppPhotoTests {
         let accepted = try await ServeTests.upload(server, repositoryRoot + "/Jobs/demo/photos/portrait.heic", account: place.account)
         #expect(accepted.status == 202 && accepted.json["state"] as? String == "pending", "\(accepted.text)")
         let upload = try await place.current()
-        #expect(upload.hasPrefix("avatars/") && upload.contains("/upload-") && files().contains(upload), "\(upload)")
+        #expect(upload.hasPrefix(place.prefix) && upload.contains("/upload-") && files().contains(upload), "\(upload)")
         let photoID = try #require(accepted.json["photo_id"] as? String)
         #expect(try await photoStatus(server, place) == [photoID, "pending"])
         let worker = try await workspace.run(["worker", "--once"])
         #expect(worker.status == 0, "\(worker.stdout) \(worker.stderr)")
         #expect(try await photoStatus(server, place) == [photoID, "normalized"])
         let rendered = try await place.current()
-        #expect(rendered.hasPrefix("avatars/") && rendered.hasSuffix(".jpg") && rendered != upload, "\(rendered)")
+        #expect(rendered.hasPrefix(place.prefix) && rendered.hasSuffix(".jpg") && rendered != upload, "\(rendered)")
         try await expectCleanSquareJPEG(atPath: workspace.blobs + "/" + rendered, side: 1024)
         #expect(!files().contains(upload) && !files().contains(previous) && files().contains(untouched), "\(files().sorted())")
 
