@@ -147,15 +147,27 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
         let (store, sql, limit) = (services.store, data.sql, max(1, pageSize))
         let rendered = Self.renderedPattern(place, policy: policy)
-        return try await PhotoNormalizationService<Store>.queuePages(policy: policy, limit: limit, clock: services.clock) { start, now in
-            try await store.write { tx in
-                try tx.rows(sql.profilePhotoFiles(notLike: rendered, only: only, after: start, limit: limit)).compactMap { row in
+        // A page per transaction: the write lock is held for one page at a time.
+        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
+        var after: String?
+        while true {
+            let now = services.clock.now()
+            let start = after
+            let enqueued = try await store.write { tx in
+                try tx.rows(sql.profilePhotoFiles(notLike: rendered, only: only, after: start, limit: limit)).compactMap { row -> (String, EnqueueOutcome)? in
                     guard let key = row.first?.text, let file = row.last?.text else { return nil }
                     let request = try PhotoJobs.normalizeRequest(account: key, upload: file, replaces: nil)
                     return (key, try store.enqueue(request, policy: jobPolicy, now: now, in: tx))
                 }
             }
+            for (_, outcome) in enqueued {
+                report.jobIDs.append(outcome.job.id)
+                if outcome.created { report.queued += 1 } else { report.alreadyQueued += 1 }
+            }
+            guard enqueued.count == limit, let last = enqueued.last else { break }
+            after = last.0
         }
+        return report
     }
 
     /// Whether `key` is a JPEG `render` made (PREFIX<account>/v<version>-…-<digest>.jpg) under

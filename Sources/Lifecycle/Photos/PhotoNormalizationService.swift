@@ -31,26 +31,6 @@ public struct PhotoNormalizationService<Store: LifecycleStore>: Sendable {
         try await ColumnProfilePhotos(services: services).queue(account: reference, policy: policy, pageSize: pageSize)
     }
 
-    /// Enqueues page after page (`page` gets the cursor to start after and the time, and
-    /// returns each enqueued photo's cursor with its outcome) until a page is not full.
-    static func queuePages(
-        policy: PhotoPolicy, limit: Int, clock: any TimeSource,
-        _ page: (_ after: String?, _ now: Date) async throws -> [(String, EnqueueOutcome)]
-    ) async throws -> PhotoQueueReport {
-        var report = PhotoQueueReport(recipe: policy.recipeIdentifier, recipeVersion: policy.recipeVersion)
-        var after: String?
-        while true {
-            let enqueued = try await page(after, clock.now())
-            for (_, outcome) in enqueued {
-                report.jobIDs.append(outcome.job.id)
-                if outcome.created { report.queued += 1 } else { report.alreadyQueued += 1 }
-            }
-            guard enqueued.count == limit, let last = enqueued.last else { break }
-            after = last.0
-        }
-        return report
-    }
-
     // MARK: - Results
 
     /// How one normalisation job ended, from its state and its steps' outputs.
