@@ -95,7 +95,7 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
         commandName: "show", abstract: "Show one account by id or email (exit 67 if there is none).")
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var reference: String
+    @Argument(help: "The account: its key or any lookup column's value, or COLUMN:VALUE for one lookup column (id or email for the reference app).") var account: String
 
     func run() async throws {
         try await guarded {
@@ -106,13 +106,13 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
         let directory = try await services.directory()
         let data = directory.data
-        let reference = self.reference
+        let named = account
         let found = try await services.store.read { tx -> AccountSummary? in
             // A purged user whose row the map deletes is found by its key in lifecycle's record;
             // only then is "not found" asked again as deletion asks it: a row this role cannot
             // see (row level security) is exit 77, not "no account".
-            guard let key = try data.resolve(.operator(reference), in: tx) ?? tx.subject(key: reference)?.key
-                    ?? directory.find(.operator(reference), in: tx) else { return nil }
+            guard let key = try data.resolve(.operator(named), in: tx) ?? tx.subject(key: named)?.key
+                    ?? directory.find(.operator(named), in: tx) else { return nil }
             let record = try tx.subject(key: key)
             var lookup: [String: String] = [:]
             for column in data.plan.subject.lookup {
@@ -123,7 +123,7 @@ struct ShowAccount: AsyncParsableCommand, StoreCommand {
                 deletionRequestedAt: record?.deletionRequestedAt, purgeAfter: record?.purgeAfter, purgedAt: record?.purgedAt,
                 lookup: lookup, rows: try data.rowCounts(key: key, in: tx))
         }
-        guard let summary = found else { throw LifecycleError.noSuchAccount(reference) }
+        guard let summary = found else { throw LifecycleError.noSuchAccount(named) }
         if options.json {
             try Terminal.printJSON(summary)
             return .ok

@@ -54,8 +54,9 @@ public enum LookupDigest {
 /// Everything recorded about one account: `lifecycle audit`.
 public struct AuditReport: Sendable, Encodable {
     public enum FoundBy: String, Sendable, Encodable {
-        /// Its key (id), or a lookup column of a row that still exists.
-        case reference
+        /// Its key (id), or a lookup column of a row that still exists (`reference` in JSON:
+        /// how the operator named it).
+        case accountName = "reference"
         /// The salted hash of a lookup value the purge recorded.
         case purgedLookup = "purged_lookup"
     }
@@ -88,7 +89,7 @@ public struct AuditTrail<Store: LifecycleStore>: Sendable {
         let directory = self.directory
         let now = services.clock.now()
         return try await services.store.read { tx in
-            var foundBy = AuditReport.FoundBy.reference
+            var foundBy = AuditReport.FoundBy.accountName
             var key = try directory.find(reference, in: tx)
             if key == nil {
                 var value = reference.text
