@@ -79,8 +79,8 @@ public struct LifecycleConfiguration: Sendable {
     /// `MEDIA_ROOT`, which an app serves to anyone). Nil on S3: an installation there may
     /// have no local disk, and a prefix beside the blobs would be as public as their bucket,
     /// so it is the operator's choice (an S3 prefix of a private bucket). Until it is made,
-    /// an app's accounts are not exported (`ExportJobs.requestExport`); the reference app's
-    /// blob store is lifecycle's own, and keeps its archives.
+    /// no account is exported (`ExportJobs.requestExport`, and the export job waits for a
+    /// worker that has one).
     public var exportLocation: String? {
         if let exports { return exports }
         if S3Location.looksLikeLocation(blobs) { return nil }

@@ -26,7 +26,7 @@ struct GlobalOptions: ParsableArguments {
     var blobs: String?
 
     @Option(help: ArgumentHelp(
-        "Where export archives live, apart from --blobs (which an app may serve): a directory or an s3:// location (env LIFECYCLE_EXPORTS; default <database>.exports beside a SQLite file with a blob directory, <blobs>.exports beside it on PostgreSQL; with s3:// blobs none, and an app's accounts are not exported until it is set).",
+        "Where export archives live, apart from --blobs (which an app may serve): a directory or an s3:// location (env LIFECYCLE_EXPORTS; default <database>.exports beside a SQLite file with a blob directory, <blobs>.exports beside it on PostgreSQL; with s3:// blobs none, and nothing is exported until it is set).",
         valueName: "dir|s3-url"))
     var exports: String?
 

@@ -240,7 +240,7 @@ struct ListPhotos: AsyncParsableCommand, StoreCommand {
     }
 
     func run<Store: LifecycleStore>(services: LifecycleServices<Store>) async throws -> ExitStatus {
-        let photos = try await ColumnProfilePhotos(services: services).list(account: account, state: state, after: nil, limit: max(1, limit))
+        let photos = try await ColumnProfilePhotos(services: services).list(account: account, state: state, limit: max(1, limit))
         if options.json {
             try Terminal.printJSON(photos)
             return .ok

@@ -113,8 +113,9 @@ enum RefusedPhoto {
 }
 
 extension Workspace {
-    /// Each account's profile photo file, as `photos list --json` shows it: her column's
-    /// key and where it stands.
+    /// Each account whose photo column names a file, as `photos list --json` shows it: her
+    /// column's key and where it stands (an account a refused upload left without a photo,
+    /// listed with no `file`, is not among them).
     func profilePhotos() async throws -> [String: (file: String, state: String)] {
         let listed = try await run(["photos", "list", "--json", "--limit", "100000"])
         #expect(listed.status == 0, "\(listed.stderr)")

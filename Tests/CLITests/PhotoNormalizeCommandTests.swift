@@ -42,6 +42,8 @@ struct PhotoNormalizeCommandTests {
         #expect(worker.status == 0, "\(worker.stderr)")
         // The refused one leaves her with no photo, as she had none before it.
         #expect(try await workspace.profilePhotos().mapValues(\.state) == ["ada": "normalized", "grace": "normalized", "linus": "normalized"])
+        let hers = try await workspace.run(["photos", "list", "--account", "mallory"])
+        #expect(hers.stdout.hasPrefix("account mallory  rejected  (no photo)  "), "\(hers.stdout)")
         let again = try await workspace.run(["photos", "normalize", "--all"])
         #expect(again.status == 0)
         #expect(again.stdout.contains("nothing to normalise for all accounts"))

@@ -1,6 +1,7 @@
 import Foundation
 import JobRunner
 @testable import Lifecycle
+import Logging
 import SQLiteBackend
 import Testing
 
@@ -369,6 +370,39 @@ struct ExportJobTests {
         let refused = try await #require(throws: LifecycleError.self) { try await bed.services.requestExport(ExportRequest(account: "nok")) }
         #expect(refused.category == .unavailable)
         #expect(try await bed.store.jobs(matching: JobFilter(kinds: [ExportJobs.exportKind])).isEmpty)
+    }
+
+    /// A worker started without `--exports` (a cron line that missed the setting) would
+    /// publish the archive among the app's files: it hands the export back untried, and
+    /// a worker that has an export store builds it.
+    @Test(arguments: Backend.allCases)
+    func aWorkerWithoutAnExportStoreLeavesTheExportToOneThatHasIt(_ backend: Backend) async throws {
+        try await aWorkerWithoutAnExportStoreLeavesTheExportToOneThatHasIt(store: try await backend.makeStore())
+    }
+
+    private func aWorkerWithoutAnExportStoreLeavesTheExportToOneThatHasIt(store: some LifecycleStore) async throws {
+        let bed = try ExportTestbed(store: store)
+        try await bed.importAccounts([ExportFixture.account(id: "ivy")])
+        let requested = try await bed.services.requestExport(ExportRequest(account: "ivy"))
+        let bare = LifecycleServices(
+            store: store, blobs: bed.blobs, policies: bed.services.policies, jobsDirectory: bed.jobsDirectory, clock: bed.clock,
+            logger: Logger(label: "export-tests"))
+        let unready = try await Worker(
+            store: store, registry: bare.registry, policies: bare.policies, clock: bed.clock,
+            options: WorkerOptions(concurrency: 1, kinds: [ExportJobs.exportKind])
+        ).drain()
+        #expect(unready.notReady == 1 && unready.succeeded == 0, "\(unready.failures)")
+        #expect(unready.failures.first?.contains("LIFECYCLE_EXPORTS") == true, "\(unready.failures)")
+        let waiting = try #require(try await store.job(id: requested.job.id))
+        #expect(waiting.state == .queued && waiting.attempt == 0, "\(waiting.state) attempt \(waiting.attempt)")
+        #expect(try await bed.blobs.list(prefix: "accounts/ivy/exports/", after: nil, limit: 10).isEmpty)
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: bed.blobs.root + "/.incoming/exports"))?.isEmpty ?? true)
+
+        #expect(try await bed.runWorker().succeeded == 1)
+        let export = try #require(try await store.read { tx in try tx.export(jobID: requested.job.id) })
+        #expect(export.state == .ready)
+        #expect(try await bed.exports.info(key: try #require(export.blobKey)) != nil)
+        #expect(try await bed.blobs.list(prefix: "accounts/ivy/exports/", after: nil, limit: 10).isEmpty)
     }
 
     private func runExpiry(_ bed: ExportTestbed<some LifecycleStore>) async throws -> [String] {

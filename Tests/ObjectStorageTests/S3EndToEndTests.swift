@@ -250,7 +250,9 @@ extension S3Tests {
             try policy.replacingOccurrences(of: "link_lifetime_days: 7", with: "link_lifetime_days: 30")
                 .write(toFile: jobs + "/policies/export.yaml", atomically: true, encoding: .utf8)
             #expect(try await installation.importAccount("bob").status == 0)
-            let refused = try await installation.run(["export", "bob"], jobsDirectory: jobs)
+            // The archives' own prefix: the store that signs their links.
+            let exports = "s3://\(installation.store.location.bucket)/exports?endpoint=\(try MotoServer.require().endpoint.absoluteString)&region=us-east-1"
+            let refused = try await installation.run(["export", "bob"], jobsDirectory: jobs, environment: ["LIFECYCLE_EXPORTS": exports])
             #expect(refused.status == 65, "\(refused.stderr)")
             #expect(refused.stderr.contains("link_lifetime_days is 30") && refused.stderr.contains("at most 7 days"), "\(refused.stderr)")
         }

@@ -126,6 +126,14 @@ struct ExportJob<Store: LifecycleStore>: Sendable {
     /// the temporary key: a rerun after a crash overwrites both instead of adding more.
     private func writeArchive(_ context: StepContext) async throws -> StepResult {
         let (payload, snapshot, format) = try inputs(context)
+        // A worker started without `--exports` would publish the archive among the app's
+        // files; the job is not at fault, so it waits for a worker that has the setting.
+        guard services.exportsApart else {
+            throw WorkerNotReady("""
+                this worker has no export store (--exports / LIFECYCLE_EXPORTS): an archive in the blob store sits among the \
+                app's files, which it may serve to anyone; this export waits until a worker with an export store runs it
+                """)
+        }
         let settings = try ExportSettings(policies: services.policies)
         let expiresAt = Date(timeIntervalSince1970: (context.now.timeIntervalSince1970 + settings.linkLifetime).rounded(.down))
         let (built, key, readBackFile) = try await buildAndStore(context, payload, snapshot, format, settings, expiresAt)

@@ -103,20 +103,10 @@ extension LifecycleServices {
     /// `cache`: a server's, kept between requests; without it the data map and the catalog are read again.
     public func requestExport(_ request: ExportRequest, cache: AppDataCache = AppDataCache()) async throws -> ExportRequestOutcome {
         let settings = try exportSettings
-        // Refuse now rather than build an archive nobody can be sent a link to.
-        if let limit = exports.downloadURLLifetimeLimit {
-            guard settings.linkLifetime <= limit else {
-                throw LifecycleError(.badInput, "export.link_lifetime_days is \(settings.linkLifetimeDays), but the blob store signs download links for at most \(Int(limit / 86_400)) days: set link_lifetime_days to \(Int(limit / 86_400)) or less in \(jobsDirectory)/policies/export.yaml")
-            }
-        } else {
-            _ = try linkSigner()
-        }
-        // Loading it checks the map against the database: a table holding the user's rows that
-        // the map neither exports nor ignores refuses the export here, before a job is queued.
-        let directory = try await self.directory(cache: cache)
         // The blob store holds the app's files (its MEDIA_ROOT, its Storage bucket), which it
         // may serve to anyone: an archive there is handed out past its link's signature and
         // expiry. A folder of its own is the default on a disk; on S3 there is none to take.
+        // Checked first: the link checks below are the export store's.
         if !exportsApart {
             throw LifecycleError(.badConfiguration, """
                 export archives need a place of their own: the blob store holds the app's files, which it may serve to \
@@ -124,6 +114,17 @@ extension LifecycleServices {
                 was queued
                 """)
         }
+        // Refuse now rather than build an archive nobody can be sent a link to.
+        if let limit = exports.downloadURLLifetimeLimit {
+            guard settings.linkLifetime <= limit else {
+                throw LifecycleError(.badInput, "export.link_lifetime_days is \(settings.linkLifetimeDays), but the export store signs download links for at most \(Int(limit / 86_400)) days: set link_lifetime_days to \(Int(limit / 86_400)) or less in \(jobsDirectory)/policies/export.yaml")
+            }
+        } else {
+            _ = try linkSigner()
+        }
+        // Loading it checks the map against the database: a table holding the user's rows that
+        // the map neither exports nor ignores refuses the export here, before a job is queued.
+        let directory = try await self.directory(cache: cache)
         if request.allowPending, (request.operatorName ?? "").isEmpty {
             throw LifecycleError(.badInput, "exporting an account scheduled for deletion is an operator action: name the operator")
         }

@@ -190,9 +190,11 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         likeEscaped(place.prefix) + "%/" + likeEscaped(policy.recipeIdentifier) + "-%.jpg"
     }
 
-    /// `photos list`: every account whose photo column names a file, in key order after
-    /// `after`, with where the photo stands (`ProfilePhotoListing.state`).
-    public func list(account reference: String?, state: NormalizationState?, after: String?, limit: Int) async throws -> [ProfilePhotoListing] {
+    /// `photos list`: the first `limit` accounts whose photo column names a file, in key
+    /// order, with where the photo stands (`ProfilePhotoListing.state`); then, unless another
+    /// state is asked for, those a refused upload left without one, in the order of the ids
+    /// the audit trail records. `--state rejected` lists only the latter order, both kinds.
+    public func list(account reference: String?, state: NormalizationState?, limit: Int) async throws -> [ProfilePhotoListing] {
         let (data, place) = try await place()
         let policy = try PhotoPolicy(policies: services.policies)
         let directory = AccountDirectory<Store>(data: data)
@@ -209,7 +211,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
             }
             var listed: [ProfilePhotoListing] = []
             // Every photo her column holds, unless only the rejected are asked for.
-            var cursor = after
+            var cursor: String?
             while state != .rejected, listed.count < limit {
                 let rows = try tx.rows(sql.profilePhotoFiles(notLike: nil, only: only, after: cursor, limit: page))
                 for row in rows {
@@ -231,7 +233,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
             guard state == nil || state == .rejected else { return listed }
             // A refused upload that replaced no photo leaves her column empty: only the audit
             // trail knows of it, and the uploader still needs an answer.
-            cursor = state == .rejected ? after : nil
+            cursor = nil
             while listed.count < limit {
                 let candidates = try only.map { [$0] }
                     ?? tx.accountsWithAuditEvent(action: "photo.normalize", outcome: "rejected", after: cursor, limit: page)
