@@ -90,7 +90,9 @@ public final class ThrowawayPostgres: Sendable {
     }
 
     /// A new empty database; returns its name.
-    public func createDatabase() async throws -> String {
+    /// `icuLocale`: a database that sorts text as that language does (`"en-US"`: "amy"
+    /// before "Zed"), as an adopter's usually does, instead of the cluster's byte order.
+    public func createDatabase(icuLocale: String? = nil) async throws -> String {
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         // The name is made here from a UUID, never from outside input; identifiers cannot be bound.
         // From template0, not the default template1: autovacuum's workers connect to
@@ -98,7 +100,13 @@ public final class ThrowawayPostgres: Sendable {
         // connected to ("source database is being accessed by other users") once it has
         // waited 5 s for them to leave, which a loaded machine can take. Nothing connects
         // to template0 (it does not allow connections), and it holds what template1 holds here.
-        try await admin(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE template0"))
+        var locale = ""
+        if let icuLocale {
+            // A test's own constant, never outside input; identifiers and options cannot be bound.
+            precondition(icuLocale.allSatisfy { $0.isLetter || $0 == "-" }, "an ICU locale such as en-US")
+            locale = " LOCALE_PROVIDER icu ICU_LOCALE '\(icuLocale)'"
+        }
+        try await admin(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE template0\(locale)"))
         return name
     }
 

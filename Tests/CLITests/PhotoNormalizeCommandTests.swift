@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import JobRunner
 import Lifecycle
+import PostgresTesting
 import SQLiteBackend
 import Testing
 
@@ -102,6 +103,43 @@ struct PhotoNormalizeCommandTests {
         #expect(reimport.status == 0)
         #expect(try workspace.blobTree() == tree)
         #expect(try await workspace.photoJobCount() == jobs)
+    }
+
+    /// `photos list --state rejected` walks the audit trail's rejections a page at a time,
+    /// in the byte order of the ids on both backends ("Zed" before "amy"), on a PostgreSQL
+    /// database that sorts text as English does ("amy" first), past an account that is no
+    /// longer listed (purged).
+    @Test(arguments: Backend.allCases)
+    func rejectedPhotosAreListedInByteOrderPageAfterPage(_ backend: Backend) async throws {
+        var workspace = try Workspace()
+        if backend == .postgres {
+            let cluster = try await ThrowawayPostgres.shared()
+            workspace.postgresURL = cluster.url(database: try await cluster.createDatabase(icuLocale: "en-US"), pool: 2)
+            let sorted = try await workspace.query("SELECT name FROM (VALUES ('Zed'), ('amy')) AS t(name) ORDER BY name")
+            try #require(sorted == [["amy"], ["Zed"]], "the database sorts as English does: \(sorted)")
+        }
+        let fixture = try ImportFixture(lines: ["amy", "Bob", "Zed"].map { ImportFixture.account(id: $0, profilePhoto: "photos/not-a-photo.jpg") })
+        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
+        try await photoTool("vips", "copy", repositoryRoot + "/Jobs/demo/photos/trail.jpg", fixture.directory + "/photos/not-a-photo.gif")
+        try FileManager.default.moveItem(atPath: fixture.directory + "/photos/not-a-photo.gif", toPath: fixture.directory + "/photos/not-a-photo.jpg")
+        try #require(try await workspace.run(["accounts", "import", fixture.path]).status == 0)
+        try #require(try await workspace.run(["worker", "--once"]).status == 0)
+        func rejected(_ extra: [String]) async throws -> [String] {
+            let listed = try await workspace.run(["photos", "list", "--state", "rejected", "--json"] + extra)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let rows = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]] ?? []
+            #expect(rows.allSatisfy { $0["file"] == nil && $0["state"] as? String == "rejected" }, "\(rows)")
+            return rows.compactMap { $0["account"] as? String }
+        }
+        #expect(try await rejected([]) == ["Bob", "Zed", "amy"])
+
+        let deleted = try await workspace.run(["delete", "Bob", "--operator", "sam", "--reason", "ticket 9", "--immediately"])
+        try #require(deleted.status == 0, "\(deleted.stderr)")
+        let purged = try await workspace.run(["purge"])
+        try #require(purged.status == 0 && purged.stdout.contains("1 purged"), "\(purged.stdout)\(purged.stderr)")
+        // Pages of two: Bob (purged, passed over) and Zed, then amy.
+        #expect(try await rejected(["--limit", "2"]) == ["Zed", "amy"])
+        #expect(try await rejected(["--limit", "1"]) == ["Zed"])
     }
 
     @Test(arguments: Backend.allCases)

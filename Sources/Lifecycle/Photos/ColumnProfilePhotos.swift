@@ -192,8 +192,8 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
 
     /// `photos list`: the first `limit` accounts whose photo column names a file, in key
     /// order, with where the photo stands (`ProfilePhotoListing.state`); then, unless another
-    /// state is asked for, those a refused upload left without one, in the order of the ids
-    /// the audit trail records. `--state rejected` lists only the latter order, both kinds.
+    /// state is asked for, those a refused upload left without one, in the byte order of
+    /// their ids. `--state rejected` lists only in the latter order, both kinds.
     public func list(account reference: String?, state: NormalizationState?, limit: Int) async throws -> [ProfilePhotoListing] {
         let (data, place) = try await place()
         let policy = try PhotoPolicy(policies: services.policies)

@@ -38,13 +38,14 @@ extension OwnStateTransaction {
             """)
     }
 
-    /// The accounts with an audit event of this action and outcome, in account id order
-    /// after `after` (from the start when nil).
+    /// The accounts with an audit event of this action and outcome, in the byte order of
+    /// their ids (the same on both backends) after `after` (from the start when nil).
     public func accountsWithAuditEvent(action: String, outcome: String, after: String?, limit: Int) throws -> [String] {
-        let start: OwnSQL = after.map { " AND account_id > \($0)" } ?? ""
+        let start: OwnSQL = after.map { " AND account_id\(byteOrder: ()) > \($0)" } ?? ""
         return try select("""
-            SELECT DISTINCT account_id FROM \(table: .auditEvents)
-            WHERE action = \(action) AND outcome = \(outcome) AND account_id IS NOT NULL\(generated: start) ORDER BY account_id LIMIT \(limit)
+            SELECT account_id FROM \(table: .auditEvents)
+            WHERE action = \(action) AND outcome = \(outcome) AND account_id IS NOT NULL\(generated: start)
+            GROUP BY account_id ORDER BY account_id\(byteOrder: ()) LIMIT \(limit)
             """, from: .auditEvents, .text).map { try $0.text(0) }
     }
 
