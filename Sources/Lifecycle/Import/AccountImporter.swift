@@ -50,9 +50,8 @@ public struct AccountImporter<Store: LifecycleStore>: Sendable {
     /// How photo paths are resolved beneath their folder; tests pin the fallback.
     let photoResolution: PhotoFolder.Resolution?
     /// The name an imported profile photo's upload gets in her folder of the map's photo
-    /// prefix: one per account, so a rerun finds it, with its type's extension, so an export
-    /// taken before its job has run hands it out as a photo.
-    static func profileUpload(contentType: String) -> String { "upload-import." + ContentSniffer.fileExtension(for: contentType) }
+    /// prefix: one per account, so a rerun finds it.
+    static func profileUpload(contentType: String) -> String { ColumnProfilePhotos<Store>.uploadName("import", contentType: contentType) }
 
     /// Imports into the reference app's tables of `services`' database; fails unless its
     /// data map (`app: reference`) checks against them.

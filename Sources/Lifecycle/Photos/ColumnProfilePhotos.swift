@@ -52,8 +52,7 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         let (data, place) = try await place()
         let directory = try await services.directory(cache: cache)
         let jobPolicy = try services.policies.policy(for: PhotoJobs.normalizeColumnKind)
-        // Named with its type's extension: an export taken before its job has run hands it out as a photo.
-        let upload = "upload-" + UUID().uuidString.lowercased() + "." + ContentSniffer.fileExtension(for: staged.contentType)
+        let upload = Self.uploadName(UUID().uuidString.lowercased(), contentType: staged.contentType)
         let key = place.prefix + BlobKey.segment(forID: accountID) + "/" + upload
         let stored = try await services.blobs.put(key: key, fromFile: staged.path, moving: true)
         let now = services.clock.now()
@@ -177,6 +176,13 @@ public struct ColumnProfilePhotos<Store: LifecycleStore>: Sendable {
         guard key.hasPrefix(prefix), key.hasSuffix(".jpg"), let name = key.split(separator: "/").last, name.first == "v" else { return false }
         guard let version = Int(name.dropFirst().prefix { $0.isNumber }), name.dropFirst().drop(while: { $0.isNumber }).first == "-" else { return false }
         return version >= policy.recipeVersion
+    }
+
+    /// The file name an upload is stored under in her folder, the one `isUpload` knows:
+    /// `upload-<stem>.<ext>`, with its type's extension, so an export taken before its job
+    /// has run hands it out as a photo.
+    static func uploadName(_ stem: String, contentType: String) -> String {
+        "upload-" + stem + "." + ContentSniffer.fileExtension(for: contentType)
     }
 
     /// Whether `key` is an upload lifecycle stored (PREFIX<account>/upload-…) and no job has
